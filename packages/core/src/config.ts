@@ -1,0 +1,221 @@
+/**
+ * The threshold schema: defaults, validation and merging. The same
+ * validated object drives the in-process detectors, the generated
+ * Prometheus rules, the dashboard and the docs.
+ */
+
+export interface QueueThresholds {
+  /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
+  occupancyWarn: number;
+  /** Occupancy above which the level is CRITICAL. */
+  occupancyCritical: number;
+  /** Quantile of recent queue waits compared with the wait thresholds, in (0, 1). */
+  waitQuantile: number;
+  /** Queue wait (s) at that quantile for WARN. */
+  waitWarnSeconds: number;
+  /** Queue wait (s) at that quantile for CRITICAL. */
+  waitCriticalSeconds: number;
+  /** Sliding window (s) over which the wait quantile is computed. */
+  waitWindowSeconds: number;
+  /** How long (s) a wait level must hold before it is reported (Prometheus `for:`). */
+  forSeconds: number;
+  /** Retry-After (s) suggested to shed clients. */
+  retryAfterSeconds: number;
+}
+
+export interface ModelLoadThresholds {
+  /** A load slower than spikeFactor × baseline is a spike. */
+  spikeFactor: number;
+  /** Successful loads kept for the rolling median baseline. */
+  baselineSamples: number;
+  /** Fixed baseline (s) per model; when set, it replaces the first-load baseline. */
+  baselineSeconds: Record<string, number>;
+}
+
+export interface StreamThresholds {
+  /** Interrupted share (cancelled, error, unavailable, deadline_exceeded) above which the level is WARN. */
+  interruptedRatio: number;
+  /** Interrupted share above which the level is CRITICAL. */
+  interruptedRatioCritical: number;
+  /** Streams that must have ended in the window before the share is judged. */
+  minSamples: number;
+  /** Number of most recent streams in the sliding window. */
+  windowSize: number;
+}
+
+export interface DeviceMemoryThresholds {
+  /** Fragmentation (1 − allocated / reserved) above which the level is WARN. */
+  fragmentation: number;
+  /** How long (s) fragmentation must stay high before it is reported. */
+  fragmentationForSeconds: number;
+  /** Samples in the drift (leak-trend) window. */
+  driftWindowSamples: number;
+  /** Minimum growth of the reserved − allocated gap over the window, relative to reserved. */
+  driftMinGrowth: number;
+  /** Minimum R² of the linear fit for the growth to count as a trend rather than noise. */
+  driftMinR2: number;
+}
+
+export interface GlitchThresholds {
+  /** Window (s) for ΔL = max − P99 of inference duration. */
+  windowSeconds: number;
+  /** ΔL (s) above which a P99 glitch is reported. */
+  deltaSeconds: number;
+  /** Minimum samples in the window before ΔL is judged. */
+  minSamples: number;
+}
+
+export interface AnomalyThresholds {
+  /** Detector ticks in the z-score window. */
+  window: number;
+  /** |z| at which a tick's queue wait P95 is an anomaly. */
+  zScore: number;
+}
+
+export interface Thresholds {
+  queue: QueueThresholds;
+  modelLoad: ModelLoadThresholds;
+  stream: StreamThresholds;
+  deviceMemory: DeviceMemoryThresholds;
+  glitch: GlitchThresholds;
+  anomaly: AnomalyThresholds;
+}
+
+export type ThresholdsInput = { [K in keyof Thresholds]?: Partial<Thresholds[K]> };
+
+export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
+  queue: {
+    occupancyWarn: 0.7,
+    occupancyCritical: 0.85,
+    waitQuantile: 0.95,
+    waitWarnSeconds: 0.2,
+    waitCriticalSeconds: 0.5,
+    waitWindowSeconds: 30,
+    forSeconds: 0,
+    retryAfterSeconds: 1,
+  },
+  modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {} },
+  stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
+  deviceMemory: { fragmentation: 0.65, fragmentationForSeconds: 0, driftWindowSamples: 60, driftMinGrowth: 0.05, driftMinR2: 0.8 },
+  glitch: { windowSeconds: 10, deltaSeconds: 0.25, minSamples: 20 },
+  anomaly: { window: 60, zScore: 3 },
+});
+
+/** Thrown at creation for an invalid configuration; `field` is the dotted path. */
+export class InferSignalConfigError extends Error {
+  override readonly name = 'InferSignalConfigError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`infersignal: invalid config "${field}": ${message}`);
+  }
+}
+
+type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'factor';
+
+const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'map' } } = {
+  queue: {
+    occupancyWarn: 'ratio',
+    occupancyCritical: 'ratio',
+    waitQuantile: 'fraction',
+    waitWarnSeconds: 'positive',
+    waitCriticalSeconds: 'positive',
+    waitWindowSeconds: 'positive',
+    forSeconds: 'nonNegative',
+    retryAfterSeconds: 'positive',
+  },
+  modelLoad: { spikeFactor: 'factor', baselineSamples: 'integer', baselineSeconds: 'map' },
+  stream: { interruptedRatio: 'ratio', interruptedRatioCritical: 'ratio', minSamples: 'integer', windowSize: 'integer' },
+  deviceMemory: {
+    fragmentation: 'ratio',
+    fragmentationForSeconds: 'nonNegative',
+    driftWindowSamples: 'integer',
+    driftMinGrowth: 'ratio',
+    driftMinR2: 'ratio',
+  },
+  glitch: { windowSeconds: 'positive', deltaSeconds: 'positive', minSamples: 'integer' },
+  anomaly: { window: 'integer', zScore: 'positive' },
+};
+
+function checkNumber(field: string, value: unknown, rule: Rule): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InferSignalConfigError(field, `must be a finite number, got ${JSON.stringify(value)}`);
+  }
+  switch (rule) {
+    case 'positive':
+      if (value <= 0) throw new InferSignalConfigError(field, `must be > 0, got ${value}`);
+      break;
+    case 'nonNegative':
+      if (value < 0) throw new InferSignalConfigError(field, `must be >= 0, got ${value}`);
+      break;
+    case 'ratio':
+      if (value < 0 || value > 1) throw new InferSignalConfigError(field, `must be within [0, 1], got ${value}`);
+      break;
+    case 'fraction':
+      if (value <= 0 || value >= 1) throw new InferSignalConfigError(field, `must be within (0, 1), got ${value}`);
+      break;
+    case 'integer':
+      if (!Number.isInteger(value) || value < 1) throw new InferSignalConfigError(field, `must be an integer >= 1, got ${value}`);
+      break;
+    case 'factor':
+      if (value <= 1) throw new InferSignalConfigError(field, `must be > 1, got ${value}`);
+      break;
+  }
+  return value;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Merges `input` over the defaults and validates every field. Unknown keys,
+ * wrong types and out-of-range values throw an InferSignalConfigError that
+ * names the field (e.g. `thresholds.queue.occupancyWarn`).
+ */
+export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): Thresholds {
+  if (input === undefined || input === null) input = {};
+  if (!isPlainObject(input)) throw new InferSignalConfigError(prefix, 'must be an object');
+  const out = {} as Record<string, Record<string, unknown>>;
+  for (const key of Object.keys(input)) {
+    if (!(key in RULES)) throw new InferSignalConfigError(`${prefix}.${key}`, `unknown key (expected one of ${Object.keys(RULES).join(', ')})`);
+  }
+  for (const group of Object.keys(RULES) as (keyof Thresholds)[]) {
+    const groupInput = (input as Record<string, unknown>)[group] ?? {};
+    const path = `${prefix}.${group}`;
+    if (!isPlainObject(groupInput)) throw new InferSignalConfigError(path, 'must be an object');
+    const rules = RULES[group] as Record<string, Rule | 'map'>;
+    for (const key of Object.keys(groupInput)) {
+      if (!(key in rules)) throw new InferSignalConfigError(`${path}.${key}`, `unknown key (expected one of ${Object.keys(rules).join(', ')})`);
+    }
+    const defaults = DEFAULT_THRESHOLDS[group] as unknown as Record<string, unknown>;
+    const resolved: Record<string, unknown> = {};
+    for (const [key, rule] of Object.entries(rules)) {
+      const value = groupInput[key] ?? defaults[key];
+      if (rule === 'map') {
+        if (!isPlainObject(value)) throw new InferSignalConfigError(`${path}.${key}`, 'must be an object of numbers');
+        const map: Record<string, number> = {};
+        for (const [name, seconds] of Object.entries(value)) map[name] = checkNumber(`${path}.${key}.${name}`, seconds, 'positive');
+        resolved[key] = map;
+      } else {
+        resolved[key] = checkNumber(`${path}.${key}`, value, rule);
+      }
+    }
+    out[group] = resolved;
+  }
+  const t = out as unknown as Thresholds;
+  if (t.queue.occupancyWarn >= t.queue.occupancyCritical) {
+    throw new InferSignalConfigError(`${prefix}.queue.occupancyWarn`, `must be below queue.occupancyCritical (${t.queue.occupancyCritical})`);
+  }
+  if (t.queue.waitWarnSeconds >= t.queue.waitCriticalSeconds) {
+    throw new InferSignalConfigError(`${prefix}.queue.waitWarnSeconds`, `must be below queue.waitCriticalSeconds (${t.queue.waitCriticalSeconds})`);
+  }
+  if (t.stream.interruptedRatio >= t.stream.interruptedRatioCritical) {
+    throw new InferSignalConfigError(`${prefix}.stream.interruptedRatio`, `must be below stream.interruptedRatioCritical (${t.stream.interruptedRatioCritical})`);
+  }
+  if (t.stream.minSamples > t.stream.windowSize) {
+    throw new InferSignalConfigError(`${prefix}.stream.minSamples`, `must not exceed stream.windowSize (${t.stream.windowSize})`);
+  }
+  return t;
+}

@@ -1,0 +1,331 @@
+/**
+ * Every metric and attribute name InferSignal emits, with its unit and
+ * description. docs/metrics.md and the rules generator read these
+ * constants, so a name is written once.
+ *
+ * OpenTelemetry names (dots, UCUM units). The Prometheus exporter and the
+ * Collector translate them the same way: dots become underscores, the unit
+ * becomes a suffix (`s` → `_seconds`, `By` → `_bytes`), counters get
+ * `_total`. `prometheusName()` below applies that translation.
+ */
+
+export type InstrumentType = 'histogram' | 'counter' | 'updowncounter' | 'gauge';
+
+export interface InstrumentSpec {
+  readonly name: string;
+  readonly type: InstrumentType;
+  readonly unit: string;
+  readonly description: string;
+  /** Attribute keys the instrument carries. */
+  readonly attributes: readonly string[];
+  /** Threshold path in the config this instrument feeds (for docs and rules). */
+  readonly feeds?: string;
+}
+
+export const ATTR = {
+  /** OTel GenAI semconv: the model a request targets. */
+  model: 'gen_ai.request.model',
+  queue: 'infersignal.queue.name',
+  outcome: 'infersignal.outcome',
+  loadKind: 'infersignal.model.load.kind',
+  signal: 'infersignal.signal',
+  level: 'infersignal.level',
+  errorType: 'error.type',
+  errorSource: 'infersignal.error.source',
+  memorySource: 'infersignal.memory.source',
+  deviceIndex: 'infersignal.device.index',
+  deviceUuid: 'infersignal.device.uuid',
+  httpRoute: 'http.route',
+  rpcSystem: 'rpc.system',
+  rpcService: 'rpc.service',
+  rpcMethod: 'rpc.method',
+  rpcGrpcStatusCode: 'rpc.grpc.status_code',
+} as const;
+
+const m = ATTR.model;
+
+export const METRICS = {
+  queueWait: {
+    name: 'infersignal.queue.wait.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Time a request waited between arrival and the start of inference.',
+    attributes: [ATTR.queue, m],
+    feeds: 'queue.waitWarnSeconds / queue.waitCriticalSeconds',
+  },
+  inferenceDuration: {
+    name: 'infersignal.inference.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Time from the start of inference to the end of the request.',
+    attributes: [ATTR.queue, m, ATTR.outcome],
+    feeds: 'glitch.deltaSeconds',
+  },
+  requestDuration: {
+    name: 'gen_ai.server.request.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Time from arrival to the end of the request (queue wait included).',
+    attributes: [ATTR.queue, m, ATTR.outcome],
+  },
+  requests: {
+    name: 'infersignal.requests',
+    type: 'counter',
+    unit: '{request}',
+    description: 'Requests that ended, by outcome (completed, cancelled, error, rejected, timeout, …).',
+    attributes: [ATTR.queue, m, ATTR.outcome],
+  },
+  queueWaiting: {
+    name: 'infersignal.queue.waiting',
+    type: 'gauge',
+    unit: '{request}',
+    description: 'Requests that arrived and have not started inference.',
+    attributes: [ATTR.queue],
+  },
+  queueInFlight: {
+    name: 'infersignal.queue.in_flight',
+    type: 'gauge',
+    unit: '{request}',
+    description: 'Requests that started inference and have not ended.',
+    attributes: [ATTR.queue],
+  },
+  queueCapacity: {
+    name: 'infersignal.queue.capacity',
+    type: 'gauge',
+    unit: '{request}',
+    description: 'Configured capacity of the queue (waiting + in flight).',
+    attributes: [ATTR.queue],
+  },
+  queueOccupancy: {
+    name: 'infersignal.queue.occupancy',
+    type: 'gauge',
+    unit: '1',
+    description: '(waiting + in flight) / capacity.',
+    attributes: [ATTR.queue],
+    feeds: 'queue.occupancyWarn / queue.occupancyCritical',
+  },
+  backpressureLevel: {
+    name: 'infersignal.queue.backpressure.level',
+    type: 'gauge',
+    unit: '1',
+    description: 'Backpressure level of the queue: 0 ok, 1 warn, 2 critical.',
+    attributes: [ATTR.queue],
+  },
+  modelLoadDuration: {
+    name: 'infersignal.model.load.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Duration of a model load or reload, by outcome (success, error).',
+    attributes: [m, ATTR.loadKind, ATTR.outcome],
+    feeds: 'modelLoad.spikeFactor',
+  },
+  modelLoadBaseline: {
+    name: 'infersignal.model.load.baseline',
+    type: 'gauge',
+    unit: 's',
+    description: 'Current baseline load duration of the model (median of recent successful loads).',
+    attributes: [m],
+  },
+  modelLoadSpikes: {
+    name: 'infersignal.model.load.spikes',
+    type: 'counter',
+    unit: '{load}',
+    description: 'Loads that took more than spikeFactor × the baseline.',
+    attributes: [m, ATTR.loadKind],
+    feeds: 'modelLoad.spikeFactor',
+  },
+  timeToFirstToken: {
+    name: 'gen_ai.server.time_to_first_token',
+    type: 'histogram',
+    unit: 's',
+    description: 'Time from arrival of a streaming request to its first output token.',
+    attributes: [m],
+  },
+  timePerOutputToken: {
+    name: 'gen_ai.server.time_per_output_token',
+    type: 'histogram',
+    unit: 's',
+    description: 'Mean time between output tokens after the first, one sample per stream.',
+    attributes: [m],
+  },
+  streams: {
+    name: 'infersignal.streams',
+    type: 'counter',
+    unit: '{stream}',
+    description: 'Streams that ended, by outcome (completed, cancelled, error, unavailable, deadline_exceeded).',
+    attributes: [m, ATTR.outcome],
+    feeds: 'stream.interruptedRatio',
+  },
+  streamTokens: {
+    name: 'infersignal.stream.tokens',
+    type: 'counter',
+    unit: '{token}',
+    description: 'Output tokens (or events) sent on streams.',
+    attributes: [m],
+  },
+  streamInterruptedRatio: {
+    name: 'infersignal.stream.interrupted.ratio',
+    type: 'gauge',
+    unit: '1',
+    description: 'Share of interrupted streams over the sliding window (0 until minSamples streams ended).',
+    attributes: [m],
+    feeds: 'stream.interruptedRatio',
+  },
+  memoryAllocated: {
+    name: 'infersignal.device.memory.allocated',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory in live allocations (tensors) of this process.',
+    attributes: [ATTR.memorySource],
+  },
+  memoryReserved: {
+    name: 'infersignal.device.memory.reserved',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory held by this process (allocator pools included).',
+    attributes: [ATTR.memorySource],
+  },
+  memoryFragmentation: {
+    name: 'infersignal.device.memory.fragmentation',
+    type: 'gauge',
+    unit: '1',
+    description: '1 − allocated / reserved.',
+    attributes: [ATTR.memorySource],
+    feeds: 'deviceMemory.fragmentation',
+  },
+  memoryGapGrowth: {
+    name: 'infersignal.device.memory.gap.growth',
+    type: 'gauge',
+    unit: 'By/s',
+    description: 'Least-squares slope of (reserved − allocated) over the drift window.',
+    attributes: [ATTR.memorySource],
+    feeds: 'deviceMemory.driftMinGrowth',
+  },
+  gpuMemoryUsed: {
+    name: 'infersignal.gpu.memory.used',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory in use on the GPU (all processes), from NVML or nvidia-smi.',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryFree: {
+    name: 'infersignal.gpu.memory.free',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Free device memory on the GPU.',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryTotal: {
+    name: 'infersignal.gpu.memory.total',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Total device memory of the GPU.',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryReservedDriver: {
+    name: 'infersignal.gpu.memory.driver_reserved',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory reserved by the driver and firmware (NVML v2 only).',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryProcess: {
+    name: 'infersignal.gpu.memory.process',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory used by this process on the GPU (NVML per-process accounting).',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuUtilization: {
+    name: 'infersignal.gpu.utilization',
+    type: 'gauge',
+    unit: '1',
+    description: 'GPU compute utilization over the last sample period (0–1).',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  rpcCallDuration: {
+    name: 'rpc.server.call.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Duration of a gRPC server call, by final status (OTel RPC semantic conventions).',
+    attributes: [ATTR.rpcSystem, ATTR.rpcService, ATTR.rpcMethod, ATTR.rpcGrpcStatusCode],
+  },
+  signalLevel: {
+    name: 'infersignal.signal.level',
+    type: 'gauge',
+    unit: '1',
+    description: 'Current level of each signal: 0 ok, 1 warn, 2 critical.',
+    attributes: [ATTR.signal, ATTR.queue, m],
+  },
+  alerts: {
+    name: 'infersignal.alerts',
+    type: 'counter',
+    unit: '{alert}',
+    description: 'Alert events emitted (level changes), by signal and level.',
+    attributes: [ATTR.signal, ATTR.level],
+  },
+  internalErrors: {
+    name: 'infersignal.internal.errors',
+    type: 'counter',
+    unit: '{error}',
+    description: 'Errors caught inside InferSignal (its own or a user callback), never thrown into the request path.',
+    attributes: [ATTR.errorSource],
+  },
+  webhookDropped: {
+    name: 'infersignal.webhook.dropped',
+    type: 'counter',
+    unit: '{alert}',
+    description: 'Alert deliveries dropped by the webhook sink (queue full or retries exhausted).',
+    attributes: [],
+  },
+} as const satisfies Record<string, InstrumentSpec>;
+
+export type MetricKey = keyof typeof METRICS;
+
+/** Span names, children of the active span at arrival. */
+export const SPANS = {
+  queue: 'infersignal.queue',
+  inference: 'infersignal.inference',
+  modelLoad: 'infersignal.model.load',
+} as const;
+
+/** Bucket boundaries (seconds) for the histograms, aligned with the OTel GenAI conventions and extended to 60 s. */
+export const BUCKETS = {
+  /** queue wait and TTFT: 1 ms to 60 s */
+  queueWait: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60],
+  /** inference and request duration */
+  duration: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
+  timePerOutputToken: [0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
+  /** model load: up to 10 minutes */
+  modelLoad: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+} as const;
+
+/** Which bucket set each histogram uses (the node package turns this into Views). */
+export const HISTOGRAM_BUCKETS: Record<string, readonly number[]> = {
+  [METRICS.queueWait.name]: BUCKETS.queueWait,
+  [METRICS.inferenceDuration.name]: BUCKETS.duration,
+  [METRICS.requestDuration.name]: BUCKETS.duration,
+  [METRICS.timeToFirstToken.name]: BUCKETS.queueWait,
+  [METRICS.timePerOutputToken.name]: BUCKETS.timePerOutputToken,
+  [METRICS.modelLoadDuration.name]: BUCKETS.modelLoad,
+  [METRICS.rpcCallDuration.name]: BUCKETS.duration,
+};
+
+const UNIT_SUFFIX: Record<string, string> = { s: 'seconds', By: 'bytes', 'By/s': 'bytes_per_second', '1': 'ratio' };
+
+/**
+ * The Prometheus name of an instrument as `@opentelemetry/exporter-prometheus`
+ * writes it (the rules generator and its tests use this).
+ */
+export function prometheusName(spec: InstrumentSpec): string {
+  let name = spec.name.replace(/[^a-zA-Z0-9_:]/g, '_');
+  const suffix = UNIT_SUFFIX[spec.unit];
+  if (suffix && !(spec.unit === '1' && spec.type !== 'gauge') && !name.endsWith(`_${suffix}`)) name += `_${suffix}`;
+  if (spec.type === 'counter') name += '_total';
+  return name;
+}
+
+/** Prometheus label name of an attribute key. */
+export function prometheusLabel(attribute: string): string {
+  return attribute.replace(/[^a-zA-Z0-9_]/g, '_');
+}

@@ -1,0 +1,225 @@
+import type { Meter, MeterProvider, TracerProvider } from '@opentelemetry/api';
+import type { Thresholds, ThresholdsInput } from './config';
+
+/** How a request ended. */
+export type Outcome = 'completed' | 'cancelled' | 'error' | 'rejected' | 'timeout' | 'unavailable' | 'deadline_exceeded';
+
+/** How a stream ended. Everything but `completed` counts as interrupted. */
+export type StreamOutcome = 'completed' | 'cancelled' | 'error' | 'unavailable' | 'deadline_exceeded';
+
+export type Level = 'ok' | 'warn' | 'critical';
+
+export type SignalName =
+  | 'queue_wait'
+  | 'queue_occupancy'
+  | 'model_load'
+  | 'stream_interruptions'
+  | 'gpu_fragmentation'
+  | 'memory_drift'
+  | 'latency_glitch'
+  | 'latency_anomaly'
+  | (string & {});
+
+/** One shape for every alert: a signal changed level. */
+export interface AlertEvent {
+  signal: SignalName;
+  level: Level;
+  previousLevel: Level;
+  /** The measured value that decided the level (seconds, ratio, bytes/s …). */
+  value: number;
+  /** The threshold it was compared with. */
+  threshold: number;
+  labels: Record<string, string>;
+  /** Epoch milliseconds. */
+  at: number;
+  message: string;
+  /** Extra context, e.g. the glitch attribution snapshot. */
+  details?: Record<string, unknown>;
+}
+
+export type AlertListener = (event: AlertEvent) => void;
+
+export interface Logger {
+  warn(message: string): void;
+}
+
+export interface MonitorOptions {
+  serviceName?: string;
+  /** Defaults to the global provider (a no-op until the app registers an SDK). */
+  meterProvider?: MeterProvider;
+  tracerProvider?: TracerProvider;
+  thresholds?: ThresholdsInput;
+  onAlert?: AlertListener;
+  /** Distinct model names kept per signal before new ones fold into `_other` (default 50). */
+  maxModels?: number;
+  /** Distinct queues kept (default 20). */
+  maxQueues?: number;
+  /** Detector period in ms (default 1000). 0 disables the timer: call `monitor.tick()` yourself. */
+  detectorIntervalMs?: number;
+  /** Create `queue`/`inference` spans (default true; no-op spans cost ~40 ns without an SDK). */
+  traces?: boolean;
+  /** Millisecond clock (default `performance.now()` + time origin); tests inject one. */
+  clock?: () => number;
+  /** Where the one-time warnings go (default `console.warn`). */
+  logger?: Logger;
+}
+
+export interface QueueOptions {
+  /** Requests (waiting + in flight) the queue is sized for; occupancy = depth / capacity. Default: concurrency + maxWaiting, else 64. */
+  capacity?: number;
+  /** Concurrency of `run()` (default 1). */
+  concurrency?: number;
+  /** Max requests waiting in `run()`'s FIFO before it rejects (default capacity − concurrency). */
+  maxWaiting?: number;
+}
+
+/** Answer of `admit()`: shed or not, with a Retry-After hint. */
+export interface Admission {
+  admit: boolean;
+  level: Level;
+  retryAfterSeconds: number;
+}
+
+/** One request through a queue. Every method is safe to call twice and never throws. */
+export interface Ticket {
+  readonly model: string;
+  /** Inference begins: records the queue wait. */
+  start(): void;
+  /** The request ended. The first call wins; later calls are ignored. */
+  end(outcome?: Outcome): void;
+  /** Streaming handle tied to this request (TTFT measured from arrival). */
+  stream(): StreamHandle;
+  readonly started: boolean;
+  readonly ended: boolean;
+}
+
+export interface QueueTracker {
+  readonly name: string;
+  readonly capacity: number;
+  readonly concurrency: number;
+  /** A request arrived. */
+  enqueue(model?: string): Ticket;
+  /** Whether to take a request now; at CRITICAL it says shed, with a Retry-After. */
+  admit(): Admission;
+  /** Record a request that was shed without entering the queue. */
+  reject(model?: string): void;
+  /**
+   * Run `fn` with bounded concurrency (FIFO); times queue wait and inference.
+   * Rejects with QueueFullError when maxWaiting is reached. If a ticket is
+   * passed, it is used (and ended) instead of a new one.
+   */
+  run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal }): Promise<T>;
+  /** Current backpressure level (occupancy now, wait quantile as of the last tick). */
+  level(): Level;
+  readonly waiting: number;
+  readonly inFlight: number;
+}
+
+export interface StreamHandle {
+  readonly model: string;
+  firstToken(): void;
+  /** Counts n tokens (or events); the first call also marks the first token. */
+  token(n?: number): void;
+  /** The first call wins. */
+  end(outcome: StreamOutcome): void;
+  readonly ended: boolean;
+}
+
+export interface DeviceMemoryOptions {
+  /** Bytes in live allocations; undefined when not measurable. */
+  allocated: () => number | undefined;
+  /** Bytes this process holds on the device; undefined when not measurable. */
+  reserved: () => number | undefined;
+  /** Sampling period (default 1000 ms). 0: sampled only on `tick()`. */
+  intervalMs?: number;
+  /** Label of the source (e.g. `nvml:0`, `tfjs`). Default `default`. */
+  source?: string;
+}
+
+export interface DeviceMemoryHandle {
+  /** Take one sample now (also used by tests). */
+  sample(): void;
+  stop(): void;
+}
+
+export interface LoadOptions {
+  /** Extra attributes for the load span (never tensor data). */
+  attributes?: Record<string, string | number | boolean>;
+}
+
+export interface QueueSnapshot {
+  level: Level;
+  waiting: number;
+  inFlight: number;
+  capacity: number;
+  occupancy: number;
+  waitQuantileSeconds: number;
+  completed: number;
+}
+
+export interface Snapshot {
+  service: string;
+  level: Level;
+  at: number;
+  queues: Record<string, QueueSnapshot>;
+  streams: Record<string, { level: Level; interruptedRatio: number; samples: number }>;
+  models: Record<string, { level: Level; baselineSeconds: number | null; lastSeconds: number | null; loads: number; failures: number; loading: number }>;
+  deviceMemory: Record<string, { level: Level; allocated: number | null; reserved: number | null; fragmentation: number | null; gapGrowthBytesPerSecond: number | null; drifting: boolean }>;
+  /** Signals currently above ok. */
+  active: AlertEvent[];
+  internalErrors: number;
+}
+
+export interface WebhookOptions {
+  /** Request timeout (default 5000 ms). */
+  timeoutMs?: number;
+  /** Retries after the first attempt (default 3). */
+  retries?: number;
+  /** First backoff delay, doubled each retry (default 500 ms). */
+  backoffMs?: number;
+  /** Alerts waiting for delivery before new ones are dropped (default 100). */
+  maxQueue?: number;
+  /** Only deliver events at or above this level (default warn; `ok` also sends recoveries). */
+  minLevel?: Level;
+  headers?: Record<string, string>;
+}
+
+export interface WebhookSink {
+  readonly queued: number;
+  readonly delivered: number;
+  readonly dropped: number;
+  /** Resolves when the queue is empty (or after timeoutMs). */
+  flush(timeoutMs?: number): Promise<void>;
+  close(): void;
+}
+
+export interface Monitor {
+  readonly serviceName: string;
+  readonly thresholds: Thresholds;
+  /** The meter InferSignal records through (adapters add their own instruments here). */
+  readonly meter: Meter;
+  queue(name: string, options?: QueueOptions): QueueTracker;
+  /** Times a loader; records baseline and spikes; rethrows the loader's error unchanged. */
+  modelLoad<T>(model: string, kind: 'load' | 'reload', fn: () => Promise<T> | T, options?: LoadOptions): Promise<T>;
+  stream(model?: string): StreamHandle;
+  deviceMemory(options: DeviceMemoryOptions): DeviceMemoryHandle;
+  onAlert(listener: AlertListener): () => void;
+  /** Posts alerts as Slack-compatible JSON; bounded, never blocks the request path. */
+  webhook(url: string, options?: WebhookOptions): WebhookSink;
+  /**
+   * Reports a level for a signal computed outside core (adapters, GPU sampler):
+   * emits an alert event on change, like core's own signals.
+   */
+  report(signal: SignalName, level: Level, value: number, threshold: number, labels?: Record<string, string>, message?: string): void;
+  /** Counts an error caught in instrumentation or a user callback; warns once per source. */
+  internalError(source: string, error: unknown): void;
+  /** Caps a label value (model, route) to the cardinality limit: `_other` past it. */
+  label(kind: 'model' | 'route', value: unknown): string;
+  snapshot(): Snapshot;
+  /** Overall level: the worst of all signals. */
+  level(): Level;
+  /** Runs the detectors now (the timer calls this every detectorIntervalMs). */
+  tick(): void;
+  /** Stops timers and samplers, flushes webhooks. Idempotent. */
+  close(): Promise<void>;
+}
