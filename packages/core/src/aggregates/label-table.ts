@@ -1,0 +1,64 @@
+export const OVERFLOW_LABEL = '_other';
+const MAX_LABEL_LENGTH = 128;
+
+/** Makes an arbitrary value a safe label: a string, control characters removed, length-capped. */
+export function sanitizeLabel(value: unknown, fallback = 'unknown'): string {
+  if (value === undefined || value === null || value === '') return fallback;
+  let text = typeof value === 'string' ? value : String(value);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(text)) text = text.replace(/[\u0000-\u001f\u007f]/g, '');
+  return text.length > MAX_LABEL_LENGTH ? text.slice(0, MAX_LABEL_LENGTH) : text;
+}
+
+/**
+ * Capped table of label values → per-value state. The first `max`
+ * distinct values get their own slot; later ones share the `_other`
+ * slot, so a flood of model names or raw URLs cannot grow memory or the
+ * number of exported series without bound.
+ */
+export class LabelTable<T> {
+  private readonly slots = new Map<string, T>();
+  private overflowSlot: T | undefined;
+  overflowed = 0;
+
+  constructor(
+    readonly max: number,
+    private readonly create: (label: string) => T,
+  ) {}
+
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** The label a value is recorded under (its own, or `_other` past the cap). */
+  label(value: unknown): string {
+    const text = sanitizeLabel(value);
+    if (this.slots.has(text) || this.slots.size < this.max) return text;
+    return OVERFLOW_LABEL;
+  }
+
+  get(value: unknown): T {
+    const text = sanitizeLabel(value);
+    const existing = this.slots.get(text);
+    if (existing !== undefined) return existing;
+    if (this.slots.size < this.max) {
+      const slot = this.create(text);
+      this.slots.set(text, slot);
+      return slot;
+    }
+    this.overflowed++;
+    if (this.overflowSlot === undefined) this.overflowSlot = this.create(OVERFLOW_LABEL);
+    return this.overflowSlot;
+  }
+
+  *entries(): IterableIterator<[string, T]> {
+    yield* this.slots.entries();
+    if (this.overflowSlot !== undefined) yield [OVERFLOW_LABEL, this.overflowSlot];
+  }
+
+  values(): T[] {
+    const out = [...this.slots.values()];
+    if (this.overflowSlot !== undefined) out.push(this.overflowSlot);
+    return out;
+  }
+}

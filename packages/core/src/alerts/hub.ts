@@ -1,0 +1,107 @@
+import type { AlertEvent, AlertListener, Level, SignalName } from '../types';
+
+interface SignalState {
+  level: Level;
+  event: AlertEvent;
+}
+
+/**
+ * Holds the current level of every (signal, labels) pair and turns level
+ * changes into alert events. Listeners are user code: each call is
+ * guarded so one that throws neither breaks delivery to the others nor
+ * reaches the caller.
+ */
+export class AlertHub {
+  private readonly states = new Map<string, SignalState>();
+  private readonly listeners = new Set<AlertListener>();
+
+  constructor(
+    private readonly clock: () => number,
+    private readonly onListenerError: (error: unknown) => void,
+    private readonly onEmit: (event: AlertEvent) => void,
+    /** Caps the number of (signal, labels) states kept. */
+    private readonly maxStates = 1000,
+  ) {}
+
+  subscribe(listener: AlertListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  level(signal: SignalName, labels: Record<string, string>): Level {
+    return this.states.get(key(signal, labels))?.level ?? 'ok';
+  }
+
+  /** Sets a signal's level; emits an event only when the level changed. Returns the event or undefined. */
+  set(
+    signal: SignalName,
+    level: Level,
+    value: number,
+    threshold: number,
+    labels: Record<string, string>,
+    message?: string,
+    details?: Record<string, unknown>,
+  ): AlertEvent | undefined {
+    const k = key(signal, labels);
+    const state = this.states.get(k);
+    const previousLevel = state?.level ?? 'ok';
+    if (previousLevel === level) {
+      if (state) {
+        state.event.value = value;
+      }
+      return undefined;
+    }
+    if (!state && this.states.size >= this.maxStates) return undefined;
+    const event: AlertEvent = {
+      signal,
+      level,
+      previousLevel,
+      value,
+      threshold,
+      labels: { ...labels },
+      at: this.clock(),
+      message: message ?? defaultMessage(signal, level, value, threshold, labels),
+      ...(details ? { details } : {}),
+    };
+    this.states.set(k, { level, event });
+    this.onEmit(event);
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.onListenerError(error);
+      }
+    }
+    return event;
+  }
+
+  /** Events of the signals currently above ok. */
+  active(): AlertEvent[] {
+    const out: AlertEvent[] = [];
+    for (const state of this.states.values()) if (state.level !== 'ok') out.push(state.event);
+    return out;
+  }
+
+  entries(): IterableIterator<SignalState> {
+    return this.states.values();
+  }
+}
+
+function key(signal: string, labels: Record<string, string>): string {
+  let k = signal;
+  for (const name of Object.keys(labels).sort()) k += `|${name}=${labels[name]}`;
+  return k;
+}
+
+function defaultMessage(signal: string, level: Level, value: number, threshold: number, labels: Record<string, string>): string {
+  const where = Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  if (level === 'ok') return `${signal} recovered${where ? ` (${where})` : ''}: ${round(value)}`;
+  return `${signal} ${level.toUpperCase()}${where ? ` (${where})` : ''}: ${round(value)} > ${round(threshold)}`;
+}
+
+function round(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  return Math.abs(value) >= 100 ? value.toFixed(0) : Number(value.toPrecision(3)).toString();
+}

@@ -1,0 +1,24 @@
+import type { Attributes, Tracer } from '@opentelemetry/api';
+import type { AlertHub } from './alerts/hub';
+import type { Thresholds } from './config';
+import type { Instruments } from './instruments';
+
+/** What every signal needs from its monitor; built once in createMonitor. */
+export interface MonitorContext {
+  readonly clock: () => number;
+  readonly thresholds: Thresholds;
+  readonly instruments: Instruments;
+  readonly hub: AlertHub;
+  /** Undefined when traces are off. */
+  readonly tracer: Tracer | undefined;
+  readonly maxModels: number;
+  internalError(source: string, error: unknown): void;
+  /** Counts a negative or non-finite duration (a clock that went backwards) instead of recording it. */
+  badDuration(): void;
+}
+
+/** Records a duration in seconds unless it is negative or not finite. */
+export function recordSeconds(ctx: MonitorContext, histogram: { record(value: number, attributes?: Attributes): void }, seconds: number, attributes: Attributes): void {
+  if (seconds >= 0 && seconds !== Number.POSITIVE_INFINITY) histogram.record(seconds, attributes);
+  else ctx.badDuration();
+}

@@ -1,0 +1,101 @@
+import { SpanStatusCode, type Attributes } from '@opentelemetry/api';
+import { recordSeconds, type MonitorContext } from '../context';
+import { ATTR, SPANS } from '../names';
+import type { Level, LoadOptions } from '../types';
+
+type LoadKind = 'load' | 'reload';
+
+/**
+ * Per-model load history. The baseline is a configured value, else the
+ * median of the last `baselineSamples` successful loads (the first load
+ * alone at the start): a median shrugs off one slow load, and a lasting
+ * change becomes the new normal after a few loads instead of alerting forever.
+ */
+export class ModelLoads {
+  private readonly history: number[] = [];
+  private readonly attributes: Record<string, Attributes> = {};
+  readonly labels: Record<string, string>;
+  loads = 0;
+  failures = 0;
+  loading = 0;
+  lastSeconds: number | null = null;
+  level: Level = 'ok';
+
+  constructor(
+    readonly model: string,
+    private readonly ctx: MonitorContext,
+  ) {
+    this.labels = { model };
+  }
+
+  private attrs(kind: LoadKind, outcome: 'success' | 'error' | ''): Attributes {
+    const key = `${kind}|${outcome}`;
+    return (this.attributes[key] ??= outcome
+      ? { [ATTR.model]: this.model, [ATTR.loadKind]: kind, [ATTR.outcome]: outcome }
+      : { [ATTR.model]: this.model, [ATTR.loadKind]: kind });
+  }
+
+  baseline(): number | null {
+    const configured = this.ctx.thresholds.modelLoad.baselineSeconds[this.model];
+    if (configured !== undefined) return configured;
+    if (this.history.length === 0) return null;
+    const sorted = [...this.history].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  }
+
+  async time<T>(kind: LoadKind, fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {
+    const ctx = this.ctx;
+    const started = ctx.clock();
+    const span = ctx.tracer?.startSpan(SPANS.modelLoad, { attributes: { ...this.attrs(kind, ''), ...options?.attributes }, startTime: started });
+    this.loading++;
+    let result: T;
+    try {
+      result = await fn();
+    } catch (error) {
+      this.loading--;
+      this.failures++;
+      try {
+        const now = ctx.clock();
+        recordSeconds(ctx, ctx.instruments.modelLoadDuration, (now - started) / 1000, this.attrs(kind, 'error'));
+        span?.setAttribute(ATTR.outcome, 'error');
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+        span?.end(now);
+      } catch (internal) {
+        ctx.internalError('modelLoad', internal);
+      }
+      throw error;
+    }
+    this.loading--;
+    try {
+      const now = ctx.clock();
+      this.finish(kind, (now - started) / 1000);
+      span?.setAttribute(ATTR.outcome, 'success');
+      span?.end(now);
+    } catch (internal) {
+      ctx.internalError('modelLoad', internal);
+    }
+    return result;
+  }
+
+  /** Records a successful load and judges it against the baseline before adding it. */
+  private finish(kind: LoadKind, seconds: number): void {
+    const ctx = this.ctx;
+    recordSeconds(ctx, ctx.instruments.modelLoadDuration, seconds, this.attrs(kind, 'success'));
+    if (!(seconds >= 0)) return;
+    this.loads++;
+    this.lastSeconds = seconds;
+    const factor = ctx.thresholds.modelLoad.spikeFactor;
+    const baseline = this.baseline();
+    if (baseline !== null) {
+      const spike = seconds > factor * baseline;
+      if (spike) ctx.instruments.modelLoadSpikes.add(1, this.attrs(kind, ''));
+      this.level = spike ? 'warn' : 'ok';
+      ctx.hub.set('model_load', this.level, seconds, factor * baseline, this.labels,
+        spike ? `model ${this.model} ${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline` : undefined,
+        spike ? { kind, baselineSeconds: baseline, ratio: seconds / baseline } : undefined);
+    }
+    this.history.push(seconds);
+    if (this.history.length > ctx.thresholds.modelLoad.baselineSamples) this.history.shift();
+  }
+}

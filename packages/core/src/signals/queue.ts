@@ -1,0 +1,310 @@
+import { SpanStatusCode, context, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { recordSeconds, type MonitorContext } from '../context';
+import { FixedHistogram } from '../aggregates/histogram';
+import { LabelTable } from '../aggregates/label-table';
+import { P99GlitchDetector } from '../detectors/p99-glitch';
+import { SlidingWindow } from '../detectors/sliding-window';
+import { ThresholdDetector, worstLevel } from '../detectors/threshold';
+import { ZScoreDetector } from '../detectors/zscore';
+import { QueueFullError, RequestEndedError } from '../errors';
+import { ATTR, BUCKETS, SPANS } from '../names';
+import type { Admission, Level, Outcome, QueueOptions, QueueSnapshot, QueueTracker, StreamHandle, Ticket } from '../types';
+import { Stream, type StreamModel } from './stream';
+
+const OUTCOMES: readonly Outcome[] = ['completed', 'cancelled', 'error', 'rejected', 'timeout', 'unavailable', 'deadline_exceeded'];
+
+/** Per (queue, model) state: attribute objects made once, and core's own aggregates. */
+class QueueModel {
+  readonly waitAttributes: Attributes;
+  readonly outcomeAttributes: Record<Outcome, Attributes>;
+  readonly queueWait = new FixedHistogram(BUCKETS.queueWait);
+  readonly inferenceDuration = new FixedHistogram(BUCKETS.duration);
+
+  constructor(
+    readonly queue: string,
+    readonly model: string,
+  ) {
+    this.waitAttributes = { [ATTR.queue]: queue, [ATTR.model]: model };
+    this.outcomeAttributes = Object.fromEntries(
+      OUTCOMES.map((outcome) => [outcome, { [ATTR.queue]: queue, [ATTR.model]: model, [ATTR.outcome]: outcome }]),
+    ) as unknown as Record<Outcome, Attributes>;
+  }
+}
+
+interface Waiter {
+  ticket: RequestTicket;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+class RequestTicket implements Ticket {
+  private startedAt = Number.NaN;
+  private readonly arrival: number;
+  private queueSpan: Span | undefined;
+  private inferenceSpan: Span | undefined;
+  private parent: Context | undefined;
+  started = false;
+  ended = false;
+
+  constructor(
+    private readonly queue: Queue,
+    private readonly slot: QueueModel,
+  ) {
+    const ctx = queue.ctx;
+    this.arrival = ctx.clock();
+    if (ctx.tracer) {
+      this.parent = context.active();
+      this.queueSpan = ctx.tracer.startSpan(SPANS.queue, { attributes: slot.waitAttributes }, this.parent);
+    }
+  }
+
+  get model(): string {
+    return this.slot.model;
+  }
+
+  start(): void {
+    if (this.started || this.ended) return;
+    this.started = true;
+    const q = this.queue;
+    try {
+      q.waiting--;
+      q.inFlight++;
+      const now = q.ctx.clock();
+      this.startedAt = now;
+      const wait = (now - this.arrival) / 1000;
+      recordSeconds(q.ctx, q.ctx.instruments.queueWait, wait, this.slot.waitAttributes);
+      this.slot.queueWait.record(wait);
+      q.waits.push(wait, now);
+      if (this.queueSpan) {
+        this.queueSpan.end(now);
+        this.inferenceSpan = q.ctx.tracer!.startSpan(SPANS.inference, { attributes: this.slot.waitAttributes, startTime: now }, this.parent);
+      }
+    } catch (error) {
+      q.ctx.internalError('ticket.start', error);
+    }
+  }
+
+  end(outcome: Outcome = 'completed'): void {
+    if (this.ended) return;
+    this.ended = true;
+    const q = this.queue;
+    try {
+      const now = q.ctx.clock();
+      const attributes = this.slot.outcomeAttributes[outcome] ?? this.slot.outcomeAttributes.error;
+      const instruments = q.ctx.instruments;
+      if (this.started) {
+        q.inFlight--;
+        const inference = (now - this.startedAt) / 1000;
+        recordSeconds(q.ctx, instruments.inferenceDuration, inference, attributes);
+        this.slot.inferenceDuration.record(inference);
+        q.glitch.record(inference, now);
+      } else {
+        q.waiting--;
+      }
+      recordSeconds(q.ctx, instruments.requestDuration, (now - this.arrival) / 1000, attributes);
+      instruments.requests.add(1, attributes);
+      q.completed++;
+      const span = this.inferenceSpan ?? this.queueSpan;
+      if (span) {
+        span.setAttribute(ATTR.outcome, outcome);
+        if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end(now);
+      }
+    } catch (error) {
+      q.ctx.internalError('ticket.end', error);
+    }
+  }
+
+  stream(): StreamHandle {
+    return this.queue.createStream(this.slot.model, this.arrival);
+  }
+}
+
+/** A queue tracker: depth, occupancy, waits, backpressure level and an optional bounded FIFO. */
+export class Queue implements QueueTracker {
+  readonly capacity: number;
+  readonly concurrency: number;
+  readonly maxWaiting: number;
+  waiting = 0;
+  inFlight = 0;
+  completed = 0;
+  /** Recent queue waits (s) with their start times, for the wait quantile. */
+  readonly waits = new SlidingWindow(2048);
+  readonly glitch: P99GlitchDetector;
+  private readonly anomaly: ZScoreDetector;
+  private readonly models: LabelTable<QueueModel>;
+  private readonly occupancyDetector: ThresholdDetector;
+  private readonly waitDetector: ThresholdDetector;
+  private waitQuantile = Number.NaN;
+  private running = 0;
+  private readonly fifo: Waiter[] = [];
+  level_: Level = 'ok';
+  readonly labels: Record<string, string>;
+
+  constructor(
+    readonly name: string,
+    options: QueueOptions,
+    readonly ctx: MonitorContext,
+    private readonly streamModel: (model: string) => StreamModel,
+  ) {
+    const t = ctx.thresholds;
+    this.concurrency = options.concurrency ?? 1;
+    this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
+    this.maxWaiting = options.maxWaiting ?? Math.max(0, this.capacity - this.concurrency);
+    this.models = new LabelTable(ctx.maxModels, (model) => new QueueModel(name, model));
+    this.occupancyDetector = new ThresholdDetector({ warn: t.queue.occupancyWarn, critical: t.queue.occupancyCritical, hysteresis: 0 });
+    this.waitDetector = new ThresholdDetector({ warn: t.queue.waitWarnSeconds, critical: t.queue.waitCriticalSeconds, forSeconds: t.queue.forSeconds });
+    this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
+    this.anomaly = new ZScoreDetector(t.anomaly.window, t.anomaly.zScore);
+    this.labels = { queue: name };
+  }
+
+  get occupancy(): number {
+    return (this.waiting + this.inFlight) / this.capacity;
+  }
+
+  enqueue(model?: string): Ticket {
+    const slot = this.models.get(model ?? 'default');
+    this.waiting++;
+    return new RequestTicket(this, slot);
+  }
+
+  label(model: unknown): string {
+    return this.models.label(model);
+  }
+
+  private occupancyLevel(): Level {
+    const t = this.ctx.thresholds.queue;
+    const occupancy = this.occupancy;
+    return occupancy > t.occupancyCritical ? 'critical' : occupancy > t.occupancyWarn ? 'warn' : 'ok';
+  }
+
+  level(): Level {
+    return worstLevel(this.occupancyLevel(), this.waitDetector.level);
+  }
+
+  retryAfterSeconds(): number {
+    const base = this.ctx.thresholds.queue.retryAfterSeconds;
+    // Suggest at least the recent wait: a client retrying sooner would queue again.
+    return Number.isFinite(this.waitQuantile) ? Math.max(base, Math.ceil(this.waitQuantile)) : base;
+  }
+
+  admit(): Admission {
+    const level = this.level();
+    return { admit: level !== 'critical', level, retryAfterSeconds: this.retryAfterSeconds() };
+  }
+
+  reject(model?: string): void {
+    try {
+      const slot = this.models.get(model ?? 'default');
+      this.ctx.instruments.requests.add(1, slot.outcomeAttributes.rejected);
+    } catch (error) {
+      this.ctx.internalError('queue.reject', error);
+    }
+  }
+
+  createStream(model: string, arrival: number): StreamHandle {
+    return new Stream(this.streamModel(model), this.ctx, arrival);
+  }
+
+  async run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal }): Promise<T> {
+    const own = options?.ticket === undefined;
+    const ticket = (options?.ticket ?? this.enqueue(options?.model)) as RequestTicket;
+    if (this.running < this.concurrency && this.fifo.length === 0) {
+      this.running++;
+    } else {
+      if (this.fifo.length >= this.maxWaiting) {
+        if (own) ticket.end('rejected');
+        throw new QueueFullError(this.name, this.retryAfterSeconds());
+      }
+      // Resolves once next() has handed this request a slot (running already counted).
+      await this.wait(ticket, options?.signal);
+    }
+    try {
+      ticket.start();
+      const result = await fn();
+      if (own) ticket.end('completed');
+      return result;
+    } catch (error) {
+      if (own) ticket.end('error');
+      throw error;
+    } finally {
+      this.running--;
+      this.next();
+    }
+  }
+
+  private wait(ticket: RequestTicket, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = { ticket, resolve, reject };
+      this.fifo.push(waiter);
+      if (signal) {
+        if (signal.aborted) return this.abortWaiter(waiter, signal);
+        signal.addEventListener('abort', () => this.abortWaiter(waiter, signal), { once: true });
+      }
+    });
+  }
+
+  private abortWaiter(waiter: Waiter, signal: AbortSignal): void {
+    const index = this.fifo.indexOf(waiter);
+    if (index === -1) return;
+    this.fifo.splice(index, 1);
+    waiter.ticket.end('cancelled');
+    waiter.reject(signal.reason ?? new RequestEndedError(this.name));
+  }
+
+  /** Hands free slots to waiters in FIFO order; waiters whose request already ended are skipped. */
+  private next(): void {
+    while (this.running < this.concurrency && this.fifo.length > 0) {
+      const waiter = this.fifo.shift()!;
+      if (waiter.ticket.ended) {
+        waiter.reject(new RequestEndedError(this.name));
+        continue;
+      }
+      this.running++;
+      waiter.resolve();
+    }
+  }
+
+  /** Detector tick: wait quantile, occupancy, glitch and anomaly levels → alert events. */
+  evaluate(now: number): void {
+    const t = this.ctx.thresholds;
+    this.waitQuantile = this.waits.quantile(t.queue.waitQuantile, now - t.queue.waitWindowSeconds * 1000);
+    const waitValue = Number.isNaN(this.waitQuantile) ? 0 : this.waitQuantile;
+    const waitLevel = this.waitDetector.update(waitValue, now);
+    const occupancy = this.occupancy;
+    const occupancyLevel = this.occupancyDetector.update(occupancy, now);
+    const hub = this.ctx.hub;
+    hub.set('queue_wait', waitLevel, waitValue, waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds, this.labels);
+    hub.set('queue_occupancy', occupancyLevel, occupancy, occupancyLevel === 'critical' ? t.queue.occupancyCritical : t.queue.occupancyWarn, this.labels);
+    this.level_ = worstLevel(waitLevel, occupancyLevel);
+
+    const glitch = this.glitch.evaluate(now);
+    const glitchLevel: Level = glitch.deltaL > t.glitch.deltaSeconds ? 'warn' : 'ok';
+    hub.set('latency_glitch', glitchLevel, Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL, t.glitch.deltaSeconds, this.labels, undefined,
+      glitchLevel === 'warn' ? { p99: glitch.p99, max: glitch.max, samples: glitch.count } : undefined);
+
+    if (!Number.isNaN(this.waitQuantile)) {
+      const z = this.anomaly.update(this.waitQuantile);
+      hub.set('latency_anomaly', this.anomaly.isAnomaly(z) ? 'warn' : 'ok', z, t.anomaly.zScore, this.labels);
+    }
+  }
+
+  snapshot(): QueueSnapshot {
+    return {
+      level: this.level(),
+      waiting: this.waiting,
+      inFlight: this.inFlight,
+      capacity: this.capacity,
+      occupancy: this.occupancy,
+      waitQuantileSeconds: Number.isNaN(this.waitQuantile) ? 0 : this.waitQuantile,
+      completed: this.completed,
+    };
+  }
+
+  /** Core's own per-model aggregates (for a producer-based export path). */
+  modelAggregates(): Array<{ model: string; queueWait: FixedHistogram; inferenceDuration: FixedHistogram }> {
+    return this.models.values().map((slot) => ({ model: slot.model, queueWait: slot.queueWait, inferenceDuration: slot.inferenceDuration }));
+  }
+}
+

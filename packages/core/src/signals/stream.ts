@@ -1,0 +1,120 @@
+import type { Attributes } from '@opentelemetry/api';
+import { ATTR } from '../names';
+import { ThresholdDetector } from '../detectors/threshold';
+import { recordSeconds, type MonitorContext } from '../context';
+import type { Level, StreamHandle, StreamOutcome } from '../types';
+
+const OUTCOMES: readonly StreamOutcome[] = ['completed', 'cancelled', 'error', 'unavailable', 'deadline_exceeded'];
+
+/**
+ * Per-model stream state: cached attribute objects and the sliding window
+ * of the last `windowSize` outcomes (1 byte each, a running interrupted
+ * count) from which the interrupted share is read in O(1).
+ */
+export class StreamModel {
+  readonly attributes: Attributes;
+  readonly outcomeAttributes: Record<StreamOutcome, Attributes>;
+  private readonly ring: Uint8Array;
+  private head = 0;
+  private filled = 0;
+  private interrupted = 0;
+  private readonly detector: ThresholdDetector;
+  ended = 0;
+  level: Level = 'ok';
+
+  constructor(
+    readonly model: string,
+    private readonly ctx: MonitorContext,
+  ) {
+    this.attributes = { [ATTR.model]: model };
+    this.outcomeAttributes = Object.fromEntries(OUTCOMES.map((o) => [o, { [ATTR.model]: model, [ATTR.outcome]: o }])) as unknown as Record<StreamOutcome, Attributes>;
+    const t = ctx.thresholds.stream;
+    this.ring = new Uint8Array(t.windowSize);
+    this.detector = new ThresholdDetector({ warn: t.interruptedRatio, critical: t.interruptedRatioCritical, hysteresis: 0 });
+  }
+
+  push(interrupted: boolean): void {
+    const bit = interrupted ? 1 : 0;
+    if (this.filled === this.ring.length) this.interrupted -= this.ring[this.head];
+    else this.filled++;
+    this.ring[this.head] = bit;
+    this.interrupted += bit;
+    this.head = (this.head + 1) % this.ring.length;
+    this.ended++;
+  }
+
+  get samples(): number {
+    return this.filled;
+  }
+
+  /** Interrupted share of the window; 0 until minSamples streams have ended. */
+  get interruptedRatio(): number {
+    return this.filled < this.ctx.thresholds.stream.minSamples ? 0 : this.interrupted / this.filled;
+  }
+
+  evaluate(now: number): void {
+    const ratio = this.interruptedRatio;
+    this.level = this.detector.update(ratio, now);
+    const t = this.ctx.thresholds.stream;
+    this.ctx.hub.set('stream_interruptions', this.level, ratio, this.level === 'critical' ? t.interruptedRatioCritical : t.interruptedRatio, { model: this.model });
+  }
+}
+
+export class Stream implements StreamHandle {
+  private firstAt = Number.NaN;
+  private lastAt = Number.NaN;
+  private tokens = 0;
+  ended = false;
+
+  constructor(
+    private readonly state: StreamModel,
+    private readonly ctx: MonitorContext,
+    /** Arrival time (ms) TTFT is measured from. */
+    private readonly arrival: number,
+  ) {}
+
+  get model(): string {
+    return this.state.model;
+  }
+
+  firstToken(): void {
+    if (this.ended || !Number.isNaN(this.firstAt)) return;
+    try {
+      this.firstAt = this.ctx.clock();
+      this.lastAt = this.firstAt;
+      recordSeconds(this.ctx, this.ctx.instruments.timeToFirstToken, (this.firstAt - this.arrival) / 1000, this.state.attributes);
+    } catch (error) {
+      this.ctx.internalError('stream.firstToken', error);
+    }
+  }
+
+  token(n = 1): void {
+    if (this.ended) return;
+    try {
+      if (Number.isNaN(this.firstAt)) this.firstToken();
+      else this.lastAt = this.ctx.clock();
+      if (n > 0) {
+        this.tokens += n;
+        this.ctx.instruments.streamTokens.add(n, this.state.attributes);
+      }
+    } catch (error) {
+      this.ctx.internalError('stream.token', error);
+    }
+  }
+
+  end(outcome: StreamOutcome): void {
+    if (this.ended) return;
+    this.ended = true;
+    try {
+      const attributes = this.state.outcomeAttributes[outcome] ?? this.state.outcomeAttributes.error;
+      this.ctx.instruments.streams.add(1, attributes);
+      // One time-per-output-token sample per stream: mean gap between tokens after the first.
+      if (this.tokens > 1) {
+        recordSeconds(this.ctx, this.ctx.instruments.timePerOutputToken, (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1), this.state.attributes);
+      }
+      this.state.push(outcome !== 'completed');
+    } catch (error) {
+      this.ctx.internalError('stream.end', error);
+    }
+  }
+}
