@@ -12,6 +12,8 @@ export interface MonitorContext {
   /** Undefined when traces are off. */
   readonly tracer: Tracer | undefined;
   readonly maxModels: number;
+  /** The capped, sanitised model label shared by every signal (`_other` past maxModels). */
+  modelLabel(value: unknown): string;
   internalError(source: string, error: unknown): void;
   /** Counts a negative or non-finite duration (a clock that went backwards) instead of recording it. */
   badDuration(): void;

@@ -67,6 +67,7 @@ class MonitorImpl implements Monitor {
   private readonly streamModels: LabelTable<StreamModel>;
   private readonly loads: LabelTable<ModelLoads>;
   private readonly routes: LabelTable<true>;
+  private readonly modelLabels: LabelTable<true>;
   private readonly memories = new Set<DeviceMemory>();
   private readonly webhooks = new Set<WebhookDelivery>();
   private readonly logger: Logger;
@@ -100,11 +101,13 @@ class MonitorImpl implements Monitor {
       hub: this.hub,
       tracer,
       maxModels,
+      modelLabel: (value) => this.modelLabels.intern(value),
       internalError: (source, error) => this.internalError(source, error),
       badDuration: () => this.badDuration(),
     };
-    this.streamModels = new LabelTable(maxModels, (model) => new StreamModel(model, this.ctx));
-    this.loads = new LabelTable(maxModels, (model) => new ModelLoads(model, this.ctx));
+    this.modelLabels = new LabelTable(maxModels, () => true as const);
+    this.streamModels = new LabelTable(maxModels + 1, (model) => new StreamModel(model, this.ctx));
+    this.loads = new LabelTable(maxModels + 1, (model) => new ModelLoads(model, this.ctx));
     this.routes = new LabelTable(maxModels, () => true as const);
     if (options.onAlert) this.hub.subscribe(options.onAlert);
     this.meter.addBatchObservableCallback((result) => {
@@ -150,7 +153,7 @@ class MonitorImpl implements Monitor {
     if (options.maxWaiting !== undefined && (!Number.isInteger(options.maxWaiting) || options.maxWaiting < 0)) {
       throw new InferSignalConfigError(`queue(${name}).maxWaiting`, `must be an integer >= 0, got ${JSON.stringify(options.maxWaiting)}`);
     }
-    const queue = new Queue(name, { ...options, concurrency, capacity }, this.ctx, (model) => this.streamModels.get(model));
+    const queue = new Queue(name, { ...options, concurrency, capacity }, this.ctx, (model) => this.streamModels.get(this.ctx.modelLabel(model)));
     this.queues.set(name, queue);
     return queue;
   }
@@ -158,11 +161,11 @@ class MonitorImpl implements Monitor {
   modelLoad<T>(model: string, kind: 'load' | 'reload', fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {
     if (typeof fn !== 'function') return Promise.reject(new TypeError('infersignal: modelLoad(model, kind, fn) needs a loader function'));
     if (kind !== 'load' && kind !== 'reload') return Promise.reject(new TypeError(`infersignal: modelLoad kind must be 'load' or 'reload', got ${JSON.stringify(kind)}`));
-    return this.loads.get(model).time(kind, fn, options);
+    return this.loads.get(this.ctx.modelLabel(model)).time(kind, fn, options);
   }
 
   stream(model = 'default'): StreamHandle {
-    return new Stream(this.streamModels.get(model), this.ctx, this.clock());
+    return new Stream(this.streamModels.get(this.ctx.modelLabel(model)), this.ctx, this.clock());
   }
 
   deviceMemory(options: DeviceMemoryOptions): DeviceMemoryHandle {
@@ -230,7 +233,7 @@ class MonitorImpl implements Monitor {
   }
 
   label(kind: 'model' | 'route', value: unknown): string {
-    return kind === 'route' ? this.routes.label(value) : this.streamModels.label(value);
+    return kind === 'route' ? this.routes.intern(value) : this.modelLabels.intern(value);
   }
 
   tick(): void {

@@ -37,6 +37,18 @@ export class LabelTable<T> {
     return OVERFLOW_LABEL;
   }
 
+  /** Registers the value if there is room and returns the label it is recorded under. */
+  intern(value: unknown): string {
+    const text = sanitizeLabel(value);
+    if (this.slots.has(text)) return text;
+    if (this.slots.size < this.max) {
+      this.slots.set(text, this.create(text));
+      return text;
+    }
+    this.overflowed++;
+    return OVERFLOW_LABEL;
+  }
+
   get(value: unknown): T {
     const text = sanitizeLabel(value);
     const existing = this.slots.get(text);

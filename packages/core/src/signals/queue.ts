@@ -151,7 +151,7 @@ export class Queue implements QueueTracker {
     this.concurrency = options.concurrency ?? 1;
     this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
     this.maxWaiting = options.maxWaiting ?? Math.max(0, this.capacity - this.concurrency);
-    this.models = new LabelTable(ctx.maxModels, (model) => new QueueModel(name, model));
+    this.models = new LabelTable(ctx.maxModels + 1, (model) => new QueueModel(name, model));
     this.occupancyDetector = new ThresholdDetector({ warn: t.queue.occupancyWarn, critical: t.queue.occupancyCritical, hysteresis: 0 });
     this.waitDetector = new ThresholdDetector({ warn: t.queue.waitWarnSeconds, critical: t.queue.waitCriticalSeconds, forSeconds: t.queue.forSeconds });
     this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
@@ -164,13 +164,9 @@ export class Queue implements QueueTracker {
   }
 
   enqueue(model?: string): Ticket {
-    const slot = this.models.get(model ?? 'default');
+    const slot = this.models.get(this.ctx.modelLabel(model ?? 'default'));
     this.waiting++;
     return new RequestTicket(this, slot);
-  }
-
-  label(model: unknown): string {
-    return this.models.label(model);
   }
 
   private occupancyLevel(): Level {
@@ -196,7 +192,7 @@ export class Queue implements QueueTracker {
 
   reject(model?: string): void {
     try {
-      const slot = this.models.get(model ?? 'default');
+      const slot = this.models.get(this.ctx.modelLabel(model ?? 'default'));
       this.ctx.instruments.requests.add(1, slot.outcomeAttributes.rejected);
     } catch (error) {
       this.ctx.internalError('queue.reject', error);

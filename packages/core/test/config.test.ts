@@ -1,0 +1,79 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createMonitor, DEFAULT_THRESHOLDS, InferSignalConfigError, resolveThresholds } from '../src/index';
+
+function fieldOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(InferSignalConfigError);
+    return (error as InferSignalConfigError).field;
+  }
+  throw new Error('expected a config error');
+}
+
+describe('config validation', () => {
+  it('defaults are the documented thresholds', () => {
+    const t = resolveThresholds();
+    expect(t).toEqual(DEFAULT_THRESHOLDS);
+    expect(t.queue).toMatchObject({ occupancyWarn: 0.7, occupancyCritical: 0.85, waitWarnSeconds: 0.2, waitCriticalSeconds: 0.5 });
+    expect(t.deviceMemory.fragmentation).toBe(0.65);
+    expect(t.stream.interruptedRatio).toBe(0.005);
+    expect(t.modelLoad.spikeFactor).toBe(3);
+  });
+
+  it.each([
+    [{ thresholds: { queue: { occupancyWarn: -0.1 } } }, 'thresholds.queue.occupancyWarn'],
+    [{ thresholds: { queue: { waitQuantile: 1 } } }, 'thresholds.queue.waitQuantile'],
+    [{ thresholds: { queue: { waitQuantile: 0 } } }, 'thresholds.queue.waitQuantile'],
+    [{ thresholds: { queue: { waitWarnSeconds: -1 } } }, 'thresholds.queue.waitWarnSeconds'],
+    [{ thresholds: { queue: { bogus: 1 } } }, 'thresholds.queue.bogus'],
+    [{ thresholds: { nope: {} } }, 'thresholds.nope'],
+    [{ thresholds: { modelLoad: { spikeFactor: 1 } } }, 'thresholds.modelLoad.spikeFactor'],
+    [{ thresholds: { modelLoad: { baselineSeconds: { m: 0 } } } }, 'thresholds.modelLoad.baselineSeconds.m'],
+    [{ thresholds: { stream: { minSamples: 2.5 } } }, 'thresholds.stream.minSamples'],
+    [{ thresholds: { deviceMemory: { fragmentation: 'high' } } }, 'thresholds.deviceMemory.fragmentation'],
+    [{ thresholds: { queue: { occupancyWarn: 0.9 } } }, 'thresholds.queue.occupancyWarn'],
+    [{ maxModels: 0 }, 'maxModels'],
+    [{ detectorIntervalMs: -5 }, 'detectorIntervalMs'],
+    [{ onAlert: 'yes' }, 'onAlert'],
+    [{ unknownOption: true }, 'unknownOption'],
+  ])('%j fails naming %s', (options, field) => {
+    expect(fieldOf(() => createMonitor({ detectorIntervalMs: 0, ...(options as object) }))).toBe(field);
+  });
+
+  it('queue options are validated with the queue named', () => {
+    const monitor = createMonitor({ detectorIntervalMs: 0 });
+    expect(fieldOf(() => monitor.queue('gen', { capacity: -1 }))).toBe('queue(gen).capacity');
+    expect(fieldOf(() => monitor.queue('gen', { concurrency: 0 }))).toBe('queue(gen).concurrency');
+  });
+
+  it('fuzzed configs are either rejected at creation or run without throwing', () => {
+    const value = fc.oneof(fc.double(), fc.integer({ min: -5, max: 5000 }), fc.constant(undefined), fc.string(), fc.constant(null));
+    const group = fc.dictionary(fc.constantFrom('occupancyWarn', 'occupancyCritical', 'waitQuantile', 'waitWarnSeconds', 'minSamples', 'windowSize', 'interruptedRatio', 'fragmentation', 'spikeFactor', 'zScore', 'window'), value, { maxKeys: 4 });
+    const thresholds = fc.dictionary(fc.constantFrom('queue', 'stream', 'deviceMemory', 'modelLoad', 'anomaly', 'glitch'), group, { maxKeys: 3 });
+    fc.assert(
+      fc.property(thresholds, (input) => {
+        let monitor;
+        try {
+          monitor = createMonitor({ detectorIntervalMs: 0, thresholds: input as never, logger: { warn() {} } });
+        } catch (error) {
+          return error instanceof InferSignalConfigError;
+        }
+        const queue = monitor.queue('q', { capacity: 4 });
+        for (let i = 0; i < 10; i++) {
+          const ticket = queue.enqueue('m');
+          ticket.start();
+          ticket.end(i % 3 ? 'completed' : 'cancelled');
+          const stream = monitor.stream('m');
+          stream.token();
+          stream.end(i % 2 ? 'completed' : 'error');
+        }
+        monitor.tick();
+        monitor.snapshot();
+        return monitor.level() !== undefined;
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -1,0 +1,135 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DriftDetector, FixedHistogram, P99GlitchDetector, SlidingWindow, ThresholdDetector, ZScoreDetector } from '../src/index';
+
+describe('SlidingWindow', () => {
+  it('keeps the last N samples and computes nearest-rank quantiles', () => {
+    const w = new SlidingWindow(100);
+    for (let i = 1; i <= 150; i++) w.push(i, i);
+    expect(w.length).toBe(100);
+    expect(w.quantile(0.5)).toBe(100); // samples 51..150
+    expect(w.quantile(0.95)).toBe(145);
+    expect(w.quantile(1)).toBe(150);
+    expect(w.quantile(0.5, 141)).toBe(145); // only 141..150
+  });
+
+  it('never exceeds its capacity (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.array(fc.double({ noNaN: true }), { maxLength: 300 }), (capacity, values) => {
+        const w = new SlidingWindow(capacity);
+        values.forEach((v, i) => w.push(v, i));
+        let seen = 0;
+        w.forEach(() => seen++);
+        return w.length === Math.min(capacity, values.length) && seen === w.length;
+      }),
+    );
+  });
+});
+
+describe('ZScoreDetector', () => {
+  it('flags a 3σ outlier after the window fills', () => {
+    const z = new ZScoreDetector(60, 3);
+    for (let i = 0; i < 60; i++) expect(z.isAnomaly(z.update(100 + (i % 2 ? 1 : -1)))).toBe(false);
+    const score = z.update(110);
+    expect(score).toBeCloseTo(10, 6);
+    expect(z.isAnomaly(score)).toBe(true);
+  });
+
+  it('a constant series never alerts (property)', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e9, max: 1e9 }), fc.integer({ min: 1, max: 300 }), (c, n) => {
+        const z = new ZScoreDetector(60, 3);
+        for (let i = 0; i < n; i++) if (z.isAnomaly(z.update(c))) return false;
+        return true;
+      }),
+    );
+  });
+});
+
+describe('P99GlitchDetector', () => {
+  it('ΔL = max − P99 over the window', () => {
+    const g = new P99GlitchDetector(10_000, 4096, 20);
+    for (let i = 0; i < 199; i++) g.record(0.02, i * 10);
+    g.record(1.5, 2000);
+    const r = g.evaluate(2000);
+    expect(r.p99).toBeCloseTo(0.02, 9);
+    expect(r.deltaL).toBeCloseTo(1.48, 9);
+    expect(g.evaluate(20_000).count).toBe(0); // the window moved past every sample
+  });
+
+  it('ΔL is never negative (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.double({ min: -1, max: 100, noNaN: true }), { minLength: 20, maxLength: 500 }), (values) => {
+        const g = new P99GlitchDetector(10_000, 512, 1);
+        values.forEach((v, i) => g.record(v, i));
+        const { deltaL } = g.evaluate(values.length);
+        return Number.isNaN(deltaL) || deltaL >= 0;
+      }),
+    );
+  });
+});
+
+describe('ThresholdDetector', () => {
+  it('honours `for` and hysteresis', () => {
+    const d = new ThresholdDetector({ warn: 10, critical: 20, forSeconds: 5, hysteresis: 0.1 });
+    expect(d.update(15, 0)).toBe('ok');
+    expect(d.update(15, 4999)).toBe('ok');
+    expect(d.update(15, 5000)).toBe('warn');
+    expect(d.update(9.5, 6000)).toBe('warn'); // within 10 % below the bound: stays
+    expect(d.update(8.9, 7000)).toBe('ok');
+  });
+
+  it('never fires before its duration (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 60 }),
+        fc.array(fc.tuple(fc.double({ min: 0, max: 50, noNaN: true }), fc.integer({ min: 0, max: 3000 })), { maxLength: 100 }),
+        (forSeconds, steps) => {
+          const d = new ThresholdDetector({ warn: 10, critical: 20, forSeconds });
+          let now = 0;
+          let aboveSince = Number.NaN;
+          for (const [value, dt] of steps) {
+            now += dt;
+            if (value > 10) {
+              if (Number.isNaN(aboveSince)) aboveSince = now;
+            } else aboveSince = Number.NaN;
+            const level = d.update(value, now);
+            if (level !== 'ok' && (Number.isNaN(aboveSince) || now - aboveSince < forSeconds * 1000)) {
+              // Only allowed when it was already raised earlier and hysteresis keeps it.
+              if (value <= 10 * 0.9) return false;
+              if (Number.isNaN(aboveSince) && value > 10) return false;
+            }
+          }
+          return true;
+        },
+      ),
+    );
+  });
+});
+
+describe('DriftDetector', () => {
+  it('fits the slope and ignores a flat series', () => {
+    const grow = new DriftDetector(10, 0.05, 0.8);
+    const flat = new DriftDetector(10, 0.05, 0.8);
+    for (let i = 0; i < 10; i++) {
+      grow.update(1000 + 100 * i, i * 1000);
+      flat.update(1000, i * 1000);
+    }
+    const g = grow.evaluate(10_000);
+    expect(g.slope).toBeCloseTo(100, 9);
+    expect(g.r2).toBeCloseTo(1, 9);
+    expect(g.drifting).toBe(true);
+    expect(flat.evaluate(10_000).drifting).toBe(false);
+  });
+});
+
+describe('FixedHistogram', () => {
+  it('counts into buckets, refuses negatives with a count, and interpolates quantiles', () => {
+    const h = new FixedHistogram([0.1, 0.2, 0.5]);
+    for (let i = 0; i < 10; i++) h.record(0.15);
+    expect(h.record(-1)).toBe(false);
+    expect(h.rejected).toBe(1);
+    expect([...h.counts]).toEqual([0, 10, 0, 0]);
+    expect(h.quantile(0.5)).toBeCloseTo(0.15, 9);
+  });
+});

@@ -1,0 +1,186 @@
+import type { Histogram } from '@opentelemetry/sdk-metrics';
+import { describe, expect, it } from 'vitest';
+import { ATTR, METRICS, QueueFullError } from '../src/index';
+import { points, setup, sum } from './helpers';
+
+describe('queue wait', () => {
+  it('records 100 tickets with known waits: histogram count and sum are exact', async () => {
+    const t = setup();
+    const queue = t.monitor.queue('gen', { capacity: 200 });
+    let expectedWait = 0;
+    let expectedInference = 0;
+    for (let i = 0; i < 100; i++) {
+      const ticket = queue.enqueue('llama');
+      const wait = (i % 10) * 10; // 0..90 ms
+      t.advance(wait);
+      ticket.start();
+      t.advance(5);
+      ticket.end('completed');
+      expectedWait += wait / 1000;
+      expectedInference += 0.005;
+    }
+    const metrics = await t.collect();
+    const [wait] = points<Histogram>(metrics, METRICS.queueWait.name, { [ATTR.model]: 'llama', [ATTR.queue]: 'gen' });
+    expect(wait.value.count).toBe(100);
+    expect(wait.value.sum).toBeCloseTo(expectedWait, 9);
+    expect(wait.value.max).toBeCloseTo(0.09, 9);
+    const [inference] = points<Histogram>(metrics, METRICS.inferenceDuration.name, { [ATTR.outcome]: 'completed' });
+    expect(inference.value.count).toBe(100);
+    expect(inference.value.sum).toBeCloseTo(expectedInference, 9);
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(100);
+  });
+
+  it('tracks waiting / in-flight depth and occupancy, exported as gauges', async () => {
+    const t = setup();
+    const queue = t.monitor.queue('q', { capacity: 10 });
+    const tickets = Array.from({ length: 6 }, () => queue.enqueue());
+    tickets[0].start();
+    tickets[1].start();
+    expect(queue.waiting).toBe(4);
+    expect(queue.inFlight).toBe(2);
+    const metrics = await t.collect();
+    expect(points<number>(metrics, METRICS.queueWaiting.name)[0].value).toBe(4);
+    expect(points<number>(metrics, METRICS.queueInFlight.name)[0].value).toBe(2);
+    expect(points<number>(metrics, METRICS.queueOccupancy.name)[0].value).toBeCloseTo(0.6, 9);
+    expect(t.monitor.snapshot().queues.q.level).toBe('ok');
+  });
+
+  it('occupancy 0.9 is CRITICAL, 0.75 WARN; admit() sheds only at CRITICAL with a Retry-After', () => {
+    const t = setup({ thresholds: { queue: { retryAfterSeconds: 2 } } });
+    const queue = t.monitor.queue('q', { capacity: 20 });
+    const tickets = Array.from({ length: 15 }, () => queue.enqueue());
+    expect(queue.level()).toBe('warn');
+    expect(queue.admit()).toEqual({ admit: true, level: 'warn', retryAfterSeconds: 2 });
+    tickets.push(queue.enqueue(), queue.enqueue(), queue.enqueue());
+    expect(queue.level()).toBe('critical');
+    expect(queue.admit().admit).toBe(false);
+    t.monitor.tick();
+    const occupancy = t.alerts.filter((a) => a.signal === 'queue_occupancy');
+    expect(occupancy).toHaveLength(1);
+    expect(occupancy[0]).toMatchObject({ level: 'critical', value: 0.9, threshold: 0.85, labels: { queue: 'q' } });
+    for (const ticket of tickets) ticket.end('cancelled');
+    t.monitor.tick();
+    expect(queue.level()).toBe('ok');
+    expect(t.alerts.filter((a) => a.signal === 'queue_occupancy').map((a) => a.level)).toEqual(['critical', 'ok']);
+  });
+
+  it('P95 queue wait over the window drives WARN at 200 ms and CRITICAL at 500 ms', () => {
+    const t = setup();
+    const queue = t.monitor.queue('q', { capacity: 1000 });
+    const feed = (waitMs: number, n: number) => {
+      for (let i = 0; i < n; i++) {
+        const ticket = queue.enqueue();
+        t.advance(waitMs);
+        ticket.start();
+        ticket.end();
+      }
+    };
+    feed(50, 100);
+    t.monitor.tick();
+    expect(queue.level()).toBe('ok');
+    feed(300, 100); // P95 of the window now 300 ms
+    t.monitor.tick();
+    expect(queue.level()).toBe('warn');
+    feed(800, 300);
+    t.monitor.tick();
+    expect(queue.level()).toBe('critical');
+    expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['warn', 'critical']);
+    // The window is 30 s: after it passes with fast requests only, the level recovers.
+    t.advance(31_000);
+    feed(10, 50);
+    t.monitor.tick();
+    expect(queue.level()).toBe('ok');
+  });
+
+  it('run() bounds concurrency to N, keeps FIFO order and rejects past maxWaiting', async () => {
+    const t = setup({ clock: undefined });
+    const queue = t.monitor.queue('fifo', { concurrency: 2, maxWaiting: 5 });
+    let running = 0;
+    let maxRunning = 0;
+    const order: number[] = [];
+    const task = (id: number) => async () => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      order.push(id);
+      await new Promise((r) => setTimeout(r, 5));
+      running--;
+      return id * 2;
+    };
+    const results = await Promise.allSettled(Array.from({ length: 9 }, (_, id) => queue.run(task(id))));
+    const fulfilled = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value);
+    const rejected = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
+    expect(fulfilled).toEqual([0, 2, 4, 6, 8, 10, 12]);
+    expect(rejected).toHaveLength(2);
+    expect(rejected[0]).toBeInstanceOf(QueueFullError);
+    expect(maxRunning).toBe(2);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    const metrics = await t.collect();
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(7);
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'rejected' })).toBe(2);
+    expect(queue.inFlight).toBe(0);
+    expect(queue.waiting).toBe(0);
+  });
+
+  it('run() records a thrown error as outcome error and rethrows it unchanged', async () => {
+    const t = setup();
+    const queue = t.monitor.queue('q');
+    const boom = new Error('model exploded');
+    await expect(queue.run(() => Promise.reject(boom))).rejects.toBe(boom);
+    const metrics = await t.collect();
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'error' })).toBe(1);
+  });
+
+  it('run() with an abort signal removes a waiting request and counts it cancelled', async () => {
+    const t = setup({ clock: undefined });
+    const queue = t.monitor.queue('q', { concurrency: 1, maxWaiting: 4 });
+    let release!: () => void;
+    const first = queue.run(() => new Promise<void>((r) => (release = r)));
+    const controller = new AbortController();
+    const second = queue.run(() => 'never', { signal: controller.signal });
+    controller.abort(new Error('client gone'));
+    await expect(second).rejects.toThrow('client gone');
+    release();
+    await first;
+    const metrics = await t.collect();
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'cancelled' })).toBe(1);
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(1);
+  });
+
+  it('ends each ticket once: a second end() and a start() after end() change nothing', async () => {
+    const t = setup();
+    const queue = t.monitor.queue('q');
+    const ticket = queue.enqueue();
+    ticket.start();
+    ticket.end('error');
+    ticket.end('cancelled');
+    ticket.start();
+    const metrics = await t.collect();
+    expect(sum(metrics, METRICS.requests.name)).toBe(1);
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'error' })).toBe(1);
+    expect(queue.inFlight).toBe(0);
+  });
+
+  it('caps model labels: a flood of names folds into _other', async () => {
+    const t = setup({ maxModels: 5 });
+    const queue = t.monitor.queue('q', { capacity: 100_000 });
+    for (let i = 0; i < 1000; i++) queue.enqueue(`model-${i}`).end('completed');
+    const metrics = await t.collect();
+    const series = points<number>(metrics, METRICS.requests.name);
+    expect(series).toHaveLength(6);
+    expect(sum(metrics, METRICS.requests.name, { [ATTR.model]: '_other' })).toBe(995);
+    expect(t.monitor.label('model', 'model-999')).toBe('_other');
+  });
+
+  it('a clock going backwards drops the sample and counts it, never records a negative duration', async () => {
+    const t = setup();
+    const queue = t.monitor.queue('q');
+    const ticket = queue.enqueue();
+    t.advance(-500);
+    ticket.start();
+    ticket.end();
+    const metrics = await t.collect();
+    expect(points<Histogram>(metrics, METRICS.queueWait.name)).toHaveLength(0);
+    expect(sum(metrics, METRICS.internalErrors.name, { [ATTR.errorSource]: 'clock' })).toBeGreaterThanOrEqual(1);
+    expect(t.warnings.filter((w) => w.includes('clock'))).toHaveLength(1);
+  });
+});
