@@ -152,7 +152,7 @@ export class Queue implements QueueTracker {
     this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
     this.maxWaiting = options.maxWaiting ?? Math.max(0, this.capacity - this.concurrency);
     this.models = new LabelTable(ctx.maxModels + 1, (model) => new QueueModel(name, model));
-    this.occupancyDetector = new ThresholdDetector({ warn: t.queue.occupancyWarn, critical: t.queue.occupancyCritical, hysteresis: 0 });
+    this.occupancyDetector = new ThresholdDetector({ warn: t.queue.occupancyWarn, critical: t.queue.occupancyCritical, hysteresis: 0.05 });
     this.waitDetector = new ThresholdDetector({ warn: t.queue.waitWarnSeconds, critical: t.queue.waitCriticalSeconds, forSeconds: t.queue.forSeconds });
     this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
     this.anomaly = new ZScoreDetector(t.anomaly.window, t.anomaly.zScore);
