@@ -72,8 +72,40 @@ export interface AnomalyThresholds {
   zScore: number;
 }
 
+export interface CapacityThresholds {
+  /** Utilization ρ = λ·S / c above which the capacity level is WARN (the early warning). */
+  utilizationWarn: number;
+  /** Utilization at or above which it is CRITICAL. */
+  utilizationCritical: number;
+  /** WARN when ρ's trend reaches 1 within this many seconds. */
+  saturationWarnSeconds: number;
+  /** Window (s) of the windowed arrival and completion rates. */
+  rateWindowSeconds: number;
+  /** Half-life (s) of the arrival-rate EWMA. */
+  rateHalfLifeSeconds: number;
+  /** Window (s) of service times for S. */
+  serviceWindowSeconds: number;
+  /** Window (s) of the least-squares trend of ρ. */
+  trendWindowSeconds: number;
+  /** Let the capacity level raise the queue's backpressure level (and shedding). */
+  backpressure: boolean;
+}
+
+export interface EventLoopThresholds {
+  /** Event-loop delay P99 (s) for WARN. */
+  delayWarnSeconds: number;
+  /** Event-loop delay P99 (s) for CRITICAL. */
+  delayCriticalSeconds: number;
+  /** Sampling period (ms) of the event-loop monitor. */
+  sampleIntervalMs: number;
+  /** Let the event-loop level raise the queues' backpressure level. */
+  backpressure: boolean;
+}
+
 export interface Thresholds {
   queue: QueueThresholds;
+  capacity: CapacityThresholds;
+  eventLoop: EventLoopThresholds;
   modelLoad: ModelLoadThresholds;
   stream: StreamThresholds;
   deviceMemory: DeviceMemoryThresholds;
@@ -94,6 +126,17 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     forSeconds: 0,
     retryAfterSeconds: 1,
   },
+  capacity: {
+    utilizationWarn: 0.8,
+    utilizationCritical: 0.95,
+    saturationWarnSeconds: 60,
+    rateWindowSeconds: 10,
+    rateHalfLifeSeconds: 5,
+    serviceWindowSeconds: 30,
+    trendWindowSeconds: 30,
+    backpressure: false,
+  },
+  eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
   modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {} },
   stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
   deviceMemory: { fragmentation: 0.65, fragmentationForSeconds: 0, driftWindowSamples: 60, driftMinGrowth: 0.05, driftMinR2: 0.8 },
@@ -112,9 +155,20 @@ export class InferSignalConfigError extends Error {
   }
 }
 
-type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'factor';
+type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'factor' | 'boolean';
 
 const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'map' } } = {
+  capacity: {
+    utilizationWarn: 'ratio',
+    utilizationCritical: 'positive',
+    saturationWarnSeconds: 'positive',
+    rateWindowSeconds: 'positive',
+    rateHalfLifeSeconds: 'positive',
+    serviceWindowSeconds: 'positive',
+    trendWindowSeconds: 'positive',
+    backpressure: 'boolean',
+  },
+  eventLoop: { delayWarnSeconds: 'positive', delayCriticalSeconds: 'positive', sampleIntervalMs: 'positive', backpressure: 'boolean' },
   queue: {
     occupancyWarn: 'ratio',
     occupancyCritical: 'ratio',
@@ -138,7 +192,15 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
   anomaly: { window: 'integer', zScore: 'positive' },
 };
 
-function checkNumber(field: string, value: unknown, rule: Rule): number {
+function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
+  if (rule === 'boolean') {
+    if (typeof value !== 'boolean') throw new InferSignalConfigError(field, `must be true or false, got ${JSON.stringify(value)}`);
+    return value;
+  }
+  return checkNumber(field, value, rule);
+}
+
+function checkNumber(field: string, value: unknown, rule: Exclude<Rule, 'boolean'>): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
     throw new InferSignalConfigError(field, `must be a finite number, got ${JSON.stringify(value)}`);
   }
@@ -199,7 +261,7 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
         for (const [name, seconds] of Object.entries(value)) map[name] = checkNumber(`${path}.${key}.${name}`, seconds, 'positive');
         resolved[key] = map;
       } else {
-        resolved[key] = checkNumber(`${path}.${key}`, value, rule);
+        resolved[key] = checkValue(`${path}.${key}`, value, rule);
       }
     }
     out[group] = resolved;
@@ -213,6 +275,12 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
   }
   if (t.stream.interruptedRatio >= t.stream.interruptedRatioCritical) {
     throw new InferSignalConfigError(`${prefix}.stream.interruptedRatio`, `must be below stream.interruptedRatioCritical (${t.stream.interruptedRatioCritical})`);
+  }
+  if (t.capacity.utilizationWarn >= t.capacity.utilizationCritical) {
+    throw new InferSignalConfigError(`${prefix}.capacity.utilizationWarn`, `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical})`);
+  }
+  if (t.eventLoop.delayWarnSeconds >= t.eventLoop.delayCriticalSeconds) {
+    throw new InferSignalConfigError(`${prefix}.eventLoop.delayWarnSeconds`, `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds})`);
   }
   if (t.stream.minSamples > t.stream.windowSize) {
     throw new InferSignalConfigError(`${prefix}.stream.minSamples`, `must not exceed stream.windowSize (${t.stream.windowSize})`);

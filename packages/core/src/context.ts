@@ -2,6 +2,7 @@ import type { Attributes, Tracer } from '@opentelemetry/api';
 import type { AlertHub } from './alerts/hub';
 import type { Thresholds } from './config';
 import type { Instruments } from './instruments';
+import type { GlitchAttribution } from './signals/attribution';
 
 /** What every signal needs from its monitor; built once in createMonitor. */
 export interface MonitorContext {
@@ -15,6 +16,8 @@ export interface MonitorContext {
   /** The capped, sanitised model label shared by every signal (`_other` past maxModels). */
   modelLabel(value: unknown): string;
   internalError(source: string, error: unknown): void;
+  /** What else was elevated when a P99 glitch fires, and the likely cause. */
+  attributeGlitch(now: number, windowMs: number): GlitchAttribution;
   /** Counts a negative or non-finite duration (a clock that went backwards) instead of recording it. */
   badDuration(): void;
 }

@@ -47,6 +47,19 @@ export function createInstruments(meter: Meter) {
     memoryFragmentation: gauge(meter, METRICS.memoryFragmentation),
     memoryGapGrowth: gauge(meter, METRICS.memoryGapGrowth),
     signalLevel: gauge(meter, METRICS.signalLevel),
+    queueArrivalRate: gauge(meter, METRICS.queueArrivalRate),
+    queueCompletionRate: gauge(meter, METRICS.queueCompletionRate),
+    queueServiceTime: gauge(meter, METRICS.queueServiceTime),
+    queueServiceTimeP90: gauge(meter, METRICS.queueServiceTimeP90),
+    queueUtilization: gauge(meter, METRICS.queueUtilization),
+    queueHeadroom: gauge(meter, METRICS.queueHeadroom),
+    queueWaitPredicted: gauge(meter, METRICS.queueWaitPredicted),
+    queueTimeToSaturation: gauge(meter, METRICS.queueTimeToSaturation),
+    eventLoopDelayP50: gauge(meter, METRICS.eventLoopDelayP50),
+    eventLoopDelayP99: gauge(meter, METRICS.eventLoopDelayP99),
+    eventLoopDelayMax: gauge(meter, METRICS.eventLoopDelayMax),
+    eventLoopUtilization: gauge(meter, METRICS.eventLoopUtilization),
+    gcDuration: histogram(meter, METRICS.gcDuration),
   };
 }
 

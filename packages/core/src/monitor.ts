@@ -7,7 +7,9 @@ import type { MonitorContext } from './context';
 import { levelRank, worstLevel } from './detectors/threshold';
 import { createInstruments, type Instruments } from './instruments';
 import { ATTR } from './names';
+import { GlitchAttributor } from './signals/attribution';
 import { DeviceMemory } from './signals/device-memory';
+import { EventLoopSignal } from './signals/event-loop';
 import { ModelLoads } from './signals/model-load';
 import { Queue } from './signals/queue';
 import { Stream, StreamModel } from './signals/stream';
@@ -30,7 +32,7 @@ import type {
 } from './types';
 
 const OPTION_KEYS = new Set([
-  'serviceName', 'meterProvider', 'tracerProvider', 'thresholds', 'onAlert', 'maxModels', 'maxQueues', 'detectorIntervalMs', 'traces', 'clock', 'logger',
+  'serviceName', 'meterProvider', 'tracerProvider', 'thresholds', 'onAlert', 'maxModels', 'maxQueues', 'detectorIntervalMs', 'traces', 'clock', 'logger', 'eventLoop',
 ]);
 const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
@@ -75,6 +77,9 @@ class MonitorImpl implements Monitor {
   private readonly clock: () => number;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly eventLoop: EventLoopSignal | undefined;
+  private readonly attributor = new GlitchAttributor();
+  private lastTick = Number.NaN;
   internalErrors = 0;
   badDurations = 0;
 
@@ -104,12 +109,14 @@ class MonitorImpl implements Monitor {
       modelLabel: (value) => this.modelLabels.intern(value),
       internalError: (source, error) => this.internalError(source, error),
       badDuration: () => this.badDuration(),
+      attributeGlitch: (now, windowMs) => this.attributor.attribute(this.loadsWithin(now, windowMs)),
     };
     this.modelLabels = new LabelTable(maxModels, () => true as const);
     this.streamModels = new LabelTable(maxModels + 1, (model) => new StreamModel(model, this.ctx));
     this.loads = new LabelTable(maxModels + 1, (model) => new ModelLoads(model, this.ctx));
     this.routes = new LabelTable(maxModels, () => true as const);
     if (options.onAlert) this.hub.subscribe(options.onAlert);
+    if (options.eventLoop !== false) this.eventLoop = new EventLoopSignal(this.ctx);
     this.meter.addBatchObservableCallback((result) => {
       try {
         this.observe(result);
@@ -120,7 +127,10 @@ class MonitorImpl implements Monitor {
       this.instruments.queueWaiting, this.instruments.queueInFlight, this.instruments.queueCapacity, this.instruments.queueOccupancy,
       this.instruments.backpressureLevel, this.instruments.modelLoadBaseline, this.instruments.streamInterruptedRatio,
       this.instruments.memoryAllocated, this.instruments.memoryReserved, this.instruments.memoryFragmentation, this.instruments.memoryGapGrowth,
-      this.instruments.signalLevel,
+      this.instruments.signalLevel, this.instruments.queueArrivalRate, this.instruments.queueCompletionRate, this.instruments.queueServiceTime,
+      this.instruments.queueServiceTimeP90, this.instruments.queueUtilization, this.instruments.queueHeadroom, this.instruments.queueWaitPredicted,
+      this.instruments.queueTimeToSaturation, this.instruments.eventLoopDelayP50, this.instruments.eventLoopDelayP99, this.instruments.eventLoopDelayMax,
+      this.instruments.eventLoopUtilization,
     ]);
     const intervalMs = options.detectorIntervalMs ?? 1000;
     if (intervalMs > 0) {
@@ -153,7 +163,9 @@ class MonitorImpl implements Monitor {
     if (options.maxWaiting !== undefined && (!Number.isInteger(options.maxWaiting) || options.maxWaiting < 0)) {
       throw new InferSignalConfigError(`queue(${name}).maxWaiting`, `must be an integer >= 0, got ${JSON.stringify(options.maxWaiting)}`);
     }
-    const queue = new Queue(name, { ...options, concurrency, capacity }, this.ctx, (model) => this.streamModels.get(this.ctx.modelLabel(model)));
+    const queue = new Queue(name, { ...options, concurrency: options.concurrency === undefined ? undefined : concurrency, capacity }, this.ctx,
+      (model) => this.streamModels.get(this.ctx.modelLabel(model)),
+      () => (this.eventLoop && this.thresholds.eventLoop.backpressure ? this.eventLoop.level : 'ok'));
     this.queues.set(name, queue);
     return queue;
   }
@@ -236,9 +248,31 @@ class MonitorImpl implements Monitor {
     return kind === 'route' ? this.routes.intern(value) : this.modelLabels.intern(value);
   }
 
+  private loadsWithin(now: number, windowMs: number): string[] {
+    const out: string[] = [];
+    for (const [model, state] of this.loads.entries()) if (state.loading > 0 || state.lastEndedAt >= now - windowMs) out.push(model);
+    return out;
+  }
+
   tick(): void {
     if (this.closed) return;
     const now = this.clock();
+    const sinceLast = Number.isNaN(this.lastTick) ? 1000 : Math.max(1, now - this.lastTick);
+    this.lastTick = now;
+    try {
+      let occupancy = 0;
+      for (const queue of this.queues.values()) occupancy = Math.max(occupancy, queue.occupancy);
+      let fragmentation = Number.NaN;
+      for (const memory of this.memories) if (memory.fragmentation !== null) fragmentation = Math.max(Number.isNaN(fragmentation) ? 0 : fragmentation, memory.fragmentation);
+      this.attributor.update({
+        queue_occupancy: occupancy,
+        event_loop_delay: this.eventLoop?.p99 ?? Number.NaN,
+        gc_pause: this.eventLoop ? this.eventLoop.gcPauseSeconds(now, sinceLast) : Number.NaN,
+        gpu_fragmentation: fragmentation,
+      });
+    } catch (error) {
+      this.internalError('detector.attribution', error);
+    }
     for (const queue of this.queues.values()) {
       try {
         queue.evaluate(now);
@@ -307,6 +341,24 @@ class MonitorImpl implements Monitor {
       result.observe(i.queueCapacity, queue.capacity, attributes);
       result.observe(i.queueOccupancy, queue.occupancy, attributes);
       result.observe(i.backpressureLevel, LEVEL_VALUE[queue.level()], attributes);
+      const c = queue.capacity_.estimate;
+      result.observe(i.queueArrivalRate, c.arrivalRate, attributes);
+      result.observe(i.queueCompletionRate, c.completionRate, attributes);
+      if (!Number.isNaN(c.serviceTime)) {
+        result.observe(i.queueServiceTime, c.serviceTime, attributes);
+        result.observe(i.queueServiceTimeP90, c.serviceTimeP90, attributes);
+        result.observe(i.queueUtilization, c.utilization, attributes);
+        result.observe(i.queueHeadroom, c.headroom, attributes);
+      }
+      if (Number.isFinite(c.predictedWait)) result.observe(i.queueWaitPredicted, c.predictedWait, attributes);
+      if (Number.isFinite(c.timeToSaturation)) result.observe(i.queueTimeToSaturation, c.timeToSaturation, attributes);
+    }
+    const loop = this.eventLoop;
+    if (loop && !Number.isNaN(loop.p99)) {
+      result.observe(i.eventLoopDelayP50, loop.p50);
+      result.observe(i.eventLoopDelayP99, loop.p99);
+      result.observe(i.eventLoopDelayMax, loop.max);
+      result.observe(i.eventLoopUtilization, loop.utilization);
     }
     for (const [model, state] of this.loads.entries()) {
       const baseline = state.baseline();
@@ -332,6 +384,7 @@ class MonitorImpl implements Monitor {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
+    this.eventLoop?.stop();
     for (const memory of [...this.memories]) memory.stop();
     await Promise.all([...this.webhooks].map((sink) => sink.flush()));
     for (const sink of this.webhooks) sink.close();

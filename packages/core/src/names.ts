@@ -32,6 +32,7 @@ export const ATTR = {
   level: 'infersignal.level',
   errorType: 'error.type',
   errorSource: 'infersignal.error.source',
+  exportSignal: 'infersignal.export.signal',
   memorySource: 'infersignal.memory.source',
   deviceIndex: 'infersignal.device.index',
   deviceUuid: 'infersignal.device.uuid',
@@ -107,9 +108,103 @@ export const METRICS = {
   backpressureLevel: {
     name: 'infersignal.queue.backpressure.level',
     type: 'gauge',
-    unit: '1',
+    unit: '{level}',
     description: 'Backpressure level of the queue: 0 ok, 1 warn, 2 critical.',
     attributes: [ATTR.queue],
+  },
+  queueArrivalRate: {
+    name: 'infersignal.queue.arrival.rate',
+    type: 'gauge',
+    unit: '{request}/s',
+    description: 'Arrival rate λ of the queue (EWMA, half-life capacity.rateHalfLifeSeconds).',
+    attributes: [ATTR.queue],
+  },
+  queueCompletionRate: {
+    name: 'infersignal.queue.completion.rate',
+    type: 'gauge',
+    unit: '{request}/s',
+    description: 'Completion rate of the queue over capacity.rateWindowSeconds.',
+    attributes: [ATTR.queue],
+  },
+  queueServiceTime: {
+    name: 'infersignal.queue.service.time',
+    type: 'gauge',
+    unit: 's',
+    description: 'Mean service time S (start of inference → end) over capacity.serviceWindowSeconds.',
+    attributes: [ATTR.queue],
+  },
+  queueServiceTimeP90: {
+    name: 'infersignal.queue.service.time.p90',
+    type: 'gauge',
+    unit: 's',
+    description: 'P90 service time over capacity.serviceWindowSeconds.',
+    attributes: [ATTR.queue],
+  },
+  queueUtilization: {
+    name: 'infersignal.queue.utilization',
+    type: 'gauge',
+    unit: '1',
+    description: 'Utilization ρ = λ·S / c (c = the queue concurrency).',
+    attributes: [ATTR.queue],
+    feeds: 'capacity.utilizationWarn / capacity.utilizationCritical',
+  },
+  queueHeadroom: {
+    name: 'infersignal.queue.headroom',
+    type: 'gauge',
+    unit: '{request}/s',
+    description: 'Sustainable rate c / S minus the arrival rate λ; negative when overloaded.',
+    attributes: [ATTR.queue],
+  },
+  queueWaitPredicted: {
+    name: 'infersignal.queue.wait.predicted',
+    type: 'gauge',
+    unit: 's',
+    description: 'Expected queue wait of an M/M/c queue (Erlang C) at the measured λ, S and c; not observed at ρ ≥ 1.',
+    attributes: [ATTR.queue],
+  },
+  queueTimeToSaturation: {
+    name: 'infersignal.queue.saturation.time',
+    type: 'gauge',
+    unit: 's',
+    description: 'Seconds until ρ reaches 1 at its least-squares trend over capacity.trendWindowSeconds; observed only while ρ rises.',
+    attributes: [ATTR.queue],
+    feeds: 'capacity.saturationWarnSeconds',
+  },
+  eventLoopDelayP50: {
+    name: 'nodejs.eventloop.delay.p50',
+    type: 'gauge',
+    unit: 's',
+    description: 'Event-loop delay median over the last sample period (perf_hooks.monitorEventLoopDelay).',
+    attributes: [],
+  },
+  eventLoopDelayP99: {
+    name: 'nodejs.eventloop.delay.p99',
+    type: 'gauge',
+    unit: 's',
+    description: 'Event-loop delay P99 over the last sample period.',
+    attributes: [],
+    feeds: 'eventLoop.delayWarnSeconds / eventLoop.delayCriticalSeconds',
+  },
+  eventLoopDelayMax: {
+    name: 'nodejs.eventloop.delay.max',
+    type: 'gauge',
+    unit: 's',
+    description: 'Event-loop delay maximum over the last sample period.',
+    attributes: [],
+  },
+  eventLoopUtilization: {
+    name: 'nodejs.eventloop.utilization',
+    type: 'gauge',
+    unit: '1',
+    description: 'Share of the last sample period the event loop was busy (performance.eventLoopUtilization).',
+    attributes: [],
+  },
+  gcDuration: {
+    name: 'v8js.gc.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Garbage-collection pause durations (PerformanceObserver gc entries).',
+    attributes: ['v8js.gc.type'],
   },
   modelLoadDuration: {
     name: 'infersignal.model.load.duration',
@@ -253,7 +348,7 @@ export const METRICS = {
   signalLevel: {
     name: 'infersignal.signal.level',
     type: 'gauge',
-    unit: '1',
+    unit: '{level}',
     description: 'Current level of each signal: 0 ok, 1 warn, 2 critical.',
     attributes: [ATTR.signal, ATTR.queue, m],
   },
@@ -270,6 +365,13 @@ export const METRICS = {
     unit: '{error}',
     description: 'Errors caught inside InferSignal (its own or a user callback), never thrown into the request path.',
     attributes: [ATTR.errorSource],
+  },
+  exportDropped: {
+    name: 'infersignal.export.dropped',
+    type: 'counter',
+    unit: '{export}',
+    description: 'Telemetry exports that failed (collector down, timed out) and were dropped, by signal (metrics, traces).',
+    attributes: [ATTR.exportSignal],
   },
   webhookDropped: {
     name: 'infersignal.webhook.dropped',
@@ -296,6 +398,8 @@ export const BUCKETS = {
   /** inference and request duration */
   duration: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
   timePerOutputToken: [0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
+  /** GC pauses */
+  gc: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
   /** model load: up to 10 minutes */
   modelLoad: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
 } as const;
@@ -309,9 +413,22 @@ export const HISTOGRAM_BUCKETS: Record<string, readonly number[]> = {
   [METRICS.timePerOutputToken.name]: BUCKETS.timePerOutputToken,
   [METRICS.modelLoadDuration.name]: BUCKETS.modelLoad,
   [METRICS.rpcCallDuration.name]: BUCKETS.duration,
+  [METRICS.gcDuration.name]: BUCKETS.gc,
 };
 
-const UNIT_SUFFIX: Record<string, string> = { s: 'seconds', By: 'bytes', 'By/s': 'bytes_per_second', '1': 'ratio' };
+const UNIT_SUFFIX: Record<string, string> = { s: 'seconds', By: 'bytes', '1': 'ratio' };
+const PER_UNIT: Record<string, string> = { s: 'second', m: 'minute', h: 'hour' };
+
+/** The Collector's unit suffix: `s` → seconds, `By/s` → bytes_per_second, `{request}/s` → per_second, `{x}` → none. */
+function unitSuffix(spec: InstrumentSpec): string {
+  const unit = spec.unit.replace(/\{[^}]*\}/g, '');
+  if (unit === '1') return spec.type === 'gauge' ? 'ratio' : '';
+  const [main, per] = unit.split('/');
+  const parts = [];
+  if (main) parts.push(UNIT_SUFFIX[main] ?? main);
+  if (per) parts.push(`per_${PER_UNIT[per] ?? per}`);
+  return parts.join('_');
+}
 
 /**
  * The Prometheus name of an instrument as `@opentelemetry/exporter-prometheus`
@@ -319,8 +436,8 @@ const UNIT_SUFFIX: Record<string, string> = { s: 'seconds', By: 'bytes', 'By/s':
  */
 export function prometheusName(spec: InstrumentSpec): string {
   let name = spec.name.replace(/[^a-zA-Z0-9_:]/g, '_');
-  const suffix = UNIT_SUFFIX[spec.unit];
-  if (suffix && !(spec.unit === '1' && spec.type !== 'gauge') && !name.endsWith(`_${suffix}`)) name += `_${suffix}`;
+  const suffix = unitSuffix(spec);
+  if (suffix && !name.endsWith(`_${suffix}`)) name += `_${suffix}`;
   if (spec.type === 'counter') name += '_total';
   return name;
 }

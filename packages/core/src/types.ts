@@ -18,6 +18,8 @@ export type SignalName =
   | 'memory_drift'
   | 'latency_glitch'
   | 'latency_anomaly'
+  | 'capacity'
+  | 'event_loop'
   | (string & {});
 
 /** One shape for every alert: a signal changed level. */
@@ -60,6 +62,8 @@ export interface MonitorOptions {
   traces?: boolean;
   /** Millisecond clock (default `performance.now()` + time origin); tests inject one. */
   clock?: () => number;
+  /** Sample event-loop delay/utilization and GC pauses (default true). */
+  eventLoop?: boolean;
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
 }
@@ -155,6 +159,14 @@ export interface QueueSnapshot {
   occupancy: number;
   waitQuantileSeconds: number;
   completed: number;
+  /** Forward-looking capacity estimate (see docs/capacity.md). */
+  utilization: number;
+  arrivalRate: number;
+  serviceTimeSeconds: number | null;
+  headroom: number | null;
+  predictedWaitSeconds: number | null;
+  /** null while ρ is not rising. */
+  timeToSaturationSeconds: number | null;
 }
 
 export interface Snapshot {

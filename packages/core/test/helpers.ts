@@ -27,7 +27,7 @@ export function sum(metrics: Map<string, MetricData>, name: string, match: Recor
 
 /** A monitor on a real SDK MeterProvider, with a manual clock and manual detector ticks. */
 export function setup(options: MonitorOptions = {}) {
-  const reader = new TestReader({ aggregationTemporality: undefined });
+  const reader = new TestReader();
   const meterProvider = new MeterProvider({ readers: [reader] });
   let now = 1_000_000;
   const alerts: AlertEvent[] = [];

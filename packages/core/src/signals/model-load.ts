@@ -19,6 +19,8 @@ export class ModelLoads {
   failures = 0;
   loading = 0;
   lastSeconds: number | null = null;
+  /** When the last load ended (ms), for glitch attribution. */
+  lastEndedAt = Number.NEGATIVE_INFINITY;
   level: Level = 'ok';
 
   constructor(
@@ -55,6 +57,7 @@ export class ModelLoads {
     } catch (error) {
       this.loading--;
       this.failures++;
+      this.lastEndedAt = ctx.clock();
       try {
         const now = ctx.clock();
         recordSeconds(ctx, ctx.instruments.modelLoadDuration, (now - started) / 1000, this.attrs(kind, 'error'));
@@ -69,6 +72,7 @@ export class ModelLoads {
     this.loading--;
     try {
       const now = ctx.clock();
+      this.lastEndedAt = now;
       this.finish(kind, (now - started) / 1000);
       span?.setAttribute(ATTR.outcome, 'success');
       span?.end(now);

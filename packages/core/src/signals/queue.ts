@@ -9,6 +9,7 @@ import { ZScoreDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
 import { ATTR, BUCKETS, SPANS } from '../names';
 import type { Admission, Level, Outcome, QueueOptions, QueueSnapshot, QueueTracker, StreamHandle, Ticket } from '../types';
+import { CapacityModel } from './capacity';
 import { Stream, type StreamModel } from './stream';
 
 const OUTCOMES: readonly Outcome[] = ['completed', 'cancelled', 'error', 'rejected', 'timeout', 'unavailable', 'deadline_exceeded'];
@@ -68,7 +69,7 @@ class RequestTicket implements Ticket {
     const q = this.queue;
     try {
       q.waiting--;
-      q.inFlight++;
+      if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
       const now = q.ctx.clock();
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
@@ -98,6 +99,7 @@ class RequestTicket implements Ticket {
         recordSeconds(q.ctx, instruments.inferenceDuration, inference, attributes);
         this.slot.inferenceDuration.record(inference);
         q.glitch.record(inference, now);
+        q.capacity_.served(inference, now);
       } else {
         q.waiting--;
       }
@@ -136,6 +138,9 @@ export class Queue implements QueueTracker {
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
   private waitQuantile = Number.NaN;
+  /** Utilization, headroom, predicted wait and time to saturation (issue: predictive capacity). */
+  readonly capacity_: CapacityModel;
+  peakInFlight = 0;
   private running = 0;
   private readonly fifo: Waiter[] = [];
   level_: Level = 'ok';
@@ -146,6 +151,8 @@ export class Queue implements QueueTracker {
     options: QueueOptions,
     readonly ctx: MonitorContext,
     private readonly streamModel: (model: string) => StreamModel,
+    /** Levels from outside the queue that count as backpressure (e.g. a blocked event loop). */
+    private readonly externalLevel: () => Level = () => 'ok',
   ) {
     const t = ctx.thresholds;
     this.concurrency = options.concurrency ?? 1;
@@ -157,6 +164,9 @@ export class Queue implements QueueTracker {
     this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
     this.anomaly = new ZScoreDetector(t.anomaly.window, t.anomaly.zScore);
     this.labels = { queue: name };
+    // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
+    const explicit = options.concurrency !== undefined;
+    this.capacity_ = new CapacityModel(() => (explicit ? this.concurrency : Math.max(1, this.peakInFlight)), t, explicit);
   }
 
   get occupancy(): number {
@@ -166,6 +176,7 @@ export class Queue implements QueueTracker {
   enqueue(model?: string): Ticket {
     const slot = this.models.get(this.ctx.modelLabel(model ?? 'default'));
     this.waiting++;
+    this.capacity_.arrived();
     return new RequestTicket(this, slot);
   }
 
@@ -176,7 +187,9 @@ export class Queue implements QueueTracker {
   }
 
   level(): Level {
-    return worstLevel(this.occupancyLevel(), this.waitDetector.level);
+    let level = worstLevel(this.occupancyLevel(), this.waitDetector.level);
+    if (this.ctx.thresholds.capacity.backpressure) level = worstLevel(level, this.capacity_.estimate.level);
+    return worstLevel(level, this.externalLevel());
   }
 
   retryAfterSeconds(): number {
@@ -275,10 +288,22 @@ export class Queue implements QueueTracker {
     hub.set('queue_occupancy', occupancyLevel, occupancy, occupancyLevel === 'critical' ? t.queue.occupancyCritical : t.queue.occupancyWarn, this.labels);
     this.level_ = worstLevel(waitLevel, occupancyLevel);
 
+    const c = this.capacity_.update(now);
+    const ct = t.capacity;
+    hub.set('capacity', c.level, c.utilization, c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn, this.labels,
+      c.level === 'ok' ? undefined : capacityMessage(this.name, c),
+      c.level === 'ok' ? undefined : { arrivalRate: c.arrivalRate, serviceTime: c.serviceTime, concurrency: c.concurrency, headroom: c.headroom, predictedWait: c.predictedWait, timeToSaturation: c.timeToSaturation });
+
     const glitch = this.glitch.evaluate(now);
     const glitchLevel: Level = glitch.deltaL > t.glitch.deltaSeconds ? 'warn' : 'ok';
-    hub.set('latency_glitch', glitchLevel, Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL, t.glitch.deltaSeconds, this.labels, undefined,
-      glitchLevel === 'warn' ? { p99: glitch.p99, max: glitch.max, samples: glitch.count } : undefined);
+    if (glitchLevel === 'warn' && hub.level('latency_glitch', this.labels) === 'ok') {
+      const attribution = this.ctx.attributeGlitch(now, t.glitch.windowSeconds * 1000);
+      hub.set('latency_glitch', glitchLevel, glitch.deltaL, t.glitch.deltaSeconds, this.labels,
+        `P99 glitch (queue=${this.name}): max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
+        { p99: glitch.p99, max: glitch.max, samples: glitch.count, cause: attribution.cause, rule: attribution.rule, factors: attribution.factors });
+    } else if (glitchLevel === 'ok') {
+      hub.set('latency_glitch', 'ok', Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL, t.glitch.deltaSeconds, this.labels);
+    }
 
     if (!Number.isNaN(this.waitQuantile)) {
       const z = this.anomaly.update(this.waitQuantile);
@@ -295,6 +320,7 @@ export class Queue implements QueueTracker {
       occupancy: this.occupancy,
       waitQuantileSeconds: Number.isNaN(this.waitQuantile) ? 0 : this.waitQuantile,
       completed: this.completed,
+      ...capacitySnapshot(this.capacity_.estimate),
     };
   }
 
@@ -304,3 +330,23 @@ export class Queue implements QueueTracker {
   }
 }
 
+
+function capacityMessage(queue: string, c: import('./capacity').CapacityEstimate): string {
+  const saturation = Number.isFinite(c.timeToSaturation) ? `, saturation in ${c.timeToSaturation.toFixed(0)} s` : '';
+  return `capacity ${c.level.toUpperCase()} (queue=${queue}): utilization ${c.utilization.toFixed(2)} (λ ${c.arrivalRate.toFixed(1)}/s, S ${(c.serviceTime * 1000).toFixed(1)} ms, c ${c.concurrency}), headroom ${c.headroom.toFixed(1)}/s${saturation}`;
+}
+
+function finiteOrNull(value: number): number | null {
+  return Number.isFinite(value) ? value : null;
+}
+
+function capacitySnapshot(c: import('./capacity').CapacityEstimate) {
+  return {
+    utilization: c.utilization,
+    arrivalRate: c.arrivalRate,
+    serviceTimeSeconds: finiteOrNull(c.serviceTime),
+    headroom: finiteOrNull(c.headroom),
+    predictedWaitSeconds: finiteOrNull(c.predictedWait),
+    timeToSaturationSeconds: finiteOrNull(c.timeToSaturation),
+  };
+}

@@ -1,0 +1,74 @@
+import { SlidingWindow } from '../detectors/sliding-window';
+
+/** A candidate cause of a P99 glitch: its value now and how unusual that is against its own recent ticks. */
+export interface GlitchFactor {
+  value: number;
+  baseline: number;
+  zScore: number;
+}
+
+export interface GlitchAttribution {
+  cause: string;
+  rule: string;
+  factors: Record<string, GlitchFactor>;
+}
+
+/**
+ * Each factor's z-score uses a floor on σ so a perfectly flat history
+ * does not turn a tiny change into an infinite score.
+ */
+const SIGMA_FLOOR: Record<string, number> = {
+  queue_occupancy: 0.05,
+  event_loop_delay: 0.005,
+  gc_pause: 0.005,
+  gpu_fragmentation: 0.02,
+};
+
+/**
+ * Keeps the recent per-tick values of the factors that explain latency
+ * glitches — queue occupancy, event-loop delay, GC pause, device-memory
+ * fragmentation — and names the likely cause of a glitch by a simple rule:
+ * a model load or reload overlapping the glitch window is the cause (it
+ * also stalls the loop and triggers GC, so it comes first); otherwise the
+ * factor with the largest z-score against its own baseline, if that z is
+ * at least 2; otherwise `unknown`.
+ */
+export class GlitchAttributor {
+  private readonly history = new Map<string, SlidingWindow>();
+  private latest: Record<string, GlitchFactor> = {};
+
+  constructor(private readonly window = 60) {}
+
+  /** Feeds this tick's values; the scores compare them with the ticks before. */
+  update(values: Record<string, number>): void {
+    const latest: Record<string, GlitchFactor> = {};
+    for (const [name, value] of Object.entries(values)) {
+      if (!Number.isFinite(value)) continue;
+      let history = this.history.get(name);
+      if (!history) this.history.set(name, (history = new SlidingWindow(this.window)));
+      const mean = history.length ? history.mean() : value;
+      let sumSquares = 0;
+      history.forEach((v) => (sumSquares += (v - mean) ** 2));
+      const sd = Math.max(history.length ? Math.sqrt(sumSquares / history.length) : 0, SIGMA_FLOOR[name] ?? 1e-9);
+      latest[name] = { value, baseline: mean, zScore: (value - mean) / sd };
+      history.push(value);
+    }
+    this.latest = latest;
+  }
+
+  attribute(loadsInWindow: string[]): GlitchAttribution {
+    const factors = this.latest;
+    if (loadsInWindow.length > 0) {
+      return { cause: 'model_load', rule: `model load/reload overlapping the window: ${loadsInWindow.join(', ')}`, factors };
+    }
+    let cause = 'unknown';
+    let best = 2;
+    for (const [name, factor] of Object.entries(factors)) {
+      if (factor.zScore >= best) {
+        best = factor.zScore;
+        cause = name;
+      }
+    }
+    return { cause, rule: cause === 'unknown' ? 'no factor ≥ 2σ above its baseline' : `largest z-score (${best.toFixed(1)}σ above its baseline)`, factors };
+  }
+}

@@ -1,0 +1,179 @@
+import type { Thresholds } from '../config';
+import { linearFit } from '../detectors/drift';
+import { SlidingWindow } from '../detectors/sliding-window';
+import type { Level } from '../types';
+
+export interface CapacityEstimate {
+  /** Arrival rate λ, EWMA (requests/s). */
+  arrivalRate: number;
+  /** Arrival rate over the rate window (requests/s). */
+  arrivalRateWindowed: number;
+  completionRate: number;
+  /** Mean service time S (s) over the service window; NaN before the first completion. */
+  serviceTime: number;
+  serviceTimeP90: number;
+  /** Servers c: the queue's concurrency. */
+  concurrency: number;
+  /** ρ = λ·S / c. */
+  utilization: number;
+  /** c / S − λ (requests/s); negative when overloaded. */
+  headroom: number;
+  /** Erlang C (M/M/c) expected queue wait (s); +Infinity at ρ ≥ 1. */
+  predictedWait: number;
+  /** Seconds until ρ reaches 1 at the current trend; +Infinity when ρ is not rising. */
+  timeToSaturation: number;
+  level: Level;
+}
+
+/**
+ * Erlang C: the probability that an arrival waits in an M/M/c queue with
+ * offered load a = λ/μ (in servers). Computed with the stable recurrence
+ * for Erlang B, then converted.
+ */
+export function erlangC(servers: number, offeredLoad: number): number {
+  if (offeredLoad <= 0) return 0;
+  if (offeredLoad >= servers) return 1;
+  let erlangB = 1;
+  for (let k = 1; k <= servers; k++) erlangB = (offeredLoad * erlangB) / (k + offeredLoad * erlangB);
+  const rho = offeredLoad / servers;
+  return erlangB / (1 - rho + rho * erlangB);
+}
+
+/** Expected wait in queue (s) of an M/M/c system with arrival rate λ and mean service time S. */
+export function predictedWaitMMc(servers: number, arrivalRate: number, serviceTime: number): number {
+  if (!(arrivalRate > 0) || !(serviceTime > 0)) return 0;
+  const mu = 1 / serviceTime;
+  const offered = arrivalRate / mu;
+  if (offered >= servers) return Number.POSITIVE_INFINITY;
+  return erlangC(servers, offered) / (servers * mu - arrivalRate);
+}
+
+/**
+ * Turns a queue's arrivals and service times into a forward-looking
+ * capacity estimate on the detector tick: utilization, headroom, the
+ * Erlang C predicted wait and the time until ρ reaches 1. Queue wait only
+ * rises once the server is saturated; ρ rises before.
+ */
+export class CapacityModel {
+  private arrivals = 0;
+  private completions = 0;
+  private lastTick = Number.NaN;
+  private ewma = Number.NaN;
+  private readonly arrivalTicks: SlidingWindow;
+  private readonly completionTicks: SlidingWindow;
+  private readonly utilizationTrend: SlidingWindow;
+  readonly serviceTimes = new SlidingWindow(1024);
+  estimate: CapacityEstimate;
+
+  constructor(
+    /** c: the queue's concurrency, read on each update. */
+    private readonly concurrency: () => number,
+    private readonly thresholds: Thresholds,
+    /**
+     * Only a known c is judged: with c estimated from the peak in flight,
+     * ρ is reported but raises no level (an early low peak would overstate ρ).
+     */
+    private readonly judged = true,
+  ) {
+    const t = thresholds.capacity;
+    this.arrivalTicks = new SlidingWindow(1024);
+    this.completionTicks = new SlidingWindow(1024);
+    this.utilizationTrend = new SlidingWindow(Math.max(2, Math.ceil(t.trendWindowSeconds)) * 4);
+    this.estimate = {
+      arrivalRate: 0, arrivalRateWindowed: 0, completionRate: 0, serviceTime: Number.NaN, serviceTimeP90: Number.NaN,
+      concurrency: concurrency(), utilization: 0, headroom: Number.NaN, predictedWait: 0, timeToSaturation: Number.POSITIVE_INFINITY, level: 'ok',
+    };
+  }
+
+  /** Hot path: one increment. */
+  arrived(): void {
+    this.arrivals++;
+  }
+
+  /** Hot path: one increment and one ring write. */
+  served(seconds: number, at: number): void {
+    this.completions++;
+    if (seconds >= 0) this.serviceTimes.push(seconds, at);
+  }
+
+  update(now: number): CapacityEstimate {
+    const t = this.thresholds.capacity;
+    const e = this.estimate;
+    if (Number.isNaN(this.lastTick) || now <= this.lastTick) {
+      // First tick (or a clock that did not advance): only start counting.
+      if (Number.isNaN(this.lastTick)) {
+        this.lastTick = now;
+        this.arrivals = 0;
+        this.completions = 0;
+      }
+      return e;
+    }
+    const dt = (now - this.lastTick) / 1000;
+    this.lastTick = now;
+    const rate = this.arrivals / dt;
+    this.arrivalTicks.push(this.arrivals, now);
+    this.completionTicks.push(this.completions, now);
+    this.arrivals = 0;
+    this.completions = 0;
+    const alpha = 1 - Math.exp((-Math.LN2 * dt) / t.rateHalfLifeSeconds);
+    this.ewma = Number.isNaN(this.ewma) ? rate : this.ewma + alpha * (rate - this.ewma);
+    const windowStart = now - t.rateWindowSeconds * 1000;
+    e.arrivalRate = this.ewma;
+    e.arrivalRateWindowed = this.windowedRate(this.arrivalTicks, windowStart, now);
+    e.completionRate = this.windowedRate(this.completionTicks, windowStart, now);
+    const service = this.serviceTimes.summary([0.9], now - t.serviceWindowSeconds * 1000);
+    if (service.count > 0) {
+      e.serviceTime = this.serviceTimes.mean(now - t.serviceWindowSeconds * 1000);
+      e.serviceTimeP90 = service.values[0];
+    }
+    const S = e.serviceTime;
+    const c = (e.concurrency = this.concurrency());
+    if (S > 0) {
+      e.utilization = (e.arrivalRate * S) / c;
+      e.headroom = c / S - e.arrivalRate;
+      e.predictedWait = predictedWaitMMc(c, e.arrivalRate, S);
+    }
+    this.utilizationTrend.push(e.utilization, now);
+    const trend = linearFit(this.utilizationTrend);
+    const trendFull = trend.count >= 3 && now - this.oldest(this.utilizationTrend) >= t.trendWindowSeconds * 1000 * 0.5;
+    e.timeToSaturation = e.utilization >= 1 ? 0 : trendFull && trend.slope > 0 ? (1 - e.utilization) / trend.slope : Number.POSITIVE_INFINITY;
+    e.level = !this.judged
+      ? 'ok'
+      : e.utilization >= t.utilizationCritical
+        ? 'critical'
+        : e.utilization > t.utilizationWarn || e.timeToSaturation < t.saturationWarnSeconds
+          ? 'warn'
+          : 'ok';
+    return e;
+  }
+
+  private windowedRate(window: SlidingWindow, since: number, now: number): number {
+    let total = 0;
+    let first = Number.NaN;
+    window.forEach((count, at) => {
+      total += count;
+      if (Number.isNaN(first)) first = at;
+    }, since);
+    // Each tick's count covers the interval before its timestamp; the span is one tick wider than first→now.
+    const span = Math.min(now - since, now - first + (this.tickSpan(window) || 1000)) / 1000;
+    return span > 0 ? total / span : 0;
+  }
+
+  private tickSpan(window: SlidingWindow): number {
+    let prev = Number.NaN;
+    let span = 0;
+    window.forEach((_, at) => {
+      if (!Number.isNaN(prev)) span = at - prev;
+      prev = at;
+    });
+    return span;
+  }
+
+  private oldest(window: SlidingWindow): number {
+    let first = Number.NaN;
+    window.forEach((_, at) => {
+      if (Number.isNaN(first)) first = at;
+    });
+    return first;
+  }
+}

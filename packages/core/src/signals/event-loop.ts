@@ -1,0 +1,112 @@
+import type { Attributes } from '@opentelemetry/api';
+import { monitorEventLoopDelay, performance, PerformanceObserver, constants, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
+import { recordSeconds, type MonitorContext } from '../context';
+import { SlidingWindow } from '../detectors/sliding-window';
+import { ThresholdDetector } from '../detectors/threshold';
+import type { Level } from '../types';
+
+const GC_TYPES: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+
+/**
+ * Event-loop delay and utilization, and GC pauses. In a Node inference
+ * server the loop is the CPU-jitter precursor: onnxruntime-node runs
+ * inference on the main thread, so a long run stalls every timer and
+ * socket — a saturated server even with an empty queue. Sampled on its own
+ * unref()'d timer; the delay histogram is libuv's, reset every period.
+ */
+export class EventLoopSignal {
+  private readonly delay: IntervalHistogram;
+  private elu: EventLoopUtilization;
+  private readonly gcObserver: PerformanceObserver | undefined;
+  private readonly gcAttributes = new Map<string, Attributes>();
+  /** GC pauses (s) with their end times, for attribution. */
+  readonly gcPauses = new SlidingWindow(512);
+  private readonly detector: ThresholdDetector;
+  private timer: NodeJS.Timeout | undefined;
+  private scheduledAt = 0;
+  private lateness = 0;
+  p50 = Number.NaN;
+  p99 = Number.NaN;
+  max = Number.NaN;
+  utilization = Number.NaN;
+  level: Level = 'ok';
+  readonly labels: Record<string, string> = {};
+
+  constructor(private readonly ctx: MonitorContext) {
+    const t = ctx.thresholds.eventLoop;
+    this.detector = new ThresholdDetector({ warn: t.delayWarnSeconds, critical: t.delayCriticalSeconds, hysteresis: 0.2 });
+    this.delay = monitorEventLoopDelay({ resolution: 10 });
+    this.delay.enable();
+    this.elu = performance.eventLoopUtilization();
+    try {
+      this.gcObserver = new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) this.onGc(entry);
+      });
+      this.gcObserver.observe({ entryTypes: ['gc'] });
+    } catch (error) {
+      ctx.internalError('eventLoop.gc', error);
+    }
+    this.scheduledAt = performance.now() + t.sampleIntervalMs;
+    this.timer = setTimeout(() => {
+      // Our own timer's lateness is a delay sample too: libuv's histogram
+      // records a long block only when its next 10 ms timer fires, which may
+      // come after this sample's reset.
+      this.lateness = Math.max(0, performance.now() - this.scheduledAt) / 1000;
+      this.sample();
+      this.scheduledAt = performance.now() + t.sampleIntervalMs;
+      this.timer?.refresh();
+    }, t.sampleIntervalMs);
+    this.timer.unref();
+  }
+
+  private onGc(entry: import('node:perf_hooks').PerformanceEntry): void {
+    const kind = GC_TYPES[((entry as { detail?: { kind?: number } }).detail)?.kind ?? -1] ?? 'other';
+    let attributes = this.gcAttributes.get(kind);
+    if (!attributes) this.gcAttributes.set(kind, (attributes = { 'v8js.gc.type': kind }));
+    const seconds = entry.duration / 1000;
+    recordSeconds(this.ctx, this.ctx.instruments.gcDuration, seconds, attributes);
+    this.gcPauses.push(seconds, this.ctx.clock());
+  }
+
+  /** GC pause time (s) within the last `windowMs`. */
+  gcPauseSeconds(now: number, windowMs: number): number {
+    let total = 0;
+    this.gcPauses.forEach((s) => (total += s), now - windowMs);
+    return total;
+  }
+
+  sample(): void {
+    try {
+      const now = this.ctx.clock();
+      if (this.delay.count > 0) {
+        this.p50 = this.delay.percentile(50) / 1e9;
+        this.p99 = Math.max(this.delay.percentile(99) / 1e9, this.lateness);
+        this.max = Math.max(this.delay.max / 1e9, this.lateness);
+      }
+      this.lateness = 0;
+      this.delay.reset();
+      const elu = performance.eventLoopUtilization();
+      this.utilization = performance.eventLoopUtilization(elu, this.elu).utilization;
+      this.elu = elu;
+      if (!Number.isNaN(this.p99)) {
+        this.level = this.detector.update(this.p99, now);
+        const t = this.ctx.thresholds.eventLoop;
+        this.ctx.hub.set('event_loop', this.level, this.p99, this.level === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds, this.labels,
+          this.level === 'ok' ? undefined : `event-loop delay P99 ${(this.p99 * 1000).toFixed(0)} ms (max ${(this.max * 1000).toFixed(0)} ms, utilization ${(this.utilization * 100).toFixed(0)} %)`);
+      }
+    } catch (error) {
+      this.ctx.internalError('eventLoop.sample', error);
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.delay.disable();
+    this.gcObserver?.disconnect();
+  }
+}

@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMonitor, METRICS, type AlertEvent, type Level, type Monitor } from '../src/index';
+import { collect, TestReader } from './helpers';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+
+function busyWait(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // Block the event loop the way a synchronous inference call does.
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let monitor: Monitor | undefined;
+afterEach(async () => {
+  await monitor?.close();
+});
+
+/**
+ * Steady traffic through a queue (a request every 4 ms, one setImmediate
+ * of work); `disturb(i)` runs before request i is queued, `inside(i)` in
+ * its handler. The detector ticks every 250 ms.
+ */
+async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: number) => void = () => {}) {
+  const reader = new TestReader();
+  const alerts: AlertEvent[] = [];
+  const backpressureAtLoopAlert: Level[] = [];
+  monitor = createMonitor({
+    meterProvider: new MeterProvider({ readers: [reader] }),
+    detectorIntervalMs: 250,
+    logger: { warn() {} },
+    thresholds: { eventLoop: { delayWarnSeconds: 0.1, sampleIntervalMs: 250 }, glitch: { deltaSeconds: 0.1, windowSeconds: 10, minSamples: 20 } },
+    onAlert: (event) => {
+      alerts.push(event);
+      if (event.signal === 'event_loop' && event.level !== 'ok') backpressureAtLoopAlert.push(queue.level());
+    },
+  });
+  const m = monitor;
+  const queue = m.queue('infer', { concurrency: 4, capacity: 64 });
+  const pending: Promise<unknown>[] = [];
+  for (let i = 0; i < 450; i++) {
+    disturb(i, m);
+    const n = i;
+    pending.push(queue.run(() => new Promise<void>((r) => setImmediate(() => { inside(n); r(); })), { model: 'mlp' }));
+    await sleep(4);
+  }
+  await Promise.all(pending);
+  await sleep(600);
+  return { alerts, backpressureAtLoopAlert, metrics: await collect(reader) };
+}
+
+describe('event loop and P99-glitch attribution', () => {
+  it('a handler that blocks the loop for 200 ms: loop delay P99 over threshold, backpressure WARN, glitch names the event loop', async () => {
+    const { alerts, backpressureAtLoopAlert, metrics } = await drive(() => {}, (i) => {
+      if (i === 300) busyWait(200);
+    });
+    const loop = alerts.find((a) => a.signal === 'event_loop' && a.level !== 'ok');
+    expect(loop).toBeDefined();
+    expect(loop!.value).toBeGreaterThan(0.1);
+    expect(backpressureAtLoopAlert[0]).not.toBe('ok');
+    const glitch = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn');
+    expect(glitch).toBeDefined();
+    expect(glitch!.details?.cause).toBe('event_loop_delay');
+    expect(glitch!.message).toContain('likely cause: event_loop_delay');
+    const factors = glitch!.details?.factors as Record<string, { zScore: number }>;
+    expect(factors.event_loop_delay.zScore).toBeGreaterThan(factors.queue_occupancy.zScore);
+    expect(metrics.get(METRICS.eventLoopDelayMax.name)).toBeDefined();
+  });
+
+  it('a reload that blocks during load: the glitch alert names the reload', async () => {
+    const { alerts } = await drive((i, m) => {
+      // The reload's synchronous part blocks the loop while request 300 is in flight.
+      if (i === 300) setImmediate(() => void m.modelLoad('mlp', 'reload', () => busyWait(200)));
+    });
+    const glitch = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn');
+    expect(glitch).toBeDefined();
+    expect(glitch!.details?.cause).toBe('model_load');
+    expect(String(glitch!.details?.rule)).toContain('mlp');
+  });
+
+  it('records GC pauses as v8js.gc.duration', async () => {
+    const reader = new TestReader();
+    monitor = createMonitor({ meterProvider: new MeterProvider({ readers: [reader] }), detectorIntervalMs: 0 });
+    let garbage: unknown[] = [];
+    for (let i = 0; i < 200_000; i++) garbage.push({ i, s: `x${i}` });
+    garbage = [];
+    void garbage;
+    await sleep(50);
+    const metrics = await collect(reader);
+    const gc = metrics.get(METRICS.gcDuration.name);
+    expect(gc?.dataPoints.length ?? 0).toBeGreaterThan(0);
+  });
+});
