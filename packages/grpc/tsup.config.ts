@@ -7,4 +7,6 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // INFERENCE_PROTO_PATH uses import.meta.url; the shim gives the CJS build one.
+  shims: true,
 });

@@ -1,0 +1,229 @@
+import * as grpc from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, BUCKETS, METRICS } from '@infersignal/core';
+import type { Histogram } from '@opentelemetry/sdk-metrics';
+import { GRPC_STATUS } from '../src/index';
+import { inferenceImpl } from './inference-impl';
+import { callUnary, histogramCount, MODES, points, readStream, SERVICE, setupMonitor, sleep, startServer, total, until } from './helpers';
+import type { Started } from './helpers';
+
+const DURATION = METRICS.rpcCallDuration.name;
+const STREAMS = METRICS.streams.name;
+const TOKENS = METRICS.streamTokens.name;
+const REQUESTS = METRICS.requests.name;
+
+const open: Array<{ close(): unknown }> = [];
+afterEach(async () => {
+  for (const item of open.splice(0)) await item.close();
+});
+
+async function setup(mode: (typeof MODES)[number], options?: Parameters<typeof startServer>[3], calls?: { handled: number }, hold?: Promise<void>) {
+  const env = setupMonitor();
+  open.push(env);
+  const started: Started = await startServer(mode, env.monitor, inferenceImpl(calls, hold), options);
+  open.push(started);
+  return { ...env, ...started };
+}
+
+function rpc(method: string, code: number) {
+  return { [ATTR.rpcSystem]: 'grpc', [ATTR.rpcService]: SERVICE, [ATTR.rpcMethod]: method, [ATTR.rpcGrpcStatusCode]: code };
+}
+
+describe.each(MODES)('%s', (mode) => {
+  it('100 token streams, 1 cancelled by its client mid-stream: cancelled counted once, exported', async () => {
+    const env = await setup(mode);
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        i === 37
+          ? readStream(env.client.Generate({ model: 'm', prompt: 'stall-after-2', simulateTokenDelayMs: 1 }), 2)
+          : readStream(env.client.Generate({ model: 'm', prompt: 'hi', maxTokens: 5, simulateTokenDelayMs: 1 })),
+      ),
+    );
+    expect(results.filter((r) => r.code === grpc.status.OK)).toHaveLength(99);
+    expect(results[37]).toEqual({ code: grpc.status.CANCELLED, messages: 2 });
+
+    // The server learns of the cancel from the RST_STREAM, after the client's status.
+    await until(async () => total(await env.collect(), STREAMS) === 100);
+    await sleep(50); // a second count of the same stream would land here
+    const metrics = await env.collect();
+    expect(total(metrics, STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(99);
+    expect(total(metrics, STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(1);
+    expect(total(metrics, STREAMS)).toBe(100);
+    // 99 × 5 tokens + the 2 the cancelled stream sent
+    expect(total(metrics, TOKENS, { [ATTR.model]: 'Generate' })).toBe(497);
+    expect(histogramCount(metrics, METRICS.timeToFirstToken.name, { [ATTR.model]: 'Generate' })).toBe(100);
+    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.OK))).toBe(99);
+    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.CANCELLED))).toBe(1);
+    expect(histogramCount(metrics, DURATION)).toBe(100);
+    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(99);
+    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(1);
+
+    // Signal 4: 1 % interrupted is above the 0.5 % threshold.
+    env.monitor.tick();
+    const stream = env.monitor.snapshot().streams.Generate;
+    expect(stream).toMatchObject({ samples: 100, interruptedRatio: 0.01, level: 'warn' });
+    expect(env.alerts.filter((a) => a.signal === 'stream_interruptions' && a.level === 'warn')).toHaveLength(1);
+    expect(env.monitor.snapshot().queues.grpc).toMatchObject({ waiting: 0, inFlight: 0, completed: 100 });
+  });
+
+  it('a 50 ms deadline on a 200 ms handler counts deadline_exceeded, once', async () => {
+    const env = await setup(mode);
+    const unary = await callUnary(env.client, 'Infer', { model: 'm', prompt: 'slow', simulateDelayMs: 200 }, 50);
+    expect(unary.error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    const stream = await readStream(env.client.Generate({ model: 'm', prompt: 'slow', simulateFirstTokenDelayMs: 200 }, { deadline: Date.now() + 50 }));
+    expect(stream.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+
+    await sleep(250); // both handlers have finished their 200 ms by now; their late answers must not count
+    const metrics = await env.collect();
+    expect(histogramCount(metrics, DURATION, rpc('Infer', GRPC_STATUS.DEADLINE_EXCEEDED))).toBe(1);
+    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.DEADLINE_EXCEEDED))).toBe(1);
+    expect(histogramCount(metrics, DURATION)).toBe(2);
+    expect(total(metrics, STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'deadline_exceeded' })).toBe(1);
+    expect(total(metrics, STREAMS)).toBe(1);
+    expect(total(metrics, REQUESTS, { [ATTR.outcome]: 'deadline_exceeded' })).toBe(2);
+    expect(total(metrics, REQUESTS)).toBe(2);
+    // Recorded when the deadline hit, not when the handler finished.
+    const [point] = points<Histogram>(metrics, DURATION, rpc('Infer', GRPC_STATUS.DEADLINE_EXCEEDED));
+    expect(point.value.sum).toBeGreaterThanOrEqual(0.03);
+    expect(point.value.sum).toBeLessThan(0.19);
+  });
+
+  it('sheds at CRITICAL: capacity 1, 5 concurrent calls → 4 RESOURCE_EXHAUSTED with a retry hint, handler called once', async () => {
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const calls = { handled: 0 };
+    const env = await setup(mode, { shed: true, capacity: 1 }, calls, hold);
+    const pending = Array.from({ length: 5 }, (_, i) => callUnary(env.client, 'Infer', { model: 'm', prompt: `p${i}` }));
+    // The admitted call holds the only slot until the other four were answered.
+    const shed = await new Promise<Awaited<(typeof pending)[number]>[]>((resolve) => {
+      const done: Awaited<(typeof pending)[number]>[] = [];
+      for (const p of pending) void p.then((r) => r.error && done.push(r) === 4 && resolve(done));
+    });
+    release();
+    const results = await Promise.all(pending);
+
+    expect(results.filter((r) => r.error === null)).toHaveLength(1);
+    expect(shed.map((r) => r.error!.code)).toEqual([8, 8, 8, 8]);
+    for (const r of shed) {
+      expect(r.error!.metadata.get('retry-after')).toEqual(['1']);
+      expect(r.error!.metadata.get('grpc-retry-pushback-ms')).toEqual(['1000']);
+    }
+    expect(calls.handled).toBe(1);
+
+    const metrics = await env.collect();
+    expect(histogramCount(metrics, DURATION, rpc('Infer', GRPC_STATUS.RESOURCE_EXHAUSTED))).toBe(4);
+    expect(histogramCount(metrics, DURATION, rpc('Infer', GRPC_STATUS.OK))).toBe(1);
+    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer', [ATTR.outcome]: 'rejected' })).toBe(4);
+    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer', [ATTR.outcome]: 'completed' })).toBe(1);
+  });
+
+  it('sheds a server stream with UNAVAILABLE when configured', async () => {
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const calls = { handled: 0 };
+    const env = await setup(mode, { shed: true, capacity: 1, shedStatus: 'UNAVAILABLE' }, calls, hold);
+    const first = callUnary(env.client, 'Infer', { prompt: 'holds the slot' });
+    await until(() => calls.handled === 1);
+    const stream = await readStream(env.client.Generate({ prompt: 'shed me' }));
+    release();
+    expect((await first).error).toBeNull();
+    expect(stream).toEqual({ code: grpc.status.UNAVAILABLE, messages: 0 });
+    expect(calls.handled).toBe(1);
+    const metrics = await env.collect();
+    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.UNAVAILABLE))).toBe(1);
+    // A shed call never became a stream.
+    expect(total(metrics, STREAMS)).toBe(0);
+  });
+
+  it('unary Infer: each status code is an attribute, mapped to the request outcome', async () => {
+    const env = await setup(mode);
+    const codes = [0, 0, 0, GRPC_STATUS.INVALID_ARGUMENT, GRPC_STATUS.INTERNAL, GRPC_STATUS.UNAVAILABLE, GRPC_STATUS.RESOURCE_EXHAUSTED];
+    for (const code of codes) {
+      const { error } = await callUnary(env.client, 'Infer', { model: 'm', prompt: 'x', simulateStatus: code });
+      expect(error?.code ?? 0).toBe(code);
+    }
+    const thrown = await callUnary(env.client, 'Infer', { prompt: 'throw' });
+    expect(thrown.error?.code).toBe(grpc.status.UNKNOWN);
+
+    const metrics = await env.collect();
+    expect(histogramCount(metrics, DURATION, rpc('Infer', 0))).toBe(3);
+    for (const code of [3, 13, 14, 8, 2]) expect(histogramCount(metrics, DURATION, rpc('Infer', code))).toBe(1);
+    expect(histogramCount(metrics, DURATION)).toBe(8);
+    const outcome = (o: string) => total(metrics, REQUESTS, { [ATTR.model]: 'Infer', [ATTR.outcome]: o });
+    expect([outcome('completed'), outcome('unavailable'), outcome('error')]).toEqual([3, 1, 4]);
+    // Unary answers are not streams.
+    expect(total(metrics, STREAMS)).toBe(0);
+    // rpc.grpc.status_code is an int attribute, as the RPC conventions define it.
+    expect(points(metrics, DURATION, rpc('Infer', 0))[0].attributes[ATTR.rpcGrpcStatusCode]).toBe(0);
+    // Buckets come from core's BUCKETS.duration (instrument advice; a View can still override).
+    expect(points<Histogram>(metrics, DURATION, rpc('Infer', 0))[0].value.buckets.boundaries).toEqual([...BUCKETS.duration]);
+  });
+
+  it('a stream ended with an error status counts by its code', async () => {
+    const env = await setup(mode);
+    const result = await readStream(env.client.Generate({ prompt: 'x', maxTokens: 3, simulateStatus: GRPC_STATUS.UNAVAILABLE }));
+    expect(result).toEqual({ code: grpc.status.UNAVAILABLE, messages: 3 });
+    await until(async () => total(await env.collect(), STREAMS) === 1);
+    const metrics = await env.collect();
+    expect(total(metrics, STREAMS, { [ATTR.outcome]: 'unavailable' })).toBe(1);
+    expect(total(metrics, TOKENS)).toBe(3);
+    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.UNAVAILABLE))).toBe(1);
+  });
+
+  it('client streaming and bidi calls', async () => {
+    const env = await setup(mode);
+    const summary = await new Promise<any>((resolve, reject) => {
+      const call = env.client.SubmitBatch((error: Error | null, response: unknown) => (error ? reject(error) : resolve(response)));
+      for (let i = 0; i < 3; i++) call.write({ prompt: `p${i}` });
+      call.end();
+    });
+    expect(summary).toEqual({ requests: 3, tokens: 6 });
+
+    const chat = env.client.Chat();
+    const chatDone = readStream(chat);
+    chat.write({ text: 'a', maxTokens: 3 });
+    chat.write({ text: 'b', maxTokens: 3 });
+    chat.end();
+    expect(await chatDone).toEqual({ code: 0, messages: 6 });
+
+    const failing = env.client.Chat();
+    const failingDone = readStream(failing);
+    failing.write({ text: 'a', maxTokens: 2 });
+    failing.write({ text: 'fail' });
+    expect(await failingDone).toEqual({ code: grpc.status.UNAVAILABLE, messages: 2 });
+    failing.end();
+
+    await until(async () => total(await env.collect(), STREAMS) === 2);
+    const metrics = await env.collect();
+    expect(histogramCount(metrics, DURATION, rpc('SubmitBatch', 0))).toBe(1);
+    expect(histogramCount(metrics, DURATION, rpc('Chat', 0))).toBe(1);
+    expect(histogramCount(metrics, DURATION, rpc('Chat', GRPC_STATUS.UNAVAILABLE))).toBe(1);
+    expect(total(metrics, STREAMS, { [ATTR.model]: 'Chat', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(total(metrics, STREAMS, { [ATTR.model]: 'Chat', [ATTR.outcome]: 'unavailable' })).toBe(1);
+    expect(total(metrics, STREAMS, { [ATTR.model]: 'SubmitBatch' })).toBe(0);
+    expect(total(metrics, TOKENS, { [ATTR.model]: 'Chat' })).toBe(8);
+    expect(total(metrics, REQUESTS, { [ATTR.model]: 'SubmitBatch', [ATTR.outcome]: 'completed' })).toBe(1);
+  });
+
+  it('labels calls with the model function, and survives one that throws', async () => {
+    const env = await setup(mode, {
+      model: (method, metadata) => {
+        const model = metadata.get('x-model')[0];
+        if (model === 'boom') throw new Error('label bug');
+        return `${method.method}:${String(model ?? 'none')}`;
+      },
+    });
+    const md = (model: string) => {
+      const m = new grpc.Metadata();
+      m.set('x-model', model);
+      return m;
+    };
+    await new Promise((resolve) => env.client.Infer({ prompt: 'a' }, md('llama'), resolve));
+    await new Promise((resolve) => env.client.Infer({ prompt: 'b' }, md('boom'), resolve));
+    const metrics = await env.collect();
+    expect(total(metrics, REQUESTS, { [ATTR.model]: 'Infer:llama', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(total(metrics, REQUESTS, { [ATTR.model]: 'Infer', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(env.monitor.snapshot().internalErrors).toBe(1);
+    expect(total(metrics, METRICS.internalErrors.name, { [ATTR.errorSource]: 'grpc.model' })).toBe(1);
+  });
+});

@@ -1,0 +1,89 @@
+import * as grpc from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
+import type { Histogram } from '@opentelemetry/sdk-metrics';
+import { callTicket, createServerInterceptor, instrumentService } from '../src/index';
+import { callUnary, Inference, MODES, points, setupMonitor, startServer } from './helpers';
+
+const open: Array<{ close(): unknown }> = [];
+afterEach(async () => {
+  for (const item of open.splice(0)) await item.close();
+});
+
+function monitorEnv() {
+  const env = setupMonitor();
+  open.push(env);
+  return env;
+}
+
+function configError(fn: () => unknown): InferSignalConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(InferSignalConfigError);
+    return error as InferSignalConfigError;
+  }
+  throw new Error('expected a config error');
+}
+
+describe('options', () => {
+  it('bad options throw at creation, naming the field', () => {
+    const { monitor } = monitorEnv();
+    const impl = {};
+    const service = Inference.service;
+    expect(configError(() => instrumentService(monitor, service, impl, { queueName: 'x' } as never)).field).toBe('grpc.queueName');
+    expect(configError(() => instrumentService(monitor, service, impl, { shedStatus: 'INTERNAL' as never })).field).toBe('grpc.shedStatus');
+    expect(configError(() => instrumentService(monitor, service, impl, { capacity: 0 })).field).toBe('grpc.capacity');
+    expect(configError(() => instrumentService(monitor, service, impl, { concurrency: 1.5 })).field).toBe('grpc.concurrency');
+    expect(configError(() => instrumentService(monitor, service, impl, { queue: '' })).field).toBe('grpc.queue');
+    expect(configError(() => instrumentService(monitor, service, impl, { model: 'Infer' as never })).field).toBe('grpc.model');
+    expect(configError(() => createServerInterceptor(monitor, grpc, { shed: 'yes' as never })).field).toBe('grpc.shed');
+    monitor.queue('small', { capacity: 2 });
+    expect(configError(() => instrumentService(monitor, service, impl, { queue: 'small', capacity: 4 })).message).toContain('already exists with capacity 2');
+    expect(configError(() => instrumentService(monitor, service, impl, { queue: monitor.queue('small'), concurrency: 2 })).field).toBe('grpc.concurrency');
+    // Same settings on an existing queue are fine (one queue for several services).
+    expect(() => instrumentService(monitor, service, impl, { queue: 'small', capacity: 2 })).not.toThrow();
+    expect(() => createServerInterceptor(monitor, {} as never)).toThrow(/needs the @grpc\/grpc-js module/);
+  });
+
+  it('keeps the implementation keys as written (camelCase originalName too) and leaves missing methods out', () => {
+    const { monitor } = monitorEnv();
+    const infer = () => {};
+    const wrapped = instrumentService(monitor, Inference.service, { infer, Generate: () => {} }) as Record<string, unknown>;
+    expect(Object.keys(wrapped).sort()).toEqual(['Generate', 'infer']);
+    expect(wrapped.infer).not.toBe(infer);
+  });
+});
+
+describe.each(MODES)('%s with autoStart: false', (mode) => {
+  it('callTicket(call) lets the handler queue the work: the queue wait is real', async () => {
+    const env = monitorEnv();
+    const tracker = env.monitor.queue('gpu', { capacity: 8, concurrency: 1 });
+    const started = await startServer(
+      mode,
+      env.monitor,
+      {
+        Infer(call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) {
+          const ticket = callTicket(call);
+          expect(ticket?.started).toBe(false);
+          tracker.run(() => new Promise((resolve) => setTimeout(resolve, 60)), { ticket }).then(
+            () => callback(null, { output: 'ok' }),
+            (error) => callback(error),
+          );
+        },
+      },
+      { queue: tracker, autoStart: false },
+    );
+    open.push(started);
+    const [a, b] = await Promise.all([callUnary(started.client, 'Infer', { prompt: 'a' }), callUnary(started.client, 'Infer', { prompt: 'b' })]);
+    expect([a.error, b.error]).toEqual([null, null]);
+
+    const metrics = await env.collect();
+    const [wait] = points<Histogram>(metrics, METRICS.queueWait.name, { [ATTR.queue]: 'gpu', [ATTR.model]: 'Infer' });
+    expect(wait.value.count).toBe(2);
+    // The second call waited for the first one's 60 ms on the single slot.
+    expect(wait.value.max).toBeGreaterThanOrEqual(0.05);
+    expect(wait.value.min).toBeLessThan(0.05);
+    expect(env.monitor.snapshot().queues.gpu).toMatchObject({ waiting: 0, inFlight: 0, completed: 2 });
+  });
+});

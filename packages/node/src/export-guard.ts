@@ -1,0 +1,92 @@
+/**
+ * Wraps the OTLP exporters so a collector that is down or black-holed
+ * costs a counter increment and, at most once per window, one warning —
+ * never a stack trace per export, never a rejection the app can see.
+ *
+ * The exporters already bound their own in-flight work (the periodic reader
+ * runs one export at a time; the batch span processor holds at most
+ * `maxQueueSize` spans and drops the rest), so memory stays bounded while
+ * the collector is away.
+ */
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import type { PushMetricExporter, ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { StartLogger } from './types';
+
+/** One warning per signal per window: enough to notice, too few to flood logs. */
+export const WARN_INTERVAL_MS = 5 * 60_000;
+
+export type ExportSignal = 'metrics' | 'traces';
+
+export class ExportFailures {
+  readonly dropped: Record<ExportSignal, number> = { metrics: 0, traces: 0 };
+  private readonly lastWarnAt: Record<ExportSignal, number> = { metrics: -Infinity, traces: -Infinity };
+  private readonly sinceWarn: Record<ExportSignal, number> = { metrics: 0, traces: 0 };
+
+  constructor(
+    private readonly logger: StartLogger,
+    private readonly target: Record<ExportSignal, string>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  record(signal: ExportSignal, error: unknown): void {
+    this.dropped[signal]++;
+    this.sinceWarn[signal]++;
+    const at = this.now();
+    if (at - this.lastWarnAt[signal] < WARN_INTERVAL_MS) return;
+    const count = this.sinceWarn[signal];
+    this.lastWarnAt[signal] = at;
+    this.sinceWarn[signal] = 0;
+    const reason = error instanceof Error ? error.message : error === undefined ? 'unknown error' : String(error);
+    try {
+      this.logger.warn(
+        `infersignal: ${signal} export to ${this.target[signal]} failed (${reason}); ` +
+          `${count} export(s) dropped since the last warning, ${this.dropped[signal]} in total. ` +
+          'The app is unaffected; this warning repeats at most every 5 minutes.',
+      );
+    } catch {
+      // A broken logger must not turn an export failure into an app failure.
+    }
+  }
+}
+
+type ResultCallback = (result: ExportResult) => void;
+
+function guardCallback(failures: ExportFailures, signal: ExportSignal, done: ResultCallback): ResultCallback {
+  return (result) => {
+    if (result.code !== ExportResultCode.SUCCESS) failures.record(signal, result.error);
+    done(result);
+  };
+}
+
+export function guardMetricExporter(inner: PushMetricExporter, failures: ExportFailures): PushMetricExporter {
+  return {
+    export(metrics: ResourceMetrics, done: ResultCallback) {
+      try {
+        inner.export(metrics, guardCallback(failures, 'metrics', done));
+      } catch (err) {
+        failures.record('metrics', err);
+        done({ code: ExportResultCode.FAILED, error: err as Error });
+      }
+    },
+    forceFlush: () => inner.forceFlush(),
+    shutdown: () => inner.shutdown(),
+    selectAggregationTemporality: inner.selectAggregationTemporality?.bind(inner),
+    selectAggregation: inner.selectAggregation?.bind(inner),
+  };
+}
+
+export function guardSpanExporter(inner: SpanExporter, failures: ExportFailures): SpanExporter {
+  return {
+    export(spans: ReadableSpan[], done: ResultCallback) {
+      try {
+        inner.export(spans, guardCallback(failures, 'traces', done));
+      } catch (err) {
+        failures.record('traces', err);
+        done({ code: ExportResultCode.FAILED, error: err as Error });
+      }
+    },
+    shutdown: () => inner.shutdown(),
+    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * A pull MetricReader that serves the Prometheus text format, on its own
+ * loopback server or through a handler the app mounts.
+ *
+ * Not `PrometheusExporter` itself: its constructor reads `port || 9464`, so
+ * port 0 (a free port) is impossible; it binds every interface unless told
+ * otherwise; a port already in use surfaces only through `diag`; and its
+ * serializer cannot be swapped for the Collector-style names.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AggregationTemporality, MetricReader, type MetricProducer } from '@opentelemetry/sdk-metrics';
+import { CollectorNamingSerializer } from './prometheus-naming';
+import type { ResolvedPrometheus } from './options';
+import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
+
+const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+export class PrometheusReader extends MetricReader {
+  private readonly serializer = new CollectorNamingSerializer(undefined, false);
+
+  constructor(cardinalityLimit: number, metricProducers: MetricProducer[] | undefined) {
+    super({
+      // Prometheus wants cumulative series.
+      aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE,
+      cardinalitySelector: () => cardinalityLimit,
+      metricProducers,
+    });
+  }
+
+  /** Writes the current exposition to `res`; a failed collection answers 500, never throws. */
+  readonly handler: MetricsHandler = (_req: IncomingMessage, res: ServerResponse) => {
+    this.collect().then(
+      ({ resourceMetrics }) => {
+        const body = this.serializer.serialize(resourceMetrics);
+        res.statusCode = 200;
+        res.setHeader('content-type', CONTENT_TYPE);
+        res.end(body);
+      },
+      (err: unknown) => {
+        res.statusCode = 500;
+        res.setHeader('content-type', 'text/plain; charset=utf-8');
+        res.end(`# infersignal: metrics collection failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      },
+    );
+  };
+
+  protected override async onForceFlush(): Promise<void> {
+    // Pull reader: nothing buffered.
+  }
+
+  protected override async onShutdown(): Promise<void> {
+    // The server (if any) is closed by its owner.
+  }
+}
+
+/** The loopback scrape server. A failure to listen is logged once and never thrown. */
+export class PrometheusServer implements PrometheusEndpoint {
+  readonly ready: Promise<PrometheusAddress | null>;
+  private bound: PrometheusAddress | null = null;
+  private readonly server: Server;
+
+  constructor(reader: PrometheusReader, config: ResolvedPrometheus, logger: StartLogger) {
+    this.server = createServer((req, res) => {
+      const path = (req.url ?? '/').split('?', 1)[0];
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.statusCode = 405;
+        res.end();
+      } else if (path === config.path) {
+        reader.handler(req, res);
+      } else {
+        res.statusCode = 404;
+        res.end();
+      }
+    });
+    // The scrape endpoint must never be what keeps the process alive.
+    this.server.unref();
+    this.ready = new Promise((resolve) => {
+      const onError = (err: NodeJS.ErrnoException) => {
+        const why = err.code === 'EADDRINUSE' ? `port ${config.port} is already in use` : err.message;
+        const message =
+          `infersignal: the Prometheus endpoint could not listen on ${config.host}:${config.port} (${why}); ` +
+          'the app keeps running and metrics are still recorded, but nothing serves them on that port';
+        (logger.error ?? logger.warn).call(logger, message);
+        resolve(null);
+      };
+      this.server.once('error', onError);
+      this.server.listen({ host: config.host, port: config.port }, () => {
+        this.server.off('error', onError);
+        // Later socket errors go nowhere near the app.
+        this.server.on('error', () => {});
+        const address = this.server.address() as AddressInfo;
+        const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+        this.bound = { host: address.address, port: address.port, url: `http://${host}:${address.port}${config.path}` };
+        resolve(this.bound);
+      });
+    });
+  }
+
+  get address(): PrometheusAddress | null {
+    return this.bound;
+  }
+
+  /** Stops listening and drops idle keep-alive connections (a scraper's would hold close() open). */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.server.listening) return resolve();
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+}

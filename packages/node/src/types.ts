@@ -1,0 +1,107 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Monitor, MonitorOptions } from '@infersignal/core';
+import type { MeterProvider, MetricProducer, MetricReader } from '@opentelemetry/sdk-metrics';
+import type { BasicTracerProvider, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+
+export type OtlpProtocol = 'http/protobuf' | 'grpc';
+
+export interface PrometheusOptions {
+  /** Interface to bind. Default `127.0.0.1` (or `OTEL_EXPORTER_PROMETHEUS_HOST`); set `0.0.0.0` deliberately to expose it. */
+  host?: string;
+  /** Port (default 9464 or `OTEL_EXPORTER_PROMETHEUS_PORT`); 0 picks a free one. */
+  port?: number;
+  /** Path of the scrape endpoint (default `/metrics`). */
+  path?: string;
+  /**
+   * Serve `/metrics` from the app's own server instead of a second port:
+   * no server is started and `start()` returns `metricsHandler`.
+   */
+  mount?: boolean;
+}
+
+export interface OtlpOptions {
+  /** Base URL of the collector (default `OTEL_EXPORTER_OTLP_ENDPOINT`, else localhost:4318 / :4317). */
+  endpoint?: string;
+  /** Default `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`. */
+  protocol?: OtlpProtocol;
+  /** Sent with every export (merged over `OTEL_EXPORTER_OTLP_HEADERS`). */
+  headers?: Record<string, string>;
+  /** Metric export period (default 15 000 ms). */
+  intervalMs?: number;
+  /** Timeout of one export, and the bound on `shutdown()` (default 10 000 ms). */
+  timeoutMs?: number;
+}
+
+/** Monitor options `start()` passes through to core's `createMonitor`. */
+export type PassThroughMonitorOptions = Pick<
+  MonitorOptions,
+  'thresholds' | 'onAlert' | 'maxModels' | 'maxQueues' | 'detectorIntervalMs' | 'clock' | 'logger'
+>;
+
+export interface StartOptions extends PassThroughMonitorOptions {
+  /** `service.name` of the resource (default `OTEL_SERVICE_NAME`, else `unknown_service:node`). */
+  serviceName?: string;
+  /** Prometheus scrape endpoint (on by default, loopback only); `false` turns it off. */
+  prometheus?: PrometheusOptions | false;
+  /** OTLP export; on when given or when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; `false` turns it off. */
+  otlp?: OtlpOptions | false;
+  /** Create and export spans (default: on when OTLP is on or span processors are given). */
+  traces?: boolean;
+  /** Distinct attribute sets kept per instrument before new ones fold into the overflow series (default 2000). */
+  cardinalityLimit?: number;
+  /** Register the providers, context manager and propagator as the OTel globals (default true). */
+  registerGlobals?: boolean;
+  /** Extra readers (e.g. an in-memory reader in tests) added to the MeterProvider. */
+  metricReaders?: MetricReader[];
+  /** Extra metric sources read at collection time by every reader (e.g. an aggregate-reading producer). */
+  metricProducers?: MetricProducer[];
+  /** Extra span processors (e.g. an in-memory exporter in tests). */
+  spanProcessors?: SpanProcessor[];
+  /** Where start-up errors and rate-limited export warnings go (default `console`). */
+  logger?: StartLogger;
+}
+
+export interface StartLogger {
+  warn(message: string): void;
+  error?(message: string): void;
+}
+
+export interface PrometheusAddress {
+  host: string;
+  port: number;
+  /** Full scrape URL, e.g. `http://127.0.0.1:9464/metrics`. */
+  url: string;
+}
+
+export interface PrometheusEndpoint {
+  /** Resolves once the server listens (its address) or failed to (null, after one logged error). Never rejects. */
+  readonly ready: Promise<PrometheusAddress | null>;
+  /** The bound address, null before `ready` or after a failure. */
+  readonly address: PrometheusAddress | null;
+}
+
+export type MetricsHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface ExportStats {
+  /** Metric exports that failed (collector down, timed out, rejected). */
+  metricsDropped: number;
+  /** Span export batches that failed. */
+  tracesDropped: number;
+}
+
+export interface InferSignal {
+  readonly monitor: Monitor;
+  readonly meterProvider: MeterProvider;
+  /** Undefined when traces are off. */
+  readonly tracerProvider: BasicTracerProvider | undefined;
+  /** Present when `prometheus.mount` is set: mount it on the app's `/metrics` route. */
+  readonly metricsHandler: MetricsHandler | undefined;
+  /** Present when the Prometheus server is started. */
+  readonly prometheus: PrometheusEndpoint | undefined;
+  exportStats(): ExportStats;
+  /**
+   * Closes the monitor, flushes the last export and stops the server.
+   * Resolves within the OTLP export timeout even when the collector is down; never rejects.
+   */
+  shutdown(): Promise<void>;
+}

@@ -1,0 +1,53 @@
+/** Why a model did not load, as far as the runtime's message tells. */
+export type LoadFailureReason = 'missing' | 'corrupt' | 'unsupported_opset' | 'provider_unavailable' | 'unknown';
+
+const EXPLANATION: Record<LoadFailureReason, string> = {
+  missing: 'the model file does not exist',
+  corrupt: 'the bytes are not a valid ONNX model (corrupt or truncated)',
+  unsupported_opset: 'the model uses an opset this onnxruntime does not support',
+  provider_unavailable: 'a requested execution provider could not be loaded',
+  unknown: 'the runtime refused the model',
+};
+
+/**
+ * A model load or reload failed. Thrown after the `error` outcome was
+ * recorded; the runtime's own error is kept as `cause`.
+ */
+export class ModelLoadError extends Error {
+  override readonly name = 'ModelLoadError';
+  constructor(
+    readonly model: string,
+    readonly kind: 'load' | 'reload',
+    readonly reason: LoadFailureReason,
+    options: { cause: unknown },
+  ) {
+    super(`Failed to ${kind} ONNX model "${model}": ${EXPLANATION[reason]} (${messageOf(options.cause)})`, options);
+  }
+}
+
+/** `run()` or `reload()` after `release()`. */
+export class SessionReleasedError extends Error {
+  override readonly name = 'SessionReleasedError';
+  constructor(readonly model: string) {
+    super(`ONNX session "${model}" was released`);
+  }
+}
+
+function messageOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  // onnxruntime puts a C++ source location and function signature before the sentence; keep the sentence.
+  const line = (text.trim().split('\n')[0] ?? '').replace(/\/onnxruntime_src\/\S+:\d+ .*?\) (?=[A-Z])/, '');
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
+/** Classifies onnxruntime-node 1.x load errors by their message (the binding throws plain `Error`s). */
+export function classifyLoadError(err: unknown): LoadFailureReason {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ENOENT') return 'missing';
+  const text = err instanceof Error ? err.message : String(err);
+  if (/File doesn't exist|no such file/i.test(text)) return 'missing';
+  if (/opset/i.test(text)) return 'unsupported_opset';
+  if (/protobuf parsing failed|invalid model|ModelProto|corrupt/i.test(text)) return 'corrupt';
+  if (/ExecutionProvider|backend not found|Failed to load shared library|adapter/i.test(text)) return 'provider_unavailable';
+  return 'unknown';
+}

@@ -1,0 +1,73 @@
+import * as ort from 'onnxruntime-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, METRICS, SPANS } from '@infersignal/core';
+import { createSession } from '@infersignal/onnx';
+import { CHAIN_DIM, fixture, harness, inputs, matmulChain, maxAbsDiff, type Harness } from './helpers';
+
+let h: Harness;
+afterEach(() => h?.close());
+
+const spanSeconds = (s: { startTime: [number, number]; endTime: [number, number] }) =>
+  s.endTime[0] - s.startTime[0] + (s.endTime[1] - s.startTime[1]) / 1e9;
+
+describe('session.run through the queue', () => {
+  it('50 concurrent runs on concurrency 1: waits grow to ≥ 40× one run, all 50 results correct', async () => {
+    h = harness();
+    const session = await createSession(h.monitor, 'chain', fixture('matmul-chain.onnx'), {
+      runtime: ort,
+      sessionOptions: { intraOpNumThreads: 1 },
+      maxWaiting: 60,
+    });
+    // 256 rows × two 512×512 MatMuls: a few ms per run on one CPU thread.
+    const rows = 256;
+    const xs = Array.from({ length: 50 }, (_, i) => inputs(100 + i, rows * CHAIN_DIM));
+    const results = await Promise.all(xs.map((x) => session.run({ x: new ort.Tensor('float32', x, [rows, CHAIN_DIM]) })));
+
+    const wait = await h.histogram(METRICS.queueWait.name, { [ATTR.queue]: 'onnx:chain' });
+    const inference = await h.histogram(METRICS.inferenceDuration.name, { [ATTR.queue]: 'onnx:chain', [ATTR.outcome]: 'completed' });
+    expect(wait!.count).toBe(50);
+    expect(inference!.count).toBe(50);
+    const oneRun = (inference!.sum ?? 0) / inference!.count;
+    console.log(`one run ${(oneRun * 1000).toFixed(2)} ms, max queue wait ${(wait!.max! * 1000).toFixed(1)} ms (${(wait!.max! / oneRun).toFixed(1)}×)`);
+    expect(oneRun).toBeGreaterThan(0.0003);
+    // Against the median run (a mean is pulled up by one run slowed by a busy
+    // machine), and against queueing truth: the last request waited for the
+    // other 49 runs.
+    const runs = h.spans.getFinishedSpans().filter((s) => s.name === SPANS.inference).map(spanSeconds).sort((a, b) => a - b);
+    const medianRun = runs[runs.length >> 1];
+    expect(wait!.max!).toBeGreaterThanOrEqual(40 * medianRun);
+    expect(wait!.max!).toBeGreaterThanOrEqual(0.9 * (inference!.sum! - runs[runs.length - 1]));
+
+    // FIFO: in arrival order each request waited at least as long as the one before it.
+    const queueSpans = h.spans.getFinishedSpans().filter((s) => s.name === SPANS.queue);
+    expect(queueSpans).toHaveLength(50);
+    const waits = [...queueSpans]
+      .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
+      .map(spanSeconds);
+    for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThanOrEqual(waits[i - 1] - 1e-4);
+    expect(waits[49]).toBeGreaterThan(waits[1] * 10);
+
+    // Every result is the right one: rows 0, 1 and the last of each call recomputed in JS.
+    results.forEach(({ y }, i) => {
+      expect(y.dims).toEqual([rows, CHAIN_DIM]);
+      const data = y.data as Float32Array;
+      for (const r of [0, 1, rows - 1]) {
+        const expected = matmulChain(xs[i].subarray(r * CHAIN_DIM, (r + 1) * CHAIN_DIM));
+        expect(maxAbsDiff(data.subarray(r * CHAIN_DIM, (r + 1) * CHAIN_DIM), expected)).toBeLessThan(1e-3);
+      }
+    });
+    expect(session.pending).toBe(0);
+    await session.release();
+  });
+
+  it('a run error is rethrown unchanged and counted as an error outcome', async () => {
+    h = harness();
+    const session = await createSession(h.monitor, 'chain', fixture('matmul-chain.onnx'), { runtime: ort });
+    const err = await session.run({ wrong: new ort.Tensor('float32', new Float32Array(4), [1, 4]) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/input 'x' is missing|wrong/);
+    const requests = await h.points(METRICS.requests.name);
+    expect(requests.map((p) => [p.attributes[ATTR.outcome], p.value])).toEqual([['error', 1]]);
+    await session.release();
+  });
+});
