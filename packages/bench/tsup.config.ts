@@ -1,9 +1,10 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  // cli.ts is the `infersignal` bin (its #! line is kept by esbuild).
+  entry: ['src/index.ts', 'src/cli.ts'],
   format: ['esm', 'cjs'],
-  dts: true,
+  dts: { entry: 'src/index.ts' },
   clean: true,
   sourcemap: true,
   target: 'node20',

@@ -7,4 +7,6 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // src/nvml.ts loads koffi with createRequire(import.meta.url): the CJS build needs the shim.
+  shims: true,
 });

@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  // bin.ts is the `infersignal-rules` executable; index.ts the library (runRulesCli included).
+  entry: ['src/index.ts', 'src/bin.ts'],
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,

@@ -1,6 +1,7 @@
 export { createMonitor } from './monitor';
 export { QueueFullError, RequestEndedError } from './errors';
 export * from './types';
+export type { CoreMetricProducerLike as MetricProducer } from './types';
 export { METRICS, ATTR, SPANS, BUCKETS, HISTOGRAM_BUCKETS, prometheusName, prometheusLabel } from './names';
 export type { InstrumentSpec, InstrumentType, MetricKey } from './names';
 export { DEFAULT_THRESHOLDS, InferSignalConfigError, resolveThresholds } from './config';

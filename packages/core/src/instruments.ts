@@ -1,5 +1,16 @@
 import type { Counter, Histogram, Meter, ObservableGauge } from '@opentelemetry/api';
+import { AggregateCounter, AggregateHistogram } from './export/producer';
 import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec } from './names';
+
+export type ExportMode = 'api' | 'producer';
+
+/** What the hot path calls: an OTel instrument, or core's own aggregate in producer mode. */
+export interface HistogramLike {
+  record(value: number, attributes?: import('@opentelemetry/api').Attributes): void;
+}
+export interface CounterLike {
+  add(value: number, attributes?: import('@opentelemetry/api').Attributes): void;
+}
 
 function histogram(meter: Meter, spec: InstrumentSpec): Histogram {
   const boundaries = HISTOGRAM_BUCKETS[spec.name];
@@ -19,19 +30,45 @@ function gauge(meter: Meter, spec: InstrumentSpec): ObservableGauge {
   return meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
 }
 
-/** Core's OTel instruments, created once per monitor. */
-export function createInstruments(meter: Meter) {
+/**
+ * The per-request instruments. In producer mode they are core's typed-array
+ * aggregates, read at collection time by the MetricProducer, so a request
+ * never pays for OTel attribute hashing; the chosen implementation is fixed
+ * at construction, like pino's level functions.
+ */
+function hotPath(meter: Meter, mode: ExportMode) {
+  if (mode === 'producer') {
+    const h = (spec: InstrumentSpec) => new AggregateHistogram(spec, HISTOGRAM_BUCKETS[spec.name]);
+    const c = (spec: InstrumentSpec) => new AggregateCounter(spec);
+    return {
+      queueWait: h(METRICS.queueWait) as HistogramLike,
+      inferenceDuration: h(METRICS.inferenceDuration) as HistogramLike,
+      requestDuration: h(METRICS.requestDuration) as HistogramLike,
+      timeToFirstToken: h(METRICS.timeToFirstToken) as HistogramLike,
+      timePerOutputToken: h(METRICS.timePerOutputToken) as HistogramLike,
+      requests: c(METRICS.requests) as CounterLike,
+      streams: c(METRICS.streams) as CounterLike,
+      streamTokens: c(METRICS.streamTokens) as CounterLike,
+    };
+  }
   return {
-    queueWait: histogram(meter, METRICS.queueWait),
-    inferenceDuration: histogram(meter, METRICS.inferenceDuration),
-    requestDuration: histogram(meter, METRICS.requestDuration),
-    requests: counter(meter, METRICS.requests),
+    queueWait: histogram(meter, METRICS.queueWait) as HistogramLike,
+    inferenceDuration: histogram(meter, METRICS.inferenceDuration) as HistogramLike,
+    requestDuration: histogram(meter, METRICS.requestDuration) as HistogramLike,
+    timeToFirstToken: histogram(meter, METRICS.timeToFirstToken) as HistogramLike,
+    timePerOutputToken: histogram(meter, METRICS.timePerOutputToken) as HistogramLike,
+    requests: counter(meter, METRICS.requests) as CounterLike,
+    streams: counter(meter, METRICS.streams) as CounterLike,
+    streamTokens: counter(meter, METRICS.streamTokens) as CounterLike,
+  };
+}
+
+/** Core's OTel instruments, created once per monitor. */
+export function createInstruments(meter: Meter, mode: ExportMode = 'api') {
+  return {
+    ...hotPath(meter, mode),
     modelLoadDuration: histogram(meter, METRICS.modelLoadDuration),
     modelLoadSpikes: counter(meter, METRICS.modelLoadSpikes),
-    timeToFirstToken: histogram(meter, METRICS.timeToFirstToken),
-    timePerOutputToken: histogram(meter, METRICS.timePerOutputToken),
-    streams: counter(meter, METRICS.streams),
-    streamTokens: counter(meter, METRICS.streamTokens),
     alerts: counter(meter, METRICS.alerts),
     internalErrors: counter(meter, METRICS.internalErrors),
     webhookDropped: counter(meter, METRICS.webhookDropped),

@@ -5,6 +5,7 @@ import { WebhookDelivery } from './alerts/webhook';
 import { InferSignalConfigError, resolveThresholds, type Thresholds } from './config';
 import type { MonitorContext } from './context';
 import { levelRank, worstLevel } from './detectors/threshold';
+import { CoreMetricProducer, AggregateCounter, AggregateHistogram } from './export/producer';
 import { createInstruments, type Instruments } from './instruments';
 import { ATTR } from './names';
 import { GlitchAttributor } from './signals/attribution';
@@ -32,7 +33,7 @@ import type {
 } from './types';
 
 const OPTION_KEYS = new Set([
-  'serviceName', 'meterProvider', 'tracerProvider', 'thresholds', 'onAlert', 'maxModels', 'maxQueues', 'detectorIntervalMs', 'traces', 'clock', 'logger', 'eventLoop',
+  'serviceName', 'meterProvider', 'tracerProvider', 'thresholds', 'onAlert', 'maxModels', 'maxQueues', 'detectorIntervalMs', 'traces', 'clock', 'logger', 'eventLoop', 'exportMode',
 ]);
 const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
@@ -53,6 +54,9 @@ function validateOptions(options: MonitorOptions): void {
   if (options.clock !== undefined && typeof options.clock !== 'function') throw new InferSignalConfigError('clock', 'must be a function returning milliseconds');
   if (options.detectorIntervalMs !== undefined && (typeof options.detectorIntervalMs !== 'number' || !(options.detectorIntervalMs >= 0))) {
     throw new InferSignalConfigError('detectorIntervalMs', `must be a number >= 0, got ${JSON.stringify(options.detectorIntervalMs)}`);
+  }
+  if (options.exportMode !== undefined && options.exportMode !== 'api' && options.exportMode !== 'producer') {
+    throw new InferSignalConfigError('exportMode', `must be 'api' or 'producer', got ${JSON.stringify(options.exportMode)}`);
   }
   if (options.logger !== undefined && typeof options.logger?.warn !== 'function') throw new InferSignalConfigError('logger', 'must have a warn(message) method');
 }
@@ -82,6 +86,8 @@ class MonitorImpl implements Monitor {
   private lastTick = Number.NaN;
   internalErrors = 0;
   badDurations = 0;
+  readonly exportMode: 'api' | 'producer';
+  private producer: CoreMetricProducer | undefined;
 
   constructor(options: MonitorOptions) {
     validateOptions(options);
@@ -92,7 +98,8 @@ class MonitorImpl implements Monitor {
     this.clock = options.clock ?? (() => performance.timeOrigin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter('@infersignal/core', '0.1.0');
-    this.instruments = createInstruments(this.meter);
+    this.exportMode = options.exportMode ?? 'api';
+    this.instruments = createInstruments(this.meter, this.exportMode);
     const tracer = options.traces === false ? undefined : (options.tracerProvider ?? trace.getTracerProvider()).getTracer('@infersignal/core', '0.1.0');
     this.hub = new AlertHub(
       this.clock,
@@ -148,6 +155,20 @@ class MonitorImpl implements Monitor {
       if (this.alertCounterAttributes.size < 256) this.alertCounterAttributes.set(key, attributes);
     }
     (this.instruments.alerts as Counter).add(1, attributes);
+  }
+
+  get metricProducer(): CoreMetricProducer | undefined {
+    if (this.exportMode !== 'producer') return undefined;
+    if (!this.producer) {
+      const values = Object.values(this.instruments);
+      this.producer = new CoreMetricProducer(
+        values.filter((i): i is AggregateHistogram => i instanceof AggregateHistogram),
+        values.filter((i): i is AggregateCounter => i instanceof AggregateCounter),
+        this.clock,
+        this.clock(),
+      );
+    }
+    return this.producer;
   }
 
   queue(name: string, options: QueueOptions = {}): QueueTracker {

@@ -62,6 +62,13 @@ export interface MonitorOptions {
   traces?: boolean;
   /** Millisecond clock (default `performance.now()` + time origin); tests inject one. */
   clock?: () => number;
+  /**
+   * `api` (default): every request records through the OTel API.
+   * `producer`: a request only updates core's typed-array aggregates and
+   * `monitor.metricProducer` exports them when a reader collects — register
+   * it with `metricProducers: [monitor.metricProducer]` (the node package does).
+   */
+  exportMode?: 'api' | 'producer';
   /** Sample event-loop delay/utilization and GC pauses (default true). */
   eventLoop?: boolean;
   /** Where the one-time warnings go (default `console.warn`). */
@@ -205,8 +212,16 @@ export interface WebhookSink {
   close(): void;
 }
 
+/** The `@opentelemetry/sdk-metrics` MetricProducer interface, matched structurally. */
+export interface CoreMetricProducerLike {
+  collect(options?: { timeoutMillis?: number }): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }>;
+}
+
 export interface Monitor {
   readonly serviceName: string;
+  readonly exportMode: 'api' | 'producer';
+  /** Set in producer mode: register it on the MetricReader. */
+  readonly metricProducer: CoreMetricProducerLike | undefined;
   readonly thresholds: Thresholds;
   /** The meter InferSignal records through (adapters add their own instruments here). */
   readonly meter: Meter;

@@ -51,7 +51,7 @@ type Env = Record<string, string | undefined>;
 const KNOWN_KEYS = new Set([
   'serviceName', 'prometheus', 'otlp', 'traces', 'cardinalityLimit', 'registerGlobals', 'metricReaders',
   'metricProducers', 'spanProcessors', 'logger', 'thresholds', 'onAlert', 'maxModels', 'maxQueues',
-  'detectorIntervalMs', 'clock',
+  'detectorIntervalMs', 'clock', 'exportMode', 'eventLoop',
 ]);
 const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount']);
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs']);

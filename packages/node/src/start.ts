@@ -12,7 +12,7 @@ import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
-import { MeterProvider, type IMetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type IMetricReader, type MetricProducer } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ExportFailures, type ExportSignal } from './export-guard';
 import { resolveStartOptions, type ResolvedStart } from './options';
@@ -103,10 +103,25 @@ export function start(options: StartOptions = {}): InferSignal {
   });
   const resource = buildResource(config.serviceName);
 
-  const prometheusReader = config.prometheus ? new PrometheusReader(config.cardinalityLimit, options.metricProducers) : undefined;
+  // Producer mode (the default): requests update core's own aggregates and
+  // every reader pulls them at collection time. Readers exist before the
+  // monitor, so the producer is bound once the monitor is created.
+  // Readers passed in by the application were built without the producer,
+  // so with them the default falls back to the API path.
+  const exportMode = options.exportMode ?? (options.metricReaders?.length ? 'api' : 'producer');
+  const box: { monitor?: Monitor } = {};
+  const coreProducer: MetricProducer = {
+    collect: async (collectOptions) =>
+      ((await box.monitor?.metricProducer?.collect(collectOptions)) as Awaited<ReturnType<MetricProducer['collect']>> | undefined) ?? {
+        resourceMetrics: { resource: undefined as never, scopeMetrics: [] },
+        errors: [],
+      },
+  };
+  const producers = exportMode === 'producer' ? [coreProducer, ...(options.metricProducers ?? [])] : options.metricProducers;
+  const prometheusReader = config.prometheus ? new PrometheusReader(config.cardinalityLimit, producers) : undefined;
   const readers: IMetricReader[] = [...(options.metricReaders ?? [])];
   if (prometheusReader) readers.push(prometheusReader);
-  if (config.otlp) readers.push(otlpMetricReader(config.otlp, failures, config.cardinalityLimit, options.metricProducers));
+  if (config.otlp) readers.push(otlpMetricReader(config.otlp, failures, config.cardinalityLimit, producers));
   const meterProvider = new MeterProvider({ resource, views: inferenceViews(config.cardinalityLimit), readers });
 
   let tracerProvider: BasicTracerProvider | undefined;
@@ -130,7 +145,10 @@ export function start(options: StartOptions = {}): InferSignal {
       detectorIntervalMs: options.detectorIntervalMs,
       clock: options.clock,
       logger: options.logger,
+      exportMode,
+      eventLoop: options.eventLoop,
     });
+    box.monitor = monitor;
   } catch (err) {
     // Nothing may outlive a failed start: the periodic reader already armed its timer.
     void meterProvider.shutdown().catch(() => {});

@@ -35,7 +35,7 @@ export interface OtlpOptions {
 /** Monitor options `start()` passes through to core's `createMonitor`. */
 export type PassThroughMonitorOptions = Pick<
   MonitorOptions,
-  'thresholds' | 'onAlert' | 'maxModels' | 'maxQueues' | 'detectorIntervalMs' | 'clock' | 'logger'
+  'thresholds' | 'onAlert' | 'maxModels' | 'maxQueues' | 'detectorIntervalMs' | 'clock' | 'logger' | 'exportMode' | 'eventLoop'
 >;
 
 export interface StartOptions extends PassThroughMonitorOptions {

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import { createMonitor } from '@infersignal/core';
+import { BREAKER_METRICS, calibrateBreaker, createBreaker } from '@infersignal/bench';
+
+function points(metrics: ResourceMetrics[], name: string) {
+  return metrics
+    .flatMap((r) => r.scopeMetrics)
+    .flatMap((s) => s.metrics)
+    .filter((m) => m.descriptor.name === name)
+    .flatMap((m) => m.dataPoints.map((p) => ({ attributes: p.attributes, value: p.value as number })));
+}
+
+describe('circuit breaker (opossum) with metrics', () => {
+  it('exports state and transitions on monitor.meter and reports the circuit_breaker signal', async () => {
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+    const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    const monitor = createMonitor({ meterProvider, detectorIntervalMs: 0 });
+    const alerts: string[] = [];
+    monitor.onAlert((e) => alerts.push(`${e.signal}:${e.level}`));
+    let healthy = false;
+    const breaker = createBreaker(
+      async () => {
+        if (!healthy) throw new Error('backend down');
+        return 'ok';
+      },
+      { name: 'model-a', monitor, volumeThreshold: 5, resetTimeoutMs: 100 },
+    );
+    for (let i = 0; i < 5; i++) await breaker.fire().catch(() => {});
+    expect(breaker.state).toBe('open');
+    await expect(breaker.fire()).rejects.toThrow(/Breaker is open/);
+    healthy = true;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(breaker.state).toBe('halfOpen');
+    expect(await breaker.fire()).toBe('ok');
+    expect(breaker.state).toBe('closed');
+    expect(breaker.transitions.map((t) => t.to)).toEqual(['open', 'halfOpen', 'closed']);
+    expect(breaker.transitions[0]).toMatchObject({ windowErrorRate: 1, windowCalls: 5 });
+
+    await reader.forceFlush();
+    const metrics = exporter.getMetrics();
+    expect(points(metrics, BREAKER_METRICS.state.name)).toEqual([{ attributes: { 'infersignal.breaker.name': 'model-a' }, value: 0 }]);
+    const transitions = points(metrics, BREAKER_METRICS.transitions.name);
+    expect(transitions.map((p) => [p.attributes['infersignal.breaker.to'], p.value])).toEqual([
+      ['open', 1],
+      ['halfOpen', 1],
+      ['closed', 1],
+    ]);
+    const calls = Object.fromEntries(points(metrics, BREAKER_METRICS.calls.name).map((p) => [p.attributes['infersignal.breaker.result'], p.value]));
+    expect(calls).toEqual({ failure: 5, reject: 1, success: 1 });
+    expect(alerts).toEqual(['circuit_breaker:critical', 'circuit_breaker:warn', 'circuit_breaker:ok']);
+    breaker.shutdown();
+    await monitor.close();
+    await meterProvider.shutdown();
+  });
+
+  it('calibration: seed defaults (30 %, 20 calls) open near 30 % and recover through a half-open probe', async () => {
+    const result = await calibrateBreaker({ resetTimeoutMs: 200, probeIntervalMs: 20 });
+    console.log(result.text);
+    expect(result.thresholdPercentage).toBe(30);
+    expect(result.volumeThreshold).toBe(20);
+    // Steps of 2 %: 30 % exactly never exceeds the threshold, 32 % does after 22 calls (7 failures).
+    expect(result.opened).toEqual({ injectedRate: 0.32, windowErrorRate: 7 / 22, windowCalls: 22, step: 16 });
+    expect(result.steps.slice(0, 16).every((s) => s.calls === 50)).toBe(true);
+    expect(result.recovery!.probes).toBe(1);
+    expect(result.recovery!.failedProbes).toBe(0);
+    expect(result.recovery!.halfOpenAfterMs).toBeGreaterThanOrEqual(195);
+    expect(result.recovery!.closedAfterMs).toBeLessThan(1000);
+    expect(result.recovery!.rejectedWhileOpen).toBeGreaterThan(3);
+    expect(result.transitions.map((t) => t.to)).toEqual(['open', 'halfOpen', 'closed']);
+    expect(result.text).toContain('opened at 32.0 % injected failures (window error rate 31.8 % over 22 calls)');
+  });
+
+  it('calibration with random injection still opens between 20 % and 45 %; a failing probe re-opens', async () => {
+    const result = await calibrateBreaker({ distribution: 'random', seed: 5, resetTimeoutMs: 100, probeIntervalMs: 10, recoveryErrorRate: 0.5 });
+    expect(result.opened!.injectedRate).toBeGreaterThanOrEqual(0.2);
+    expect(result.opened!.injectedRate).toBeLessThanOrEqual(0.45);
+    expect(result.opened!.windowErrorRate).toBeGreaterThan(0.3);
+    expect(result.recovery!.closedAfterMs).not.toBeNull();
+    expect(result.recovery!.probes).toBe(result.recovery!.failedProbes + 1);
+  });
+});

@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { formatReport, runBench } from '@infersignal/bench';
+import { startQueueServer, type QueueServer } from './helpers';
+
+let server: QueueServer | null = null;
+afterEach(async () => {
+  await server?.close();
+  server = null;
+});
+
+describe('open loop against a server of known capacity (concurrency 2, 20 ms)', () => {
+  it('50 req/s for 3 s: 150 requests, P50 near 20 ms, no errors', async () => {
+    server = await startQueueServer();
+    const result = await runBench({ target: `${server.url}/v1/infer`, body: { input: [1, 2, 3] }, rate: 50, durationMs: 3000, timeoutMs: 2000 });
+    const stage = result.stages[0];
+    console.log(formatReport(result));
+    expect(stage.model).toBe('open');
+    expect(stage.requests).toBe(150);
+    expect(stage.ok).toBe(150);
+    expect(stage.errors).toEqual({ timeout: 0, shed: 0, server: 0, client: 0, connection: 0, cutOff: 0, dropped: 0 });
+    expect(stage.latency.p50).toBeGreaterThanOrEqual(19);
+    expect(stage.latency.p50).toBeLessThan(30);
+    expect(stage.offeredRate).toBeCloseTo(50, 5);
+    expect(server.served).toBe(150);
+    // One timeline point per second, 50 sent in each.
+    expect(result.timeline.slice(0, 3).map((p) => p.offered)).toEqual([50, 50, 50]);
+    expect(result.firstFailure).toBeNull();
+  });
+
+  it('200 req/s: latency grows, queue_wait WARN fires before the first 503 (scrape and callback agree)', async () => {
+    server = await startQueueServer();
+    const monitor = server.monitor;
+    const result = await runBench({
+      target: `${server.url}/v1/infer`,
+      body: { input: [1] },
+      rate: 200,
+      durationMs: 3000,
+      timeoutMs: 5000,
+      metricsUrl: server.metricsUrl,
+      scrapeIntervalMs: 100,
+      subscribeAlerts: (listener) => monitor.onAlert(listener),
+    });
+    console.log(formatReport(result));
+    const stage = result.stages[0];
+    expect(stage.requests).toBe(600);
+    expect(stage.errors.shed).toBeGreaterThan(0);
+    expect(stage.errors.shed).toBe(server.shed);
+    expect(stage.statuses['503']).toBe(stage.errors.shed);
+    // Capacity is 100 req/s: a queue builds, so the tail is far above the 20 ms of work.
+    expect(stage.latency.p99).toBeGreaterThan(200);
+    expect(result.firstFailure).toMatchObject({ errorClass: 'shed', detail: '503' });
+
+    for (const source of ['callback', 'prometheus'] as const) {
+      const warn = result.alerts.find((a) => a.signal === 'queue_wait' && a.level === 'warn' && a.source === source);
+      expect(warn, `queue_wait warn from ${source}`).toBeDefined();
+      expect(warn!.atMs).toBeLessThan(result.firstFailure!.atMs);
+    }
+    const lead = result.leadTimes.find((l) => l.signal === 'queue_wait' && l.level === 'warn')!;
+    expect(lead.leadSeconds).toBeGreaterThan(0);
+    expect(lead.text).toMatch(/^queue_wait WARN fired \d+\.\d s before the first 503$/);
+    // The per-second timeline shows the level rising.
+    expect(result.timeline.some((p) => (p.levels.queue_wait ?? 0) >= 1)).toBe(true);
+    expect(result.timeline.reduce((s, p) => s + p.shed, 0)).toBe(stage.errors.shed);
+    expect(formatReport(result)).toContain('queue_wait WARN fired');
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * Options of the generators that are not thresholds: Prometheus windows,
+ * the `for:` override and the runbook location. Thresholds come only from
+ * core's schema (`resolveThresholds`); these only say how Prometheus looks
+ * at the data.
+ */
+import { resolveThresholds, type Thresholds, type ThresholdsInput } from '@infersignal/core';
+import { formatDuration, parseDuration } from './duration';
+
+/** Where the alerts' runbook_url points unless `runbookUrl` says otherwise (anchors are appended). */
+export const DEFAULT_RUNBOOK_URL = 'https://github.com/infersignal/infersignal/blob/main/docs/runbook.md';
+
+/**
+ * `for:` of a level alert whose threshold has no hold time (forSeconds 0):
+ * the seed's rule, "P90 > 200 ms for 5 m". In-process detectors already
+ * judge a 30 s sliding window; Prometheus sees scraped samples and needs a
+ * longer hold to avoid paging on one busy scrape.
+ */
+export const DEFAULT_FOR_SECONDS = 300;
+
+export interface GeneratorOptions {
+  /** Threshold input (same schema and validation as `createMonitor({ thresholds })`). */
+  thresholds?: ThresholdsInput | Thresholds;
+  /**
+   * `for:` of every level alert (Prometheus duration), overriding the
+   * thresholds' hold times and the 5m default. Event alerts (load spike,
+   * internal errors) never wait.
+   */
+  for?: string;
+  /**
+   * Window of `rate()` under the queue-wait quantiles. Default: the
+   * thresholds' `queue.waitWindowSeconds`, at least 1m (a rate needs
+   * several scrapes; 1m covers 4 at the common 15 s interval).
+   */
+  rateWindow?: string;
+  /** Window over which the stream interruption share and its minimum count are taken (default 10m). */
+  streamWindow?: string;
+  /** How long a load spike or an internal error keeps its alert firing (default 15m). */
+  eventWindow?: string;
+  /** Window of the allocated-vs-reserved drift fit (`deriv`, default 30m). */
+  driftWindow?: string;
+  /** Tail quantile alert beside the thresholds' quantile: the seed's P99 > 300 ms. */
+  tailQuantile?: number;
+  tailSeconds?: number;
+  /** Base URL of docs/runbook.md; each alert appends its `#anchor`. */
+  runbookUrl?: string;
+}
+
+export interface ResolvedOptions {
+  thresholds: Thresholds;
+  /** undefined: take each alert's hold from the thresholds. */
+  forOverride: string | undefined;
+  rateWindow: string;
+  streamWindow: string;
+  eventWindow: string;
+  driftWindow: string;
+  driftWindowSeconds: number;
+  tailQuantile: number;
+  tailSeconds: number;
+  runbookUrl: string;
+}
+
+export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions {
+  const thresholds = resolveThresholds(options.thresholds ?? {}, 'thresholds');
+  const window = (value: string | undefined, field: string, fallback: string): string => {
+    const chosen = value ?? fallback;
+    parseDuration(chosen, field);
+    return chosen;
+  };
+  if (options.for !== undefined) parseDuration(options.for, 'for');
+  const tailQuantile = options.tailQuantile ?? 0.99;
+  if (!(tailQuantile > 0 && tailQuantile < 1)) throw new Error(`infersignal-rules: invalid option "tailQuantile": must be within (0, 1), got ${tailQuantile}`);
+  const tailSeconds = options.tailSeconds ?? 0.3;
+  if (!(tailSeconds > 0)) throw new Error(`infersignal-rules: invalid option "tailSeconds": must be > 0, got ${tailSeconds}`);
+  const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
+  return {
+    thresholds,
+    forOverride: options.for,
+    rateWindow: window(options.rateWindow, 'rateWindow', formatDuration(Math.max(thresholds.queue.waitWindowSeconds, 60))),
+    streamWindow: window(options.streamWindow, 'streamWindow', '10m'),
+    eventWindow: window(options.eventWindow, 'eventWindow', '15m'),
+    driftWindow,
+    driftWindowSeconds: parseDuration(driftWindow, 'driftWindow'),
+    tailQuantile,
+    tailSeconds,
+    runbookUrl: options.runbookUrl ?? DEFAULT_RUNBOOK_URL,
+  };
+}
+
+/** `for:` of a level alert whose threshold holds for `thresholdSeconds` (0: no hold configured). */
+export function holdFor(options: ResolvedOptions, thresholdSeconds: number): string {
+  if (options.forOverride !== undefined) return options.forOverride;
+  return formatDuration(thresholdSeconds > 0 ? thresholdSeconds : DEFAULT_FOR_SECONDS);
+}

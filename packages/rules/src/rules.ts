@@ -1,0 +1,244 @@
+/**
+ * Prometheus recording and alerting rules generated from the monitor's
+ * thresholds. One group per signal; recording rules first in each group so
+ * the alerts of the same evaluation read fresh values (rules of a group run
+ * in order, groups run independently).
+ */
+import { stringify } from 'yaml';
+import { METRICS } from '@infersignal/core';
+import { COMPLETED_OUTCOME, LABEL, bucket, metric, recordBase } from './names';
+import { humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
+import { holdFor, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
+
+export type Severity = 'warning' | 'critical';
+
+export interface RecordingRule {
+  record: string;
+  expr: string;
+}
+
+export interface AlertingRule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels: { severity: Severity; [label: string]: string };
+  annotations: { summary: string; description: string; runbook_url: string };
+}
+
+export interface RuleGroup {
+  name: string;
+  rules: (RecordingRule | AlertingRule)[];
+}
+
+export interface RuleFile {
+  groups: RuleGroup[];
+}
+
+const by = (...labels: string[]): string => `by (${labels.join(', ')})`;
+const QUEUE_KEYS = ['job', LABEL.queue];
+const MODEL_KEYS = ['job', LABEL.model];
+const PROCESS_KEYS = ['job', 'instance', LABEL.memorySource];
+
+/** Recording-rule name `level:metric:operations` (Prometheus naming practice). */
+function recordName(levelLabels: string[], base: string, operation: string): string {
+  const level = levelLabels.map((label) => (label === LABEL.queue ? 'queue' : label === LABEL.model ? 'model' : label === LABEL.memorySource ? 'source' : label));
+  return `${level.join('_')}:${base}:${operation}`;
+}
+
+/** Name of the recorded queue-wait quantile (the dashboard reads the same series). */
+export function queueWaitQuantileRecord(quantile: number): string {
+  return recordName([...QUEUE_KEYS, LABEL.model], recordBase('queueWait'), quantileSuffix(quantile));
+}
+
+/** Name of the recorded reserved − allocated gap per process and memory source. */
+export function memoryGapRecord(): string {
+  return recordName(PROCESS_KEYS, recordBase('memoryReserved'), `minus_${METRICS.memoryAllocated.name.split('.').pop()}`);
+}
+
+function anchorUrl(options: ResolvedOptions, anchor: string): string {
+  return `${options.runbookUrl}#${anchor}`;
+}
+
+/** The anchors in docs/runbook.md the alerts link to, by alert name. */
+export const RUNBOOK_ANCHORS: Record<string, string> = {
+  InferSignalQueueWaitHigh: 'queue-wait',
+  InferSignalQueueWaitCritical: 'queue-wait',
+  InferSignalQueueWaitTailHigh: 'queue-wait-tail',
+  InferSignalQueueOccupancyHigh: 'queue-occupancy',
+  InferSignalQueueOccupancyCritical: 'queue-occupancy',
+  InferSignalBackpressureCritical: 'backpressure',
+  InferSignalModelLoadSpike: 'model-load-spike',
+  InferSignalStreamInterruptions: 'stream-interruptions',
+  InferSignalStreamInterruptionsCritical: 'stream-interruptions',
+  InferSignalGpuFragmentation: 'gpu-fragmentation',
+  InferSignalMemoryDrift: 'memory-drift',
+  InferSignalInternalErrors: 'internal-errors',
+};
+
+function alert(
+  options: ResolvedOptions,
+  name: keyof typeof RUNBOOK_ANCHORS,
+  signal: string,
+  severity: Severity,
+  expr: string,
+  hold: string | undefined,
+  summary: string,
+  description: string,
+): AlertingRule {
+  // Key order is the order people expect to read in the YAML: alert, expr, for, labels, annotations.
+  return {
+    alert: name,
+    expr,
+    ...(hold !== undefined && hold !== '0s' ? { for: hold } : {}),
+    labels: { severity, [LABEL.signal]: signal },
+    annotations: { summary, description, runbook_url: anchorUrl(options, RUNBOOK_ANCHORS[name]) },
+  };
+}
+
+function queueGroup(o: ResolvedOptions): RuleGroup {
+  const q = o.thresholds.queue;
+  const hold = holdFor(o, q.forSeconds);
+  const quantiles = [...new Set([0.5, 0.95, 0.99, q.waitQuantile, o.tailQuantile])].sort((a, b) => a - b);
+  const recordings: RecordingRule[] = quantiles.map((quantile) => ({
+    record: queueWaitQuantileRecord(quantile),
+    expr: `histogram_quantile(${quantile}, sum ${by('le', ...QUEUE_KEYS, LABEL.model)} (rate(${bucket('queueWait')}[${o.rateWindow}])))`,
+  }));
+  const wait = queueWaitQuantileRecord(q.waitQuantile);
+  const tail = queueWaitQuantileRecord(o.tailQuantile);
+  const where = `{{ $labels.${LABEL.model} }} on queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }})`;
+  const pq = percentileName(q.waitQuantile);
+  const occupancy = `max ${by(...QUEUE_KEYS)} (${metric('queueOccupancy')})`;
+  const queueWhere = `Queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}, worst replica)`;
+  return {
+    name: 'infersignal.queue',
+    rules: [
+      ...recordings,
+      alert(o, 'InferSignalQueueWaitHigh', 'queue_wait', 'warning', `${wait} > ${q.waitWarnSeconds}`, hold,
+        `${pq} queue wait above ${humanSeconds(q.waitWarnSeconds)}`,
+        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitWarnSeconds)} (thresholds.queue.waitWarnSeconds) for ${hold}. Requests wait before inference starts: the server is close to saturation.`),
+      alert(o, 'InferSignalQueueWaitCritical', 'queue_wait', 'critical', `${wait} > ${q.waitCriticalSeconds}`, hold,
+        `${pq} queue wait above ${humanSeconds(q.waitCriticalSeconds)}`,
+        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitCriticalSeconds)} (thresholds.queue.waitCriticalSeconds) for ${hold}. The queue is saturated; shed or scale out.`),
+      alert(o, 'InferSignalQueueWaitTailHigh', 'queue_wait', 'warning', `${tail} > ${o.tailSeconds}`, hold,
+        `${percentileName(o.tailQuantile)} queue wait above ${humanSeconds(o.tailSeconds)}`,
+        `${percentileName(o.tailQuantile)} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(o.tailSeconds)} for ${hold}. The tail waits even if the median does not.`),
+      alert(o, 'InferSignalQueueOccupancyHigh', 'queue_occupancy', 'warning', `${occupancy} >= ${q.occupancyWarn}`, hold,
+        `Queue occupancy at or above ${humanPercent(q.occupancyWarn)}`,
+        `${queueWhere} is {{ $value | humanizePercentage }} full (waiting + in flight over capacity), at or above ${humanPercent(q.occupancyWarn)} (thresholds.queue.occupancyWarn) for ${hold}.`),
+      alert(o, 'InferSignalQueueOccupancyCritical', 'queue_occupancy', 'critical', `${occupancy} > ${q.occupancyCritical}`, hold,
+        `Queue occupancy above ${humanPercent(q.occupancyCritical)}`,
+        `${queueWhere} is {{ $value | humanizePercentage }} full, above ${humanPercent(q.occupancyCritical)} (thresholds.queue.occupancyCritical) for ${hold}. New requests are about to be shed.`),
+      alert(o, 'InferSignalBackpressureCritical', 'queue_backpressure', 'critical', `max ${by(...QUEUE_KEYS)} (${metric('backpressureLevel')}) >= 2`, hold,
+        'Backpressure level CRITICAL',
+        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s.`),
+    ],
+  };
+}
+
+/**
+ * `increase() > 0` misses the first event of a series that appears at 1
+ * (an OTel counter exists only after its first add), so a series that is
+ * new within the window also counts.
+ */
+function eventExpr(series: string, keys: string[], window: string): string {
+  return `sum ${by(...keys)} (increase(${series}[${window}])) > 0 or sum ${by(...keys)} (${series} unless ${series} offset ${window}) > 0`;
+}
+
+function modelLoadGroup(o: ResolvedOptions): RuleGroup {
+  const keys = [...MODEL_KEYS, LABEL.loadKind];
+  return {
+    name: 'infersignal.model_load',
+    rules: [
+      alert(o, 'InferSignalModelLoadSpike', 'model_load', 'warning', eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow), undefined,
+        'Model load slower than its baseline',
+        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's baseline (thresholds.modelLoad.spikeFactor): storage, cache or device contention.`),
+    ],
+  };
+}
+
+/** Name of the recorded interrupted-stream share and stream count. */
+export function streamRecords(): { ratio: string; count: string } {
+  return {
+    ratio: recordName(MODEL_KEYS, recordBase('streams'), 'interrupted_ratio'),
+    count: recordName(MODEL_KEYS, recordBase('streams'), 'increase'),
+  };
+}
+
+function streamGroup(o: ResolvedOptions): RuleGroup {
+  const s = o.thresholds.stream;
+  const hold = holdFor(o, 0);
+  const records = streamRecords();
+  const streams = metric('streams');
+  const guard = `and on (${MODEL_KEYS.join(', ')}) ${records.count} >= ${s.minSamples}`;
+  const where = `{{ $labels.${LABEL.model} }} ({{ $labels.job }})`;
+  return {
+    name: 'infersignal.stream',
+    rules: [
+      { record: records.count, expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}[${o.streamWindow}]))` },
+      {
+        record: records.ratio,
+        expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}{${LABEL.outcome}!="${COMPLETED_OUTCOME}"}[${o.streamWindow}])) / ${records.count}`,
+      },
+      alert(o, 'InferSignalStreamInterruptions', 'stream_interruptions', 'warning', `${records.ratio} > ${s.interruptedRatio} ${guard}`, hold,
+        `Interrupted streams above ${humanPercent(s.interruptedRatio)}`,
+        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted (cancelled, error, unavailable, deadline exceeded) over ${o.streamWindow}, above ${humanPercent(s.interruptedRatio)} (thresholds.stream.interruptedRatio), with at least ${s.minSamples} streams (thresholds.stream.minSamples).`),
+      alert(o, 'InferSignalStreamInterruptionsCritical', 'stream_interruptions', 'critical', `${records.ratio} > ${s.interruptedRatioCritical} ${guard}`, hold,
+        `Interrupted streams above ${humanPercent(s.interruptedRatioCritical)}`,
+        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted over ${o.streamWindow}, above ${humanPercent(s.interruptedRatioCritical)} (thresholds.stream.interruptedRatioCritical), with at least ${s.minSamples} streams.`),
+    ],
+  };
+}
+
+function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
+  const d = o.thresholds.deviceMemory;
+  const gap = memoryGapRecord();
+  const reserved = `sum ${by(...PROCESS_KEYS)} (${metric('memoryReserved')})`;
+  const where = `{{ $labels.instance }} ({{ $labels.job }}, source {{ $labels.${LABEL.memorySource} }})`;
+  return {
+    name: 'infersignal.device_memory',
+    rules: [
+      { record: gap, expr: `${reserved} - sum ${by(...PROCESS_KEYS)} (${metric('memoryAllocated')})` },
+      alert(o, 'InferSignalGpuFragmentation', 'gpu_fragmentation', 'warning', `max ${by(...PROCESS_KEYS)} (${metric('memoryFragmentation')}) > ${d.fragmentation}`,
+        holdFor(o, d.fragmentationForSeconds),
+        `Device memory fragmentation above ${humanPercent(d.fragmentation)}`,
+        `Fragmentation (1 - allocated / reserved) of ${where} is {{ $value | humanizePercentage }}, above ${humanPercent(d.fragmentation)} (thresholds.deviceMemory.fragmentation): the allocator holds memory no tensor uses; large allocations may fail although memory looks free.`),
+      alert(o, 'InferSignalMemoryDrift', 'memory_drift', 'warning', `deriv(${gap}[${o.driftWindow}]) * ${o.driftWindowSeconds} / ${reserved} > ${d.driftMinGrowth}`, holdFor(o, 0),
+        'Reserved-minus-allocated device memory keeps growing',
+        `The reserved - allocated gap of ${where} grew by {{ $value | humanizePercentage }} of reserved memory over ${o.driftWindow} (linear fit), above ${humanPercent(d.driftMinGrowth)} (thresholds.deviceMemory.driftMinGrowth): a leak precursor.`),
+    ],
+  };
+}
+
+function internalGroup(o: ResolvedOptions): RuleGroup {
+  const keys = ['job', LABEL.errorSource];
+  return {
+    name: 'infersignal.internal',
+    rules: [
+      alert(o, 'InferSignalInternalErrors', 'internal_errors', 'warning', eventExpr(metric('internalErrors'), keys, o.eventWindow), undefined,
+        'InferSignal caught internal errors',
+        `InferSignal in {{ $labels.job }} caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`),
+    ],
+  };
+}
+
+/** The rule groups for the given thresholds and options. */
+export function buildRules(options: GeneratorOptions = {}): RuleFile {
+  const o = resolveOptions(options);
+  return { groups: [queueGroup(o), modelLoadGroup(o), streamGroup(o), deviceMemoryGroup(o), internalGroup(o)] };
+}
+
+/** Every alerting rule of a rule file, in order. */
+export function alertingRules(file: RuleFile): AlertingRule[] {
+  return file.groups.flatMap((group) => group.rules.filter((rule): rule is AlertingRule => 'alert' in rule));
+}
+
+export const GENERATED_HEADER = 'Generated by @infersignal/rules from the InferSignal thresholds. Do not edit by hand: change the thresholds and regenerate.';
+
+/** YAML text of the rules, as `promtool check rules` and Prometheus read it. */
+export function renderRules(options: GeneratorOptions = {}): string {
+  return toYaml(buildRules(options));
+}
+
+export function toYaml(value: unknown, header = GENERATED_HEADER): string {
+  return `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
+}

@@ -1,0 +1,80 @@
+/**
+ * `runRulesCli(argv)`: the commands write files (or stdout), read a
+ * thresholds JSON, and fail with exit codes and messages naming the field.
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { renderDashboard, renderRules, runRulesCli } from '@infersignal/rules';
+
+const dir = mkdtempSync(join(tmpdir(), 'infersignal-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function cli(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runRulesCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+describe('runRulesCli', () => {
+  const thresholds = join(dir, 'thresholds.json');
+  writeFileSync(thresholds, JSON.stringify({ queue: { waitQuantile: 0.9, waitWarnSeconds: 0.2 } }));
+
+  it('rules --thresholds --out writes the rules generated from that file', async () => {
+    const out = join(dir, 'out', 'rules.yml');
+    const run = await cli('rules', '--thresholds', thresholds, '--out', out, '--for', '5m');
+    expect(run).toMatchObject({ code: 0, stdout: '' });
+    expect(run.stderr).toBe(`wrote ${out}\n`);
+    const text = readFileSync(out, 'utf8');
+    expect(text).toBe(renderRules({ thresholds: { queue: { waitQuantile: 0.9, waitWarnSeconds: 0.2 } }, for: '5m' }));
+    expect(text).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p90 > 0.2');
+  });
+
+  it('accepts a monitor config file ({ "thresholds": … }) too', async () => {
+    const wrapped = join(dir, 'monitor.json');
+    writeFileSync(wrapped, JSON.stringify({ thresholds: { queue: { waitQuantile: 0.9 } } }));
+    expect((await cli('rules', '-t', wrapped)).stdout).toContain(':p90 > 0.2');
+  });
+
+  it('dashboard and alertmanager print to stdout without --out', async () => {
+    const dashboard = await cli('dashboard');
+    expect(dashboard.code).toBe(0);
+    expect(dashboard.stdout).toBe(renderDashboard());
+    const am = await cli('alertmanager', '--webhook-url', 'http://127.0.0.1:9/hook', '--group-wait', '1s');
+    expect(am.code).toBe(0);
+    const config = parse(am.stdout) as any;
+    expect(config.receivers[1].slack_configs[0].api_url).toBe('http://127.0.0.1:9/hook');
+    expect(config.route.routes[0].group_wait).toBe('1s');
+  });
+
+  it('kubernetes --out-dir writes the four manifests', async () => {
+    const out = join(dir, 'k8s');
+    const run = await cli('kubernetes', '--out-dir', out, '--app', 'llm', '--max-replicas', '4');
+    expect(run.code).toBe(0);
+    expect(readdirSync(out).sort()).toEqual(['deployment.yaml', 'hpa-prometheus-adapter.yaml', 'keda-scaledobject.yaml', 'prometheus-rule.yaml']);
+    expect(readFileSync(join(out, 'keda-scaledobject.yaml'), 'utf8')).toContain('maxReplicaCount: 4');
+    expect((await cli('kubernetes')).code).toBe(2);
+  });
+
+  it('fails with exit 1 and the field name on invalid thresholds, exit 2 on usage errors', async () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ queue: { occupancyWarn: 0.9, occupancyCritical: 0.8 } }));
+    const invalid = await cli('rules', '--thresholds', bad);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toContain('thresholds.queue.occupancyWarn');
+    const unknown = join(dir, 'unknown.json');
+    writeFileSync(unknown, JSON.stringify({ queues: {} }));
+    expect((await cli('rules', '-t', unknown)).stderr).toContain('thresholds.queues');
+    writeFileSync(join(dir, 'broken.json'), '{');
+    expect(await cli('rules', '-t', join(dir, 'broken.json'))).toMatchObject({ code: 2 });
+    expect((await cli('rules', '--for', 'soon')).code).toBe(1);
+    expect((await cli('rules', '--tail-quantile', 'x')).code).toBe(2);
+    expect((await cli('rules', '--nope')).stderr).toContain("Unknown option '--nope'");
+    expect((await cli('deploy')).code).toBe(2);
+    expect((await cli()).code).toBe(2);
+    expect(await cli('help')).toMatchObject({ code: 0 });
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * The Grafana dashboard: valid JSON model, datasource and model variables,
+ * one row per signal, threshold lines equal to the thresholds. (Its queries
+ * are run on a real Prometheus in e2e-prometheus.test.ts.)
+ */
+import { describe, expect, it } from 'vitest';
+import { buildDashboard, panelQueries, renderDashboard } from '@infersignal/rules';
+
+describe('buildDashboard', () => {
+  const dashboard = JSON.parse(renderDashboard()) as ReturnType<typeof buildDashboard>;
+
+  it('has a datasource variable, a model variable, and every query uses the datasource variable', () => {
+    const vars = (dashboard.templating as { list: { name: string; type: string; query: unknown; multi?: boolean }[] }).list;
+    expect(vars.map((v) => v.name)).toEqual(['datasource', 'job', 'queue', 'model']);
+    expect(vars[0]).toMatchObject({ type: 'datasource', query: 'prometheus' });
+    expect(vars[3]).toMatchObject({ type: 'query', multi: true, query: { query: 'label_values(infersignal_queue_wait_duration_seconds_bucket{job=~"$job"}, gen_ai_request_model)' } });
+    for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
+      expect(panel.datasource).toEqual({ type: 'prometheus', uid: '${datasource}' });
+      for (const target of panel.targets ?? []) expect(target.datasource.uid).toBe('${datasource}');
+    }
+  });
+
+  it('has one row per signal, in order, and panels that do not overlap', () => {
+    expect(dashboard.panels.filter((p) => p.type === 'row').map((p) => p.title)).toEqual([
+      'Queue wait',
+      'Queue occupancy and backpressure',
+      'Model load and reload',
+      'Streams',
+      'Device memory',
+      'Alerts',
+    ]);
+    const cells = new Set<string>();
+    for (const { gridPos } of dashboard.panels) {
+      expect(gridPos.x + gridPos.w).toBeLessThanOrEqual(24);
+      for (let x = gridPos.x; x < gridPos.x + gridPos.w; x++) {
+        for (let y = gridPos.y; y < gridPos.y + gridPos.h; y++) {
+          expect(cells.has(`${x},${y}`), `overlap at ${x},${y}`).toBe(false);
+          cells.add(`${x},${y}`);
+        }
+      }
+    }
+    expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
+  });
+
+  it('draws the thresholds as lines and filters by the model variable', () => {
+    const steps = (title: RegExp, d = dashboard) =>
+      ((d.panels.find((p) => title.test(p.title))?.fieldConfig?.defaults as { thresholds: { steps: { value: number | null }[] } }).thresholds.steps).map((s) => s.value);
+    expect(steps(/^Queue wait P50/)).toEqual([null, 0.2, 0.5]);
+    expect(steps(/^Occupancy/)).toEqual([null, 0.7, 0.85]);
+    expect(steps(/^Interrupted share/)).toEqual([null, 0.005, 0.05]);
+    expect(steps(/^Fragmentation/)).toEqual([null, 0.65]);
+    const custom = buildDashboard({ thresholds: { queue: { waitQuantile: 0.9, waitWarnSeconds: 0.1, waitCriticalSeconds: 0.3 } } });
+    expect(steps(/^Queue wait P50/, custom)).toEqual([null, 0.1, 0.3]);
+    expect(custom.panels.find((p) => /^Queue wait P50/.test(p.title))?.title).toBe('Queue wait P50 / P90 / P99');
+
+    const heatmap = dashboard.panels.find((p) => p.type === 'heatmap');
+    expect(heatmap?.targets?.[0]).toMatchObject({ format: 'heatmap', legendFormat: '{{le}}' });
+    expect(heatmap?.targets?.[0].expr).toBe(
+      'sum by (le) (rate(infersignal_queue_wait_duration_seconds_bucket{job=~"$job", infersignal_queue_name=~"$queue", gen_ai_request_model=~"$model"}[$__rate_interval]))',
+    );
+    const queries = panelQueries(dashboard);
+    expect(queries.length).toBeGreaterThan(20);
+    expect(queries.find((q) => q.panel === 'InferSignal alerts firing')?.expr).toMatch(/^ALERTS\{alertstate="firing", alertname=~"InferSignalQueueWaitHigh\|/);
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * A tiny instrumented inference server for the tests: InferSignal through
+ * `@infersignal/node`'s `start()` (real OTel MeterProvider and Prometheus
+ * exporter with the Collector-style names) on a free loopback port, and an
+ * HTTP API whose `/infer` runs a fixed-time "inference" through core's
+ * queue with concurrency 1, so a few concurrent clients overload it.
+ */
+import { createServer, type Server } from 'node:http';
+import { start, type InferSignal } from '@infersignal/node';
+
+export interface InstrumentedServer {
+  readonly signal: InferSignal;
+  /** `http://127.0.0.1:PORT` of the API. */
+  readonly url: string;
+  /** `host:port` of the Prometheus exporter. */
+  readonly metricsTarget: string;
+  readonly metricsUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startInstrumentedServer(options: { serviceTimeMs: number; capacity: number }): Promise<InstrumentedServer> {
+  const signal = start({
+    serviceName: 'inference-server',
+    prometheus: { host: '127.0.0.1', port: 0 },
+    otlp: false,
+    traces: false,
+    registerGlobals: false,
+    detectorIntervalMs: 250,
+    logger: { warn: () => {} },
+    // The first load sets no baseline: a fixed one makes the test's 20 ms load a spike.
+    thresholds: { modelLoad: { baselineSeconds: { llama: 0.001 } } },
+  });
+  const address = await signal.prometheus?.ready;
+  if (!address) throw new Error('the Prometheus exporter did not start');
+  const queue = signal.monitor.queue('default', { capacity: options.capacity, concurrency: 1 });
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/infer') {
+      queue
+        .run(() => new Promise((resolve) => setTimeout(resolve, options.serviceTimeMs)), { model: 'llama' })
+        .then(
+          () => res.end('ok'),
+          () => {
+            res.statusCode = 503;
+            res.end('busy');
+          },
+        );
+      return;
+    }
+    res.statusCode = 404;
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    signal,
+    url: `http://127.0.0.1:${port}`,
+    metricsTarget: `${address.host}:${address.port}`,
+    metricsUrl: address.url,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await signal.shutdown();
+    },
+  };
+}
+
+/** Exercises every signal once, so each instrument has a series in the scrape. */
+export async function exerciseEverySignal(signal: InferSignal): Promise<void> {
+  const monitor = signal.monitor;
+  await monitor.queue('default').run(() => new Promise((resolve) => setTimeout(resolve, 5)), { model: 'llama' });
+  await monitor.modelLoad('llama', 'load', () => new Promise((resolve) => setTimeout(resolve, 20)));
+  const stream = monitor.stream('llama');
+  stream.firstToken();
+  stream.token(4);
+  stream.end('completed');
+  monitor.stream('llama').end('cancelled');
+  let allocated = 600;
+  const memory = monitor.deviceMemory({ allocated: () => (allocated -= 10), reserved: () => 1000, intervalMs: 0, source: 'test' });
+  memory.sample();
+  memory.sample();
+  memory.sample();
+  monitor.internalError('rules-test', new Error('deliberate'));
+  monitor.tick();
+}

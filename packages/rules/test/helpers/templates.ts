@@ -1,0 +1,45 @@
+/**
+ * Renders the few Prometheus template forms the generated annotations use,
+ * so promtool unit tests can state the exact expected annotation. The
+ * number formats follow Prometheus's template functions (Go `%.4g`).
+ */
+
+/** Go's `%.4g` for the magnitudes alert values take (no exponent form needed here). */
+function g4(value: number): string {
+  return String(Number(value.toPrecision(4)));
+}
+
+export function humanizeDuration(seconds: number): string {
+  if (seconds === 0) return '0s';
+  if (Math.abs(seconds) >= 1) {
+    if (seconds >= 60) throw new Error('humanizeDuration above 60 s is not needed by these tests');
+    return `${g4(seconds)}s`;
+  }
+  let value = seconds;
+  let prefix = '';
+  for (const p of ['m', 'u', 'n']) {
+    if (Math.abs(value) >= 1) break;
+    prefix = p;
+    value *= 1000;
+  }
+  return `${g4(value)}${prefix}s`;
+}
+
+export function humanizePercentage(ratio: number): string {
+  return `${g4(ratio * 100)}%`;
+}
+
+/** Expands `{{ $labels.x }}` and `{{ $value | fn }}`; a label the alert lacks is an error (it would render empty). */
+export function render(template: string, labels: Record<string, string>, value?: number): string {
+  return template.replace(/\{\{\s*\$(labels\.(\w+)|value)(?:\s*\|\s*(\w+))?\s*\}\}/g, (_match, _what, label: string | undefined, fn: string | undefined) => {
+    if (label !== undefined) {
+      if (!(label in labels)) throw new Error(`annotation uses label "${label}" the alert does not carry`);
+      return labels[label];
+    }
+    if (value === undefined) throw new Error('annotation uses $value; pass the expected value');
+    if (fn === 'humanizeDuration') return humanizeDuration(value);
+    if (fn === 'humanizePercentage') return humanizePercentage(value);
+    if (fn === undefined) return String(value);
+    throw new Error(`template function ${fn} not supported by the test renderer`);
+  });
+}

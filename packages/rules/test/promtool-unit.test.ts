@@ -1,0 +1,213 @@
+/**
+ * `promtool test rules` on the generated rules: input series → expected
+ * alerts, including the `for:` hold (pending before, firing after), and a
+ * case per rule that must NOT fire. Expected annotations are rendered from
+ * the generated templates with the values Prometheus computes, so a
+ * template that names a label the alert lacks fails here.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { BUCKETS } from '@infersignal/core';
+import { LABEL, alertingRules, buildRules, renderRules, type AlertingRule } from '@infersignal/rules';
+import { findBinary, runTool, skipReason } from './helpers/binaries';
+import { render } from './helpers/templates';
+import { metricName } from './helpers/names';
+
+const promtool = findBinary('promtool');
+const dir = mkdtempSync(join(tmpdir(), 'infersignal-promtool-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const rules = buildRules();
+const byName = new Map(alertingRules(rules).map((rule) => [rule.alert, rule]));
+const JOB = 'svc';
+const STEPS = 200; // 50 minutes of 15 s samples
+
+type Labels = Record<string, string>;
+interface Series {
+  series: string;
+  values: string;
+}
+
+function selector(name: string, labels: Labels): string {
+  return `${name}{${Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(', ')}}`;
+}
+
+/** Histogram buckets of core's queue-wait boundaries; every observation falls at `value`, `perStep` per 15 s. */
+function waitHistogram(labels: Labels, value: number, perStep: number): Series[] {
+  const name = `${metricName('queueWait')}_bucket`;
+  return [...BUCKETS.queueWait, Infinity].map((le) => ({
+    series: selector(name, { ...labels, le: le === Infinity ? '+Inf' : String(le) }),
+    values: le >= value ? `0+${perStep}x${STEPS}` : `0x${STEPS}`,
+  }));
+}
+
+/** An expected alert, with annotations rendered from the generated rule. */
+function expected(alert: string, labels: Labels, value?: number): Record<string, unknown> {
+  const rule = byName.get(alert) as AlertingRule;
+  const all = { ...labels, ...rule.labels };
+  return {
+    exp_labels: all,
+    exp_annotations: Object.fromEntries(Object.entries(rule.annotations).map(([key, text]) => [key, render(text, all, value)])),
+  };
+}
+
+function check(evalTime: string, alertname: string, alerts: Record<string, unknown>[] = []) {
+  return { eval_time: evalTime, alertname, exp_alerts: alerts };
+}
+
+const queue = (name: string, model: string): Labels => ({ job: JOB, [LABEL.queue]: name, [LABEL.model]: model });
+const scope = { otel_scope_name: '@infersignal/core', instance: '10.0.0.1:9464' };
+
+const tests = [
+  {
+    name: 'queue wait: P95 295ms warns after the 5m hold; P99 299ms stays under the 300ms tail threshold',
+    interval: '15s',
+    input_series: waitHistogram({ ...queue('default', 'llama'), ...scope }, 0.3, 15),
+    alert_rule_test: [
+      check('4m', 'InferSignalQueueWaitHigh'),
+      check('6m', 'InferSignalQueueWaitHigh', [expected('InferSignalQueueWaitHigh', queue('default', 'llama'), 0.295)]),
+      check('6m', 'InferSignalQueueWaitCritical'),
+      check('6m', 'InferSignalQueueWaitTailHigh'),
+    ],
+  },
+  {
+    name: 'queue wait: P95 737.5ms is critical, P99 747.5ms breaks the tail threshold',
+    interval: '15s',
+    input_series: waitHistogram({ ...queue('default', 'mistral'), ...scope }, 0.75, 15),
+    alert_rule_test: [
+      check('4m', 'InferSignalQueueWaitCritical'),
+      check('6m', 'InferSignalQueueWaitCritical', [expected('InferSignalQueueWaitCritical', queue('default', 'mistral'), 0.7375)]),
+      check('6m', 'InferSignalQueueWaitTailHigh', [expected('InferSignalQueueWaitTailHigh', queue('default', 'mistral'), 0.7475)]),
+    ],
+  },
+  {
+    name: 'queue wait: P95 99ms never alerts',
+    interval: '15s',
+    input_series: waitHistogram({ ...queue('default', 'fast'), ...scope }, 0.1, 15),
+    alert_rule_test: ['InferSignalQueueWaitHigh', 'InferSignalQueueWaitCritical', 'InferSignalQueueWaitTailHigh'].map((name) => check('20m', name)),
+  },
+  {
+    name: 'occupancy and backpressure: worst replica counts, 50% and level WARN do not alert',
+    interval: '15s',
+    input_series: [
+      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }), values: `0.3x${STEPS}` },
+      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }), values: `0.8x${STEPS}` },
+      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }), values: `0.9x${STEPS}` },
+      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }), values: `0.5x${STEPS}` },
+      { series: selector(metricName('backpressureLevel'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }), values: `1x${STEPS}` },
+      { series: selector(metricName('backpressureLevel'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }), values: `2x${STEPS}` },
+    ],
+    alert_rule_test: [
+      check('4m', 'InferSignalQueueOccupancyHigh'),
+      check('4m', 'InferSignalQueueOccupancyCritical'),
+      check('4m', 'InferSignalBackpressureCritical'),
+      check('6m', 'InferSignalQueueOccupancyHigh', [
+        expected('InferSignalQueueOccupancyHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.8),
+        expected('InferSignalQueueOccupancyHigh', { job: JOB, [LABEL.queue]: 'q2' }, 0.9),
+      ]),
+      check('6m', 'InferSignalQueueOccupancyCritical', [expected('InferSignalQueueOccupancyCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.9)]),
+      check('6m', 'InferSignalBackpressureCritical', [expected('InferSignalBackpressureCritical', { job: JOB, [LABEL.queue]: 'q2' })]),
+    ],
+  },
+  {
+    name: 'model load spikes: a new spike fires at once (new series too), an old flat count does not, the alert ends after the event window',
+    interval: '15s',
+    input_series: [
+      { series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'old', [LABEL.loadKind]: 'reload' }), values: `3x${STEPS}` },
+      { series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'grew', [LABEL.loadKind]: 'reload' }), values: `2x80 3x${STEPS - 81}` },
+      { series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'new', [LABEL.loadKind]: 'load' }), values: `_x80 1x${STEPS - 81}` },
+    ],
+    alert_rule_test: [
+      // Prometheus has seen the old series for more than the 15m event window from here on.
+      check('18m', 'InferSignalModelLoadSpike'),
+      check('22m', 'InferSignalModelLoadSpike', [
+        expected('InferSignalModelLoadSpike', { job: JOB, [LABEL.model]: 'grew', [LABEL.loadKind]: 'reload' }),
+        expected('InferSignalModelLoadSpike', { job: JOB, [LABEL.model]: 'new', [LABEL.loadKind]: 'load' }),
+      ]),
+      check('40m', 'InferSignalModelLoadSpike'),
+    ],
+  },
+  {
+    name: 'stream interruptions: 0.99% warns, 10% is critical, 25% of 40 streams is under the minimum count, 0.25% is fine',
+    interval: '15s',
+    input_series: [
+      ...(
+        [
+          ['s1', 25, 0.25],
+          ['s2', 22.5, 2.5],
+          ['s3', 0.75, 0.25],
+          ['s4', 100, 0.25],
+        ] as const
+      ).flatMap(([model, completed, cancelled]) => [
+        { series: selector(metricName('streams'), { job: JOB, instance: 'a', [LABEL.model]: model, [LABEL.outcome]: 'completed' }), values: `0+${completed}x${STEPS}` },
+        { series: selector(metricName('streams'), { job: JOB, instance: 'a', [LABEL.model]: model, [LABEL.outcome]: model === 's2' ? 'error' : 'cancelled' }), values: `0+${cancelled}x${STEPS}` },
+      ]),
+    ],
+    alert_rule_test: [
+      check('4m', 'InferSignalStreamInterruptions'),
+      check('4m', 'InferSignalStreamInterruptionsCritical'),
+      check('16m', 'InferSignalStreamInterruptions', [
+        expected('InferSignalStreamInterruptions', { job: JOB, [LABEL.model]: 's1' }, 1 / 101),
+        expected('InferSignalStreamInterruptions', { job: JOB, [LABEL.model]: 's2' }, 0.1),
+      ]),
+      check('16m', 'InferSignalStreamInterruptionsCritical', [expected('InferSignalStreamInterruptionsCritical', { job: JOB, [LABEL.model]: 's2' }, 0.1)]),
+    ],
+  },
+  {
+    name: 'device memory: 70% fragmentation warns, 50% does not; a steadily growing gap drifts, a flat one does not',
+    interval: '15s',
+    input_series: [
+      { series: selector(metricName('memoryFragmentation'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }), values: `0.7x${STEPS}` },
+      { series: selector(metricName('memoryFragmentation'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }), values: `0.5x${STEPS}` },
+      { series: selector(metricName('memoryReserved'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }), values: `1000000000x${STEPS}` },
+      // gap grows 1 MB per 15 s: 120 MB over 30 min, 12 % of reserved
+      { series: selector(metricName('memoryAllocated'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }), values: `800000000-1000000x${STEPS}` },
+      { series: selector(metricName('memoryReserved'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }), values: `1000000000x${STEPS}` },
+      { series: selector(metricName('memoryAllocated'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }), values: `600000000x${STEPS}` },
+    ],
+    alert_rule_test: [
+      check('4m', 'InferSignalGpuFragmentation'),
+      check('6m', 'InferSignalGpuFragmentation', [expected('InferSignalGpuFragmentation', { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }, 0.7)]),
+      check('4m', 'InferSignalMemoryDrift'),
+      check('20m', 'InferSignalMemoryDrift', [expected('InferSignalMemoryDrift', { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }, 0.12)]),
+    ],
+  },
+  {
+    name: 'internal errors: a first error fires, an old flat count does not, the alert ends after the event window',
+    interval: '15s',
+    input_series: [
+      { series: selector(metricName('internalErrors'), { job: JOB, instance: 'a', [LABEL.errorSource]: 'webhook' }), values: `_x80 1x${STEPS - 81}` },
+      { series: selector(metricName('internalErrors'), { job: JOB, instance: 'a', [LABEL.errorSource]: 'callback' }), values: `5x${STEPS}` },
+    ],
+    alert_rule_test: [
+      check('18m', 'InferSignalInternalErrors'),
+      check('22m', 'InferSignalInternalErrors', [expected('InferSignalInternalErrors', { job: JOB, [LABEL.errorSource]: 'webhook' })]),
+      check('40m', 'InferSignalInternalErrors'),
+    ],
+  },
+];
+
+describe('promtool test rules on the generated rules', () => {
+  it('covers every alerting rule with a firing and a not-firing case', () => {
+    const firing = new Set<string>();
+    const silent = new Set<string>();
+    for (const test of tests) {
+      for (const c of test.alert_rule_test) (c.exp_alerts.length > 0 ? firing : silent).add(c.alertname);
+    }
+    expect([...firing].sort()).toEqual([...byName.keys()].sort());
+    expect([...silent].sort()).toEqual([...byName.keys()].sort());
+  });
+
+  it.skipIf(!promtool)(promtool ? 'passes every case' : skipReason('promtool', 'promtool test rules'), () => {
+    writeFileSync(join(dir, 'rules.yml'), renderRules());
+    writeFileSync(join(dir, 'tests.yml'), stringify({ rule_files: ['rules.yml'], evaluation_interval: '15s', tests }, { lineWidth: 0 }));
+    const run = runTool(promtool as string, ['test', 'rules', 'tests.yml'], dir);
+    expect(run.stdout + run.stderr).toContain('SUCCESS');
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+  });
+});
