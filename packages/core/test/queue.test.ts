@@ -67,6 +67,7 @@ describe('queue wait', () => {
   it('P95 queue wait over the window drives WARN at 200 ms and CRITICAL at 500 ms', () => {
     const t = setup();
     const queue = t.monitor.queue('q', { capacity: 1000 });
+    queue.enqueue(); // a backlog: one request keeps waiting while we judge
     const feed = (waitMs: number, n: number) => {
       for (let i = 0; i < n; i++) {
         const ticket = queue.enqueue();
@@ -90,6 +91,27 @@ describe('queue wait', () => {
     feed(10, 50);
     t.monitor.tick();
     expect(queue.level()).toBe('ok');
+  });
+
+  it('a drained queue is not held at CRITICAL by past waits: admission and readiness recover at the next tick', () => {
+    const t = setup();
+    const queue = t.monitor.queue('q', { capacity: 1000 });
+    const held = queue.enqueue();
+    for (let i = 0; i < 50; i++) {
+      const ticket = queue.enqueue();
+      t.advance(800);
+      ticket.start();
+      ticket.end();
+    }
+    t.monitor.tick();
+    expect(queue.admit().admit).toBe(false);
+    expect(t.monitor.level()).toBe('critical');
+    held.end('cancelled'); // the backlog is gone
+    expect(queue.admit().admit).toBe(true);
+    t.advance(1000);
+    t.monitor.tick();
+    expect(t.monitor.level()).toBe('ok');
+    expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['critical', 'ok']);
   });
 
   it('run() bounds concurrency to N, keeps FIFO order and rejects past maxWaiting', async () => {

@@ -138,6 +138,7 @@ export class Queue implements QueueTracker {
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
   private waitQuantile = Number.NaN;
+  private lastEvaluated = Number.NEGATIVE_INFINITY;
   /** Utilization, headroom, predicted wait and time to saturation (issue: predictive capacity). */
   readonly capacity_: CapacityModel;
   peakInFlight = 0;
@@ -187,7 +188,10 @@ export class Queue implements QueueTracker {
   }
 
   level(): Level {
-    let level = worstLevel(this.occupancyLevel(), this.waitDetector.level);
+    // A wait level judged on past waits says nothing about an empty queue:
+    // without this gate a burst would keep shedding (and readiness at 503)
+    // for the whole wait window after the queue drained.
+    let level = worstLevel(this.occupancyLevel(), this.waiting > 0 ? this.waitDetector.level : 'ok');
     if (this.ctx.thresholds.capacity.backpressure) level = worstLevel(level, this.capacity_.estimate.level);
     return worstLevel(level, this.externalLevel());
   }
@@ -279,7 +283,14 @@ export class Queue implements QueueTracker {
   evaluate(now: number): void {
     const t = this.ctx.thresholds;
     this.waitQuantile = this.waits.quantile(t.queue.waitQuantile, now - t.queue.waitWindowSeconds * 1000);
-    const waitValue = Number.isNaN(this.waitQuantile) ? 0 : this.waitQuantile;
+    let waitValue = Number.isNaN(this.waitQuantile) ? 0 : this.waitQuantile;
+    if (this.waiting === 0) {
+      // Drained: judge only the waits since the last tick, so the level recovers at once when they are short.
+      // Strictly after the last tick: samples at its instant were judged by it.
+      const recent = this.waits.quantile(t.queue.waitQuantile, this.lastEvaluated + 1e-6);
+      waitValue = Number.isNaN(recent) ? 0 : Math.min(waitValue, recent);
+    }
+    this.lastEvaluated = now;
     const waitLevel = this.waitDetector.update(waitValue, now);
     const occupancy = this.occupancy;
     const occupancyLevel = this.occupancyDetector.update(occupancy, now);

@@ -1,0 +1,58 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+
+export interface ReadinessOptions {
+  /** Path answered by readinessRouter() (default `/healthz/ready`). */
+  path?: string;
+}
+
+/**
+ * GET/HEAD handler for a Kubernetes readiness probe: 503 while the monitor's
+ * overall level is CRITICAL (so the load balancer stops sending work), 200
+ * otherwise; the body is `monitor.snapshot()` as JSON either way.
+ */
+export function readinessHandler(monitor: Monitor): RequestHandler {
+  if (typeof monitor?.snapshot !== 'function') throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
+  return function inferSignalReadiness(req: Request, res: Response): void {
+    let status = 200;
+    let body: string;
+    try {
+      const snapshot = monitor.snapshot();
+      if (snapshot.level === 'critical') status = 503;
+      body = JSON.stringify(snapshot);
+    } catch (error) {
+      // A broken snapshot must not fail the probe by itself; the level alone decides.
+      monitor.internalError('express.readiness', error);
+      const level = safeLevel(monitor);
+      if (level === 'critical') status = 503;
+      body = JSON.stringify({ level });
+    }
+    res.statusCode = status;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('cache-control', 'no-store');
+    res.end(req.method === 'HEAD' ? undefined : body);
+  };
+}
+
+function safeLevel(monitor: Monitor): string {
+  try {
+    return monitor.level();
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Router-like middleware answering GET/HEAD `path` with readinessHandler and
+ * passing everything else on. It does not import express, so the same
+ * function works in Express 4 and 5: `app.use(readinessRouter(monitor))`.
+ */
+export function readinessRouter(monitor: Monitor, options: ReadinessOptions = {}): RequestHandler {
+  const path = options.path ?? '/healthz/ready';
+  if (typeof path !== 'string' || !path.startsWith('/')) throw new InferSignalConfigError('options.path', `must be a path starting with "/", got ${JSON.stringify(path)}`);
+  const handler = readinessHandler(monitor);
+  return function inferSignalReadinessRouter(req: Request, res: Response, next: NextFunction): void {
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === path) handler(req, res, next);
+    else next();
+  };
+}

@@ -1,0 +1,427 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
+import { inferSignal } from '@infersignal/fastify';
+import { collect, createMeterProvider, type TestReader } from './otel';
+import { gate, pool, readEventsThenAbort, sleep, until, withUnhandledRejections } from './helpers';
+
+const OUTCOME = ATTR.outcome;
+
+let app: FastifyInstance | undefined;
+let monitor: Monitor | undefined;
+
+afterEach(async () => {
+  await app?.close();
+  await monitor?.close();
+  app = undefined;
+  monitor = undefined;
+});
+
+function setup(): { app: FastifyInstance; monitor: Monitor; reader: TestReader; warnings: string[] } {
+  const { provider, reader } = createMeterProvider();
+  const warnings: string[] = [];
+  monitor = createMonitor({ meterProvider: provider, detectorIntervalMs: 0, traces: false, logger: { warn: (m) => warnings.push(m) } });
+  // forceCloseConnections: an aborted or hanging stream must not hold app.close().
+  app = Fastify({ forceCloseConnections: true });
+  return { app, monitor, reader, warnings };
+}
+
+async function start(instance: FastifyInstance): Promise<string> {
+  return instance.listen({ port: 0, host: '127.0.0.1' });
+}
+
+describe('Fastify plugin', () => {
+  it('counts 200 requests at concurrency 20 exactly once each, with 200 queue-wait samples', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor, queueOptions: { capacity: 64, concurrency: 4 } });
+    let calls = 0;
+    app.get('/v1/infer', async (request) => {
+      calls++;
+      const signal = request.inferSignal!;
+      const mode = (request.query as { mode?: string }).mode;
+      // Three ways a handler marks the start: run() through the FIFO, start() by hand, or nothing (the head).
+      if (mode === 'run') await signal.run(() => sleep(1));
+      else if (mode === 'start') {
+        signal.start();
+        await sleep(1);
+      }
+      return { ok: true };
+    });
+    const url = await start(app);
+    const modes = ['run', 'start', 'auto'];
+    const statuses: number[] = [];
+    await pool(200, 20, async (i) => {
+      const response = await fetch(`${url}/v1/infer?mode=${modes[i % 3]}`);
+      await response.arrayBuffer();
+      statuses.push(response.status);
+    });
+    await until(() => monitor.snapshot().queues.http.completed === 200, 2000, '200 completions');
+
+    expect(statuses.filter((s) => s === 200)).toHaveLength(200);
+    expect(calls).toBe(200);
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name)).toBe(200);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(200);
+    expect(out.count(METRICS.queueWait.name)).toBe(200);
+    expect(out.count(METRICS.requestDuration.name)).toBe(200);
+    expect(out.count(METRICS.inferenceDuration.name)).toBe(200);
+    expect(out.sum(METRICS.queueInFlight.name)).toBe(0);
+    expect(out.sum(METRICS.queueWaiting.name)).toBe(0);
+  });
+
+  // GET: Fastify's onRequestAbort also sees the disconnect (a turn after the
+  // socket closed). POST with a parsed body: Node does not mark the request
+  // aborted, so onRequestAbort never runs and only the raw `close` listener counts it.
+  it.each(['GET', 'POST'] as const)('counts an SSE client (%s) that aborts after 3 events as cancelled, once, with one TTFT sample', async (method) => {
+    const { app, reader } = setup();
+    await app.register(inferSignal, { monitor: monitor! });
+    let endedAtClose: boolean | undefined;
+    const handlerDone = gate();
+    app.route({
+      method,
+      url: '/v1/stream',
+      handler: async (request) => {
+        const sse = request.inferSignal!.sse();
+        // Registered after the plugin's own listener: sees the state right after the close.
+        request.raw.socket.once('close', () => (endedAtClose = request.inferSignal!.ended));
+        for (let i = 0; i < 2000 && !sse.closed; i++) {
+          sse.send({ token: i });
+          await sleep(5);
+        }
+        handlerDone.open();
+      },
+    });
+    const url = await start(app);
+    const events = await readEventsThenAbort(`${url}/v1/stream`, 3, method === 'POST' ? { method, headers: { 'content-type': 'application/json' }, body: '{"prompt":"hi"}' } : {});
+    expect(events).toHaveLength(3);
+    expect(events[2]).toBe('data: {"token":2}');
+    await handlerDone.wait;
+
+    expect(endedAtClose).toBe(true);
+    const out = await collect(reader);
+    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'cancelled' })).toBe(1);
+    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'completed' })).toBe(0);
+    expect(out.sum(METRICS.streams.name)).toBe(1);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'cancelled' })).toBe(1);
+    expect(out.sum(METRICS.requests.name)).toBe(1);
+    expect(out.count(METRICS.timeToFirstToken.name)).toBe(1);
+    expect(out.count(METRICS.queueWait.name)).toBe(1);
+    expect(out.sum(METRICS.streamTokens.name)).toBeGreaterThanOrEqual(3);
+  });
+
+  it('counts a completed SSE stream: events as tokens, one TTFT and one time-per-token sample', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor });
+    app.get('/v1/stream', async (request) => {
+      const sse = request.inferSignal!.sse({ headers: { 'x-model': 'tiny' } });
+      sse.comment('keep-alive');
+      for (let i = 0; i < 5; i++) {
+        sse.send({ i }, { event: 'token', id: String(i) });
+        await sleep(2);
+      }
+      sse.end();
+    });
+    const url = await start(app);
+    const response = await fetch(`${url}/v1/stream`);
+    const text = await response.text();
+    await until(() => monitor.snapshot().queues.http.completed === 1, 2000, 'completion');
+
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(response.headers.get('x-model')).toBe('tiny');
+    expect(text.startsWith(': keep-alive\n\nevent: token\nid: 0\ndata: {"i":0}\n\n')).toBe(true);
+    const out = await collect(reader);
+    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'completed' })).toBe(1);
+    expect(out.sum(METRICS.streams.name)).toBe(1);
+    expect(out.sum(METRICS.streamTokens.name)).toBe(5);
+    expect(out.count(METRICS.timeToFirstToken.name)).toBe(1);
+    expect(out.count(METRICS.timePerOutputToken.name)).toBe(1);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(1);
+  });
+
+  it('sheds at CRITICAL: 503 + Retry-After, the handler not called, counted as rejected', async () => {
+    const { app, monitor, reader } = setup();
+    let arrivals = 0;
+    let calls = 0;
+    const allArrived = gate();
+    // Added before the plugin's hook, so it runs first and sees every request.
+    app.addHook('onRequest', (_request, _reply, done) => {
+      if (++arrivals === 10) allArrived.open();
+      done();
+    });
+    await app.register(inferSignal, { monitor, queueOptions: { capacity: 2 }, shed: true });
+    app.get('/v1/slow', async (request) => {
+      calls++;
+      request.inferSignal!.start();
+      // Hold the admitted requests until every request reached the server (bounded).
+      await Promise.race([allArrived.wait, sleep(5000)]);
+      return { ok: true };
+    });
+    const url = await start(app);
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const response = await fetch(`${url}/v1/slow`);
+        return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() };
+      }),
+    );
+    await until(() => monitor.snapshot().queues.http.completed === calls, 2000, 'completions');
+
+    const shed = responses.filter((r) => r.status === 503);
+    const ok = responses.filter((r) => r.status === 200);
+    expect(shed.length).toBeGreaterThan(0);
+    expect(ok.length + shed.length).toBe(10);
+    // Capacity 2: two admitted (occupancy 1.0 > 0.85 afterwards), the other eight shed.
+    expect(ok).toHaveLength(2);
+    expect(calls).toBe(ok.length);
+    for (const r of shed) {
+      expect(r.retryAfter).toMatch(/^[1-9]\d*$/);
+      expect(JSON.parse(r.body)).toMatchObject({ error: 'overloaded' });
+    }
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'rejected' })).toBe(shed.length);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(ok.length);
+    expect(out.count(METRICS.queueWait.name)).toBe(ok.length);
+  });
+
+  it('counts a throwing handler as error and leaves the app error handling unchanged', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor });
+    app.setErrorHandler((error: Error & { statusCode?: number }, _request, reply) => {
+      reply.code(error.statusCode ?? 500).send({ handledByApp: error.message });
+    });
+    app.get('/sync', () => {
+      throw new Error('sync boom');
+    });
+    app.get('/async', async () => {
+      await sleep(1);
+      throw new Error('async boom');
+    });
+    app.get('/teapot', async () => {
+      throw Object.assign(new Error('teapot'), { statusCode: 418 });
+    });
+    const url = await start(app);
+    const unhandled = await withUnhandledRejections(async () => {
+      for (const [path, status, message] of [
+        ['/sync', 500, 'sync boom'],
+        ['/async', 500, 'async boom'],
+        ['/teapot', 418, 'teapot'],
+      ] as const) {
+        const response = await fetch(url + path);
+        expect(response.status).toBe(status);
+        expect(await response.json()).toEqual({ handledByApp: message });
+      }
+      await until(() => monitor.snapshot().queues.http.completed === 3, 2000, 'completions');
+    });
+
+    expect(unhandled).toEqual([]);
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'error' })).toBe(2);
+    // A 4xx is the client's problem, not a failed inference.
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(1);
+    expect(out.sum(METRICS.requests.name)).toBe(3);
+  });
+
+  it('counts a stream the handler fails after the head as error exactly once', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor });
+    app.get('/v1/stream', async (request) => {
+      const signal = request.inferSignal!;
+      const sse = signal.sse();
+      try {
+        sse.send('first');
+        await sleep(5);
+        throw new Error('model crashed mid-stream');
+      } catch {
+        // After hijack Fastify no longer answers for the request: the handler reports and closes.
+        signal.fail();
+        request.raw.socket.destroy();
+      }
+    });
+    const url = await start(app);
+    const response = await fetch(`${url}/v1/stream`);
+    await expect(response.text()).rejects.toThrow();
+    await until(() => monitor.snapshot().queues.http.completed === 1, 2000, 'completion');
+    await sleep(20);
+
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'error' })).toBe(1);
+    expect(out.sum(METRICS.requests.name)).toBe(1);
+    expect(out.count(METRICS.requestDuration.name)).toBe(1);
+    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'error' })).toBe(1);
+    expect(out.sum(METRICS.streams.name)).toBe(1);
+  });
+
+  it('labels by route pattern (routeOptions.url), never by raw URL: 20 ids, one label', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor });
+    app.get('/v1/models/:id', async (request) => ({ id: (request.params as { id: string }).id, route: request.inferSignal!.route }));
+    const url = await start(app);
+    for (let i = 0; i < 20; i++) {
+      const response = await fetch(`${url}/v1/models/abc${i}?token=secret${i}`);
+      expect(await response.json()).toEqual({ id: `abc${i}`, route: '/v1/models/:id' });
+    }
+    await until(() => monitor.snapshot().queues.http.completed === 20, 2000, 'completions');
+
+    const out = await collect(reader);
+    expect(out.values(METRICS.requests.name, ATTR.model)).toEqual(['/v1/models/:id']);
+    expect(out.values(METRICS.queueWait.name, ATTR.model)).toEqual(['/v1/models/:id']);
+    expect(out.sum(METRICS.requests.name)).toBe(20);
+    expect(out.allAttributeValues().filter((v) => v.includes('abc') || v.includes('secret'))).toEqual([]);
+  });
+
+  it('labels by the model function (route params are parsed in onRequest); a throwing one falls back to the route', async () => {
+    const { app, monitor, reader, warnings } = setup();
+    await app.register(inferSignal, {
+      monitor,
+      model: (request) => {
+        const model = (request.params as { model?: string }).model;
+        if (model === 'broken') throw new Error('bad label function');
+        return model;
+      },
+    });
+    app.post('/v1/models/:model/infer', async () => ({ ok: true }));
+    const url = await start(app);
+    for (const model of ['llama', 'mistral', 'llama', 'broken']) {
+      const response = await fetch(`${url}/v1/models/${model}/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(response.status).toBe(200);
+    }
+    await until(() => monitor.snapshot().queues.http.completed === 4, 2000, 'completions');
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name, { [ATTR.model]: 'llama' })).toBe(2);
+    expect(out.sum(METRICS.requests.name, { [ATTR.model]: 'mistral' })).toBe(1);
+    expect(out.sum(METRICS.requests.name, { [ATTR.model]: '/v1/models/:model/infer' })).toBe(1);
+    expect(out.sum(METRICS.internalErrors.name, { [ATTR.errorSource]: 'fastify.model' })).toBe(1);
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('readiness answers 503 while CRITICAL and 200 again after recovery', async () => {
+    const { app, monitor } = setup();
+    const release = gate();
+    await app.register(inferSignal, { monitor, queueOptions: { capacity: 2 }, readiness: true });
+    app.get('/v1/slow', async (request) => {
+      request.inferSignal!.start();
+      await release.wait;
+      return { ok: true };
+    });
+    const url = await start(app);
+
+    const before = await fetch(`${url}/healthz/ready`);
+    expect(before.status).toBe(200);
+    expect(await before.json()).toMatchObject({ level: 'ok', queues: { http: { inFlight: 0, capacity: 2 } } });
+
+    const slow = [fetch(`${url}/v1/slow`), fetch(`${url}/v1/slow`)];
+    await until(() => monitor.snapshot().queues.http.inFlight === 2, 5000, 'two in flight');
+    const during = await fetch(`${url}/healthz/ready`);
+    expect(during.status).toBe(503);
+    expect(await during.json()).toMatchObject({ level: 'critical', queues: { http: { inFlight: 2, occupancy: 1 } } });
+
+    release.open();
+    await Promise.all(slow.map(async (p) => (await p).arrayBuffer()));
+    await until(() => monitor.snapshot().queues.http.completed === 2, 2000, 'completions');
+    const after = await fetch(`${url}/healthz/ready`);
+    expect(after.status).toBe(200);
+    expect(await after.json()).toMatchObject({ level: 'ok' });
+    // The probe is not an inference request.
+    expect(monitor.snapshot().queues.http.completed).toBe(2);
+  });
+
+  it('respects encapsulation: only routes in the registering scope are tracked, each scope its own queue', async () => {
+    const { app, monitor, reader } = setup();
+    const seen: Record<string, boolean> = {};
+    await app.register(
+      async (scope) => {
+        await scope.register(inferSignal, { monitor, queue: 'chat' });
+        scope.get('/infer', async (request) => ((seen.chat = request.inferSignal != null), { ok: true }));
+        scope.get('/untracked', { config: { inferSignal: false } }, async (request) => ((seen.optOut = request.inferSignal != null), { ok: true }));
+      },
+      { prefix: '/chat' },
+    );
+    await app.register(
+      async (scope) => {
+        await scope.register(inferSignal, { monitor, queue: 'embed' });
+        scope.get('/infer', async (request) => ((seen.embed = request.inferSignal != null), { ok: true }));
+      },
+      { prefix: '/embed' },
+    );
+    app.get('/other', async (request) => ((seen.other = request.inferSignal != null), { ok: true }));
+    const url = await start(app);
+    for (const path of ['/chat/infer', '/chat/untracked', '/embed/infer', '/embed/infer', '/other', '/missing']) await (await fetch(url + path)).arrayBuffer();
+    await until(() => monitor.snapshot().queues.embed?.completed === 2 && monitor.snapshot().queues.chat?.completed === 1, 2000, 'completions');
+
+    expect(seen).toEqual({ chat: true, optOut: false, embed: true, other: false });
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name, { [ATTR.queue]: 'chat' })).toBe(1);
+    expect(out.sum(METRICS.requests.name, { [ATTR.queue]: 'embed' })).toBe(2);
+    expect(out.sum(METRICS.requests.name)).toBe(3);
+    expect(out.values(METRICS.requests.name, ATTR.model)).toEqual(['/chat/infer', '/embed/infer']);
+  });
+
+  it('tracks a request once when the plugin is registered in an enclosing scope too', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor, queue: 'outer' });
+    await app.register(async (scope) => {
+      await scope.register(inferSignal, { monitor, queue: 'inner' });
+      scope.get('/v1/infer', async () => ({ ok: true }));
+    });
+    const url = await start(app);
+    await (await fetch(`${url}/v1/infer`)).arrayBuffer();
+    await until(() => monitor.snapshot().queues.outer.completed === 1, 2000, 'completion');
+    await sleep(10);
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name)).toBe(1);
+    expect(out.sum(METRICS.requests.name, { [ATTR.queue]: 'outer' })).toBe(1);
+    expect(monitor.snapshot().queues.inner.waiting).toBe(0);
+  });
+
+  it('frees the place of a client that leaves while waiting in run()', async () => {
+    const { app, monitor, reader } = setup();
+    const release = gate();
+    let ran = 0;
+    await app.register(inferSignal, { monitor, queueOptions: { capacity: 8, concurrency: 1 } });
+    app.get('/v1/infer', async (request, reply) => {
+      try {
+        await request.inferSignal!.run(async () => {
+          ran++;
+          await release.wait;
+        });
+        return { ok: true };
+      } catch {
+        return reply.code(503).send();
+      }
+    });
+    const url = await start(app);
+    const first = fetch(`${url}/v1/infer`);
+    await until(() => monitor.snapshot().queues.http.inFlight === 1, 5000, 'first in flight');
+    const controller = new AbortController();
+    const second = fetch(`${url}/v1/infer`, { signal: controller.signal }).catch((error: Error) => error);
+    await until(() => monitor.snapshot().queues.http.waiting === 1, 5000, 'second waiting');
+    controller.abort();
+    await until(() => monitor.snapshot().queues.http.waiting === 0, 5000, 'second gone');
+    release.open();
+    expect((await first).status).toBe(200);
+    expect(await second).toBeInstanceOf(Error);
+    await until(() => monitor.snapshot().queues.http.completed === 2, 2000, 'completions');
+
+    expect(ran).toBe(1);
+    const out = await collect(reader);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'cancelled' })).toBe(1);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(1);
+    expect(out.count(METRICS.queueWait.name)).toBe(1);
+  });
+});
+
+describe('Fastify plugin options', () => {
+  it('rejects bad options at registration, naming the field', async () => {
+    const monitor = createMonitor({ detectorIntervalMs: 0 });
+    for (const [options, field] of [
+      [{ monitor, shedd: true }, /options\.shedd/],
+      [{ monitor, errorStatus: 42 }, /options\.errorStatus/],
+      [{ monitor, model: 'llama' }, /options\.model/],
+      [{ monitor, readiness: { path: 'ready' } }, /options\.readiness\.path/],
+      [{}, /options\.monitor/],
+    ] as const) {
+      const instance = Fastify();
+      await expect(instance.register(inferSignal, options as never).ready()).rejects.toThrow(field);
+      await instance.close();
+    }
+  });
+});
