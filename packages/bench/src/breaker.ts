@@ -1,22 +1,19 @@
 import type { EventEmitter } from 'node:events';
 import type { Attributes, Counter, Gauge, Meter } from '@opentelemetry/api';
-import type { Level, Monitor } from '@infersignal/core';
+import { ATTR, METRICS, type Level, type Monitor } from '@infersignal/core';
 import CircuitBreaker from 'opossum';
 
-/**
- * Instruments this file adds (not in core's names.ts yet; the lead adds them there):
- * state gauge (0 closed, 1 half-open, 2 open), transitions counter, calls counter.
- */
+/** The breaker's instruments; names live in core's names file with every other metric. */
 export const BREAKER_METRICS = {
-  state: { name: 'infersignal.breaker.state', unit: '1', description: 'Circuit breaker state: 0 closed, 1 half-open, 2 open.' },
-  transitions: { name: 'infersignal.breaker.transitions', unit: '{transition}', description: 'Circuit breaker state changes, by the state entered.' },
-  calls: { name: 'infersignal.breaker.calls', unit: '{call}', description: 'Calls through the circuit breaker, by result (success, failure, timeout, reject).' },
+  state: METRICS.breakerState,
+  transitions: METRICS.breakerTransitions,
+  calls: METRICS.breakerCalls,
 } as const;
 
 export const BREAKER_ATTR = {
-  name: 'infersignal.breaker.name',
-  to: 'infersignal.breaker.to',
-  result: 'infersignal.breaker.result',
+  name: ATTR.breakerName,
+  to: ATTR.breakerTo,
+  result: ATTR.breakerResult,
 } as const;
 
 /** The signal a breaker reports to the monitor (`monitor.report`). */
