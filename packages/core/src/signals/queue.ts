@@ -54,8 +54,12 @@ class RequestTicket implements Ticket {
     const ctx = queue.ctx;
     this.arrival = ctx.clock();
     if (ctx.tracer) {
-      this.parent = context.active();
-      this.queueSpan = ctx.tracer.startSpan(SPANS.queue, { attributes: slot.waitAttributes }, this.parent);
+      try {
+        this.parent = context.active();
+        this.queueSpan = ctx.tracer.startSpan(SPANS.queue, { attributes: slot.waitAttributes }, this.parent);
+      } catch (error) {
+        ctx.internalError('ticket.span', error);
+      }
     }
   }
 
