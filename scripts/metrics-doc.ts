@@ -56,7 +56,7 @@ The queue and inference spans are siblings under the request span rather
 than parent and child, because the queue span has ended when inference
 starts; each span's duration is then exactly the phase it names.
 
-## Bucket sets (seconds)
+## Bucket sets (seconds, except \`requestsPerConnection\`: requests)
 
 | set | boundaries |
 |---|---|

@@ -15,3 +15,5 @@ export type { LinearFit, } from './detectors/drift';
 export type { ThresholdLevels } from './detectors/threshold';
 export { FixedHistogram } from './aggregates/histogram';
 export { slackBody } from './alerts/webhook';
+export { instrumentServer } from './signals/connections';
+export type { InstrumentServerOptions, ServerInstrumentation, InstrumentableServer } from './signals/connections';

@@ -37,7 +37,7 @@ const OPTION_KEYS = new Set([
 ]);
 const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
-const LABEL_ATTRIBUTE: Record<string, string> = { queue: ATTR.queue, model: ATTR.model, source: ATTR.memorySource };
+const LABEL_ATTRIBUTE: Record<string, string> = { queue: ATTR.queue, model: ATTR.model, source: ATTR.memorySource, server: ATTR.server };
 const MAX_ERROR_SOURCES = 64;
 
 function positiveInteger(field: string, value: unknown, fallback: number): number {

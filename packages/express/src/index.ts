@@ -4,3 +4,6 @@ export type { InferSignalRequest } from './request-signal';
 export type { SseEvent, SseOptions, SseStream } from './sse';
 export { readinessHandler, readinessRouter } from './readiness';
 export type { ReadinessOptions } from './readiness';
+// Connection and TLS signals of the server `app.listen()` returns; the logic lives in core, shared with the Fastify plugin.
+export { instrumentServer } from '@infersignal/core';
+export type { InstrumentServerOptions, ServerInstrumentation } from '@infersignal/core';

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import { InferSignalConfigError, type Monitor, type QueueOptions, type QueueTracker } from '@infersignal/core';
+import { InferSignalConfigError, instrumentServer, type InstrumentServerOptions, type Monitor, type QueueOptions, type QueueTracker } from '@infersignal/core';
 import { readinessHandler } from './readiness';
 import { RequestSignal, type InferSignalRequest, type Shared } from './request-signal';
 
@@ -23,6 +23,13 @@ export interface InferSignalFastifyOptions {
   autoStart?: boolean;
   /** Also register `GET <path>` (default `/healthz/ready`): 503 while CRITICAL, 200 + snapshot otherwise. */
   readiness?: boolean | { path?: string };
+  /**
+   * Instrument `fastify.server` (HTTP or HTTPS): open connections against
+   * capacity (`server.maxConnections` unless `capacity` is given), rejected
+   * connections, keep-alive reuse, TLS handshakes. `true` uses the defaults.
+   * Default false.
+   */
+  connections?: boolean | InstrumentServerOptions;
 }
 
 declare module 'fastify' {
@@ -39,7 +46,7 @@ declare module 'fastify' {
   }
 }
 
-const OPTION_KEYS = new Set(['monitor', 'queue', 'queueOptions', 'model', 'shed', 'errorStatus', 'autoStart', 'readiness']);
+const OPTION_KEYS = new Set(['monitor', 'queue', 'queueOptions', 'model', 'shed', 'errorStatus', 'autoStart', 'readiness', 'connections']);
 const SOURCE = 'fastify';
 /** 503 body for a shed request; the same bytes every time. */
 const SHED_BODY = JSON.stringify({ error: 'overloaded', message: 'The server is at critical backpressure; retry later.' });
@@ -67,6 +74,10 @@ function validate(options: InferSignalFastifyOptions): void {
     if (readiness.path !== undefined && (typeof readiness.path !== 'string' || !readiness.path.startsWith('/'))) {
       throw new InferSignalConfigError('options.readiness.path', `must be a path starting with "/", got ${JSON.stringify(readiness.path)}`);
     }
+  }
+  const connections = options.connections;
+  if (connections !== undefined && typeof connections !== 'boolean' && (typeof connections !== 'object' || connections === null)) {
+    throw new InferSignalConfigError('options.connections', 'must be a boolean or instrumentServer options ({ capacity, name, saturationWarn, saturationCritical, reuseWindow })');
   }
 }
 
@@ -154,6 +165,20 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
     (request.inferSignal as RequestSignal | null)?.errored();
     next();
   });
+
+  if (options.connections) {
+    try {
+      // At registration rather than onReady, so a bad option fails registration like the others; the server object is
+      // the same, and its maxConnections is read at every connection, so setting it later still counts.
+      const instrumentation = instrumentServer(monitor, fastify.server, options.connections === true ? {} : options.connections);
+      fastify.addHook('onClose', (_instance, next) => {
+        instrumentation.stop();
+        next();
+      });
+    } catch (error) {
+      return done(error as Error);
+    }
+  }
 
   if (options.readiness) {
     const path = (typeof options.readiness === 'object' ? options.readiness.path : undefined) ?? '/healthz/ready';

@@ -1,0 +1,442 @@
+import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, Observable, ObservableGauge } from '@opentelemetry/api';
+import type { Server as HttpServer, IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Server as TlsServer, type TLSSocket } from 'node:tls';
+import { InferSignalConfigError } from '../config';
+import { ThresholdDetector } from '../detectors/threshold';
+import { ATTR, HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec } from '../names';
+import type { Level, Monitor } from '../types';
+
+/**
+ * Connection and TLS signals of an `http`/`https` server: the protocol-layer
+ * precursors of a P99 glitch. A server at its connection limit turns new
+ * clients away at accept (Node closes the socket: the client sees
+ * ECONNRESET) before any request-level signal can see them, and slow or
+ * failing TLS handshakes cost CPU on the same event loop that runs
+ * inference. Everything here hangs off per-connection events; the only
+ * per-request work is one WeakMap lookup and a counter increment.
+ *
+ * Built on the monitor's public API only (meter, report, internalError),
+ * so the HTTP adapters share this one implementation.
+ */
+
+export interface InstrumentServerOptions {
+  /**
+   * Connections the server is sized for. Default: `server.maxConnections`,
+   * read at every connection event (so setting it after this call works).
+   * Without either, open connections are counted but saturation is not judged.
+   */
+  capacity?: number;
+  /** `infersignal.server.name` attribute and alert label. Default `https` for TLS servers, else `http`. Unique per monitor. */
+  name?: string;
+  /** open / capacity above which the `connections` signal is WARN (default 0.85). */
+  saturationWarn?: number;
+  /** open / capacity above which it is CRITICAL (default 0.95). */
+  saturationCritical?: number;
+  /** Requests (keep-alive reuse) and handshakes (TLS session reuse) the reuse shares are computed over (default 1000). */
+  reuseWindow?: number;
+}
+
+/** Live counts of one instrumented server (the same numbers the gauges and counters export). */
+export interface ServerInstrumentation {
+  readonly name: string;
+  readonly tls: boolean;
+  readonly open: number;
+  readonly opened: number;
+  readonly rejected: number;
+  /** undefined when neither `capacity` nor `server.maxConnections` is set. */
+  readonly capacity: number | undefined;
+  /** Level of the `connections` signal. */
+  readonly level: Level;
+  readonly handshakes: number;
+  readonly handshakeFailures: number;
+  /** Keep-alive reuse share over the window; NaN before the first request. */
+  readonly reuseRatio: number;
+  /** TLS session reuse share over the window; NaN before the first handshake (and on plain HTTP). */
+  readonly sessionReuseRatio: number;
+  /** Removes the listeners and stops observing this server's gauges (also done on the server's `close`). Idempotent. */
+  stop(): void;
+}
+
+/** What `instrumentServer` needs of a server: `http.Server` and `https.Server` both fit. */
+export type InstrumentableServer = HttpServer;
+
+const SIGNAL = 'connections';
+const OPTION_KEYS = new Set(['capacity', 'name', 'saturationWarn', 'saturationCritical', 'reuseWindow']);
+const MAX_SERVERS = 64;
+/** Distinct TLS error codes kept per server before they fold into `_other`. */
+const MAX_ERROR_TYPES = 32;
+/** Handshakes timed at once; past it (a SYN flood on the TLS port) new ones go untimed rather than grow the map. */
+const MAX_PENDING_HANDSHAKES = 10_000;
+
+/** Share of `true` over the last `size` pushes, in O(1) per push and fixed memory. */
+class ShareWindow {
+  private readonly bits: Uint8Array;
+  private next = 0;
+  private count = 0;
+  private ones = 0;
+
+  constructor(size: number) {
+    this.bits = new Uint8Array(size);
+  }
+
+  push(value: boolean): void {
+    const bit = value ? 1 : 0;
+    if (this.count === this.bits.length) this.ones -= this.bits[this.next]!;
+    else this.count++;
+    this.bits[this.next] = bit;
+    this.ones += bit;
+    this.next = (this.next + 1) % this.bits.length;
+  }
+
+  get ratio(): number {
+    return this.count === 0 ? Number.NaN : this.ones / this.count;
+  }
+}
+
+/** One accepted connection. For TLS, the raw socket and the TLSSocket share it. */
+interface Connection {
+  /** performance.now() at TCP accept. */
+  readonly acceptedAt: number;
+  requests: number;
+  /** Key in the pending-handshake map while the handshake runs. */
+  handshakeKey: string | undefined;
+}
+
+/** The instruments, and the servers whose gauges one batch callback reports, per monitor. */
+interface Registry {
+  readonly opened: Counter;
+  readonly rejected: Counter;
+  readonly requests: Histogram;
+  readonly handshakeDuration: Histogram;
+  readonly handshakeFailures: Counter;
+  readonly open: ObservableGauge;
+  readonly capacity: ObservableGauge;
+  readonly reuse: ObservableGauge;
+  readonly sessionReuse: ObservableGauge;
+  readonly byName: Map<string, ServerTracker>;
+}
+
+const registries = new WeakMap<Monitor, Registry>();
+const trackers = new WeakMap<object, ServerTracker>();
+
+function histogram(meter: Meter, spec: InstrumentSpec): Histogram {
+  const boundaries = HISTOGRAM_BUCKETS[spec.name];
+  return meter.createHistogram(spec.name, {
+    unit: spec.unit,
+    description: spec.description,
+    ...(boundaries ? { advice: { explicitBucketBoundaries: [...boundaries] } } : {}),
+  });
+}
+
+function registryOf(monitor: Monitor): Registry {
+  let registry = registries.get(monitor);
+  if (registry) return registry;
+  const meter = monitor.meter;
+  const counter = (spec: InstrumentSpec) => meter.createCounter(spec.name, { unit: spec.unit, description: spec.description });
+  const gauge = (spec: InstrumentSpec) => meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
+  const created: Registry = {
+    opened: counter(METRICS.connectionsOpened),
+    rejected: counter(METRICS.connectionsRejected),
+    requests: histogram(meter, METRICS.connectionsRequests),
+    handshakeDuration: histogram(meter, METRICS.tlsHandshakeDuration),
+    handshakeFailures: counter(METRICS.tlsHandshakeFailures),
+    open: gauge(METRICS.connectionsOpen),
+    capacity: gauge(METRICS.connectionsCapacity),
+    reuse: gauge(METRICS.connectionsReuseRatio),
+    sessionReuse: gauge(METRICS.tlsSessionReuseRatio),
+    byName: new Map(),
+  };
+  meter.addBatchObservableCallback(
+    (result: BatchObservableResult) => {
+      for (const tracker of created.byName.values()) {
+        try {
+          tracker.observe(result);
+        } catch (error) {
+          monitor.internalError('connections.observe', error);
+        }
+      }
+    },
+    [created.open, created.capacity, created.reuse, created.sessionReuse] as Observable[],
+  );
+  registries.set(monitor, created);
+  return created;
+}
+
+function ratioOption(options: InstrumentServerOptions, key: 'saturationWarn' | 'saturationCritical', fallback: number): number {
+  const value = options[key];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
+    throw new InferSignalConfigError(`connections.${key}`, `must be a number > 0 (a share of capacity), got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function positiveIntegerOption(options: InstrumentServerOptions, key: 'capacity' | 'reuseWindow'): number | undefined {
+  const value = options[key];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new InferSignalConfigError(`connections.${key}`, `must be an integer >= 1, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+class ServerTracker implements ServerInstrumentation {
+  readonly tls: boolean;
+  open = 0;
+  opened = 0;
+  rejected = 0;
+  handshakes = 0;
+  handshakeFailures = 0;
+  private reported: Level = 'ok';
+  private stopped = false;
+  private readonly configuredCapacity: number | undefined;
+  private readonly warn: number;
+  private readonly critical: number;
+  private readonly detector: ThresholdDetector;
+  private readonly reuse: ShareWindow;
+  private readonly sessionReuse: ShareWindow;
+  /** Raw socket and TLSSocket → their connection. A WeakMap rather than a property, so Node's socket shapes stay as they are. */
+  private readonly connections = new WeakMap<Socket, Connection>();
+  /** remoteAddress|remotePort → connection whose handshake is running (the TLSSocket is a new object; the peer is what they share). */
+  private readonly pending = new Map<string, Connection>();
+  private readonly attributes: Attributes;
+  private readonly errorAttributes = new Map<string, Attributes>();
+  private readonly labels: Record<string, string>;
+
+  constructor(
+    private readonly monitor: Monitor,
+    private readonly registry: Registry,
+    private readonly server: InstrumentableServer,
+    readonly name: string,
+    options: InstrumentServerOptions,
+  ) {
+    this.tls = server instanceof TlsServer;
+    this.configuredCapacity = positiveIntegerOption(options, 'capacity');
+    this.warn = ratioOption(options, 'saturationWarn', 0.85);
+    this.critical = ratioOption(options, 'saturationCritical', 0.95);
+    if (this.critical < this.warn) throw new InferSignalConfigError('connections.saturationCritical', `must be >= saturationWarn (${this.warn}), got ${this.critical}`);
+    const window = positiveIntegerOption(options, 'reuseWindow') ?? 1000;
+    this.reuse = new ShareWindow(window);
+    this.sessionReuse = new ShareWindow(window);
+    this.detector = new ThresholdDetector({ warn: this.warn, critical: this.critical, hysteresis: 0.1 });
+    this.attributes = { [ATTR.server]: name };
+    this.labels = { server: name };
+    const tracker = this;
+    this.onSocketClose = function (this: Socket) {
+      tracker.socketClosed(this);
+    };
+    server.on('connection', this.onConnection);
+    server.on('request', this.onRequest);
+    server.on('drop', this.onDrop);
+    server.on('close', this.onServerClose);
+    if (this.tls) {
+      server.on('secureConnection', this.onSecureConnection);
+      server.on('tlsClientError', this.onTlsClientError);
+    }
+  }
+
+  get capacity(): number | undefined {
+    if (this.configuredCapacity !== undefined) return this.configuredCapacity;
+    const max = this.server.maxConnections;
+    return typeof max === 'number' && max > 0 && Number.isFinite(max) ? max : undefined;
+  }
+
+  get level(): Level {
+    return this.reported;
+  }
+
+  get reuseRatio(): number {
+    return this.reuse.ratio;
+  }
+
+  get sessionReuseRatio(): number {
+    return this.sessionReuse.ratio;
+  }
+
+  // Listeners are arrow properties: one function per server, none per connection.
+
+  private readonly onConnection = (socket: Socket): void => {
+    try {
+      const connection: Connection = { acceptedAt: performance.now(), requests: 0, handshakeKey: undefined };
+      this.connections.set(socket, connection);
+      this.open++;
+      this.opened++;
+      this.registry.opened.add(1, this.attributes);
+      if (this.tls && this.pending.size < MAX_PENDING_HANDSHAKES && socket.remoteAddress !== undefined) {
+        connection.handshakeKey = `${socket.remoteAddress}|${socket.remotePort}`;
+        this.pending.set(connection.handshakeKey, connection);
+      }
+      socket.on('close', this.onSocketClose);
+      this.evaluate();
+    } catch (error) {
+      this.monitor.internalError('connections', error);
+    }
+  };
+
+  /** Socket `close` listener: Node calls it with the socket as `this` (its argument is hadError). Made once per server. */
+  private readonly onSocketClose: (this: Socket) => void;
+
+  private socketClosed(socket: Socket): void {
+    try {
+      const connection = this.connections.get(socket);
+      if (!connection) return;
+      this.connections.delete(socket);
+      this.open--;
+      this.endHandshake(connection);
+      if (connection.requests > 0) this.registry.requests.record(connection.requests, this.attributes);
+      this.evaluate();
+    } catch (error) {
+      this.monitor.internalError('connections', error);
+    }
+  }
+
+  /** Per request: the only hot-path work of this file. */
+  private readonly onRequest = (request: IncomingMessage): void => {
+    const connection = this.connections.get(request.socket);
+    if (connection === undefined) return; // accepted before instrumentServer() was called
+    this.reuse.push(connection.requests > 0);
+    connection.requests++;
+  };
+
+  private readonly onDrop = (): void => {
+    try {
+      this.rejected++;
+      this.registry.rejected.add(1, this.attributes);
+      this.evaluate();
+    } catch (error) {
+      this.monitor.internalError('connections', error);
+    }
+  };
+
+  private readonly onSecureConnection = (socket: TLSSocket): void => {
+    try {
+      const connection = this.pending.get(`${socket.remoteAddress}|${socket.remotePort}`);
+      if (connection === undefined) return;
+      this.endHandshake(connection);
+      this.connections.set(socket, connection);
+      this.handshakes++;
+      const seconds = (performance.now() - connection.acceptedAt) / 1000;
+      if (seconds >= 0) this.registry.handshakeDuration.record(seconds, this.attributes);
+      this.sessionReuse.push(socket.isSessionReused());
+    } catch (error) {
+      this.monitor.internalError('connections.tls', error);
+    }
+  };
+
+  private readonly onTlsClientError = (error: Error & { code?: unknown }, socket: TLSSocket): void => {
+    try {
+      const connection = this.pending.get(`${socket.remoteAddress}|${socket.remotePort}`);
+      if (connection !== undefined) this.endHandshake(connection);
+      this.handshakeFailures++;
+      this.registry.handshakeFailures.add(1, this.errorAttributesOf(typeof error?.code === 'string' ? error.code : error?.name ?? 'unknown'));
+    } catch (caught) {
+      this.monitor.internalError('connections.tls', caught);
+    }
+  };
+
+  private readonly onServerClose = (): void => {
+    this.stop();
+  };
+
+  private endHandshake(connection: Connection): void {
+    const key = connection.handshakeKey;
+    if (key === undefined) return;
+    connection.handshakeKey = undefined;
+    // The peer's port may already be in use by a newer connection's handshake: delete only our own entry.
+    if (this.pending.get(key) === connection) this.pending.delete(key);
+  }
+
+  private errorAttributesOf(type: string): Attributes {
+    let attributes = this.errorAttributes.get(type);
+    if (attributes) return attributes;
+    const capped = this.errorAttributes.size >= MAX_ERROR_TYPES;
+    const key = capped ? '_other' : type;
+    attributes = this.errorAttributes.get(key) ?? { [ATTR.server]: this.name, [ATTR.errorType]: key };
+    // '_other' may take the one slot past the cap; nothing else is added.
+    this.errorAttributes.set(key, attributes);
+    return attributes;
+  }
+
+  /** Saturation: open / capacity through a threshold detector with 10 % hysteresis; an alert only on a level change. */
+  private evaluate(): void {
+    if (this.stopped) return;
+    const capacity = this.capacity;
+    if (capacity === undefined) return;
+    const ratio = this.open / capacity;
+    const level = this.detector.update(ratio, performance.now());
+    if (level === this.reported) return;
+    this.reported = level;
+    this.monitor.report(SIGNAL, level, ratio, level === 'critical' ? this.critical : this.warn, this.labels,
+      level === 'ok'
+        ? undefined
+        : `server ${this.name}: ${this.open} of ${capacity} connections open (${Math.round(ratio * 100)} %), ${this.rejected} rejected at the limit so far`);
+  }
+
+  observe(result: BatchObservableResult): void {
+    const r = this.registry;
+    result.observe(r.open, this.open, this.attributes);
+    const capacity = this.capacity;
+    if (capacity !== undefined) result.observe(r.capacity, capacity, this.attributes);
+    const reuse = this.reuse.ratio;
+    if (!Number.isNaN(reuse)) result.observe(r.reuse, reuse, this.attributes);
+    const session = this.sessionReuse.ratio;
+    if (!Number.isNaN(session)) result.observe(r.sessionReuse, session, this.attributes);
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    const server = this.server;
+    server.off('connection', this.onConnection);
+    server.off('request', this.onRequest);
+    server.off('drop', this.onDrop);
+    server.off('close', this.onServerClose);
+    server.off('secureConnection', this.onSecureConnection);
+    server.off('tlsClientError', this.onTlsClientError);
+    this.pending.clear();
+    if (this.registry.byName.get(this.name) === this) this.registry.byName.delete(this.name);
+    trackers.delete(server);
+    // A stopped server must not leave its alert active for ever.
+    if (this.reported !== 'ok') {
+      this.reported = 'ok';
+      this.monitor.report(SIGNAL, 'ok', 0, this.warn, this.labels);
+    }
+  }
+}
+
+/**
+ * Instruments an `http.Server` or `https.Server`: open connections against
+ * capacity (`server.maxConnections` or `options.capacity`), connections
+ * accepted and rejected at the limit, requests per connection, keep-alive
+ * reuse share and, on TLS servers, handshake duration, failures by error
+ * code and session reuse share. Saturation above `saturationWarn` /
+ * `saturationCritical` raises the `connections` signal (label `server`)
+ * like every other signal. Connections accepted before the call are not
+ * counted. Calling it again for the same server returns the same handle.
+ * Invalid options throw an InferSignalConfigError naming the field.
+ */
+export function instrumentServer(monitor: Monitor, server: InstrumentableServer, options: InstrumentServerOptions = {}): ServerInstrumentation {
+  if (typeof monitor?.report !== 'function' || typeof monitor.internalError !== 'function' || monitor.meter === undefined) {
+    throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
+  }
+  if (typeof server?.on !== 'function' || typeof server.address !== 'function' || typeof server.off !== 'function') {
+    throw new InferSignalConfigError('server', 'must be an http.Server or https.Server');
+  }
+  if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('connections', 'options must be an object');
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) throw new InferSignalConfigError(`connections.${key}`, `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`);
+  }
+  const existing = trackers.get(server);
+  if (existing) return existing;
+  const name = options.name ?? (server instanceof TlsServer ? 'https' : 'http');
+  if (typeof name !== 'string' || name === '' || name.length > 64) throw new InferSignalConfigError('connections.name', `must be a non-empty string of at most 64 characters, got ${JSON.stringify(name)}`);
+  const registry = registryOf(monitor);
+  if (registry.byName.has(name)) throw new InferSignalConfigError('connections.name', `"${name}" already names another instrumented server of this monitor; pass a distinct name`);
+  if (registry.byName.size >= MAX_SERVERS) throw new InferSignalConfigError('connections', `more than ${MAX_SERVERS} instrumented servers`);
+  const tracker = new ServerTracker(monitor, registry, server, name, options);
+  registry.byName.set(name, tracker);
+  trackers.set(server, tracker);
+  return tracker;
+}
