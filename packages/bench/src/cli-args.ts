@@ -48,6 +48,7 @@ request
 report
       --metrics URL       Prometheus endpoint of the target, scraped every second
       --json FILE         write the result as JSON
+      --report FILE       write a visual report: FILE.html (self-contained page) or FILE.svg (chart)
       --progress / --no-progress   live line on stderr (default: when a TTY)
       --export k6         print an equivalent k6 script instead of running
       --out FILE          where --export writes (default stdout)
@@ -56,6 +57,8 @@ report
 export interface ParsedBench {
   config: BenchConfig;
   json?: string;
+  /** `--report`: an .html or .svg file. */
+  report?: string;
   exportFormat?: string;
   out?: string;
   help: boolean;
@@ -90,6 +93,7 @@ export function parseBenchArgs(argv: string[]): ParsedBench {
       rpc: { type: 'string' },
       metrics: { type: 'string' },
       json: { type: 'string' },
+      report: { type: 'string' },
       progress: { type: 'boolean' },
       'no-progress': { type: 'boolean' },
       export: { type: 'string' },
@@ -147,5 +151,5 @@ export function parseBenchArgs(argv: string[]): ParsedBench {
     config.grpc = { protoPath: values.proto, service: values.service, method: values.rpc };
   }
   for (const key of Object.keys(config) as (keyof BenchConfig)[]) if (config[key] === undefined) delete config[key];
-  return { config, json: values.json, exportFormat: values.export, out: values.out, help: false };
+  return { config, json: values.json, report: values.report, exportFormat: values.export, out: values.out, help: false };
 }

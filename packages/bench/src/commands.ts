@@ -4,6 +4,7 @@ import { calibrateBreaker } from './calibrate';
 import { BENCH_USAGE, parseBenchArgs, parseDuration } from './cli-args';
 import { exportK6 } from './k6';
 import { formatReport, writeResult } from './report';
+import { reportCommand, reportFormat, writeReport } from './report/index';
 import { runBench } from './runner';
 
 export interface CliIo {
@@ -34,6 +35,8 @@ async function benchCommand(argv: string[], io: CliIo): Promise<number> {
     } else io.stdout(script);
     return 0;
   }
+  // A wrong --report extension fails before the run, not after it.
+  if (parsed.report !== undefined) reportFormat(parsed.report);
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.once('SIGINT', onSigint);
@@ -43,6 +46,10 @@ async function benchCommand(argv: string[], io: CliIo): Promise<number> {
     if (parsed.json) {
       writeResult(parsed.json, result);
       io.stderr(`wrote ${parsed.json}\n`);
+    }
+    if (parsed.report) {
+      writeReport(parsed.report, [result]);
+      io.stderr(`wrote ${parsed.report}\n`);
     }
     return 0;
   } finally {
@@ -104,6 +111,7 @@ async function rulesCommand(argv: string[], io: CliIo): Promise<number> {
 const commands = new Map<string, { handler: CommandHandler; summary: string }>([
   ['bench', { handler: benchCommand, summary: 'load-test an inference endpoint and report alert lead time' }],
   ['calibrate', { handler: calibrateCommand, summary: 'ramp injected failures through a circuit breaker and report where it opens' }],
+  ['report', { handler: reportCommand, summary: 'draw bench results as a self-contained HTML page or SVG chart; two results are overlaid' }],
   ['rules', { handler: rulesCommand, summary: 'generate Prometheus rules, Grafana dashboard, Alertmanager config (@infersignal/rules)' }],
 ]);
 

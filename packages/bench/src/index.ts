@@ -1,5 +1,7 @@
 export { runBench } from './runner';
 export { formatReport, writeResult } from './report';
+export { renderReportHtml, renderReportSvg, writeReport, readResult, SAMPLE_KEYS } from './report/index';
+export type { ReportFormat, ReportRun } from './report/index';
 export { exportK6 } from './k6';
 export { LatencyHistogram } from './histogram';
 export { parseExposition } from './prometheus';

@@ -48,6 +48,7 @@ class Second {
   timeouts = 0;
   readonly latency = new LatencyHistogram();
   readonly levels: Record<string, number> = {};
+  values: Record<string, number> | null = null;
   constructor(readonly stage: number) {}
 }
 
@@ -146,6 +147,14 @@ export class Recorder {
     if (s) s.levels[signal] = Math.max(s.levels[signal] ?? 0, level);
   }
 
+  /** Scraped lane values in the second `now` falls in (the largest of the second wins). */
+  values(values: Record<string, number>, now: number, stage: number): void {
+    const s = this.second(now, stage);
+    if (!s) return;
+    const into = (s.values ??= {});
+    for (const key of Object.keys(values)) into[key] = Math.max(into[key] ?? -Infinity, values[key]);
+  }
+
   stageResult(index: number): StageResult {
     return this.result(this.stages[index], this.plans[index], index);
   }
@@ -199,6 +208,7 @@ export class Recorder {
       p50: s.latency.quantile(0.5),
       p99: s.latency.quantile(0.99),
       levels: { ...s.levels },
+      ...(s.values ? { values: { ...s.values } } : {}),
     }));
   }
 

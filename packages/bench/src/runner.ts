@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { AlertTimeline, leadTimes } from './alerts';
 import { createBodySource } from './bodies';
-import { BenchConfigError, parseTarget, planStages, resolveKind, resolveLimits } from './config';
+import { BenchConfigError, DEFAULTS, parseTarget, planStages, resolveKind, resolveLimits } from './config';
+import { GaugeSampler } from './gauge-samples';
 import { assertTargetAllowed } from './guard';
 import { createHttpTransport } from './http/http-transport';
 import { ProgressLine } from './progress';
@@ -46,6 +47,14 @@ export async function runBench(config: BenchConfig): Promise<BenchResult> {
   } finally {
     await transport.close();
   }
+}
+
+/** The result file may be shared: user:password in a URL stays out of it. */
+function withoutCredentials(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString();
 }
 
 class Run implements SlotEvents {
@@ -107,10 +116,13 @@ class Run implements SlotEvents {
         });
       }
       if (this.config.metricsUrl) {
+        const sampler = new GaugeSampler();
         scraper = startScraper(this.config.metricsUrl, this.limits.scrapeIntervalMs, (samples) => {
           const now = performance.now();
           this.alerts.observeScrape(samples, now - this.start);
           this.markLevels(now);
+          const values = sampler.observe(samples);
+          if (Object.keys(values).length) this.recorder.values(values, now, Math.max(0, this.stage));
         });
       }
       this.config.signal?.addEventListener('abort', onAbort, { once: true });
@@ -171,6 +183,19 @@ class Run implements SlotEvents {
       firstFailure: failure,
       leadTimes: leadTimes(this.alerts.records, failure),
       scrapeErrors: scraper?.errors ?? 0,
+      settings: {
+        method: this.kind === 'grpc' ? 'grpc' : (this.config.method ?? 'POST'),
+        arrival: this.limits.arrival,
+        seed: this.limits.seed,
+        timeoutMs: this.limits.timeoutMs,
+        maxConnections: this.limits.maxConnections,
+        maxRequests: this.limits.maxRequests,
+        maxDurationMs: this.config.maxDurationMs ?? DEFAULTS.maxDurationMs,
+        streaming: this.transport.streaming,
+        metricsUrl: this.config.metricsUrl ? withoutCredentials(this.config.metricsUrl) : null,
+        scrapeIntervalMs: this.config.metricsUrl ? this.limits.scrapeIntervalMs : null,
+        alertCallback: typeof this.config.subscribeAlerts === 'function',
+      },
     };
   }
 

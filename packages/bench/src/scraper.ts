@@ -1,4 +1,4 @@
-import { WATCHED_METRICS } from './alerts';
+import { SCRAPED_METRICS } from './gauge-samples';
 import { parseExposition, type PromSample } from './prometheus';
 
 export interface Scraper {
@@ -26,7 +26,7 @@ export function startScraper(url: string, intervalMs: number, onSamples: (sample
         await response.body?.cancel();
         return;
       }
-      onSamples(parseExposition(await response.text(), WATCHED_METRICS));
+      onSamples(parseExposition(await response.text(), SCRAPED_METRICS));
     } catch {
       errors++;
     }

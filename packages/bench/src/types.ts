@@ -181,6 +181,14 @@ export interface TimelinePoint {
   p99: number;
   /** Signal levels seen this second (scrape or callback), worst per signal: 0 ok, 1 warn, 2 critical. */
   levels: Record<string, number>;
+  /**
+   * Values scraped this second for the report's signal lanes, largest of the
+   * second (keys: `queue_wait_mean_s`, `queue_occupancy`, `queue_utilization`,
+   * `stream_interrupted_ratio`, `model_load_spikes`, `memory_allocated_bytes`,
+   * `memory_reserved_bytes`, `memory_fragmentation`, `event_loop_delay_p99_s`).
+   * Absent without `metricsUrl`, and in results written before it existed.
+   */
+  values?: Record<string, number>;
 }
 
 export interface AlertRecord {
@@ -210,6 +218,23 @@ export interface LeadTime {
   text: string;
 }
 
+/** The settings a run resolved (defaults filled in), for the report's configuration table. */
+export interface RunSettings {
+  method: string;
+  arrival: 'constant' | 'poisson';
+  seed: number;
+  timeoutMs: number;
+  maxConnections: number;
+  maxRequests: number;
+  maxDurationMs: number;
+  streaming: boolean;
+  /** The scraped Prometheus endpoint, or null. */
+  metricsUrl: string | null;
+  scrapeIntervalMs: number | null;
+  /** Whether in-process alerts were subscribed (`subscribeAlerts`). */
+  alertCallback: boolean;
+}
+
 export interface BenchResult {
   tool: '@infersignal/bench';
   target: string;
@@ -226,4 +251,6 @@ export interface BenchResult {
   leadTimes: LeadTime[];
   /** Scrapes that failed (the run goes on without them). */
   scrapeErrors: number;
+  /** Absent in results written before it existed. */
+  settings?: RunSettings;
 }

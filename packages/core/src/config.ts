@@ -102,8 +102,16 @@ export interface EventLoopThresholds {
   backpressure: boolean;
 }
 
+export interface ConnectionThresholds {
+  /** Open connections / capacity above which the `connections` signal is WARN. */
+  saturationWarn: number;
+  /** Open connections / capacity above which it is CRITICAL. */
+  saturationCritical: number;
+}
+
 export interface Thresholds {
   queue: QueueThresholds;
+  connections: ConnectionThresholds;
   capacity: CapacityThresholds;
   eventLoop: EventLoopThresholds;
   modelLoad: ModelLoadThresholds;
@@ -136,6 +144,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     trendWindowSeconds: 30,
     backpressure: false,
   },
+  connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
   eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
   modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {} },
   stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
@@ -169,6 +178,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     backpressure: 'boolean',
   },
   eventLoop: { delayWarnSeconds: 'positive', delayCriticalSeconds: 'positive', sampleIntervalMs: 'positive', backpressure: 'boolean' },
+  connections: { saturationWarn: 'ratio', saturationCritical: 'ratio' },
   queue: {
     occupancyWarn: 'ratio',
     occupancyCritical: 'ratio',
@@ -278,6 +288,9 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
   }
   if (t.capacity.utilizationWarn >= t.capacity.utilizationCritical) {
     throw new InferSignalConfigError(`${prefix}.capacity.utilizationWarn`, `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical})`);
+  }
+  if (t.connections.saturationWarn >= t.connections.saturationCritical) {
+    throw new InferSignalConfigError(`${prefix}.connections.saturationWarn`, `must be below connections.saturationCritical (${t.connections.saturationCritical})`);
   }
   if (t.eventLoop.delayWarnSeconds >= t.eventLoop.delayCriticalSeconds) {
     throw new InferSignalConfigError(`${prefix}.eventLoop.delayWarnSeconds`, `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds})`);

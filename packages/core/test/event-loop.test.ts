@@ -25,10 +25,11 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
   const reader = new TestReader();
   const alerts: AlertEvent[] = [];
   const backpressureAtLoopAlert: Level[] = [];
+  const warnings: string[] = [];
   monitor = createMonitor({
     meterProvider: new MeterProvider({ readers: [reader] }),
     detectorIntervalMs: 250,
-    logger: { warn() {} },
+    logger: { warn: (m) => warnings.push(m) },
     thresholds: { eventLoop: { delayWarnSeconds: 0.1, sampleIntervalMs: 250 }, glitch: { deltaSeconds: 0.1, windowSeconds: 10, minSamples: 20 } },
     onAlert: (event) => {
       alerts.push(event);
@@ -46,21 +47,22 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
   }
   await Promise.all(pending);
   await sleep(600);
-  return { alerts, backpressureAtLoopAlert, metrics: await collect(reader) };
+  return { alerts, backpressureAtLoopAlert, warnings, metrics: await collect(reader) };
 }
 
 describe('event loop and P99-glitch attribution', () => {
   it('a handler that blocks the loop for 200 ms: loop delay P99 over threshold, backpressure WARN, glitch names the event loop', async () => {
-    const { alerts, backpressureAtLoopAlert, metrics } = await drive(() => {}, (i) => {
+    const { alerts, backpressureAtLoopAlert, warnings, metrics } = await drive(() => {}, (i) => {
       if (i === 300) busyWait(200);
     });
+    const trail = alerts.map((a) => `${a.signal}:${a.level}:${a.value.toFixed(3)}:${String(a.details?.cause ?? '')}`).join(' | ') + ' ' + warnings.join(' / ');
     const loop = alerts.find((a) => a.signal === 'event_loop' && a.level !== 'ok');
-    expect(loop).toBeDefined();
+    expect(loop, trail).toBeDefined();
     expect(loop!.value).toBeGreaterThan(0.1);
     expect(backpressureAtLoopAlert[0]).not.toBe('ok');
     const glitch = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn');
-    expect(glitch).toBeDefined();
-    expect(glitch!.details?.cause).toBe('event_loop_delay');
+    expect(glitch, trail).toBeDefined();
+    expect(glitch!.details?.cause, trail).toBe('event_loop_delay');
     expect(glitch!.message).toContain('likely cause: event_loop_delay');
     const factors = glitch!.details?.factors as Record<string, { zScore: number }>;
     expect(factors.event_loop_delay.zScore).toBeGreaterThan(factors.queue_occupancy.zScore);

@@ -30,9 +30,9 @@ export interface InstrumentServerOptions {
   capacity?: number;
   /** `infersignal.server.name` attribute and alert label. Default `https` for TLS servers, else `http`. Unique per monitor. */
   name?: string;
-  /** open / capacity above which the `connections` signal is WARN (default 0.85). */
+  /** open / capacity above which the `connections` signal is WARN (default thresholds.connections.saturationWarn, 0.85). */
   saturationWarn?: number;
-  /** open / capacity above which it is CRITICAL (default 0.95). */
+  /** open / capacity above which it is CRITICAL (default thresholds.connections.saturationCritical, 0.95). */
   saturationCritical?: number;
   /** Requests (keep-alive reuse) and handshakes (TLS session reuse) the reuse shares are computed over (default 1000). */
   reuseWindow?: number;
@@ -214,8 +214,9 @@ class ServerTracker implements ServerInstrumentation {
   ) {
     this.tls = server instanceof TlsServer;
     this.configuredCapacity = positiveIntegerOption(options, 'capacity');
-    this.warn = ratioOption(options, 'saturationWarn', 0.85);
-    this.critical = ratioOption(options, 'saturationCritical', 0.95);
+    // Defaults from the monitor's thresholds (one source: the rules generator reads the same).
+    this.warn = ratioOption(options, 'saturationWarn', monitor.thresholds.connections.saturationWarn);
+    this.critical = ratioOption(options, 'saturationCritical', monitor.thresholds.connections.saturationCritical);
     if (this.critical < this.warn) throw new InferSignalConfigError('connections.saturationCritical', `must be >= saturationWarn (${this.warn}), got ${this.critical}`);
     const window = positiveIntegerOption(options, 'reuseWindow') ?? 1000;
     this.reuse = new ShareWindow(window);

@@ -83,10 +83,12 @@ export class EventLoopSignal {
   sample(): void {
     try {
       const now = this.ctx.clock();
-      if (this.delay.count > 0) {
-        this.p50 = this.delay.percentile(50) / 1e9;
-        this.p99 = Math.max(this.delay.percentile(99) / 1e9, this.lateness);
-        this.max = Math.max(this.delay.max / 1e9, this.lateness);
+      // A block longer than the period can leave libuv's histogram empty: the lateness still counts.
+      const sampled = this.delay.count > 0;
+      if (sampled || this.lateness > 0) {
+        this.p50 = sampled ? this.delay.percentile(50) / 1e9 : this.lateness;
+        this.p99 = Math.max(sampled ? this.delay.percentile(99) / 1e9 : 0, this.lateness);
+        this.max = Math.max(sampled ? this.delay.max / 1e9 : 0, this.lateness);
       }
       this.lateness = 0;
       this.delay.reset();

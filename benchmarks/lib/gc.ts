@@ -1,0 +1,15 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ROOT } from './report';
+
+/**
+ * The forced GC heap figures need: `global.gc` under `--expose-gc`. When
+ * missing, runs the calling file again with it (same env) and exits with
+ * its status, so `tsx benchmarks/<suite>.ts` stays the one command.
+ */
+export function exposedGc(moduleUrl: string): () => void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) return gc;
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(moduleUrl)], { cwd: ROOT, stdio: 'inherit', env: process.env });
+  process.exit(r.status ?? 1);
+}

@@ -1,0 +1,191 @@
+/**
+ * A hello-inference server in its own process, so the load generator's CPU
+ * (in the parent) is not counted: `fork()`ed by the load suites with
+ * `[framework, variant]`. It answers `GET /v1/infer` with a tiny JSON body,
+ * and talks over IPC:
+ *   → { type: 'ready', port, metricsUrl }      once listening
+ *   ← { type: 'begin' }                        start of a measured window
+ *   ← { type: 'end' }   → { type: 'window', cpuUs, requests, spans }
+ * cpuUs is this process's `process.cpuUsage()` delta (user + system) over
+ * the window: the server's own cost, GC, export and scrapes included.
+ *
+ * Variant-specific modules are imported dynamically after the telemetry
+ * they need is set up: instrumentation-http must patch `http` before the
+ * framework loads it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DropSpanExporter } from './otel';
+import { FRAMEWORKS, VARIANTS, type ChildMessage, type Framework, type Variant } from './servers';
+
+const BODY = { id: 0, model: 'tiny', output: 'hello' };
+
+interface Telemetry {
+  metricsUrl: string | null;
+  spans: () => number;
+  /** Express/Fastify wiring: returns the handler-side hooks. */
+  fastify?: (app: import('fastify').FastifyInstance) => Promise<void>;
+  express?: (app: import('express').Express) => void;
+}
+
+/** A loopback server for a Prometheus handler: what a scrape costs is this process's CPU, as in production. */
+async function metricsServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  const { createServer } = await import('node:http');
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return `http://127.0.0.1:${port}/metrics`;
+}
+
+async function setup(variant: Variant): Promise<Telemetry> {
+  if (variant === 'bare') return { metricsUrl: null, spans: () => 0 };
+
+  if (variant === 'hook') {
+    // The minimal hand-written alternative: one histogram + one counter per request, OTel SDK + Prometheus.
+    const { MeterProvider } = await import('@opentelemetry/sdk-metrics');
+    const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
+    const exporter = new PrometheusExporter({ preventServerStart: true });
+    const meter = new MeterProvider({ readers: [exporter] }).getMeter('hook');
+    const duration = meter.createHistogram('http.server.request.duration', { unit: 's' });
+    const requests = meter.createCounter('http.server.requests');
+    const attributes = { 'http.route': '/v1/infer' };
+    const metricsUrl = await metricsServer((req, res) => exporter.getMetricsRequestHandler(req, res));
+    return {
+      metricsUrl,
+      spans: () => 0,
+      fastify: async (app) => {
+        app.addHook('onRequest', (request, _reply, done) => {
+          (request as unknown as { t0: number }).t0 = performance.now();
+          done();
+        });
+        app.addHook('onResponse', (request, _reply, done) => {
+          duration.record((performance.now() - (request as unknown as { t0: number }).t0) / 1000, attributes);
+          requests.add(1, attributes);
+          done();
+        });
+      },
+      express: (app) => {
+        app.use((_req, res, next) => {
+          const t0 = performance.now();
+          res.on('finish', () => {
+            duration.record((performance.now() - t0) / 1000, attributes);
+            requests.add(1, attributes);
+          });
+          next();
+        });
+      },
+    };
+  }
+
+  if (variant === 'otel-http') {
+    // What NodeSDK + auto-instrumentation does for HTTP: metrics and spans for every request.
+    const { registerInstrumentations } = await import('@opentelemetry/instrumentation');
+    const { HttpInstrumentation } = await import('@opentelemetry/instrumentation-http');
+    const { MeterProvider } = await import('@opentelemetry/sdk-metrics');
+    const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+    const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
+    const { context, metrics, trace } = await import('@opentelemetry/api');
+    const exporter = new PrometheusExporter({ preventServerStart: true });
+    const spans = new DropSpanExporter();
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }));
+    registerInstrumentations({ instrumentations: [new HttpInstrumentation()] });
+    const metricsUrl = await metricsServer((req, res) => exporter.getMetricsRequestHandler(req, res));
+    return { metricsUrl, spans: () => spans.spans };
+  }
+
+  // InferSignal through the one-call start(): Prometheus on a loopback port, scraped by the parent.
+  const { start } = await import('@infersignal/node');
+  const { BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const spans = new DropSpanExporter();
+  const traces = variant === 'infersignal-traces';
+  const signal = start({
+    serviceName: 'bench',
+    prometheus: { host: '127.0.0.1', port: 0 },
+    otlp: false,
+    // The traces variant keeps start()'s default export mode (producer) and adds spans.
+    ...(variant === 'infersignal-api' ? { exportMode: 'api' as const } : variant === 'infersignal-producer' ? { exportMode: 'producer' as const } : {}),
+    ...(traces ? { traces: true, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
+  });
+  const address = await signal.prometheus!.ready;
+  if (!address) throw new Error('Prometheus endpoint did not start');
+  const monitor = signal.monitor;
+  return {
+    metricsUrl: address.url,
+    spans: () => spans.spans,
+    fastify: async (app) => {
+      const { inferSignal } = await import('@infersignal/fastify');
+      await app.register(inferSignal, { monitor });
+    },
+    express: (app) => {
+      // Imported above the switch would load http before instrumentation in other variants; here it is harmless.
+      app.use(expressMiddleware!(monitor));
+    },
+  };
+}
+
+let expressMiddleware: ((monitor: import('@infersignal/core').Monitor) => import('express').RequestHandler) | undefined;
+
+async function main(): Promise<void> {
+  const [framework, variant] = process.argv.slice(2) as [Framework, Variant];
+  if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant)) throw new Error(`usage: server-child <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`);
+  if (framework === 'express' && variant.startsWith('infersignal')) {
+    const { inferSignal } = await import('@infersignal/express');
+    expressMiddleware = (monitor) => inferSignal(monitor);
+  }
+  const telemetry = await setup(variant);
+  let served = 0;
+  let port: number;
+  if (framework === 'fastify') {
+    const { default: Fastify } = await import('fastify');
+    const app = Fastify({ logger: false });
+    await telemetry.fastify?.(app);
+    app.get('/v1/infer', async () => {
+      served++;
+      return BODY;
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    port = (app.server.address() as { port: number }).port;
+  } else {
+    const { default: express } = await import('express');
+    const app = express();
+    app.disable('x-powered-by');
+    telemetry.express?.(app);
+    app.get('/v1/infer', (_req, res) => {
+      served++;
+      res.json(BODY);
+    });
+    const server = await new Promise<import('node:http').Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    port = (server.address() as { port: number }).port;
+  }
+
+  let cpu0 = process.cpuUsage();
+  let served0 = 0;
+  let spans0 = 0;
+  process.on('message', (message: { type: string }) => {
+    if (message.type === 'begin') {
+      served0 = served;
+      spans0 = telemetry.spans();
+      cpu0 = process.cpuUsage();
+    } else if (message.type === 'end') {
+      const cpu = process.cpuUsage(cpu0);
+      send({ type: 'window', cpuUs: cpu.user + cpu.system, requests: served - served0, spans: telemetry.spans() - spans0 });
+    } else if (message.type === 'exit') {
+      process.exit(0);
+    }
+  });
+  process.on('disconnect', () => process.exit(0));
+  send({ type: 'ready', port, metricsUrl: telemetry.metricsUrl });
+}
+
+function send(message: ChildMessage): void {
+  process.send?.(message);
+}
+
+main().catch((error: unknown) => {
+    send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    process.exit(1);
+  });

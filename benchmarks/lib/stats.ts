@@ -1,0 +1,60 @@
+/** Medians, spreads and ratios of interleaved rounds. */
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+export function spread(values: readonly number[]): Spread {
+  return { median: median(values), min: Math.min(...values), max: Math.max(...values), n: values.length };
+}
+
+/**
+ * Per-round ratios: variant / baseline measured in the same round, so
+ * machine noise that hits a whole round (hypervisor steal, a neighbour's
+ * build) cancels instead of landing on one side.
+ */
+export function roundRatios(variant: readonly number[], baseline: readonly number[]): Spread {
+  const ratios = variant.map((v, i) => v / baseline[i]!);
+  return spread(ratios);
+}
+
+/** `1.23× (1.18–1.31)`. */
+export function fmtRatio(s: Spread, digits = 2): string {
+  return `${s.median.toFixed(digits)}× (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+}
+
+/** `12.3 (11.9–13.0)` in the given unit. */
+export function fmtSpread(s: Spread, digits = 1, unit = ''): string {
+  const u = unit ? ` ${unit}` : '';
+  return `${s.median.toFixed(digits)}${u} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+}
+
+/** Nanoseconds, µs or ms with 3 significant-ish digits. */
+export function fmtNs(ns: number): string {
+  if (ns < 1000) return `${ns.toFixed(0)} ns`;
+  if (ns < 1e6) return `${(ns / 1000).toFixed(ns < 1e4 ? 2 : 1)} µs`;
+  return `${(ns / 1e6).toFixed(2)} ms`;
+}
+
+export function fmtBytes(bytes: number): string {
+  const abs = Math.abs(bytes);
+  if (abs < 1024) return `${bytes.toFixed(0)} B`;
+  if (abs < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(2)} MiB`;
+}
+
+/** Rotates the order of tasks each round (A B C, B C A, C A B …) so none always runs first. */
+export function rotate<T>(items: readonly T[], round: number): T[] {
+  const k = round % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}

@@ -1,0 +1,57 @@
+/**
+ * Smoke run of the benchmark suites (benchmarks/*.ts) with tiny durations
+ * (BENCH_SMOKE=1): each must run to the end and print its verdict line
+ * with numbers. Goals are not asserted here — tiny runs on a shared
+ * machine say nothing about them; `pnpm bench:<suite>` does — and smoke
+ * mode must leave docs/benchmarks.md alone.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const DOC = `${ROOT}docs/benchmarks.md`;
+
+function runSuite(suite: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', `benchmarks/${suite}.ts`],
+      { cwd: ROOT, env: { ...process.env, BENCH_SMOKE: '1', BENCH_SECONDS: '', BENCH_ROUNDS: '', BENCH_TASK_MS: '' }, timeout: 50_000, maxBuffer: 16 * 2 ** 20 },
+      (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+function docStamp(): string {
+  return existsSync(DOC) ? `${statSync(DOC).mtimeMs}:${statSync(DOC).size}` : 'absent';
+}
+
+describe('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
+  // Load suites need a few seconds of server start-up and autocannon's whole-second windows.
+  const cases: Array<[suite: string, goals: number]> = [
+    ['hot-path', 3],
+    ['detectors', 2],
+    ['memory', 2],
+    ['gpu', 2],
+    ['loadgen', 3],
+    ['server', 3],
+  ];
+  for (const [suite, goals] of cases) {
+    it(`${suite} runs and prints its verdict line with figures`, { timeout: 60_000 }, async () => {
+      const before = docStamp();
+      const { code, stdout, stderr } = await runSuite(suite);
+      expect(code, `exit code; stderr:\n${stderr.slice(-2000)}`).toBe(0);
+      const lines = stdout.trim().split('\n');
+      const verdict = [...lines].reverse().find((line) => line.startsWith(`verdict ${suite}: `));
+      expect(verdict, `no 'verdict ${suite}:' line in:\n${stdout.slice(-2000)}`).toBeDefined();
+      // Each goal is stated with its measured figure and judged.
+      expect(verdict).toMatch(new RegExp(`\\[\\d/${goals} goals met\\]$`));
+      expect(verdict!.match(/goal [^;]* (met|NOT met)/g)).toHaveLength(goals);
+      expect(verdict).toMatch(/\d+(\.\d+)?\s*(×|µs|ns|ms|%|KiB|MiB|B)/);
+      expect(verdict).not.toMatch(/NaN|Infinity|undefined/);
+      expect(docStamp()).toBe(before);
+    });
+  }
+});
