@@ -87,6 +87,8 @@ export interface CapacityThresholds {
   serviceWindowSeconds: number;
   /** Window (s) of the least-squares trend of ρ. */
   trendWindowSeconds: number;
+  /** How long (s) a raised capacity level must hold before it is reported. */
+  forSeconds: number;
   /** Let the capacity level raise the queue's backpressure level (and shedding). */
   backpressure: boolean;
 }
@@ -142,6 +144,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     rateHalfLifeSeconds: 5,
     serviceWindowSeconds: 30,
     trendWindowSeconds: 30,
+    forSeconds: 3,
     backpressure: false,
   },
   connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
@@ -175,6 +178,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     rateHalfLifeSeconds: 'positive',
     serviceWindowSeconds: 'positive',
     trendWindowSeconds: 'positive',
+    forSeconds: 'nonNegative',
     backpressure: 'boolean',
   },
   eventLoop: { delayWarnSeconds: 'positive', delayCriticalSeconds: 'positive', sampleIntervalMs: 'positive', backpressure: 'boolean' },

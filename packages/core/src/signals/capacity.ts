@@ -25,6 +25,11 @@ export interface CapacityEstimate {
   level: Level;
 }
 
+/** Ticks and completed requests needed before the capacity level is judged. */
+const MIN_TICKS = 3;
+const MIN_SERVICE_SAMPLES = 20;
+const RANK: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
+
 /**
  * Erlang C: the probability that an arrival waits in an M/M/c queue with
  * offered load a = λ/μ (in servers). Computed with the stable recurrence
@@ -58,6 +63,8 @@ export class CapacityModel {
   private arrivals = 0;
   private completions = 0;
   private lastTick = Number.NaN;
+  private ticks = 0;
+  private pendingSince = Number.NaN;
   private ewma = Number.NaN;
   private readonly arrivalTicks: SlidingWindow;
   private readonly completionTicks: SlidingWindow;
@@ -137,14 +144,29 @@ export class CapacityModel {
     const trend = linearFit(this.utilizationTrend);
     const trendFull = trend.count >= 3 && now - this.oldest(this.utilizationTrend) >= t.trendWindowSeconds * 1000 * 0.5;
     e.timeToSaturation = e.utilization >= 1 ? 0 : trendFull && trend.slope > 0 ? (1 - e.utilization) / trend.slope : Number.POSITIVE_INFINITY;
-    e.level = !this.judged
+    this.ticks++;
+    // Warm-up: a rate from one or two ticks, or S from a handful of requests, is noise.
+    const warm = this.ticks >= MIN_TICKS && service.count >= MIN_SERVICE_SAMPLES;
+    const raw: Level = !this.judged || !warm
       ? 'ok'
       : e.utilization >= t.utilizationCritical
         ? 'critical'
         : e.utilization > t.utilizationWarn || e.timeToSaturation < t.saturationWarnSeconds
           ? 'warn'
           : 'ok';
+    e.level = this.hold(raw, now, t.forSeconds * 1000);
     return e;
+  }
+
+  /** Raising a level needs it to hold for `forMs` (JIT warm-up and one slow second are transients); lowering is immediate. */
+  private hold(raw: Level, now: number, forMs: number): Level {
+    const current = this.estimate.level;
+    if (RANK[raw] <= RANK[current]) {
+      this.pendingSince = Number.NaN;
+      return raw;
+    }
+    if (Number.isNaN(this.pendingSince) || now < this.pendingSince) this.pendingSince = now;
+    return now - this.pendingSince >= forMs ? raw : current;
   }
 
   private windowedRate(window: SlidingWindow, since: number, now: number): number {
