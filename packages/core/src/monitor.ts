@@ -365,12 +365,13 @@ class MonitorImpl implements Monitor {
       const c = queue.capacity_.estimate;
       result.observe(i.queueArrivalRate, c.arrivalRate, attributes);
       result.observe(i.queueCompletionRate, c.completionRate, attributes);
-      if (!Number.isNaN(c.serviceTime)) {
+      if (Number.isFinite(c.serviceTime)) {
         result.observe(i.queueServiceTime, c.serviceTime, attributes);
         result.observe(i.queueServiceTimeP90, c.serviceTimeP90, attributes);
-        result.observe(i.queueUtilization, c.utilization, attributes);
-        result.observe(i.queueHeadroom, c.headroom, attributes);
       }
+      // S = 0 (a coarse or stalled clock) leaves ρ and headroom undefined: export nothing rather than NaN.
+      if (Number.isFinite(c.utilization) && c.serviceTime > 0) result.observe(i.queueUtilization, c.utilization, attributes);
+      if (Number.isFinite(c.headroom)) result.observe(i.queueHeadroom, c.headroom, attributes);
       if (Number.isFinite(c.predictedWait)) result.observe(i.queueWaitPredicted, c.predictedWait, attributes);
       if (Number.isFinite(c.timeToSaturation)) result.observe(i.queueTimeToSaturation, c.timeToSaturation, attributes);
     }
@@ -401,13 +402,16 @@ class MonitorImpl implements Monitor {
     }
   }
 
-  async close(): Promise<void> {
+  async close(options: { timeoutMs?: number } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.eventLoop?.stop();
     for (const memory of [...this.memories]) memory.stop();
-    await Promise.all([...this.webhooks].map((sink) => sink.flush()));
+    // Pending alerts get until the deadline; then in-flight deliveries are
+    // aborted, so an open webhook socket cannot keep the process alive.
+    const timeoutMs = options.timeoutMs ?? 5000;
+    await Promise.all([...this.webhooks].map((sink) => sink.flush(timeoutMs)));
     for (const sink of this.webhooks) sink.close();
   }
 }

@@ -247,6 +247,9 @@ export interface Monitor {
   level(): Level;
   /** Runs the detectors now (the timer calls this every detectorIntervalMs). */
   tick(): void;
-  /** Stops timers and samplers, flushes webhooks. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Stops timers and samplers; pending webhook alerts get until `timeoutMs`
+   * (default 5000), then in-flight deliveries are aborted. Idempotent.
+   */
+  close(options?: { timeoutMs?: number }): Promise<void>;
 }

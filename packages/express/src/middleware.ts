@@ -131,7 +131,14 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
  */
 export function inferSignalErrors(): ErrorRequestHandler {
   return function inferSignalErrorMarker(error: unknown, req: Request, _res: Response, next: NextFunction): void {
-    req.inferSignal?.fail();
+    // A client that left while its body was being read surfaces here as the
+    // body parser's `request.aborted` error: that is a cancellation, not a failure.
+    if (!clientAborted(error, req)) req.inferSignal?.fail();
     next(error);
   };
+}
+
+/** The request stream was cut off by the client (body-parser's `request.aborted`, or any reader of an aborted request). */
+function clientAborted(error: unknown, req: Request): boolean {
+  return (error as { type?: unknown } | null)?.type === 'request.aborted' || req.readableAborted === true;
 }

@@ -127,6 +127,9 @@ export class RequestSignal implements InferSignalRequest {
 
   /** The response finished: the status decides, unless the handler called fail(). */
   finished(): void {
+    // The client left before its request was received in full (e.g. mid-body):
+    // whatever answer was written went to a closed peer, as Fastify's onRequestAbort sees it.
+    if (this.res.req?.readableAborted === true) return this.settle(this.failed ? 'error' : 'cancelled');
     const status = this.res.statusCode;
     this.settle(this.failed || status >= this.shared.errorStatus ? 'error' : 'completed');
   }

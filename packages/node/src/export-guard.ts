@@ -9,7 +9,7 @@
  * the collector is away.
  */
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import type { PushMetricExporter, ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import { AggregationTemporality, InstrumentType, type PushMetricExporter, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { StartLogger } from './types';
 
@@ -59,6 +59,16 @@ function guardCallback(failures: ExportFailures, signal: ExportSignal, done: Res
   };
 }
 
+/**
+ * Observable gauges are read as DELTA: the SDK then exports only what was
+ * observed at this collection. With CUMULATIVE it re-exports a gauge's
+ * last value forever, so a GPU that disappeared would keep showing its last
+ * memory figures (found by the reliability suite, case 11).
+ */
+export function gaugeTemporality(type: InstrumentType): AggregationTemporality | undefined {
+  return type === InstrumentType.OBSERVABLE_GAUGE || type === InstrumentType.GAUGE ? AggregationTemporality.DELTA : undefined;
+}
+
 export function guardMetricExporter(inner: PushMetricExporter, failures: ExportFailures): PushMetricExporter {
   return {
     export(metrics: ResourceMetrics, done: ResultCallback) {
@@ -71,7 +81,7 @@ export function guardMetricExporter(inner: PushMetricExporter, failures: ExportF
     },
     forceFlush: () => inner.forceFlush(),
     shutdown: () => inner.shutdown(),
-    selectAggregationTemporality: inner.selectAggregationTemporality?.bind(inner),
+    selectAggregationTemporality: (type: InstrumentType) => gaugeTemporality(type) ?? inner.selectAggregationTemporality?.(type) ?? AggregationTemporality.CUMULATIVE,
     selectAggregation: inner.selectAggregation?.bind(inner),
   };
 }

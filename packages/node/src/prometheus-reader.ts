@@ -10,6 +10,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregationTemporality, MetricReader, type MetricProducer } from '@opentelemetry/sdk-metrics';
+import { gaugeTemporality } from './export-guard';
 import { CollectorNamingSerializer } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
@@ -21,8 +22,8 @@ export class PrometheusReader extends MetricReader {
 
   constructor(cardinalityLimit: number, metricProducers: MetricProducer[] | undefined) {
     super({
-      // Prometheus wants cumulative series.
-      aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE,
+      // Prometheus wants cumulative series; gauges as DELTA so a vanished series is not re-exported stale.
+      aggregationTemporalitySelector: (type) => gaugeTemporality(type) ?? AggregationTemporality.CUMULATIVE,
       cardinalitySelector: () => cardinalityLimit,
       metricProducers,
     });

@@ -179,11 +179,13 @@ export function start(options: StartOptions = {}): InferSignal {
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
-      const flush = (async () => {
-        // The monitor first: its last observations belong in the final export.
-        await monitor.close().catch(() => {});
-        await Promise.allSettled([meterProvider.shutdown(), tracerProvider?.shutdown()]);
-      })();
+      // The monitor's pending webhooks and the final export run side by side,
+      // both bounded by the shutdown timeout (the monitor aborts its deliveries then).
+      const flush = Promise.allSettled([
+        monitor.close({ timeoutMs: config.shutdownTimeoutMs }),
+        meterProvider.shutdown(),
+        tracerProvider?.shutdown(),
+      ]);
       // A black-holed collector would hold the final export for its own
       // timeout and retries; the app's shutdown waits for one timeout at most.
       await settleWithin(flush, config.shutdownTimeoutMs);

@@ -1,0 +1,304 @@
+/**
+ * Shared pieces of the reliability suite: a pull reader over the real OTel
+ * SDK, real loopback servers (collectors that refuse, black-hole or record),
+ * a bounded client pool, heap measurement after a forced GC, and a capture
+ * of unhandled rejections. Nothing here mocks InferSignal itself.
+ */
+import { createServer as createHttpServer, Agent, request, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import { createServer as createNetServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { gunzipSync } from 'node:zlib';
+import { MeterProvider, MetricReader, type DataPoint, type Histogram, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import { createMonitor, type AlertEvent, type Monitor, type MonitorOptions } from '@infersignal/core';
+
+export const MiB = 2 ** 20;
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A plain pull reader: `collect()` on demand, what an exporter would receive. */
+export class TestReader extends MetricReader {
+  protected override async onForceFlush(): Promise<void> {}
+  protected override async onShutdown(): Promise<void> {}
+}
+
+/** Read access to one collection. */
+export class Exported {
+  constructor(readonly metrics: ResourceMetrics) {}
+
+  static async from(reader: MetricReader): Promise<Exported> {
+    return new Exported((await reader.collect()).resourceMetrics);
+  }
+
+  points(name: string): DataPoint<unknown>[] {
+    const out: DataPoint<unknown>[] = [];
+    for (const scope of this.metrics.scopeMetrics) for (const metric of scope.metrics) if (metric.descriptor.name === name) out.push(...(metric.dataPoints as DataPoint<unknown>[]));
+    return out;
+  }
+
+  private matching(name: string, attributes: Record<string, unknown>): DataPoint<unknown>[] {
+    return this.points(name).filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v));
+  }
+
+  /** Sum of a counter (or gauge values) over the points whose attributes include `attributes`. */
+  sum(name: string, attributes: Record<string, unknown> = {}): number {
+    return this.matching(name, attributes).reduce((total, p) => total + (p.value as number), 0);
+  }
+
+  /** Sample count of a histogram over the matching points. */
+  count(name: string, attributes: Record<string, unknown> = {}): number {
+    return this.matching(name, attributes).reduce((total, p) => total + (p.value as Histogram).count, 0);
+  }
+
+  histograms(name: string): Histogram[] {
+    return this.points(name).map((p) => p.value as Histogram);
+  }
+
+  /** Distinct values of one attribute across a metric's points. */
+  values(name: string, key: string): string[] {
+    return [...new Set(this.points(name).map((p) => String(p.attributes[key])))].sort();
+  }
+
+  /** Counter value per value of one attribute. */
+  by(name: string, key: string, attributes: Record<string, unknown> = {}): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const p of this.matching(name, attributes)) {
+      const k = String(p.attributes[key]);
+      out[k] = (out[k] ?? 0) + (typeof p.value === 'number' ? p.value : (p.value as Histogram).count);
+    }
+    return out;
+  }
+}
+
+/** A monitor on a real SDK MeterProvider with a pull reader; detectors on manual tick unless told otherwise. */
+export function monitorWithReader(options: MonitorOptions = {}): {
+  monitor: Monitor;
+  reader: TestReader;
+  provider: MeterProvider;
+  alerts: AlertEvent[];
+  warnings: string[];
+  collect(): Promise<Exported>;
+  close(): Promise<void>;
+} {
+  // In producer mode the reader pulls core's aggregates through the monitor's producer (bound once it exists).
+  const box: { monitor?: Monitor } = {};
+  const producer = { collect: () => box.monitor!.metricProducer!.collect() };
+  const reader = new TestReader(options.exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
+  const provider = new MeterProvider({ readers: [reader] });
+  const alerts: AlertEvent[] = [];
+  const warnings: string[] = [];
+  const monitor = (box.monitor = createMonitor({
+    meterProvider: provider,
+    detectorIntervalMs: 0,
+    traces: false,
+    eventLoop: false,
+    logger: { warn: (m) => warnings.push(m) },
+    onAlert: (e) => alerts.push(e),
+    ...options,
+  }));
+  return {
+    monitor,
+    reader,
+    provider,
+    alerts,
+    warnings,
+    collect: () => Exported.from(reader),
+    async close() {
+      await monitor.close();
+      await provider.shutdown();
+    },
+  };
+}
+
+// --- heap -----------------------------------------------------------------
+
+setFlagsFromString('--expose-gc');
+const gcFn = runInNewContext('gc') as (options?: unknown) => void;
+
+/** Heap used after two full GCs (a second pass collects what finalizers of the first released). */
+export async function heapAfterGc(): Promise<number> {
+  for (let i = 0; i < 2; i++) {
+    await new Promise((r) => setImmediate(r));
+    gcFn();
+  }
+  return process.memoryUsage().heapUsed;
+}
+
+// --- unhandled rejections ---------------------------------------------------
+
+/** Starts recording unhandled rejections and uncaught exceptions; `stop()` returns them. */
+export function captureUnhandled(): { seen: unknown[]; stop(): unknown[] } {
+  const seen: unknown[] = [];
+  const onRejection = (reason: unknown): void => void seen.push(reason);
+  process.on('unhandledRejection', onRejection);
+  return {
+    seen,
+    stop() {
+      process.off('unhandledRejection', onRejection);
+      return seen;
+    },
+  };
+}
+
+// --- servers ----------------------------------------------------------------
+
+/** A URL where nothing listens: every connection is refused. */
+export async function refusedEndpoint(): Promise<string> {
+  const probe = createHttpServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return `http://127.0.0.1:${port}`;
+}
+
+export interface BlackHole {
+  url: string;
+  /** Connections open now. */
+  open(): number;
+  /** Most connections open at once. */
+  maxOpen(): number;
+  /** Connections accepted so far. */
+  accepted(): number;
+  close(): Promise<void>;
+}
+
+/** Accepts TCP connections, reads everything, never answers. */
+export async function blackHole(): Promise<BlackHole> {
+  const sockets = new Set<Socket>();
+  let maxOpen = 0;
+  let accepted = 0;
+  const server: Server = createNetServer((socket) => {
+    accepted++;
+    sockets.add(socket);
+    maxOpen = Math.max(maxOpen, sockets.size);
+    socket.on('data', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    open: () => sockets.size,
+    maxOpen: () => maxOpen,
+    accepted: () => accepted,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  /** The body as received on the wire (gunzipped when content-encoding says gzip). */
+  body: Buffer;
+  at: number;
+}
+
+export interface Receiver {
+  url: string;
+  requests: RecordedRequest[];
+  server: HttpServer;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP server that records every request (OTLP collector, webhook target)
+ * and answers with `respond` (default 200 + empty protobuf/JSON body).
+ */
+export async function receiver(respond?: (req: RecordedRequest, res: import('node:http').ServerResponse) => void): Promise<Receiver> {
+  const requests: RecordedRequest[] = [];
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let body = Buffer.concat(chunks);
+      if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
+      const recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, at: performance.now() };
+      requests.push(recorded);
+      if (respond) return respond(recorded, res);
+      res.statusCode = 200;
+      res.setHeader('content-type', req.headers['content-type'] ?? 'application/json');
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+// --- clients ----------------------------------------------------------------
+
+export async function until(condition: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** Runs `total` jobs with at most `concurrency` at a time. */
+export async function pool(total: number, concurrency: number, job: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < total) await job(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(total, concurrency) }, worker));
+}
+
+export interface Reply {
+  status: number;
+  body: string;
+  ms: number;
+}
+
+/** One request over node:http through `agent`; resolves with status, body and latency. */
+export function httpRequest(url: string, options: { agent?: Agent; method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: options.agent, method: options.method ?? 'GET', headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t0 }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** P-quantile (nearest rank) of a list of numbers. */
+export function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/** Deterministic PRNG (mulberry32) for reproducible "random" abort points. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Prints one figure line for docs/reliability.md (grep `[reliability]` in the test output). */
+export function figure(caseName: string, values: Record<string, number | string>): void {
+  const text = Object.entries(values)
+    .map(([k, v]) => `${k}=${typeof v === 'number' ? Number(v.toFixed(3)) : v}`)
+    .join(' ');
+  console.log(`[reliability] ${caseName}: ${text}`);
+}
