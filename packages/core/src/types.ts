@@ -1,4 +1,4 @@
-import type { Meter, MeterProvider, TracerProvider } from '@opentelemetry/api';
+import type { Attributes, Meter, MeterProvider, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
 
 /** How a request ended. */
@@ -100,6 +100,12 @@ export interface Ticket {
   end(outcome?: Outcome): void;
   /** Streaming handle tied to this request (TTFT measured from arrival). */
   stream(): StreamHandle;
+  /**
+   * Adds attributes to this request's spans (e.g. batch size), never to
+   * metrics — span attributes do not multiply series. Never put prompt or
+   * output text here.
+   */
+  setAttributes(attributes: Attributes): void;
   readonly started: boolean;
   readonly ended: boolean;
 }
@@ -119,7 +125,7 @@ export interface QueueTracker {
    * Rejects with QueueFullError when maxWaiting is reached. If a ticket is
    * passed, it is used (and ended) instead of a new one.
    */
-  run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal }): Promise<T>;
+  run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal; attributes?: Attributes }): Promise<T>;
   /** Current backpressure level (occupancy now, wait quantile as of the last tick). */
   level(): Level;
   readonly waiting: number;

@@ -34,6 +34,15 @@ describe('traces', () => {
     expect(trace.getSpan(context.active())).toBeUndefined();
   });
 
+  it('run() attributes land on both spans, set before start', async () => {
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const t = setup({ tracerProvider, traces: true });
+    await t.monitor.queue('q').run(() => 1, { model: 'm', attributes: { 'infersignal.batch.size': 8 } });
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((s) => s.attributes['infersignal.batch.size'])).toEqual([8, 8]);
+  });
+
   it('traces: false creates no spans', async () => {
     const exporter = new InMemorySpanExporter();
     const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

@@ -69,7 +69,6 @@ class Session implements MonitoredSession {
   private onDrained: (() => void) | null = null;
   private reloads: Promise<unknown> = Promise.resolve();
   private readonly releases = new Set<Promise<void>>();
-  private readonly runOptionsCache = { model: '' };
 
   constructor(
     private readonly monitor: Monitor,
@@ -81,7 +80,6 @@ class Session implements MonitoredSession {
     readonly deviceMemory: DeviceMemoryHandle | null,
   ) {
     this.current = slot;
-    this.runOptionsCache.model = model;
   }
 
   get session(): InferenceSession {
@@ -108,7 +106,7 @@ class Session implements MonitoredSession {
     this.accepted++;
     let result: Promise<ReturnType>;
     try {
-      result = this.queue.run(() => this.runOnCurrent(feeds, fetches, runOptions), this.runOptionsCache);
+      result = this.queue.run(() => this.runOnCurrent(feeds, fetches, runOptions), { model: this.model, attributes: batchAttributes(feeds) });
     } catch (err) {
       this.settled();
       return Promise.reject(err);
@@ -253,4 +251,13 @@ function validate(options: CreateSessionOptions): void {
   if (options.runtime !== undefined && typeof options.runtime?.InferenceSession?.create !== 'function') {
     throw new TypeError('@infersignal/onnx: options.runtime must be the onnxruntime-node module (InferenceSession.create missing)');
   }
+}
+
+/** Batch size (first dimension of the first input) as a span attribute; shapes only, never tensor data. */
+function batchAttributes(feeds: FeedsType): { 'infersignal.batch.size': number } | undefined {
+  for (const name in feeds) {
+    const dims = (feeds[name] as { dims?: readonly number[] }).dims;
+    return dims && dims.length > 0 ? { 'infersignal.batch.size': dims[0] } : undefined;
+  }
+  return undefined;
 }

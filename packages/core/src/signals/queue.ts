@@ -44,6 +44,8 @@ class RequestTicket implements Ticket {
   private queueSpan: Span | undefined;
   private inferenceSpan: Span | undefined;
   private parent: Context | undefined;
+  /** Attributes set before start(), carried onto the inference span. */
+  private extra: Attributes | undefined;
   started = false;
   ended = false;
 
@@ -83,6 +85,7 @@ class RequestTicket implements Ticket {
       if (this.queueSpan) {
         this.queueSpan.end(now);
         this.inferenceSpan = q.ctx.tracer!.startSpan(SPANS.inference, { attributes: this.slot.waitAttributes, startTime: now }, this.parent);
+        if (this.extra) this.inferenceSpan.setAttributes(this.extra);
       }
     } catch (error) {
       q.ctx.internalError('ticket.start', error);
@@ -123,6 +126,16 @@ class RequestTicket implements Ticket {
 
   stream(): StreamHandle {
     return this.queue.createStream(this.slot.model, this.arrival);
+  }
+
+  setAttributes(attributes: Attributes): void {
+    if (!this.queueSpan || this.ended) return;
+    try {
+      (this.inferenceSpan ?? this.queueSpan).setAttributes(attributes);
+      if (!this.started) this.extra = attributes;
+    } catch (error) {
+      this.queue.ctx.internalError('ticket.setAttributes', error);
+    }
   }
 }
 
@@ -224,9 +237,10 @@ export class Queue implements QueueTracker {
     return new Stream(this.streamModel(model), this.ctx, arrival);
   }
 
-  async run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal }): Promise<T> {
+  async run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal; attributes?: Attributes }): Promise<T> {
     const own = options?.ticket === undefined;
     const ticket = (options?.ticket ?? this.enqueue(options?.model)) as RequestTicket;
+    if (options?.attributes) ticket.setAttributes(options.attributes);
     if (this.running < this.concurrency && this.fifo.length === 0) {
       this.running++;
     } else {
