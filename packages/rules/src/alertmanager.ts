@@ -28,7 +28,7 @@ export const PLACEHOLDER_WEBHOOK_URL = 'https://hooks.slack.com/services/REPLACE
 export const ALERTMANAGER_RECEIVER = 'infersignal-webhook';
 
 /** Labels that identify one alerting thing; CRITICAL inhibits WARNING only when these all match. */
-const SAME_THING = [LABEL.signal, 'job', 'instance', LABEL.queue, LABEL.model, LABEL.memorySource];
+const SAME_THING = [LABEL.signal, 'job', 'instance', LABEL.queue, LABEL.model, LABEL.memorySource, LABEL.server];
 
 const TITLE = '[{{ .Status | toUpper }}{{ if eq .Status "firing" }}:{{ .Alerts.Firing | len }}{{ end }}] {{ .CommonLabels.alertname }} ({{ .CommonLabels.severity }})';
 const TEXT = [

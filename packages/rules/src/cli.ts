@@ -36,6 +36,7 @@ const GENERATOR: Options = {
   'drift-window': { type: 'string' },
   'tail-quantile': { type: 'string' },
   'tail-seconds': { type: 'string' },
+  'tls-failure-rate': { type: 'string' },
   'runbook-url': { type: 'string' },
 };
 const ALERTMANAGER: Options = {
@@ -83,6 +84,7 @@ Options:
       --drift-window D      deriv() window of the memory drift (default 30m)
       --tail-quantile Q     tail alert quantile (default 0.99)
       --tail-seconds S      tail alert threshold (default 0.3)
+      --tls-failure-rate R  failed TLS handshakes per second that alert (default 0.1)
       --runbook-url URL     base URL of docs/runbook.md
   alertmanager: --webhook-url URL | --webhook-url-file FILE, --channel, --group-wait, --group-interval, --repeat-interval
   kubernetes:   --out-dir DIR, --app, --namespace, --image, --port, --metrics-port, --readiness-path,
@@ -137,6 +139,7 @@ async function generatorOptions(values: Values): Promise<GeneratorOptions> {
     driftWindow: str(values, 'drift-window'),
     tailQuantile: num(values, 'tail-quantile'),
     tailSeconds: num(values, 'tail-seconds'),
+    tlsFailureRate: num(values, 'tls-failure-rate'),
     runbookUrl: str(values, 'runbook-url'),
   };
 }

@@ -4,127 +4,13 @@
  * drawn on the panels are the thresholds the rules alert on.
  */
 import { LABEL, bucket, metric } from './names';
+import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
+import { addCapacityRow, addConnectionsRow, addRuntimeRow } from './dashboard-runtime';
 import { percentileName } from './duration';
 import { alertingRules, buildRules, memoryGapRecord, streamRecords } from './rules';
 import { resolveOptions, type GeneratorOptions } from './options';
 
-export interface DashboardTarget {
-  refId: string;
-  expr: string;
-  legendFormat: string;
-  datasource: { type: 'prometheus'; uid: string };
-  format?: 'time_series' | 'heatmap' | 'table';
-  instant?: boolean;
-  range?: boolean;
-}
-
-export interface DashboardPanel {
-  id: number;
-  type: string;
-  title: string;
-  gridPos: { x: number; y: number; w: number; h: number };
-  datasource?: { type: 'prometheus'; uid: string };
-  description?: string;
-  targets?: DashboardTarget[];
-  fieldConfig?: Record<string, unknown>;
-  options?: Record<string, unknown>;
-  collapsed?: boolean;
-  panels?: DashboardPanel[];
-}
-
-export interface Dashboard {
-  uid: string;
-  title: string;
-  tags: string[];
-  schemaVersion: number;
-  [key: string]: unknown;
-  panels: DashboardPanel[];
-}
-
-const DS = { type: 'prometheus', uid: '${datasource}' } as const;
-
-/** Selector bodies with the template variables (model and queue are multi-value regexes). */
-const SEL = {
-  job: `job=~"$job"`,
-  queue: `job=~"$job", ${LABEL.queue}=~"$queue"`,
-  queueModel: `job=~"$job", ${LABEL.queue}=~"$queue", ${LABEL.model}=~"$model"`,
-  model: `job=~"$job", ${LABEL.model}=~"$model"`,
-};
-
-interface PanelSpec {
-  type?: string;
-  title: string;
-  description?: string;
-  w: number;
-  h?: number;
-  unit?: string;
-  /** Threshold lines (warning, critical) drawn on the panel. */
-  lines?: number[];
-  targets: { expr: string; legend: string; format?: DashboardTarget['format']; instant?: boolean }[];
-  fieldConfig?: Record<string, unknown>;
-  options?: Record<string, unknown>;
-}
-
-function thresholdSteps(lines: number[] = []): Record<string, unknown> {
-  const colors = ['orange', 'red'];
-  return { mode: 'absolute', steps: [{ color: 'green', value: null }, ...lines.map((value, i) => ({ color: colors[i] ?? 'red', value }))] };
-}
-
-class Layout {
-  readonly panels: DashboardPanel[] = [];
-  private id = 1;
-  private x = 0;
-  private y = 0;
-  private rowHeight = 0;
-
-  row(title: string): void {
-    this.newLine();
-    this.panels.push({ id: this.id++, type: 'row', title, collapsed: false, gridPos: { x: 0, y: this.y, w: 24, h: 1 }, panels: [] });
-    this.y += 1;
-  }
-
-  add(spec: PanelSpec): void {
-    const h = spec.h ?? 8;
-    if (this.x + spec.w > 24) this.newLine();
-    const type = spec.type ?? 'timeseries';
-    const refIds = 'ABCDEFGHIJ';
-    const custom = type === 'timeseries' ? { thresholdsStyle: { mode: spec.lines ? 'line' : 'off' }, ...((spec.fieldConfig?.custom as object) ?? {}) } : (spec.fieldConfig?.custom as object | undefined);
-    this.panels.push({
-      id: this.id++,
-      type,
-      title: spec.title,
-      ...(spec.description ? { description: spec.description } : {}),
-      datasource: DS,
-      gridPos: { x: this.x, y: this.y, w: spec.w, h },
-      targets: spec.targets.map((t, i) => ({
-        refId: refIds[i],
-        datasource: DS,
-        expr: t.expr,
-        legendFormat: t.legend,
-        ...(t.format ? { format: t.format } : {}),
-        ...(t.instant ? { instant: true, range: false } : {}),
-      })),
-      fieldConfig: {
-        defaults: {
-          ...(spec.unit ? { unit: spec.unit } : {}),
-          thresholds: thresholdSteps(spec.lines),
-          ...(custom ? { custom } : {}),
-          ...((spec.fieldConfig?.defaults as object) ?? {}),
-        },
-        overrides: [],
-      },
-      options: spec.options ?? { legend: { displayMode: 'list', placement: 'bottom' }, tooltip: { mode: 'multi' } },
-    });
-    this.x += spec.w;
-    this.rowHeight = Math.max(this.rowHeight, h);
-  }
-
-  private newLine(): void {
-    if (this.x > 0) this.y += this.rowHeight;
-    this.x = 0;
-    this.rowHeight = 0;
-  }
-}
+export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard-layout';
 
 function variable(name: string, label: string, query: string, multi: boolean): Record<string, unknown> {
   return {
@@ -211,6 +97,8 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
       { expr: `sum by (${LABEL.queue}) (${metric('queueInFlight')}{${SEL.queue}})`, legend: `in flight {{${LABEL.queue}}}` },
     ],
   });
+
+  addCapacityRow(l, o);
 
   l.row('Model load and reload');
   const load = (suffix: string) => rate(`${metric('modelLoadDuration')}_${suffix}`, SEL.model);
@@ -309,6 +197,9 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
       { expr: `max by (${bySource}) (${metric('memoryGapGrowth')}{${SEL.job}})`, legend: `growth/s (in-process) {{instance}}` },
     ],
   });
+
+  addRuntimeRow(l, o);
+  addConnectionsRow(l, o);
 
   l.row('Alerts');
   const alertNames = [...new Set(alertingRules(buildRules(options)).map((rule) => rule.alert))].join('|');

@@ -35,6 +35,12 @@ export const LABEL = {
   memorySource: prometheusLabel(ATTR.memorySource),
   errorSource: prometheusLabel(ATTR.errorSource),
   signal: prometheusLabel(ATTR.signal),
+  /** The instrumented HTTP(S) server (`instrumentServer`'s `name`). */
+  server: prometheusLabel(ATTR.server),
+  errorType: prometheusLabel(ATTR.errorType),
+  breakerName: prometheusLabel(ATTR.breakerName),
+  /** GC kind of `v8js.gc.duration` (core names the attribute on the instrument only). */
+  gcType: prometheusLabel(METRICS.gcDuration.attributes[0]),
 } as const;
 
 /** Which core instruments the generated rules read (the exporter test checks each exists in a real scrape). */
@@ -48,6 +54,14 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'memoryReserved',
   'memoryFragmentation',
   'internalErrors',
+  'queueUtilization',
+  'queueTimeToSaturation',
+  'eventLoopDelayP99',
+  'connectionsOpen',
+  'connectionsCapacity',
+  'connectionsRejected',
+  'tlsHandshakeFailures',
+  'breakerState',
 ];
 
 /** Stream outcomes that count as completed; every other outcome is an interruption (core's StreamOutcome). */

@@ -28,11 +28,18 @@ export interface GeneratorOptions {
    */
   for?: string;
   /**
-   * Window of `rate()` under the queue-wait quantiles. Default: the
+   * Window of `rate()` under the queue-wait quantiles, the connection and
+   * TLS failure rates, and of the breaker's `max_over_time`. Default: the
    * thresholds' `queue.waitWindowSeconds`, at least 1m (a rate needs
    * several scrapes; 1m covers 4 at the common 15 s interval).
    */
   rateWindow?: string;
+  /**
+   * Failed TLS handshakes per second (per server and error type) above
+   * which InferSignalTlsHandshakeFailures fires (default 0.1/s, 6 a
+   * minute): one scanner or a mistyped URL must not page.
+   */
+  tlsFailureRate?: number;
   /** Window over which the stream interruption share and its minimum count are taken (default 10m). */
   streamWindow?: string;
   /** How long a load spike or an internal error keeps its alert firing (default 15m). */
@@ -57,6 +64,7 @@ export interface ResolvedOptions {
   driftWindowSeconds: number;
   tailQuantile: number;
   tailSeconds: number;
+  tlsFailureRate: number;
   runbookUrl: string;
 }
 
@@ -72,6 +80,8 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
   if (!(tailQuantile > 0 && tailQuantile < 1)) throw new Error(`infersignal-rules: invalid option "tailQuantile": must be within (0, 1), got ${tailQuantile}`);
   const tailSeconds = options.tailSeconds ?? 0.3;
   if (!(tailSeconds > 0)) throw new Error(`infersignal-rules: invalid option "tailSeconds": must be > 0, got ${tailSeconds}`);
+  const tlsFailureRate = options.tlsFailureRate ?? 0.1;
+  if (!(tlsFailureRate > 0 && Number.isFinite(tlsFailureRate))) throw new Error(`infersignal-rules: invalid option "tlsFailureRate": must be a finite number > 0, got ${tlsFailureRate}`);
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
   return {
     thresholds,
@@ -83,6 +93,7 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
     driftWindowSeconds: parseDuration(driftWindow, 'driftWindow'),
     tailQuantile,
     tailSeconds,
+    tlsFailureRate,
     runbookUrl: options.runbookUrl ?? DEFAULT_RUNBOOK_URL,
   };
 }

@@ -9,41 +9,11 @@ import { METRICS } from '@infersignal/core';
 import { COMPLETED_OUTCOME, LABEL, bucket, metric, recordBase } from './names';
 import { humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
+import { MODEL_KEYS, PROCESS_KEYS, QUEUE_KEYS, alert, by, eventExpr, recordName, type AlertingRule, type RecordingRule, type RuleFile, type RuleGroup } from './rule-parts';
+import { breakerGroup, capacityGroup, connectionsGroup, runtimeGroup } from './rules-runtime';
 
-export type Severity = 'warning' | 'critical';
-
-export interface RecordingRule {
-  record: string;
-  expr: string;
-}
-
-export interface AlertingRule {
-  alert: string;
-  expr: string;
-  for?: string;
-  labels: { severity: Severity; [label: string]: string };
-  annotations: { summary: string; description: string; runbook_url: string };
-}
-
-export interface RuleGroup {
-  name: string;
-  rules: (RecordingRule | AlertingRule)[];
-}
-
-export interface RuleFile {
-  groups: RuleGroup[];
-}
-
-const by = (...labels: string[]): string => `by (${labels.join(', ')})`;
-const QUEUE_KEYS = ['job', LABEL.queue];
-const MODEL_KEYS = ['job', LABEL.model];
-const PROCESS_KEYS = ['job', 'instance', LABEL.memorySource];
-
-/** Recording-rule name `level:metric:operations` (Prometheus naming practice). */
-function recordName(levelLabels: string[], base: string, operation: string): string {
-  const level = levelLabels.map((label) => (label === LABEL.queue ? 'queue' : label === LABEL.model ? 'model' : label === LABEL.memorySource ? 'source' : label));
-  return `${level.join('_')}:${base}:${operation}`;
-}
+export type { Severity, RecordingRule, AlertingRule, RuleGroup, RuleFile } from './rule-parts';
+export { RUNBOOK_ANCHORS } from './rule-parts';
 
 /** Name of the recorded queue-wait quantile (the dashboard reads the same series). */
 export function queueWaitQuantileRecord(quantile: number): string {
@@ -53,46 +23,6 @@ export function queueWaitQuantileRecord(quantile: number): string {
 /** Name of the recorded reserved − allocated gap per process and memory source. */
 export function memoryGapRecord(): string {
   return recordName(PROCESS_KEYS, recordBase('memoryReserved'), `minus_${METRICS.memoryAllocated.name.split('.').pop()}`);
-}
-
-function anchorUrl(options: ResolvedOptions, anchor: string): string {
-  return `${options.runbookUrl}#${anchor}`;
-}
-
-/** The anchors in docs/runbook.md the alerts link to, by alert name. */
-export const RUNBOOK_ANCHORS: Record<string, string> = {
-  InferSignalQueueWaitHigh: 'queue-wait',
-  InferSignalQueueWaitCritical: 'queue-wait',
-  InferSignalQueueWaitTailHigh: 'queue-wait-tail',
-  InferSignalQueueOccupancyHigh: 'queue-occupancy',
-  InferSignalQueueOccupancyCritical: 'queue-occupancy',
-  InferSignalBackpressureCritical: 'backpressure',
-  InferSignalModelLoadSpike: 'model-load-spike',
-  InferSignalStreamInterruptions: 'stream-interruptions',
-  InferSignalStreamInterruptionsCritical: 'stream-interruptions',
-  InferSignalGpuFragmentation: 'gpu-fragmentation',
-  InferSignalMemoryDrift: 'memory-drift',
-  InferSignalInternalErrors: 'internal-errors',
-};
-
-function alert(
-  options: ResolvedOptions,
-  name: keyof typeof RUNBOOK_ANCHORS,
-  signal: string,
-  severity: Severity,
-  expr: string,
-  hold: string | undefined,
-  summary: string,
-  description: string,
-): AlertingRule {
-  // Key order is the order people expect to read in the YAML: alert, expr, for, labels, annotations.
-  return {
-    alert: name,
-    expr,
-    ...(hold !== undefined && hold !== '0s' ? { for: hold } : {}),
-    labels: { severity, [LABEL.signal]: signal },
-    annotations: { summary, description, runbook_url: anchorUrl(options, RUNBOOK_ANCHORS[name]) },
-  };
 }
 
 function queueGroup(o: ResolvedOptions): RuleGroup {
@@ -133,15 +63,6 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s.`),
     ],
   };
-}
-
-/**
- * `increase() > 0` misses the first event of a series that appears at 1
- * (an OTel counter exists only after its first add), so a series that is
- * new within the window also counts.
- */
-function eventExpr(series: string, keys: string[], window: string): string {
-  return `sum ${by(...keys)} (increase(${series}[${window}])) > 0 or sum ${by(...keys)} (${series} unless ${series} offset ${window}) > 0`;
 }
 
 function modelLoadGroup(o: ResolvedOptions): RuleGroup {
@@ -224,7 +145,19 @@ function internalGroup(o: ResolvedOptions): RuleGroup {
 /** The rule groups for the given thresholds and options. */
 export function buildRules(options: GeneratorOptions = {}): RuleFile {
   const o = resolveOptions(options);
-  return { groups: [queueGroup(o), modelLoadGroup(o), streamGroup(o), deviceMemoryGroup(o), internalGroup(o)] };
+  return {
+    groups: [
+      queueGroup(o),
+      capacityGroup(o),
+      modelLoadGroup(o),
+      streamGroup(o),
+      deviceMemoryGroup(o),
+      runtimeGroup(o),
+      connectionsGroup(o),
+      breakerGroup(o),
+      internalGroup(o),
+    ],
+  };
 }
 
 /** Every alerting rule of a rule file, in order. */

@@ -33,6 +33,10 @@ describe('runRulesCli', () => {
     expect(text).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p90 > 0.2');
   });
 
+  it('--tls-failure-rate sets the TLS alert\'s rate guard', async () => {
+    expect((await cli('rules', '--tls-failure-rate', '0.5')).stdout).toContain('(rate(infersignal_tls_handshake_failures_total[1m])) > 0.5');
+  });
+
   it('accepts a monitor config file ({ "thresholds": … }) too', async () => {
     const wrapped = join(dir, 'monitor.json');
     writeFileSync(wrapped, JSON.stringify({ thresholds: { queue: { waitQuantile: 0.9 } } }));
@@ -72,6 +76,7 @@ describe('runRulesCli', () => {
     expect(await cli('rules', '-t', join(dir, 'broken.json'))).toMatchObject({ code: 2 });
     expect((await cli('rules', '--for', 'soon')).code).toBe(1);
     expect((await cli('rules', '--tail-quantile', 'x')).code).toBe(2);
+    expect((await cli('rules', '--tls-failure-rate', '0')).stderr).toContain('"tlsFailureRate"');
     expect((await cli('rules', '--nope')).stderr).toContain("Unknown option '--nope'");
     expect((await cli('deploy')).code).toBe(2);
     expect((await cli()).code).toBe(2);

@@ -24,9 +24,12 @@ describe('buildDashboard', () => {
     expect(dashboard.panels.filter((p) => p.type === 'row').map((p) => p.title)).toEqual([
       'Queue wait',
       'Queue occupancy and backpressure',
+      'Capacity',
       'Model load and reload',
       'Streams',
       'Device memory',
+      'Runtime: event loop and GC',
+      'Connections and TLS',
       'Alerts',
     ]);
     const cells = new Set<string>();
@@ -61,5 +64,40 @@ describe('buildDashboard', () => {
     const queries = panelQueries(dashboard);
     expect(queries.length).toBeGreaterThan(20);
     expect(queries.find((q) => q.panel === 'InferSignal alerts firing')?.expr).toMatch(/^ALERTS\{alertstate="firing", alertname=~"InferSignalQueueWaitHigh\|/);
+  });
+
+  it('capacity, runtime and connection rows draw their thresholds and read core\'s instruments', () => {
+    const panel = (title: string, d = dashboard) => {
+      const found = d.panels.find((p) => p.title === title);
+      if (!found) throw new Error(`no panel ${title}`);
+      return found;
+    };
+    const steps = (title: string, d = dashboard) => (panel(title, d).fieldConfig?.defaults as { thresholds: { steps: { color: string; value: number | null }[] } }).thresholds.steps;
+    const exprs = (title: string) => panel(title).targets?.map((t) => t.expr);
+    expect(steps('Utilization ρ = λ·S / c').map((s) => s.value)).toEqual([null, 0.8, 0.95]);
+    // Time to saturation is bad below its line.
+    expect(steps('Time to saturation')).toEqual([{ color: 'orange', value: null }, { color: 'green', value: 60 }]);
+    expect(steps('Event-loop delay P99 / max').map((s) => s.value)).toEqual([null, 0.1, 0.5]);
+    expect(steps('Connection saturation (open / capacity)').map((s) => s.value)).toEqual([null, 0.85, 0.95]);
+    expect(steps('TLS handshake failures by error.type').map((s) => s.value)).toEqual([null, 0.1]);
+    const custom = buildDashboard({ thresholds: { capacity: { utilizationWarn: 0.6, saturationWarnSeconds: 30 }, eventLoop: { delayWarnSeconds: 0.05 } }, tlsFailureRate: 1 });
+    expect(steps('Utilization ρ = λ·S / c', custom).map((s) => s.value)).toEqual([null, 0.6, 0.95]);
+    expect(steps('Time to saturation', custom).map((s) => s.value)).toEqual([null, 30]);
+    expect(steps('Event-loop delay P99 / max', custom).map((s) => s.value)).toEqual([null, 0.05, 0.5]);
+    expect(steps('TLS handshake failures by error.type', custom).map((s) => s.value)).toEqual([null, 1]);
+
+    expect(exprs('Utilization ρ = λ·S / c')).toEqual(['max by (infersignal_queue_name) (infersignal_queue_utilization_ratio{job=~"$job", infersignal_queue_name=~"$queue"})']);
+    expect(exprs('Queue wait: predicted (M/M/c) vs measured mean')?.[1]).toBe(
+      'sum by (infersignal_queue_name) (rate(infersignal_queue_wait_duration_seconds_sum{job=~"$job", infersignal_queue_name=~"$queue"}[$__rate_interval])) / sum by (infersignal_queue_name) (rate(infersignal_queue_wait_duration_seconds_count{job=~"$job", infersignal_queue_name=~"$queue"}[$__rate_interval]))',
+    );
+    expect(exprs('GC time share by type')).toEqual(['sum by (instance, v8js_gc_type) (rate(v8js_gc_duration_seconds_sum{job=~"$job"}[$__rate_interval]))']);
+    expect(exprs('Connection saturation (open / capacity)')).toEqual([
+      'sum by (instance, infersignal_server_name) (infersignal_connections_open{job=~"$job"}) / sum by (instance, infersignal_server_name) (infersignal_connections_capacity{job=~"$job"} > 0)',
+    ]);
+    expect(exprs('TLS handshake P50 / P95')?.[1]).toBe(
+      'histogram_quantile(0.95, sum by (le, instance, infersignal_server_name) (rate(infersignal_tls_handshake_duration_seconds_bucket{job=~"$job"}[$__rate_interval])))',
+    );
+    const alertsTable = panelQueries(dashboard).find((q) => q.panel === 'InferSignal alerts firing')?.expr ?? '';
+    for (const name of ['InferSignalCapacityUtilizationHigh', 'InferSignalEventLoopDelayCritical', 'InferSignalConnectionsRejected', 'InferSignalCircuitBreakerOpen']) expect(alertsTable).toContain(name);
   });
 });

@@ -28,6 +28,8 @@ describe('Alertmanager config', () => {
     expect(config.route.routes[0]).toMatchObject({ receiver: ALERTMANAGER_RECEIVER, matchers: ['alertname=~"InferSignal.+"'], group_wait: '30s' });
     expect(config.receivers[1].slack_configs[0]).toMatchObject({ api_url: 'https://hooks.example/T/B/X', channel: '#inference', send_resolved: true });
     expect(config.inhibit_rules[0].equal).toContain('infersignal_signal');
+    // A critical connection alert of one server must not silence another server's warning on the same instance.
+    expect(config.inhibit_rules[0].equal).toContain('infersignal_server_name');
     const fromFile = buildAlertmanagerConfig({ webhookUrlFile: '/etc/secrets/slack' }) as any;
     expect(fromFile.receivers[1].slack_configs[0].api_url_file).toBe('/etc/secrets/slack');
     expect(fromFile.receivers[1].slack_configs[0].api_url).toBeUndefined();

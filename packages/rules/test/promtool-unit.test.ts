@@ -178,6 +178,120 @@ const tests = [
     ],
   },
   {
+    name: 'capacity: utilization 85% warns and 95% is critical after the 3s hold (capacity.forSeconds), 80% does not; 30s to saturation warns, 90s does not',
+    interval: '15s',
+    input_series: [
+      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }), values: `0.5x${STEPS}` },
+      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }), values: `0.85x${STEPS}` },
+      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }), values: `0.95x${STEPS}` },
+      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }), values: `0.8x${STEPS}` },
+      { series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }), values: `30x${STEPS}` },
+      { series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }), values: `90x${STEPS}` },
+    ],
+    alert_rule_test: [
+      // Pending at the first evaluation, firing at the next one (15 s ≥ the 3 s hold).
+      check('0s', 'InferSignalCapacityUtilizationHigh'),
+      check('0s', 'InferSignalCapacityUtilizationCritical'),
+      check('0s', 'InferSignalTimeToSaturationLow'),
+      check('1m', 'InferSignalCapacityUtilizationHigh', [
+        expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.85),
+        expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q2' }, 0.95),
+      ]),
+      check('1m', 'InferSignalCapacityUtilizationCritical', [expected('InferSignalCapacityUtilizationCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.95)]),
+      check('1m', 'InferSignalTimeToSaturationLow', [expected('InferSignalTimeToSaturationLow', { job: JOB, [LABEL.queue]: 'q1' }, 30)]),
+    ],
+  },
+  {
+    name: 'event loop: P99 delay 200ms warns, 600ms is critical after the 5m hold, 50ms does not',
+    interval: '15s',
+    input_series: (
+      [
+        ['a', 0.2],
+        ['b', 0.6],
+        ['c', 0.05],
+      ] as const
+    ).map(([instance, delay]) => ({ series: selector(metricName('eventLoopDelayP99'), { job: JOB, instance, otel_scope_name: '@infersignal/core' }), values: `${delay}x${STEPS}` })),
+    alert_rule_test: [
+      check('4m', 'InferSignalEventLoopDelayHigh'),
+      check('4m', 'InferSignalEventLoopDelayCritical'),
+      check('6m', 'InferSignalEventLoopDelayHigh', [
+        expected('InferSignalEventLoopDelayHigh', { job: JOB, instance: 'a' }, 0.2),
+        expected('InferSignalEventLoopDelayHigh', { job: JOB, instance: 'b' }, 0.6),
+      ]),
+      check('6m', 'InferSignalEventLoopDelayCritical', [expected('InferSignalEventLoopDelayCritical', { job: JOB, instance: 'b' }, 0.6)]),
+    ],
+  },
+  {
+    name: 'connections: 9 of 10 warns, 10 of 10 is critical; no capacity and capacity 0 are not judged',
+    interval: '15s',
+    input_series: (
+      [
+        ['a', 'http', 9, 10],
+        ['b', 'https', 10, 10],
+        ['c', 'http', 50, undefined],
+        ['d', 'http', 5, 0],
+      ] as const
+    ).flatMap(([instance, server, open, capacity]) => [
+      { series: selector(metricName('connectionsOpen'), { job: JOB, instance, [LABEL.server]: server }), values: `${open}x${STEPS}` },
+      ...(capacity === undefined ? [] : [{ series: selector(metricName('connectionsCapacity'), { job: JOB, instance, [LABEL.server]: server }), values: `${capacity}x${STEPS}` }]),
+    ]),
+    alert_rule_test: [
+      check('4m', 'InferSignalConnectionsSaturated'),
+      check('4m', 'InferSignalConnectionsSaturatedCritical'),
+      check('6m', 'InferSignalConnectionsSaturated', [
+        expected('InferSignalConnectionsSaturated', { job: JOB, instance: 'a', [LABEL.server]: 'http' }, 0.9),
+        expected('InferSignalConnectionsSaturated', { job: JOB, instance: 'b', [LABEL.server]: 'https' }, 1),
+      ]),
+      check('6m', 'InferSignalConnectionsSaturatedCritical', [expected('InferSignalConnectionsSaturatedCritical', { job: JOB, instance: 'b', [LABEL.server]: 'https' }, 1)]),
+    ],
+  },
+  {
+    name: 'rejected connections: a first rejection and a new one fire at once, an old flat count does not, the alert ends one rate window later',
+    interval: '15s',
+    input_series: [
+      { series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'a', [LABEL.server]: 'http' }), values: `_x80 1x${STEPS - 81}` },
+      { series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'b', [LABEL.server]: 'http' }), values: `2x80 3x${STEPS - 81}` },
+      { series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'c', [LABEL.server]: 'http' }), values: `5x${STEPS}` },
+    ],
+    alert_rule_test: [
+      check('18m', 'InferSignalConnectionsRejected'),
+      check('20m30s', 'InferSignalConnectionsRejected', [
+        expected('InferSignalConnectionsRejected', { job: JOB, instance: 'a', [LABEL.server]: 'http' }),
+        expected('InferSignalConnectionsRejected', { job: JOB, instance: 'b', [LABEL.server]: 'http' }),
+      ]),
+      check('22m', 'InferSignalConnectionsRejected'),
+    ],
+  },
+  {
+    name: 'TLS handshake failures: 0.2/s of one error type fires after the hold, 0.067/s stays under the 0.1/s guard',
+    interval: '15s',
+    input_series: [
+      { series: selector(metricName('tlsHandshakeFailures'), { job: JOB, instance: 'a', [LABEL.server]: 'https', [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST' }), values: `0+3x${STEPS}` },
+      { series: selector(metricName('tlsHandshakeFailures'), { job: JOB, instance: 'a', [LABEL.server]: 'https', [LABEL.errorType]: 'ECONNRESET' }), values: `0+1x${STEPS}` },
+    ],
+    alert_rule_test: [
+      check('4m', 'InferSignalTlsHandshakeFailures'),
+      check('6m', 'InferSignalTlsHandshakeFailures', [
+        expected('InferSignalTlsHandshakeFailures', { job: JOB, instance: 'a', [LABEL.server]: 'https', [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST' }, 0.2),
+      ]),
+    ],
+  },
+  {
+    name: 'circuit breaker: open with short half-open probes holds the alert; open for one minute, or half-open, does not fire',
+    interval: '15s',
+    input_series: [
+      // Every 5th sample half-open (1): the probe failed and the breaker re-opened.
+      { series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }), values: Array.from({ length: STEPS }, (_, i) => (i % 5 === 4 ? 1 : 2)).join(' ') },
+      { series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'blip' }), values: `0x3 2x4 0x${STEPS - 9}` },
+      { series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'probing' }), values: `1x${STEPS}` },
+    ],
+    alert_rule_test: [
+      check('3m', 'InferSignalCircuitBreakerOpen'),
+      check('6m', 'InferSignalCircuitBreakerOpen', [expected('InferSignalCircuitBreakerOpen', { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }, 2)]),
+      check('20m', 'InferSignalCircuitBreakerOpen', [expected('InferSignalCircuitBreakerOpen', { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }, 2)]),
+    ],
+  },
+  {
     name: 'internal errors: a first error fires, an old flat count does not, the alert ends after the event window',
     interval: '15s',
     input_series: [

@@ -47,6 +47,51 @@ describe('buildRules', () => {
     expect(records).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p90');
   });
 
+  it('capacity, event-loop and connection alerts take their numbers from the thresholds (defaults: ρ 80/95 %, 60 s, 100/500 ms, 85/95 %)', () => {
+    expect(rule('InferSignalCapacityUtilizationHigh').expr).toBe('max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) > 0.8');
+    expect(rule('InferSignalCapacityUtilizationCritical').expr).toBe('max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) >= 0.95');
+    expect(rule('InferSignalTimeToSaturationLow').expr).toBe('min by (job, infersignal_queue_name) (infersignal_queue_saturation_time_seconds) < 60');
+    expect(rule('InferSignalEventLoopDelayHigh').expr).toBe('max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.1');
+    expect(rule('InferSignalEventLoopDelayCritical').expr).toBe('max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.5');
+    const saturation =
+      'sum by (job, instance, infersignal_server_name) (infersignal_connections_open) / sum by (job, instance, infersignal_server_name) (infersignal_connections_capacity > 0)';
+    expect(rule('InferSignalConnectionsSaturated').expr).toBe(`${saturation} > 0.85`);
+    expect(rule('InferSignalConnectionsSaturatedCritical').expr).toBe(`${saturation} > 0.95`);
+    expect(rule('InferSignalConnectionsRejected').expr).toBe(
+      'sum by (job, instance, infersignal_server_name) (increase(infersignal_connections_rejected_total[1m])) > 0 or sum by (job, instance, infersignal_server_name) (infersignal_connections_rejected_total unless infersignal_connections_rejected_total offset 1m) > 0',
+    );
+    expect(rule('InferSignalTlsHandshakeFailures').expr).toBe(
+      'sum by (job, instance, infersignal_server_name, error_type) (rate(infersignal_tls_handshake_failures_total[1m])) > 0.1',
+    );
+    expect(rule('InferSignalCircuitBreakerOpen').expr).toBe('max by (job, instance, infersignal_breaker_name) (max_over_time(infersignal_breaker_state[1m])) == 2');
+    expect(rule('InferSignalCapacityUtilizationHigh').labels).toEqual({ severity: 'warning', infersignal_signal: 'capacity' });
+    expect(rule('InferSignalConnectionsRejected').labels).toEqual({ severity: 'critical', infersignal_signal: 'connections' });
+
+    const custom = {
+      thresholds: {
+        capacity: { utilizationWarn: 0.7, utilizationCritical: 0.9, saturationWarnSeconds: 120 },
+        eventLoop: { delayWarnSeconds: 0.05, delayCriticalSeconds: 0.25 },
+        connections: { saturationWarn: 0.6, saturationCritical: 0.8 },
+      },
+      rateWindow: '2m',
+      tlsFailureRate: 0.5,
+    };
+    expect(rule('InferSignalCapacityUtilizationHigh', custom).expr).toMatch(/ > 0\.7$/);
+    expect(rule('InferSignalCapacityUtilizationHigh', custom).annotations.summary).toBe('Queue utilization above 70%');
+    expect(rule('InferSignalCapacityUtilizationCritical', custom).expr).toMatch(/ >= 0\.9$/);
+    expect(rule('InferSignalTimeToSaturationLow', custom).expr).toMatch(/ < 120$/);
+    expect(rule('InferSignalTimeToSaturationLow', custom).annotations.summary).toBe('Queue saturates within 120s at the current trend');
+    expect(rule('InferSignalEventLoopDelayHigh', custom).expr).toMatch(/ > 0\.05$/);
+    expect(rule('InferSignalEventLoopDelayCritical', custom).annotations.summary).toBe('Event-loop delay P99 above 250ms');
+    expect(rule('InferSignalConnectionsSaturated', custom).expr).toMatch(/ > 0\.6$/);
+    expect(rule('InferSignalConnectionsSaturatedCritical', custom).expr).toMatch(/ > 0\.8$/);
+    expect(rule('InferSignalConnectionsRejected', custom).expr).toContain('[2m])) > 0 or');
+    expect(rule('InferSignalTlsHandshakeFailures', custom).expr).toMatch(/\[2m\]\)\) > 0\.5$/);
+    expect(rule('InferSignalCircuitBreakerOpen', custom).expr).toContain('max_over_time(infersignal_breaker_state[2m])');
+    expect(() => buildRules({ tlsFailureRate: 0 })).toThrow('"tlsFailureRate"');
+    expect(() => buildRules({ thresholds: { capacity: { utilizationWarn: 0.96 } } })).toThrow('thresholds.capacity.utilizationWarn');
+  });
+
   it('holds level alerts for the thresholds\' for, else 5m; --for overrides; events never wait', () => {
     expect(rule('InferSignalQueueWaitHigh').for).toBe('5m');
     expect(rule('InferSignalQueueWaitHigh', { thresholds: { queue: { forSeconds: 90 } } }).for).toBe('1m30s');
@@ -55,6 +100,14 @@ describe('buildRules', () => {
     expect(rule('InferSignalMemoryDrift', { for: '10m' }).for).toBe('10m');
     expect(rule('InferSignalModelLoadSpike').for).toBeUndefined();
     expect(rule('InferSignalInternalErrors', { for: '10m' }).for).toBeUndefined();
+    // capacity.forSeconds (3 s) is the early warning's hold; 0 falls back to 5m like every level alert.
+    expect(rule('InferSignalCapacityUtilizationHigh').for).toBe('3s');
+    expect(rule('InferSignalTimeToSaturationLow', { thresholds: { capacity: { forSeconds: 0 } } }).for).toBe('5m');
+    expect(rule('InferSignalCapacityUtilizationCritical', { for: '1m' }).for).toBe('1m');
+    expect(rule('InferSignalEventLoopDelayHigh').for).toBe('5m');
+    expect(rule('InferSignalConnectionsSaturated').for).toBe('5m');
+    expect(rule('InferSignalCircuitBreakerOpen', { for: '2m' }).for).toBe('2m');
+    expect(rule('InferSignalConnectionsRejected', { for: '10m' }).for).toBeUndefined();
   });
 
   it('references only names core exports (prometheusName of METRICS)', () => {
@@ -64,8 +117,11 @@ describe('buildRules', () => {
     }));
     const exprs = buildRules().groups.flatMap((g) => g.rules.map((r) => r.expr.replace(/"[^"]*"/g, '""')));
     const labels = new Set<string>(Object.values(LABEL));
-    const metricTokens = exprs.flatMap((expr) => [...expr.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)].map((m) => m[0])).filter((t) => t.startsWith('infersignal_') && !labels.has(t));
+    // Every namespace core names metrics in (infersignal_, nodejs_, v8js_, gen_ai_, rpc_).
+    const prefixes = [...new Set(Object.values(METRICS).map((spec) => `${spec.name.split('.')[0]}_`))];
+    const metricTokens = exprs.flatMap((expr) => [...expr.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)].map((m) => m[0])).filter((t) => prefixes.some((prefix) => t.startsWith(prefix)) && !labels.has(t));
     expect(metricTokens.length).toBeGreaterThan(8);
+    expect(metricTokens).toContain('nodejs_eventloop_delay_p99_seconds');
     for (const token of metricTokens) expect(known.has(token), `${token} is not a core metric`).toBe(true);
   });
 

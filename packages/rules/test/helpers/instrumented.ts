@@ -3,9 +3,12 @@
  * `@infersignal/node`'s `start()` (real OTel MeterProvider and Prometheus
  * exporter with the Collector-style names) on a free loopback port, and an
  * HTTP API whose `/infer` runs a fixed-time "inference" through core's
- * queue with concurrency 1, so a few concurrent clients overload it.
+ * queue with concurrency 1, so a few concurrent clients overload it. The
+ * API server is instrumented with `instrumentServer` (connection capacity
+ * `connectionCapacity`), so the connection gauges exist too.
  */
 import { createServer, type Server } from 'node:http';
+import { instrumentServer, type ThresholdsInput } from '@infersignal/core';
 import { start, type InferSignal } from '@infersignal/node';
 
 export interface InstrumentedServer {
@@ -18,17 +21,29 @@ export interface InstrumentedServer {
   close(): Promise<void>;
 }
 
-export async function startInstrumentedServer(options: { serviceTimeMs: number; capacity: number }): Promise<InstrumentedServer> {
+export interface InstrumentedServerOptions {
+  serviceTimeMs: number;
+  /** Queue capacity of the `default` queue. */
+  capacity: number;
+  /** Detector tick period (default 250 ms; 0: the test calls monitor.tick()). */
+  detectorIntervalMs?: number;
+  /** Merged over the helper's own thresholds, group by group. */
+  thresholds?: ThresholdsInput;
+  /** Connections the API server is sized for (instrumentServer's capacity, default 64). */
+  connectionCapacity?: number;
+}
+
+export async function startInstrumentedServer(options: InstrumentedServerOptions): Promise<InstrumentedServer> {
   const signal = start({
     serviceName: 'inference-server',
     prometheus: { host: '127.0.0.1', port: 0 },
     otlp: false,
     traces: false,
     registerGlobals: false,
-    detectorIntervalMs: 250,
+    detectorIntervalMs: options.detectorIntervalMs ?? 250,
     logger: { warn: () => {} },
     // The first load sets no baseline: a fixed one makes the test's 20 ms load a spike.
-    thresholds: { modelLoad: { baselineSeconds: { llama: 0.001 } } },
+    thresholds: { ...options.thresholds, modelLoad: { ...options.thresholds?.modelLoad, baselineSeconds: { llama: 0.001 } } },
   });
   const address = await signal.prometheus?.ready;
   if (!address) throw new Error('the Prometheus exporter did not start');
@@ -49,6 +64,7 @@ export async function startInstrumentedServer(options: { serviceTimeMs: number; 
     res.statusCode = 404;
     res.end();
   });
+  instrumentServer(signal.monitor, server, { capacity: options.connectionCapacity ?? 64, name: 'api' });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   return {

@@ -29,9 +29,13 @@ export function humanizePercentage(ratio: number): string {
   return `${g4(ratio * 100)}%`;
 }
 
-/** Expands `{{ $labels.x }}` and `{{ $value | fn }}`; a label the alert lacks is an error (it would render empty). */
+/** Expands `{{ $labels.x }}`, `{{ $value | fn }}` and `{{ printf "%.Nf" $value }}`; a label the alert lacks is an error (it would render empty). */
 export function render(template: string, labels: Record<string, string>, value?: number): string {
-  return template.replace(/\{\{\s*\$(labels\.(\w+)|value)(?:\s*\|\s*(\w+))?\s*\}\}/g, (_match, _what, label: string | undefined, fn: string | undefined) => {
+  const fixed = template.replace(/\{\{\s*printf\s+"%\.(\d)f"\s+\$value\s*\}\}/g, (_match, digits: string) => {
+    if (value === undefined) throw new Error('annotation uses $value; pass the expected value');
+    return value.toFixed(Number(digits));
+  });
+  return fixed.replace(/\{\{\s*\$(labels\.(\w+)|value)(?:\s*\|\s*(\w+))?\s*\}\}/g, (_match, _what, label: string | undefined, fn: string | undefined) => {
     if (label !== undefined) {
       if (!(label in labels)) throw new Error(`annotation uses label "${label}" the alert does not carry`);
       return labels[label];

@@ -1,0 +1,101 @@
+/**
+ * Rule groups for the signals core gained after the request-level ones:
+ * predictive capacity (utilization ρ, time to saturation), the event loop,
+ * connections and TLS of instrumented HTTP(S) servers, and circuit
+ * breakers. Same shape as rules.ts: names only through core's METRICS,
+ * numbers only from the thresholds (or a documented generator option).
+ */
+import { LABEL, metric } from './names';
+import { humanPercent, humanSeconds } from './duration';
+import { holdFor, type ResolvedOptions } from './options';
+import { INSTANCE_KEYS, QUEUE_KEYS, SERVER_KEYS, alert, by, eventExpr, type RuleGroup } from './rule-parts';
+
+/**
+ * ρ = λ·S / c per queue, worst replica. Core judges ρ in-process only when
+ * the queue has an explicit `concurrency` (otherwise c is the peak in
+ * flight seen so far, and an early low peak overstates ρ), but exports the
+ * gauge either way: Prometheus cannot tell the two apart, so the rule reads
+ * the gauge as it is (docs/rules.md, "Limits and choices").
+ */
+export function capacityGroup(o: ResolvedOptions): RuleGroup {
+  const c = o.thresholds.capacity;
+  const hold = holdFor(o, c.forSeconds);
+  const utilization = `max ${by(...QUEUE_KEYS)} (${metric('queueUtilization')})`;
+  const where = `Queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}, worst replica)`;
+  const model = 'ρ = arrival rate × mean service time / concurrency';
+  return {
+    name: 'infersignal.capacity',
+    rules: [
+      alert(o, 'InferSignalCapacityUtilizationHigh', 'capacity', 'warning', `${utilization} > ${c.utilizationWarn}`, hold,
+        `Queue utilization above ${humanPercent(c.utilizationWarn)}`,
+        `${where} runs at utilization {{ $value | humanizePercentage }} (${model}), above ${humanPercent(c.utilizationWarn)} (thresholds.capacity.utilizationWarn) for ${hold}. Queue wait grows steeply from here: the early warning before it moves.`),
+      alert(o, 'InferSignalCapacityUtilizationCritical', 'capacity', 'critical', `${utilization} >= ${c.utilizationCritical}`, hold,
+        `Queue utilization at or above ${humanPercent(c.utilizationCritical)}`,
+        `${where} runs at utilization {{ $value | humanizePercentage }}, at or above ${humanPercent(c.utilizationCritical)} (thresholds.capacity.utilizationCritical) for ${hold}. Arrivals match or exceed what the queue can serve; the backlog and queue wait will grow without bound.`),
+      alert(o, 'InferSignalTimeToSaturationLow', 'capacity', 'warning', `min ${by(...QUEUE_KEYS)} (${metric('queueTimeToSaturation')}) < ${c.saturationWarnSeconds}`, hold,
+        `Queue saturates within ${humanSeconds(c.saturationWarnSeconds)} at the current trend`,
+        `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), for ${hold}. Load is rising faster than the queue can absorb.`),
+    ],
+  };
+}
+
+/** Event-loop delay: a blocked loop (synchronous inference, a long GC) stalls every timer and socket, a saturated server with an empty queue. */
+export function runtimeGroup(o: ResolvedOptions): RuleGroup {
+  const e = o.thresholds.eventLoop;
+  const hold = holdFor(o, 0);
+  const delay = `max ${by(...INSTANCE_KEYS)} (${metric('eventLoopDelayP99')})`;
+  const where = `{{ $labels.instance }} ({{ $labels.job }})`;
+  return {
+    name: 'infersignal.runtime',
+    rules: [
+      alert(o, 'InferSignalEventLoopDelayHigh', 'event_loop', 'warning', `${delay} > ${e.delayWarnSeconds}`, hold,
+        `Event-loop delay P99 above ${humanSeconds(e.delayWarnSeconds)}`,
+        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayWarnSeconds)} (thresholds.eventLoop.delayWarnSeconds) for ${hold}. Something runs synchronously on the main thread (inference, JSON of large bodies, GC): every request, timer and socket waits behind it.`),
+      alert(o, 'InferSignalEventLoopDelayCritical', 'event_loop', 'critical', `${delay} > ${e.delayCriticalSeconds}`, hold,
+        `Event-loop delay P99 above ${humanSeconds(e.delayCriticalSeconds)}`,
+        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayCriticalSeconds)} (thresholds.eventLoop.delayCriticalSeconds) for ${hold}. The process is saturated even if its queue is not: health checks, streams and timeouts stall.`),
+    ],
+  };
+}
+
+/** Connections of instrumented HTTP(S) servers (`instrumentServer`) and their TLS handshakes. */
+export function connectionsGroup(o: ResolvedOptions): RuleGroup {
+  const t = o.thresholds.connections;
+  const hold = holdFor(o, 0);
+  // `capacity > 0` drops servers without a capacity (no maxConnections, no option): core does not judge them either.
+  const saturation = `sum ${by(...SERVER_KEYS)} (${metric('connectionsOpen')}) / sum ${by(...SERVER_KEYS)} (${metric('connectionsCapacity')} > 0)`;
+  const where = `Server {{ $labels.${LABEL.server} }} of {{ $labels.instance }} ({{ $labels.job }})`;
+  return {
+    name: 'infersignal.connections',
+    rules: [
+      alert(o, 'InferSignalConnectionsSaturated', 'connections', 'warning', `${saturation} > ${t.saturationWarn}`, hold,
+        `Open connections above ${humanPercent(t.saturationWarn)} of capacity`,
+        `${where} holds {{ $value | humanizePercentage }} of the connections it is sized for (open / capacity, capacity = instrumentServer's capacity or server.maxConnections), above ${humanPercent(t.saturationWarn)} (thresholds.connections.saturationWarn) for ${hold}. At the limit, new clients are closed at accept.`),
+      alert(o, 'InferSignalConnectionsSaturatedCritical', 'connections', 'critical', `${saturation} > ${t.saturationCritical}`, hold,
+        `Open connections above ${humanPercent(t.saturationCritical)} of capacity`,
+        `${where} holds {{ $value | humanizePercentage }} of its connection capacity, above ${humanPercent(t.saturationCritical)} (thresholds.connections.saturationCritical) for ${hold}. New connections are about to be rejected.`),
+      alert(o, 'InferSignalConnectionsRejected', 'connections', 'critical', eventExpr(metric('connectionsRejected'), SERVER_KEYS, o.rateWindow), undefined,
+        'Connections rejected at the connection limit',
+        `${where} closed new connections at accept in the last ${o.rateWindow} because server.maxConnections was reached: those clients saw ECONNRESET before sending a request, and no request metric counts them.`),
+      alert(o, 'InferSignalTlsHandshakeFailures', 'tls_handshake', 'warning',
+        `sum ${by(...SERVER_KEYS, LABEL.errorType)} (rate(${metric('tlsHandshakeFailures')}[${o.rateWindow}])) > ${o.tlsFailureRate}`, hold,
+        `TLS handshakes failing faster than ${o.tlsFailureRate}/s`,
+        `${where} fails TLS handshakes with {{ $labels.${LABEL.errorType} }} at {{ printf "%.2f" $value }}/s (over ${o.rateWindow}), above ${o.tlsFailureRate}/s (option tlsFailureRate), for ${hold}. Clients cannot connect, or something probes the TLS port with the wrong protocol.`),
+    ],
+  };
+}
+
+/** Circuit breakers (`@infersignal/bench` createBreaker): state gauge 0 closed, 1 half-open, 2 open. */
+export function breakerGroup(o: ResolvedOptions): RuleGroup {
+  const hold = holdFor(o, 0);
+  const keys = [...INSTANCE_KEYS, LABEL.breakerName];
+  // max_over_time bridges the short half-open probes of a breaker that keeps re-opening; a breaker that stays closed a whole window ends the alert.
+  return {
+    name: 'infersignal.circuit_breaker',
+    rules: [
+      alert(o, 'InferSignalCircuitBreakerOpen', 'circuit_breaker', 'critical', `max ${by(...keys)} (max_over_time(${metric('breakerState')}[${o.rateWindow}])) == 2`, hold,
+        'Circuit breaker open',
+        `Circuit breaker {{ $labels.${LABEL.breakerName} }} of {{ $labels.instance }} ({{ $labels.job }}) was open in every ${o.rateWindow} for ${hold}: its backend keeps failing, and calls through the breaker fail fast instead of waiting.`),
+    ],
+  };
+}
