@@ -206,6 +206,15 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
   anomaly: { window: 'integer', zScore: 'positive' },
 };
 
+const INTEGER_MAX: Record<string, number> = {
+  'stream.windowSize': 100_000,
+  'stream.minSamples': 100_000,
+  'deviceMemory.driftWindowSamples': 10_000,
+  'modelLoad.baselineSamples': 1000,
+  'anomaly.window': 10_000,
+  'glitch.minSamples': 4096,
+};
+
 function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
   if (rule === 'boolean') {
     if (typeof value !== 'boolean') throw new InferSignalConfigError(field, `must be true or false, got ${JSON.stringify(value)}`);
@@ -231,9 +240,12 @@ function checkNumber(field: string, value: unknown, rule: Exclude<Rule, 'boolean
     case 'fraction':
       if (value <= 0 || value >= 1) throw new InferSignalConfigError(field, `must be within (0, 1), got ${value}`);
       break;
-    case 'integer':
-      if (!Number.isInteger(value) || value < 1) throw new InferSignalConfigError(field, `must be an integer >= 1, got ${value}`);
+    case 'integer': {
+      // Window sizes allocate typed arrays up front: a cap keeps memory bounded and the error clear.
+      const max = INTEGER_MAX[field.split('.').slice(-2).join('.')] ?? 1_000_000;
+      if (!Number.isInteger(value) || value < 1 || value > max) throw new InferSignalConfigError(field, `must be an integer within [1, ${max}], got ${value}`);
       break;
+    }
     case 'factor':
       if (value <= 1) throw new InferSignalConfigError(field, `must be > 1, got ${value}`);
       break;

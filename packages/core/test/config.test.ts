@@ -32,6 +32,7 @@ describe('config validation', () => {
     [{ thresholds: { modelLoad: { spikeFactor: 1 } } }, 'thresholds.modelLoad.spikeFactor'],
     [{ thresholds: { modelLoad: { baselineSeconds: { m: 0 } } } }, 'thresholds.modelLoad.baselineSeconds.m'],
     [{ thresholds: { stream: { minSamples: 2.5 } } }, 'thresholds.stream.minSamples'],
+    [{ thresholds: { stream: { windowSize: 1453674906376078 } } }, 'thresholds.stream.windowSize'],
     [{ thresholds: { deviceMemory: { fragmentation: 'high' } } }, 'thresholds.deviceMemory.fragmentation'],
     [{ thresholds: { queue: { occupancyWarn: 0.9 } } }, 'thresholds.queue.occupancyWarn'],
     [{ maxModels: 0 }, 'maxModels'],

@@ -80,6 +80,20 @@ describe('event loop and P99-glitch attribution', () => {
     expect(String(glitch!.details?.rule)).toContain('mlp');
   });
 
+  it('a loop busy with many short runs (6 ms every 12 ms) is not reported as a stall', async () => {
+    const alerts: AlertEvent[] = [];
+    monitor = createMonitor({
+      detectorIntervalMs: 0,
+      logger: { warn() {} },
+      thresholds: { eventLoop: { delayWarnSeconds: 0.1, sampleIntervalMs: 250 } },
+      onAlert: (e) => alerts.push(e),
+    });
+    const busy = setInterval(() => busyWait(6), 12);
+    await sleep(1500);
+    clearInterval(busy);
+    expect(alerts.filter((a) => a.signal === 'event_loop')).toEqual([]);
+  });
+
   it('records GC pauses as v8js.gc.duration', async () => {
     const reader = new TestReader();
     monitor = createMonitor({ meterProvider: new MeterProvider({ readers: [reader] }), detectorIntervalMs: 0 });

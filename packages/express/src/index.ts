@@ -1,7 +1,7 @@
 export { inferSignal, inferSignalErrors } from './middleware';
-export type { InferSignalOptions } from './middleware';
-export type { InferSignalRequest } from './request-signal';
-export type { SseEvent, SseOptions, SseStream } from './sse';
+export type { InferSignalOptions, InferSignalRequest } from './middleware';
+// The SSE writer and the request lifecycle live in core, shared with the Fastify plugin.
+export type { SseEvent, SseOptions, SseStream } from '@infersignal/core';
 export { readinessHandler, readinessRouter } from './readiness';
 export type { ReadinessOptions } from './readiness';
 // Connection and TLS signals of the server `app.listen()` returns; the logic lives in core, shared with the Fastify plugin.

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { InferSignalConfigError, readinessAnswer, type Monitor } from '@infersignal/core';
 
 export interface ReadinessOptions {
   /** Path answered by readinessRouter() (default `/healthz/ready`). */
@@ -14,32 +14,12 @@ export interface ReadinessOptions {
 export function readinessHandler(monitor: Monitor): RequestHandler {
   if (typeof monitor?.snapshot !== 'function') throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   return function inferSignalReadiness(req: Request, res: Response): void {
-    let status = 200;
-    let body: string;
-    try {
-      const snapshot = monitor.snapshot();
-      if (snapshot.level === 'critical') status = 503;
-      body = JSON.stringify(snapshot);
-    } catch (error) {
-      // A broken snapshot must not fail the probe by itself; the level alone decides.
-      monitor.internalError('express.readiness', error);
-      const level = safeLevel(monitor);
-      if (level === 'critical') status = 503;
-      body = JSON.stringify({ level });
-    }
+    const { status, body } = readinessAnswer(monitor, 'express');
     res.statusCode = status;
     res.setHeader('content-type', 'application/json; charset=utf-8');
     res.setHeader('cache-control', 'no-store');
     res.end(req.method === 'HEAD' ? undefined : body);
   };
-}
-
-function safeLevel(monitor: Monitor): string {
-  try {
-    return monitor.level();
-  } catch {
-    return 'unknown';
-  }
 }
 
 /**

@@ -9,8 +9,8 @@ import express from 'express';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS, createMonitor, type AlertEvent, type Monitor } from '@infersignal/core';
 import { inferSignal, instrumentServer } from '@infersignal/express';
-import { collect, createMeterProvider } from './otel';
-import { until } from './helpers';
+import { collect, createMeterProvider } from '../../../test/support/otel';
+import { until } from '../../../test/support/async';
 
 /**
  * A self-signed certificate for 127.0.0.1, made by openssl in a temp dir

@@ -1,7 +1,7 @@
 export { inferSignal } from './plugin';
-export type { InferSignalFastifyOptions } from './plugin';
-export type { InferSignalRequest } from './request-signal';
-export type { SseEvent, SseOptions, SseStream } from './sse';
+export type { InferSignalFastifyOptions, InferSignalRequest } from './plugin';
+// The SSE writer and the request lifecycle live in core, shared with the Express middleware.
+export type { SseEvent, SseOptions, SseStream } from '@infersignal/core';
 export { readinessHandler } from './readiness';
 // For servers the plugin does not own; the plugin's `connections` option calls it on `fastify.server`.
 export { instrumentServer } from '@infersignal/core';

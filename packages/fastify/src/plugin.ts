@@ -1,26 +1,40 @@
 import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import { InferSignalConfigError, instrumentServer, type InstrumentServerOptions, type Monitor, type QueueOptions, type QueueTracker } from '@infersignal/core';
+import {
+  HTTP_SHED_BODY,
+  InferSignalConfigError,
+  createHttpTracking,
+  instrumentServer,
+  validateHttpTrackingOptions,
+  type HttpRequestSignal,
+  type HttpTrackingOptions,
+  type InstrumentServerOptions,
+  type Monitor,
+  type SseOptions,
+  type SseStream,
+  type TrackedHttpRequest,
+} from '@infersignal/core';
 import { readinessHandler } from './readiness';
-import { RequestSignal, type InferSignalRequest, type Shared } from './request-signal';
 
-export interface InferSignalFastifyOptions {
+/** What a handler sees as `request.inferSignal` (core's HTTP request lifecycle). */
+export interface InferSignalRequest extends HttpRequestSignal {
+  /** Route pattern label (`request.routeOptions.url`); never the raw URL. */
+  readonly route: string;
+  /**
+   * Hijacks the reply and turns it into a `text/event-stream` over
+   * `reply.raw` whose events count as tokens. Fastify no longer sends
+   * anything for this request: end the stream with `sse.end()`.
+   */
+  sse(options?: SseOptions): SseStream;
+}
+
+export interface InferSignalFastifyOptions extends HttpTrackingOptions {
   monitor: Monitor;
-  /** Queue the requests are tracked in: a name (created with `queueOptions`) or a tracker. Default `'http'`. */
-  queue?: string | QueueTracker;
-  /** Capacity and concurrency of the queue when `queue` is a name. */
-  queueOptions?: QueueOptions;
   /**
    * Model label of a request, read in onRequest (params, headers and query
    * are parsed; the body is not yet). Default: the route pattern.
    */
   model?: (request: FastifyRequest) => string | undefined;
-  /** At CRITICAL backpressure answer 503 + Retry-After without running the route. Default false. */
-  shed?: boolean;
-  /** A finished response with this status or above counts as `error`. Default 500. */
-  errorStatus?: number;
-  /** Count the response head as the start of inference when the handler never called start(). Default true. */
-  autoStart?: boolean;
   /** Also register `GET <path>` (default `/healthz/ready`): 503 while CRITICAL, 200 + snapshot otherwise. */
   readiness?: boolean | { path?: string };
   /**
@@ -46,28 +60,16 @@ declare module 'fastify' {
   }
 }
 
-const OPTION_KEYS = new Set(['monitor', 'queue', 'queueOptions', 'model', 'shed', 'errorStatus', 'autoStart', 'readiness', 'connections']);
+const OPTION_KEYS: ReadonlySet<string> = new Set(['monitor', 'queue', 'queueOptions', 'model', 'shed', 'errorStatus', 'autoStart', 'readiness', 'connections']);
 const SOURCE = 'fastify';
-/** 503 body for a shed request; the same bytes every time. */
-const SHED_BODY = JSON.stringify({ error: 'overloaded', message: 'The server is at critical backpressure; retry later.' });
+
+/** What the plugin stores on a request: core's lifecycle, whose route is always known here. */
+type FastifyTracked = TrackedHttpRequest & InferSignalRequest;
 
 function validate(options: InferSignalFastifyOptions): void {
   if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
   if (typeof options.monitor?.queue !== 'function') throw new InferSignalConfigError('options.monitor', 'must be a monitor from createMonitor()');
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new InferSignalConfigError(`options.${key}`, `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`);
-  }
-  if (options.model !== undefined && typeof options.model !== 'function') throw new InferSignalConfigError('options.model', 'must be a function of the request');
-  for (const key of ['shed', 'autoStart'] as const) {
-    if (options[key] !== undefined && typeof options[key] !== 'boolean') throw new InferSignalConfigError(`options.${key}`, 'must be a boolean');
-  }
-  const status = options.errorStatus;
-  if (status !== undefined && (!Number.isInteger(status) || status < 100 || status > 600)) {
-    throw new InferSignalConfigError('options.errorStatus', `must be an HTTP status (100–600), got ${JSON.stringify(status)}`);
-  }
-  if (typeof options.queue === 'object' && options.queue !== null && options.queueOptions !== undefined) {
-    throw new InferSignalConfigError('options.queueOptions', 'only applies when options.queue is a name');
-  }
+  validateHttpTrackingOptions(options, OPTION_KEYS);
   const readiness = options.readiness;
   if (readiness !== undefined && typeof readiness !== 'boolean') {
     if (typeof readiness !== 'object' || readiness === null) throw new InferSignalConfigError('options.readiness', 'must be a boolean or { path }');
@@ -94,30 +96,11 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
     return done(error as Error);
   }
   const monitor = options.monitor;
-  const tracker = typeof options.queue === 'object' ? options.queue : monitor.queue(options.queue ?? 'http', options.queueOptions);
-  const shared: Shared = {
-    monitor,
-    tracker,
-    errorStatus: options.errorStatus ?? 500,
-    autoStart: options.autoStart ?? true,
-    source: SOURCE,
-  };
+  const tracking = createHttpTracking(monitor, options, SOURCE);
   const modelOf = options.model;
-  const shed = options.shed === true;
 
   // Sibling scopes may each register the plugin (one queue each); the decorator is made once.
   if (!fastify.hasRequestDecorator('inferSignal')) fastify.decorateRequest('inferSignal', null);
-
-  function modelLabel(request: FastifyRequest, route: string): string {
-    if (modelOf === undefined) return route;
-    try {
-      const value = modelOf(request);
-      if (value !== undefined) return monitor.label('model', value);
-    } catch (error) {
-      monitor.internalError(`${SOURCE}.model`, error);
-    }
-    return route;
-  }
 
   fastify.addHook('onRequest', function inferSignalOnRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
     try {
@@ -127,21 +110,15 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
       // A plugin registered in an enclosing scope too: the outer one (whose hook ran first) tracks the request.
       if (url !== undefined && routeOptions.config?.inferSignal !== false && request.inferSignal == null) {
         const route = monitor.label('route', url);
-        const model = modelLabel(request, route);
-        if (shed) {
-          const admission = tracker.admit();
-          if (!admission.admit) {
-            tracker.reject(model);
-            // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
-            reply
-              .code(503)
-              .header('retry-after', String(Math.max(1, Math.ceil(admission.retryAfterSeconds))))
-              .header('content-type', 'application/json; charset=utf-8')
-              .send(SHED_BODY);
-            return;
-          }
+        const model = tracking.label('model', modelOf, request, route);
+        const retryAfter = tracking.shed(model);
+        if (retryAfter !== undefined) {
+          // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
+          reply.code(503).header('retry-after', retryAfter).header('content-type', 'application/json; charset=utf-8').send(HTTP_SHED_BODY);
+          return;
         }
-        request.inferSignal = new RequestSignal(shared, tracker.enqueue(model), route, reply);
+        // The reply is the owner core hijacks before SSE takes over reply.raw.
+        request.inferSignal = tracking.track(model, route, reply.raw, reply) as FastifyTracked;
       }
     } catch (error) {
       // Instrumentation must never take a request down: count and carry on.
@@ -152,17 +129,18 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
   });
 
   fastify.addHook('onResponse', function inferSignalOnResponse(request: FastifyRequest, _reply: FastifyReply, next: HookHandlerDoneFunction) {
-    (request.inferSignal as RequestSignal | null)?.finished();
+    (request.inferSignal as FastifyTracked | null)?.finished();
     next();
   });
 
   fastify.addHook('onRequestAbort', function inferSignalOnRequestAbort(request: FastifyRequest, next: HookHandlerDoneFunction) {
-    (request.inferSignal as RequestSignal | null)?.closed();
+    (request.inferSignal as FastifyTracked | null)?.closed();
     next();
   });
 
-  fastify.addHook('onError', function inferSignalOnError(request: FastifyRequest, _reply: FastifyReply, _error: FastifyError, next: HookHandlerDoneFunction) {
-    (request.inferSignal as RequestSignal | null)?.errored();
+  fastify.addHook('onError', function inferSignalOnError(request: FastifyRequest, reply: FastifyReply, _error: FastifyError, next: HookHandlerDoneFunction) {
+    // Once the head is out, the status can no longer say the request failed.
+    if (reply.raw.headersSent) request.inferSignal?.fail();
     next();
   });
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { InferSignalConfigError, readinessAnswer, type Monitor } from '@infersignal/core';
 
 /**
  * Route handler for a Kubernetes readiness probe: 503 while the monitor's
@@ -10,27 +10,7 @@ import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 export function readinessHandler(monitor: Monitor): RouteHandlerMethod {
   if (typeof monitor?.snapshot !== 'function') throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   return function inferSignalReadiness(_request: FastifyRequest, reply: FastifyReply) {
-    let status = 200;
-    let body: string;
-    try {
-      const snapshot = monitor.snapshot();
-      if (snapshot.level === 'critical') status = 503;
-      body = JSON.stringify(snapshot);
-    } catch (error) {
-      // A broken snapshot must not fail the probe by itself; the level alone decides.
-      monitor.internalError('fastify.readiness', error);
-      const level = safeLevel(monitor);
-      if (level === 'critical') status = 503;
-      body = JSON.stringify({ level });
-    }
+    const { status, body } = readinessAnswer(monitor, 'fastify');
     return reply.code(status).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(body);
   };
-}
-
-function safeLevel(monitor: Monitor): string {
-  try {
-    return monitor.level();
-  } catch {
-    return 'unknown';
-  }
 }

@@ -3,8 +3,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS, createMonitor, type AlertEvent, type Monitor } from '@infersignal/core';
 import { inferSignal, instrumentServer } from '@infersignal/fastify';
-import { collect, createMeterProvider, type TestReader } from './otel';
-import { gate, until } from './helpers';
+import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
+import { gate, until } from '../../../test/support/async';
 
 let app: FastifyInstance | undefined;
 let agent: Agent | undefined;

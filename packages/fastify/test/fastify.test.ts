@@ -2,8 +2,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
 import { inferSignal } from '@infersignal/fastify';
-import { collect, createMeterProvider, type TestReader } from './otel';
-import { gate, pool, readEventsThenAbort, sleep, until, withUnhandledRejections } from './helpers';
+import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
+import { gate, sleep, until } from '../../../test/support/async';
+import { readEventsThenAbort } from '../../../test/support/http';
+// The client side and the assertions both adapters share; the servers are built here.
+import * as cases from '../../../test/support/adapter-cases';
 
 const OUTCOME = ATTR.outcome;
 
@@ -47,26 +50,7 @@ describe('Fastify plugin', () => {
       }
       return { ok: true };
     });
-    const url = await start(app);
-    const modes = ['run', 'start', 'auto'];
-    const statuses: number[] = [];
-    await pool(200, 20, async (i) => {
-      const response = await fetch(`${url}/v1/infer?mode=${modes[i % 3]}`);
-      await response.arrayBuffer();
-      statuses.push(response.status);
-    });
-    await until(() => monitor.snapshot().queues.http.completed === 200, 2000, '200 completions');
-
-    expect(statuses.filter((s) => s === 200)).toHaveLength(200);
-    expect(calls).toBe(200);
-    const out = await collect(reader);
-    expect(out.sum(METRICS.requests.name)).toBe(200);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(200);
-    expect(out.count(METRICS.queueWait.name)).toBe(200);
-    expect(out.count(METRICS.requestDuration.name)).toBe(200);
-    expect(out.count(METRICS.inferenceDuration.name)).toBe(200);
-    expect(out.sum(METRICS.queueInFlight.name)).toBe(0);
-    expect(out.sum(METRICS.queueWaiting.name)).toBe(0);
+    await cases.twoHundredRequests({ url: await start(app), monitor, reader }, () => calls);
   });
 
   // GET: Fastify's onRequestAbort also sees the disconnect (a turn after the
@@ -98,15 +82,7 @@ describe('Fastify plugin', () => {
     await handlerDone.wait;
 
     expect(endedAtClose).toBe(true);
-    const out = await collect(reader);
-    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'cancelled' })).toBe(1);
-    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'completed' })).toBe(0);
-    expect(out.sum(METRICS.streams.name)).toBe(1);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'cancelled' })).toBe(1);
-    expect(out.sum(METRICS.requests.name)).toBe(1);
-    expect(out.count(METRICS.timeToFirstToken.name)).toBe(1);
-    expect(out.count(METRICS.queueWait.name)).toBe(1);
-    expect(out.sum(METRICS.streamTokens.name)).toBeGreaterThanOrEqual(3);
+    await cases.expectOneCancelledStream(reader);
   });
 
   it('counts a completed SSE stream: events as tokens, one TTFT and one time-per-token sample', async () => {
@@ -121,21 +97,9 @@ describe('Fastify plugin', () => {
       }
       sse.end();
     });
-    const url = await start(app);
-    const response = await fetch(`${url}/v1/stream`);
-    const text = await response.text();
-    await until(() => monitor.snapshot().queues.http.completed === 1, 2000, 'completion');
-
-    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const { response, text } = await cases.oneCompletedStream({ url: await start(app), monitor, reader });
     expect(response.headers.get('x-model')).toBe('tiny');
     expect(text.startsWith(': keep-alive\n\nevent: token\nid: 0\ndata: {"i":0}\n\n')).toBe(true);
-    const out = await collect(reader);
-    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'completed' })).toBe(1);
-    expect(out.sum(METRICS.streams.name)).toBe(1);
-    expect(out.sum(METRICS.streamTokens.name)).toBe(5);
-    expect(out.count(METRICS.timeToFirstToken.name)).toBe(1);
-    expect(out.count(METRICS.timePerOutputToken.name)).toBe(1);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(1);
   });
 
   it('sheds at CRITICAL: 503 + Retry-After, the handler not called, counted as rejected', async () => {
@@ -156,30 +120,7 @@ describe('Fastify plugin', () => {
       await Promise.race([allArrived.wait, sleep(5000)]);
       return { ok: true };
     });
-    const url = await start(app);
-    const responses = await Promise.all(
-      Array.from({ length: 10 }, async () => {
-        const response = await fetch(`${url}/v1/slow`);
-        return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() };
-      }),
-    );
-    await until(() => monitor.snapshot().queues.http.completed === calls, 2000, 'completions');
-
-    const shed = responses.filter((r) => r.status === 503);
-    const ok = responses.filter((r) => r.status === 200);
-    expect(shed.length).toBeGreaterThan(0);
-    expect(ok.length + shed.length).toBe(10);
-    // Capacity 2: two admitted (occupancy 1.0 > 0.85 afterwards), the other eight shed.
-    expect(ok).toHaveLength(2);
-    expect(calls).toBe(ok.length);
-    for (const r of shed) {
-      expect(r.retryAfter).toMatch(/^[1-9]\d*$/);
-      expect(JSON.parse(r.body)).toMatchObject({ error: 'overloaded' });
-    }
-    const out = await collect(reader);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'rejected' })).toBe(shed.length);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(ok.length);
-    expect(out.count(METRICS.queueWait.name)).toBe(ok.length);
+    await cases.tenSlowRequestsShed({ url: await start(app), monitor, reader }, () => calls);
   });
 
   it('counts a throwing handler as error and leaves the app error handling unchanged', async () => {
@@ -198,26 +139,11 @@ describe('Fastify plugin', () => {
     app.get('/teapot', async () => {
       throw Object.assign(new Error('teapot'), { statusCode: 418 });
     });
-    const url = await start(app);
-    const unhandled = await withUnhandledRejections(async () => {
-      for (const [path, status, message] of [
-        ['/sync', 500, 'sync boom'],
-        ['/async', 500, 'async boom'],
-        ['/teapot', 418, 'teapot'],
-      ] as const) {
-        const response = await fetch(url + path);
-        expect(response.status).toBe(status);
-        expect(await response.json()).toEqual({ handledByApp: message });
-      }
-      await until(() => monitor.snapshot().queues.http.completed === 3, 2000, 'completions');
-    });
-
-    expect(unhandled).toEqual([]);
-    const out = await collect(reader);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'error' })).toBe(2);
-    // A 4xx is the client's problem, not a failed inference.
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(1);
-    expect(out.sum(METRICS.requests.name)).toBe(3);
+    await cases.failingHandlers({ url: await start(app), monitor, reader }, [
+      ['/sync', 500, 'sync boom'],
+      ['/async', 500, 'async boom'],
+      ['/teapot', 418, 'teapot'],
+    ]);
   });
 
   it('counts a stream the handler fails after the head as error exactly once', async () => {
@@ -236,36 +162,14 @@ describe('Fastify plugin', () => {
         request.raw.socket.destroy();
       }
     });
-    const url = await start(app);
-    const response = await fetch(`${url}/v1/stream`);
-    await expect(response.text()).rejects.toThrow();
-    await until(() => monitor.snapshot().queues.http.completed === 1, 2000, 'completion');
-    await sleep(20);
-
-    const out = await collect(reader);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'error' })).toBe(1);
-    expect(out.sum(METRICS.requests.name)).toBe(1);
-    expect(out.count(METRICS.requestDuration.name)).toBe(1);
-    expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'error' })).toBe(1);
-    expect(out.sum(METRICS.streams.name)).toBe(1);
+    await cases.streamFailingAfterHead({ url: await start(app), monitor, reader });
   });
 
   it('labels by route pattern (routeOptions.url), never by raw URL: 20 ids, one label', async () => {
     const { app, monitor, reader } = setup();
     await app.register(inferSignal, { monitor });
     app.get('/v1/models/:id', async (request) => ({ id: (request.params as { id: string }).id, route: request.inferSignal!.route }));
-    const url = await start(app);
-    for (let i = 0; i < 20; i++) {
-      const response = await fetch(`${url}/v1/models/abc${i}?token=secret${i}`);
-      expect(await response.json()).toEqual({ id: `abc${i}`, route: '/v1/models/:id' });
-    }
-    await until(() => monitor.snapshot().queues.http.completed === 20, 2000, 'completions');
-
-    const out = await collect(reader);
-    expect(out.values(METRICS.requests.name, ATTR.model)).toEqual(['/v1/models/:id']);
-    expect(out.values(METRICS.queueWait.name, ATTR.model)).toEqual(['/v1/models/:id']);
-    expect(out.sum(METRICS.requests.name)).toBe(20);
-    expect(out.allAttributeValues().filter((v) => v.includes('abc') || v.includes('secret'))).toEqual([]);
+    await cases.twentyIdsOneLabel({ url: await start(app), monitor, reader });
   });
 
   it('labels by the model function (route params are parsed in onRequest); a throwing one falls back to the route', async () => {
@@ -302,26 +206,7 @@ describe('Fastify plugin', () => {
       await release.wait;
       return { ok: true };
     });
-    const url = await start(app);
-
-    const before = await fetch(`${url}/healthz/ready`);
-    expect(before.status).toBe(200);
-    expect(await before.json()).toMatchObject({ level: 'ok', queues: { http: { inFlight: 0, capacity: 2 } } });
-
-    const slow = [fetch(`${url}/v1/slow`), fetch(`${url}/v1/slow`)];
-    await until(() => monitor.snapshot().queues.http.inFlight === 2, 5000, 'two in flight');
-    const during = await fetch(`${url}/healthz/ready`);
-    expect(during.status).toBe(503);
-    expect(await during.json()).toMatchObject({ level: 'critical', queues: { http: { inFlight: 2, occupancy: 1 } } });
-
-    release.open();
-    await Promise.all(slow.map(async (p) => (await p).arrayBuffer()));
-    await until(() => monitor.snapshot().queues.http.completed === 2, 2000, 'completions');
-    const after = await fetch(`${url}/healthz/ready`);
-    expect(after.status).toBe(200);
-    expect(await after.json()).toMatchObject({ level: 'ok' });
-    // The probe is not an inference request.
-    expect(monitor.snapshot().queues.http.completed).toBe(2);
+    await cases.readinessFlips({ url: await start(app), monitor }, release.open, { head: false });
   });
 
   it('respects encapsulation: only routes in the registering scope are tracked, each scope its own queue', async () => {
@@ -362,14 +247,7 @@ describe('Fastify plugin', () => {
       await scope.register(inferSignal, { monitor, queue: 'inner' });
       scope.get('/v1/infer', async () => ({ ok: true }));
     });
-    const url = await start(app);
-    await (await fetch(`${url}/v1/infer`)).arrayBuffer();
-    await until(() => monitor.snapshot().queues.outer.completed === 1, 2000, 'completion');
-    await sleep(10);
-    const out = await collect(reader);
-    expect(out.sum(METRICS.requests.name)).toBe(1);
-    expect(out.sum(METRICS.requests.name, { [ATTR.queue]: 'outer' })).toBe(1);
-    expect(monitor.snapshot().queues.inner.waiting).toBe(0);
+    await cases.trackedOnce({ url: await start(app), monitor, reader }, 'outer');
   });
 
   it('frees the place of a client that leaves while waiting in run()', async () => {
@@ -388,24 +266,7 @@ describe('Fastify plugin', () => {
         return reply.code(503).send();
       }
     });
-    const url = await start(app);
-    const first = fetch(`${url}/v1/infer`);
-    await until(() => monitor.snapshot().queues.http.inFlight === 1, 5000, 'first in flight');
-    const controller = new AbortController();
-    const second = fetch(`${url}/v1/infer`, { signal: controller.signal }).catch((error: Error) => error);
-    await until(() => monitor.snapshot().queues.http.waiting === 1, 5000, 'second waiting');
-    controller.abort();
-    await until(() => monitor.snapshot().queues.http.waiting === 0, 5000, 'second gone');
-    release.open();
-    expect((await first).status).toBe(200);
-    expect(await second).toBeInstanceOf(Error);
-    await until(() => monitor.snapshot().queues.http.completed === 2, 2000, 'completions');
-
-    expect(ran).toBe(1);
-    const out = await collect(reader);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'cancelled' })).toBe(1);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(1);
-    expect(out.count(METRICS.queueWait.name)).toBe(1);
+    await cases.leaverWhileWaiting({ url: await start(app), monitor, reader }, release.open, () => ran);
   });
 });
 

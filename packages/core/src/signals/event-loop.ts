@@ -89,14 +89,20 @@ export class EventLoopSignal {
     try {
       const now = this.ctx.clock();
       // Three views of one stall, because each can miss it: libuv's delay
-      // histogram; our own timer's lateness; and the histogram's missing
+      // histogram; our own timer's lateness; and a histogram starved of
       // ticks — seen here under CPU contention, a 200 ms block left only 4
-      // of the expected 25 ticks in a period yet no long delay sample.
+      // of the expected 25 ticks in a period yet no long delay sample. A
+      // loop merely busy with short runs still ticks every 10–20 ms, so only
+      // a period with under a quarter of its ticks counts as one stall, of
+      // the length the ticks do not account for.
       const sampled = this.delay.count > 0;
       const elapsedMs = performance.now() - this.periodStart;
       this.periodStart = performance.now();
-      const missingTicks = Math.max(0, Math.floor(elapsedMs / RESOLUTION_MS) - this.delay.count);
-      const starved = missingTicks * RESOLUTION_MS > 5 * RESOLUTION_MS ? (missingTicks * RESOLUTION_MS) / 1000 : 0;
+      const expectedTicks = Math.floor(elapsedMs / RESOLUTION_MS);
+      const starved =
+        expectedTicks >= 8 && this.delay.count <= expectedTicks / 4
+          ? Math.max(0, elapsedMs - Math.max(0, this.delay.count - 1) * RESOLUTION_MS) / 1000
+          : 0;
       const stall = Math.max(this.lateness, starved);
       if (sampled || stall > 0) {
         this.p50 = sampled ? this.delay.percentile(50) / 1e9 : stall;

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { StreamHandle } from '@infersignal/core';
+import type { StreamHandle } from '../types';
 
 /** One server-sent event. */
 export interface SseEvent {
@@ -60,7 +60,7 @@ function fieldValue(value: string): string {
  * write (not at creation), so a handler that opens the stream and then waits
  * for a queue slot does not mark the request as started too early.
  */
-export class ServerSentEvents implements SseStream {
+class ServerSentEvents implements SseStream {
   private headWritten = false;
 
   constructor(
@@ -106,4 +106,14 @@ export class ServerSentEvents implements SseStream {
     this.writeHead();
     this.res.end();
   }
+}
+
+/**
+ * Turns a raw Node response into a `text/event-stream` whose events count
+ * as tokens of `stream` (the first one marks time to first token). The
+ * HTTP adapters call it from `inferSignal.sse()`; a server without an
+ * adapter can call it with `ticket.stream()`.
+ */
+export function createSseStream(res: ServerResponse, stream: StreamHandle, options?: SseOptions): SseStream {
+  return new ServerSentEvents(res, stream, options?.headers);
 }

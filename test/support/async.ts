@@ -1,3 +1,5 @@
+// Timing helpers the adapter tests share: bounded waits, gates, a worker pool.
+
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs `total` jobs with at most `concurrency` at a time. */
@@ -23,36 +25,6 @@ export function gate(): { wait: Promise<void>; open: () => void } {
   let open!: () => void;
   const wait = new Promise<void>((resolve) => (open = resolve));
   return { wait, open };
-}
-
-/**
- * Reads an SSE response with fetch and aborts the request after `after`
- * complete events; resolves with the events received.
- */
-export async function readEventsThenAbort(url: string, after: number, init: RequestInit = {}): Promise<string[]> {
-  const controller = new AbortController();
-  const response = await fetch(url, { ...init, signal: controller.signal });
-  if (response.headers.get('content-type')?.startsWith('text/event-stream') !== true) throw new Error(`not an event stream: ${response.headers.get('content-type')}`);
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  const events: string[] = [];
-  let buffer = '';
-  try {
-    while (events.length < after) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) !== -1 && events.length < after) {
-        events.push(buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-      }
-    }
-  } finally {
-    controller.abort();
-    await reader.cancel().catch(() => undefined);
-  }
-  return events;
 }
 
 /** Collects unhandled rejections while `fn` runs. */

@@ -1,3 +1,4 @@
+// The in-memory OTel side of the HTTP adapter tests: a pull reader and the exported numbers they assert.
 import { MeterProvider, MetricReader, type DataPoint, type Histogram, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 
 /** A pull reader: the test calls collect() and reads what an exporter would get. */
