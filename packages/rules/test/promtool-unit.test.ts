@@ -178,7 +178,7 @@ const tests = [
     ],
   },
   {
-    name: 'capacity: utilization 85% warns and 95% is critical after the 3s hold (capacity.forSeconds), 80% does not; 30s to saturation warns, 90s does not',
+    name: 'capacity: utilization 85% warns and 95% is critical after the capacity.forSeconds hold, 80% does not; 30s to saturation warns, 90s does not',
     interval: '15s',
     input_series: [
       { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }), values: `0.5x${STEPS}` },

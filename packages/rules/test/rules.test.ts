@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { InferSignalConfigError, METRICS, prometheusName, type InstrumentSpec } from '@infersignal/core';
+import { DEFAULT_THRESHOLDS, InferSignalConfigError, METRICS, prometheusName, type InstrumentSpec } from '@infersignal/core';
 import { LABEL, DEFAULT_RUNBOOK_URL, RUNBOOK_ANCHORS, alertingRules, buildRules, renderRules, type AlertingRule } from '@infersignal/rules';
 import { findBinary, runTool, skipReason } from './helpers/binaries';
 
@@ -100,8 +100,8 @@ describe('buildRules', () => {
     expect(rule('InferSignalMemoryDrift', { for: '10m' }).for).toBe('10m');
     expect(rule('InferSignalModelLoadSpike').for).toBeUndefined();
     expect(rule('InferSignalInternalErrors', { for: '10m' }).for).toBeUndefined();
-    // capacity.forSeconds (3 s) is the early warning's hold; 0 falls back to 5m like every level alert.
-    expect(rule('InferSignalCapacityUtilizationHigh').for).toBe('3s');
+    // capacity.forSeconds (2 s by default) is the early warning's hold; 0 falls back to 5m like every level alert.
+    expect(rule('InferSignalCapacityUtilizationHigh').for).toBe(`${DEFAULT_THRESHOLDS.capacity.forSeconds}s`);
     expect(rule('InferSignalTimeToSaturationLow', { thresholds: { capacity: { forSeconds: 0 } } }).for).toBe('5m');
     expect(rule('InferSignalCapacityUtilizationCritical', { for: '1m' }).for).toBe('1m');
     expect(rule('InferSignalEventLoopDelayHigh').for).toBe('5m');

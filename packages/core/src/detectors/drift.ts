@@ -9,9 +9,10 @@ export interface LinearFit {
   growth: number;
 }
 
-/** Least-squares line through (t seconds, value) pairs of a window. */
-export function linearFit(window: SlidingWindow): LinearFit {
-  const n = window.length;
+/** Least-squares line through (t seconds, value) pairs of a window (samples at or after `since`). */
+export function linearFit(window: SlidingWindow, since = Number.NEGATIVE_INFINITY): LinearFit {
+  let n = 0;
+  window.forEach(() => n++, since);
   if (n < 2) return { slope: 0, r2: 0, count: n, growth: 0 };
   let t0 = Number.NaN;
   let sumT = 0;
@@ -29,7 +30,7 @@ export function linearFit(window: SlidingWindow): LinearFit {
     sumTT += t * t;
     sumTV += t * v;
     sumVV += v * v;
-  });
+  }, since);
   const varT = n * sumTT - sumT * sumT;
   const varV = n * sumVV - sumV * sumV;
   if (varT <= 0) return { slope: 0, r2: 0, count: n, growth: 0 };

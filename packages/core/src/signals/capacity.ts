@@ -85,7 +85,8 @@ export class CapacityModel {
     const t = thresholds.capacity;
     this.arrivalTicks = new SlidingWindow(1024);
     this.completionTicks = new SlidingWindow(1024);
-    this.utilizationTrend = new SlidingWindow(Math.max(2, Math.ceil(t.trendWindowSeconds)) * 4);
+    // Sized for ticks as fast as 50 ms over the trend window; the fit uses the window by time.
+    this.utilizationTrend = new SlidingWindow(Math.min(8192, Math.max(64, Math.ceil(t.trendWindowSeconds * 20))));
     this.estimate = {
       arrivalRate: 0, arrivalRateWindowed: 0, completionRate: 0, serviceTime: Number.NaN, serviceTimeP90: Number.NaN,
       concurrency: concurrency(), utilization: 0, headroom: Number.NaN, predictedWait: 0, timeToSaturation: Number.POSITIVE_INFINITY, level: 'ok',
@@ -141,8 +142,10 @@ export class CapacityModel {
       e.predictedWait = predictedWaitMMc(c, e.arrivalRate, S);
     }
     this.utilizationTrend.push(e.utilization, now);
-    const trend = linearFit(this.utilizationTrend);
-    const trendFull = trend.count >= 3 && now - this.oldest(this.utilizationTrend) >= t.trendWindowSeconds * 1000 * 0.5;
+    const trendStart = now - t.trendWindowSeconds * 1000;
+    const trend = linearFit(this.utilizationTrend, trendStart);
+    // A slope needs some history: half the window, at most 10 s.
+    const trendFull = trend.count >= 3 && now - this.oldest(this.utilizationTrend, trendStart) >= Math.min(t.trendWindowSeconds * 500, 10_000);
     e.timeToSaturation = e.utilization >= 1 ? 0 : trendFull && trend.slope > 0 ? (1 - e.utilization) / trend.slope : Number.POSITIVE_INFINITY;
     this.ticks++;
     // Warm-up: a rate from one or two ticks, or S from a handful of requests, is noise.
@@ -191,11 +194,11 @@ export class CapacityModel {
     return span;
   }
 
-  private oldest(window: SlidingWindow): number {
+  private oldest(window: SlidingWindow, since: number): number {
     let first = Number.NaN;
     window.forEach((_, at) => {
       if (Number.isNaN(first)) first = at;
-    });
+    }, since);
     return first;
   }
 }

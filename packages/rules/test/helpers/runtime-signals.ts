@@ -28,8 +28,8 @@ import { metricName } from './names';
 
 /** Short windows so a few hundred milliseconds give every capacity and event-loop figure. */
 export const RUNTIME_THRESHOLDS: ThresholdsInput = {
-  // λ follows the last tick (half-life 10 ms); ρ's trend is judged once 150 ms of it exist.
-  capacity: { rateHalfLifeSeconds: 0.01, trendWindowSeconds: 0.3 },
+  // λ follows the last tick (half-life 10 ms); ρ's trend (fitted over the last 600 ms) is judged once 300 ms of it exist.
+  capacity: { rateHalfLifeSeconds: 0.01, trendWindowSeconds: 0.6 },
   eventLoop: { sampleIntervalMs: 20 },
 };
 
