@@ -1,7 +1,8 @@
 /**
- * Shared pieces of the reliability suite: a pull reader over the real OTel
- * SDK, real loopback servers (collectors that refuse, black-hole or record),
- * a bounded client pool, heap measurement after a forced GC, and a capture
+ * Shared pieces of the reliability suite: a monitor on the real OTel SDK
+ * (its reader and exported-number checks come from test/support), real
+ * loopback servers (collectors that refuse, black-hole or record), a
+ * bounded client pool, heap measurement after a forced GC, and a capture
  * of unhandled rejections. Nothing here mocks InferSignal itself.
  */
 import { createServer as createHttpServer, Agent, request, type IncomingMessage, type Server as HttpServer } from 'node:http';
@@ -10,104 +11,18 @@ import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
-import { MeterProvider, MetricReader, type DataPoint, type Histogram, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { createMonitor, type AlertEvent, type Monitor, type MonitorOptions } from '@infersignal/core';
+import type { MonitorOptions } from '@infersignal/core';
+import { sleep } from '../support/async';
+import { testMonitor, type TestMonitor } from '../support/monitor';
 
 export const MiB = 2 ** 20;
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export { sleep };
 
-/** A plain pull reader: `collect()` on demand, what an exporter would receive. */
-export class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
+export type { Exported } from '../support/otel';
 
-/** Read access to one collection. */
-export class Exported {
-  constructor(readonly metrics: ResourceMetrics) {}
-
-  static async from(reader: MetricReader): Promise<Exported> {
-    return new Exported((await reader.collect()).resourceMetrics);
-  }
-
-  points(name: string): DataPoint<unknown>[] {
-    const out: DataPoint<unknown>[] = [];
-    for (const scope of this.metrics.scopeMetrics) for (const metric of scope.metrics) if (metric.descriptor.name === name) out.push(...(metric.dataPoints as DataPoint<unknown>[]));
-    return out;
-  }
-
-  private matching(name: string, attributes: Record<string, unknown>): DataPoint<unknown>[] {
-    return this.points(name).filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v));
-  }
-
-  /** Sum of a counter (or gauge values) over the points whose attributes include `attributes`. */
-  sum(name: string, attributes: Record<string, unknown> = {}): number {
-    return this.matching(name, attributes).reduce((total, p) => total + (p.value as number), 0);
-  }
-
-  /** Sample count of a histogram over the matching points. */
-  count(name: string, attributes: Record<string, unknown> = {}): number {
-    return this.matching(name, attributes).reduce((total, p) => total + (p.value as Histogram).count, 0);
-  }
-
-  histograms(name: string): Histogram[] {
-    return this.points(name).map((p) => p.value as Histogram);
-  }
-
-  /** Distinct values of one attribute across a metric's points. */
-  values(name: string, key: string): string[] {
-    return [...new Set(this.points(name).map((p) => String(p.attributes[key])))].sort();
-  }
-
-  /** Counter value per value of one attribute. */
-  by(name: string, key: string, attributes: Record<string, unknown> = {}): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const p of this.matching(name, attributes)) {
-      const k = String(p.attributes[key]);
-      out[k] = (out[k] ?? 0) + (typeof p.value === 'number' ? p.value : (p.value as Histogram).count);
-    }
-    return out;
-  }
-}
-
-/** A monitor on a real SDK MeterProvider with a pull reader; detectors on manual tick unless told otherwise. */
-export function monitorWithReader(options: MonitorOptions = {}): {
-  monitor: Monitor;
-  reader: TestReader;
-  provider: MeterProvider;
-  alerts: AlertEvent[];
-  warnings: string[];
-  collect(): Promise<Exported>;
-  close(): Promise<void>;
-} {
-  // In producer mode the reader pulls core's aggregates through the monitor's producer (bound once it exists).
-  const box: { monitor?: Monitor } = {};
-  const producer = { collect: () => box.monitor!.metricProducer!.collect() };
-  const reader = new TestReader(options.exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
-  const provider = new MeterProvider({ readers: [reader] });
-  const alerts: AlertEvent[] = [];
-  const warnings: string[] = [];
-  const monitor = (box.monitor = createMonitor({
-    meterProvider: provider,
-    detectorIntervalMs: 0,
-    traces: false,
-    eventLoop: false,
-    logger: { warn: (m) => warnings.push(m) },
-    onAlert: (e) => alerts.push(e),
-    ...options,
-  }));
-  return {
-    monitor,
-    reader,
-    provider,
-    alerts,
-    warnings,
-    collect: () => Exported.from(reader),
-    async close() {
-      await monitor.close();
-      await provider.shutdown();
-    },
-  };
+/** A monitor on a real SDK MeterProvider with a pull reader, on the real clock; detectors on manual tick unless told otherwise. */
+export function monitorWithReader(options: MonitorOptions = {}): TestMonitor {
+  return testMonitor({ clock: undefined, eventLoop: false, ...options });
 }
 
 // --- heap -----------------------------------------------------------------

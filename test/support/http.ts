@@ -1,7 +1,7 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-// Real servers on loopback and real clients for the HTTP adapter tests (Express, Fastify).
+// Real servers on loopback and real clients for the HTTP tests (adapters, bench).
 
 export interface Running {
   url: string;
@@ -9,9 +9,10 @@ export interface Running {
   close(): Promise<void>;
 }
 
-/** Starts `handler` on 127.0.0.1, port 0. */
-export async function serve(handler: RequestListener): Promise<Running> {
+/** Starts `handler` on 127.0.0.1, port 0; `keepAliveTimeoutMs` overrides Node's 5 s idle keep-alive. */
+export async function serve(handler: RequestListener, options: { keepAliveTimeoutMs?: number } = {}): Promise<Running> {
   const server = createServer(handler);
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

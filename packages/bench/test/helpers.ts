@@ -1,32 +1,16 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { createMonitor, type Monitor } from '@infersignal/core';
+import { sleep } from '../../../test/support/async';
+import { serve, type Running } from '../../../test/support/http';
 
-export interface TestServer {
-  url: string;
-  server: http.Server;
-  close(): Promise<void>;
-}
+export type TestServer = Running;
 
-export async function listen(handler: http.RequestListener): Promise<TestServer> {
-  const server = http.createServer(handler);
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+/** A loopback server whose idle keep-alive outlasts a load run (the load generators reuse connections). */
+export const listen = (handler: http.RequestListener): Promise<TestServer> => serve(handler, { keepAliveTimeoutMs: 30_000 });
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { sleep };
 
 function drain(req: http.IncomingMessage): Promise<void> {
   return new Promise((resolve) => {

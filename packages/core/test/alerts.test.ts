@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS, type AlertEvent } from '../src/index';
-import { setup, sum } from './helpers';
+import { setup } from './helpers';
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -34,8 +34,8 @@ describe('alerts', () => {
     occupancyAlert(t);
     expect(seen.map((e) => e.signal)).toEqual(['queue_occupancy']);
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.internalErrors.name, { [ATTR.errorSource]: 'onAlert' })).toBe(1);
-    expect(sum(metrics, METRICS.alerts.name, { [ATTR.signal]: 'queue_occupancy', [ATTR.level]: 'critical' })).toBe(1);
+    expect(metrics.sum(METRICS.internalErrors.name, { [ATTR.errorSource]: 'onAlert' })).toBe(1);
+    expect(metrics.sum(METRICS.alerts.name, { [ATTR.signal]: 'queue_occupancy', [ATTR.level]: 'critical' })).toBe(1);
     expect(t.warnings).toHaveLength(1);
     expect(t.monitor.snapshot().active).toHaveLength(1);
     expect(t.monitor.level()).toBe('critical');
@@ -72,7 +72,7 @@ describe('alerts', () => {
     expect(times[2] - times[1]).toBeGreaterThanOrEqual(times[1] - times[0]); // 50 ms then 100 ms
     expect(sink.dropped).toBe(1);
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.webhookDropped.name)).toBe(1);
+    expect(metrics.sum(METRICS.webhookDropped.name)).toBe(1);
   });
 
   it('a slow (10 s) or down webhook does not delay ticket.end() and the queue stays bounded', async () => {

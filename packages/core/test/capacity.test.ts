@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { METRICS } from '../src/index';
 import { erlangC, predictedWaitMMc } from '../src/signals/capacity';
-import { points, setup } from './helpers';
+import { setup } from './helpers';
 
 /**
  * Discrete-event simulation of a FIFO queue with c servers under the
@@ -54,9 +54,9 @@ describe('predictive capacity', () => {
     expect(Math.abs(estimate.predictedWaitSeconds! - 0.08) / 0.08).toBeLessThan(0.25);
     expect(estimate.serviceTimeSeconds).toBeCloseTo(0.02, 9);
     const metrics = await t.collect();
-    expect(points<number>(metrics, METRICS.queueUtilization.name)[0].value).toBeCloseTo(estimate.utilization, 9);
-    expect(points<number>(metrics, METRICS.queueHeadroom.name)[0].value).toBeCloseTo(estimate.headroom!, 9);
-    expect(points<number>(metrics, METRICS.queueWaitPredicted.name)[0].value).toBeCloseTo(estimate.predictedWaitSeconds!, 9);
+    expect(metrics.points<number>(METRICS.queueUtilization.name)[0].value).toBeCloseTo(estimate.utilization, 9);
+    expect(metrics.points<number>(METRICS.queueHeadroom.name)[0].value).toBeCloseTo(estimate.headroom!, 9);
+    expect(metrics.points<number>(METRICS.queueWaitPredicted.name)[0].value).toBeCloseTo(estimate.predictedWaitSeconds!, 9);
   });
 
   it('a ramp from 10/s to 60/s over 60 s: time to saturation counts down and the early warning precedes P95 wait > 200 ms', () => {

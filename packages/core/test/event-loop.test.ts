@@ -66,7 +66,7 @@ describe('event loop and P99-glitch attribution', () => {
     expect(glitch!.message).toContain('likely cause: event_loop_delay');
     const factors = glitch!.details?.factors as Record<string, { zScore: number }>;
     expect(factors.event_loop_delay.zScore).toBeGreaterThan(factors.queue_occupancy.zScore);
-    expect(metrics.get(METRICS.eventLoopDelayMax.name)).toBeDefined();
+    expect(metrics.metric(METRICS.eventLoopDelayMax.name)).toBeDefined();
   });
 
   it('a reload that blocks during load: the glitch alert names the reload', async () => {
@@ -103,7 +103,7 @@ describe('event loop and P99-glitch attribution', () => {
     void garbage;
     await sleep(50);
     const metrics = await collect(reader);
-    const gc = metrics.get(METRICS.gcDuration.name);
+    const gc = metrics.metric(METRICS.gcDuration.name);
     expect(gc?.dataPoints.length ?? 0).toBeGreaterThan(0);
   });
 });

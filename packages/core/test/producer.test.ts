@@ -42,14 +42,14 @@ describe('producer export mode', () => {
     const producer = await run('producer');
     const hotPath = [METRICS.queueWait, METRICS.inferenceDuration, METRICS.requestDuration, METRICS.timeToFirstToken, METRICS.timePerOutputToken, METRICS.requests, METRICS.streams, METRICS.streamTokens];
     for (const spec of hotPath) {
-      const a = normalise(api.get(spec.name));
-      const p = normalise(producer.get(spec.name));
+      const a = normalise(api.metric(spec.name));
+      const p = normalise(producer.metric(spec.name));
       expect(a, spec.name).toBeDefined();
       expect(p, spec.name).toEqual(a);
-      expect(producer.get(spec.name)!.descriptor).toMatchObject({ name: spec.name, unit: spec.unit });
+      expect(producer.metric(spec.name)!.descriptor).toMatchObject({ name: spec.name, unit: spec.unit });
     }
     // Gauges still come through the API observables in producer mode.
-    expect(producer.get(METRICS.queueCapacity.name)).toBeDefined();
+    expect(producer.metric(METRICS.queueCapacity.name)).toBeDefined();
   });
 
   it('api mode has no producer; an invalid mode names the field', () => {

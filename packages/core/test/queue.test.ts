@@ -1,7 +1,7 @@
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
 import { ATTR, METRICS, QueueFullError } from '../src/index';
-import { points, setup, sum } from './helpers';
+import { setup } from './helpers';
 
 describe('queue wait', () => {
   it('records 100 tickets with known waits: histogram count and sum are exact', async () => {
@@ -20,14 +20,14 @@ describe('queue wait', () => {
       expectedInference += 0.005;
     }
     const metrics = await t.collect();
-    const [wait] = points<Histogram>(metrics, METRICS.queueWait.name, { [ATTR.model]: 'llama', [ATTR.queue]: 'gen' });
+    const [wait] = metrics.points<Histogram>(METRICS.queueWait.name, { [ATTR.model]: 'llama', [ATTR.queue]: 'gen' });
     expect(wait.value.count).toBe(100);
     expect(wait.value.sum).toBeCloseTo(expectedWait, 9);
     expect(wait.value.max).toBeCloseTo(0.09, 9);
-    const [inference] = points<Histogram>(metrics, METRICS.inferenceDuration.name, { [ATTR.outcome]: 'completed' });
+    const [inference] = metrics.points<Histogram>(METRICS.inferenceDuration.name, { [ATTR.outcome]: 'completed' });
     expect(inference.value.count).toBe(100);
     expect(inference.value.sum).toBeCloseTo(expectedInference, 9);
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(100);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(100);
   });
 
   it('tracks waiting / in-flight depth and occupancy, exported as gauges', async () => {
@@ -39,9 +39,9 @@ describe('queue wait', () => {
     expect(queue.waiting).toBe(4);
     expect(queue.inFlight).toBe(2);
     const metrics = await t.collect();
-    expect(points<number>(metrics, METRICS.queueWaiting.name)[0].value).toBe(4);
-    expect(points<number>(metrics, METRICS.queueInFlight.name)[0].value).toBe(2);
-    expect(points<number>(metrics, METRICS.queueOccupancy.name)[0].value).toBeCloseTo(0.6, 9);
+    expect(metrics.points<number>(METRICS.queueWaiting.name)[0].value).toBe(4);
+    expect(metrics.points<number>(METRICS.queueInFlight.name)[0].value).toBe(2);
+    expect(metrics.points<number>(METRICS.queueOccupancy.name)[0].value).toBeCloseTo(0.6, 9);
     expect(t.monitor.snapshot().queues.q.level).toBe('ok');
   });
 
@@ -137,8 +137,8 @@ describe('queue wait', () => {
     expect(maxRunning).toBe(2);
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6]);
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(7);
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'rejected' })).toBe(2);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(7);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.outcome]: 'rejected' })).toBe(2);
     expect(queue.inFlight).toBe(0);
     expect(queue.waiting).toBe(0);
   });
@@ -149,7 +149,7 @@ describe('queue wait', () => {
     const boom = new Error('model exploded');
     await expect(queue.run(() => Promise.reject(boom))).rejects.toBe(boom);
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'error' })).toBe(1);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.outcome]: 'error' })).toBe(1);
   });
 
   it('run() with an abort signal removes a waiting request and counts it cancelled', async () => {
@@ -164,8 +164,8 @@ describe('queue wait', () => {
     release();
     await first;
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'cancelled' })).toBe(1);
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.outcome]: 'cancelled' })).toBe(1);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(1);
   });
 
   it('ends each ticket once: a second end() and a start() after end() change nothing', async () => {
@@ -177,8 +177,8 @@ describe('queue wait', () => {
     ticket.end('cancelled');
     ticket.start();
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.requests.name)).toBe(1);
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.outcome]: 'error' })).toBe(1);
+    expect(metrics.sum(METRICS.requests.name)).toBe(1);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.outcome]: 'error' })).toBe(1);
     expect(queue.inFlight).toBe(0);
   });
 
@@ -187,9 +187,9 @@ describe('queue wait', () => {
     const queue = t.monitor.queue('q', { capacity: 100_000 });
     for (let i = 0; i < 1000; i++) queue.enqueue(`model-${i}`).end('completed');
     const metrics = await t.collect();
-    const series = points<number>(metrics, METRICS.requests.name);
+    const series = metrics.points<number>(METRICS.requests.name);
     expect(series).toHaveLength(6);
-    expect(sum(metrics, METRICS.requests.name, { [ATTR.model]: '_other' })).toBe(995);
+    expect(metrics.sum(METRICS.requests.name, { [ATTR.model]: '_other' })).toBe(995);
     expect(t.monitor.label('model', 'model-999')).toBe('_other');
   });
 
@@ -201,8 +201,8 @@ describe('queue wait', () => {
     ticket.start();
     ticket.end();
     const metrics = await t.collect();
-    expect(points<Histogram>(metrics, METRICS.queueWait.name)).toHaveLength(0);
-    expect(sum(metrics, METRICS.internalErrors.name, { [ATTR.errorSource]: 'clock' })).toBeGreaterThanOrEqual(1);
+    expect(metrics.points<Histogram>(METRICS.queueWait.name)).toHaveLength(0);
+    expect(metrics.sum(METRICS.internalErrors.name, { [ATTR.errorSource]: 'clock' })).toBeGreaterThanOrEqual(1);
     expect(t.warnings.filter((w) => w.includes('clock'))).toHaveLength(1);
   });
 });

@@ -1,7 +1,7 @@
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '../src/index';
-import { points, setup, sum } from './helpers';
+import { setup } from './helpers';
 
 describe('streaming outcomes', () => {
   function runStreams(total: number, cancelled: number) {
@@ -25,9 +25,9 @@ describe('streaming outcomes', () => {
     expect(alerts[0]).toMatchObject({ level: 'warn', threshold: 0.005, labels: { model: 'llama' } });
     expect(alerts[0].value).toBeCloseTo(1 / 150, 9);
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.streams.name, { [ATTR.outcome]: 'cancelled' })).toBe(1);
-    expect(sum(metrics, METRICS.streams.name, { [ATTR.outcome]: 'completed' })).toBe(149);
-    expect(points<number>(metrics, METRICS.streamInterruptedRatio.name)[0].value).toBeCloseTo(1 / 150, 9);
+    expect(metrics.sum(METRICS.streams.name, { [ATTR.outcome]: 'cancelled' })).toBe(1);
+    expect(metrics.sum(METRICS.streams.name, { [ATTR.outcome]: 'completed' })).toBe(149);
+    expect(metrics.points<number>(METRICS.streamInterruptedRatio.name)[0].value).toBeCloseTo(1 / 150, 9);
   });
 
   it('1 cancelled of 300 streams (0.33 %) does not alert', () => {
@@ -44,14 +44,14 @@ describe('streaming outcomes', () => {
   it('records TTFT once per stream and one time-per-output-token sample', async () => {
     const t = runStreams(10, 0);
     const metrics = await t.collect();
-    const [ttft] = points<Histogram>(metrics, METRICS.timeToFirstToken.name);
+    const [ttft] = metrics.points<Histogram>(METRICS.timeToFirstToken.name);
     expect(ttft.value.count).toBe(10);
     expect(ttft.value.sum).toBeCloseTo(0.4, 9);
-    const [tpot] = points<Histogram>(metrics, METRICS.timePerOutputToken.name);
+    const [tpot] = metrics.points<Histogram>(METRICS.timePerOutputToken.name);
     // 3 tokens, last one 10 ms after the first → 5 ms per token after the first.
     expect(tpot.value.count).toBe(10);
     expect(tpot.value.sum).toBeCloseTo(0.05, 9);
-    expect(sum(metrics, METRICS.streamTokens.name)).toBe(30);
+    expect(metrics.sum(METRICS.streamTokens.name)).toBe(30);
   });
 
   it('a stream tied to a ticket measures TTFT from arrival, and ends once', async () => {
@@ -65,8 +65,8 @@ describe('streaming outcomes', () => {
     stream.end('cancelled');
     stream.end('completed');
     const metrics = await t.collect();
-    expect(points<Histogram>(metrics, METRICS.timeToFirstToken.name)[0].value.sum).toBeCloseTo(0.12, 9);
-    expect(sum(metrics, METRICS.streams.name)).toBe(1);
+    expect(metrics.points<Histogram>(METRICS.timeToFirstToken.name)[0].value.sum).toBeCloseTo(0.12, 9);
+    expect(metrics.sum(METRICS.streams.name)).toBe(1);
   });
 });
 
@@ -93,8 +93,8 @@ describe('model load / reload', () => {
     await load(205, 'reload');
     expect(t.alerts.filter((a) => a.signal === 'model_load').map((a) => a.level)).toEqual(['warn', 'ok']);
     const metrics = await t.collect();
-    expect(sum(metrics, METRICS.modelLoadSpikes.name)).toBe(1);
-    const reloads = points<Histogram>(metrics, METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' });
+    expect(metrics.sum(METRICS.modelLoadSpikes.name)).toBe(1);
+    const reloads = metrics.points<Histogram>(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' });
     expect(reloads[0].value.count).toBe(4);
     expect(reloads[0].value.sum).toBeCloseTo(0.21 + 0.19 + 0.7 + 0.205, 9);
   });
@@ -112,7 +112,7 @@ describe('model load / reload', () => {
     const failure = new Error('ENOENT: model.onnx');
     await expect(t.monitor.modelLoad('m', 'load', () => Promise.reject(failure))).rejects.toBe(failure);
     const metrics = await t.collect();
-    expect(points<Histogram>(metrics, METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error' })[0].value.count).toBe(1);
+    expect(metrics.points<Histogram>(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error' })[0].value.count).toBe(1);
     expect(t.monitor.snapshot().models.m).toMatchObject({ failures: 1, loads: 0, loading: 0 });
   });
 });
@@ -128,9 +128,9 @@ describe('device memory', () => {
     expect(alerts).toHaveLength(1);
     expect(alerts[0].value).toBeCloseTo(0.7, 9);
     const metrics = await t.collect();
-    expect(points<number>(metrics, METRICS.memoryFragmentation.name, { [ATTR.memorySource]: 'gpu0' })[0].value).toBeCloseTo(0.7, 9);
-    expect(points<number>(metrics, METRICS.memoryReserved.name)[0].value).toBe(10 * GB);
-    expect(points<number>(metrics, METRICS.memoryAllocated.name)[0].value).toBe(3 * GB);
+    expect(metrics.points<number>(METRICS.memoryFragmentation.name, { [ATTR.memorySource]: 'gpu0' })[0].value).toBeCloseTo(0.7, 9);
+    expect(metrics.points<number>(METRICS.memoryReserved.name)[0].value).toBe(10 * GB);
+    expect(metrics.points<number>(METRICS.memoryAllocated.name)[0].value).toBe(3 * GB);
   });
 
   it('a linearly growing gap trips the drift detector within the window', () => {
@@ -166,8 +166,8 @@ describe('device memory', () => {
     const t = setup();
     t.monitor.deviceMemory({ allocated: () => undefined, reserved: () => { throw new Error('nvml gone'); }, intervalMs: 0 }).sample();
     const metrics = await t.collect();
-    expect(points(metrics, METRICS.memoryReserved.name)).toHaveLength(0);
-    expect(points(metrics, METRICS.memoryFragmentation.name)).toHaveLength(0);
-    expect(sum(metrics, METRICS.internalErrors.name, { [ATTR.errorSource]: 'deviceMemory.reserved' })).toBe(1);
+    expect(metrics.points(METRICS.memoryReserved.name)).toHaveLength(0);
+    expect(metrics.points(METRICS.memoryFragmentation.name)).toHaveLength(0);
+    expect(metrics.sum(METRICS.internalErrors.name, { [ATTR.errorSource]: 'deviceMemory.reserved' })).toBe(1);
   });
 });

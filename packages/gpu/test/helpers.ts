@@ -2,63 +2,12 @@ import { copyFileSync, chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MeterProvider, MetricReader, type DataPoint, type MetricData } from '@opentelemetry/sdk-metrics';
-import { createMonitor, type AlertEvent, type MonitorOptions } from '@infersignal/core';
 
 export const GiB = 2 ** 30;
 export const MiB = 2 ** 20;
 
-/** A reader collected on demand (the real SDK pipeline, no exporter in between). */
-export class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
-
-export async function collect(reader: MetricReader): Promise<Map<string, MetricData>> {
-  const { resourceMetrics } = await reader.collect();
-  const out = new Map<string, MetricData>();
-  for (const scope of resourceMetrics.scopeMetrics) for (const metric of scope.metrics) if (metric.dataPoints.length) out.set(metric.descriptor.name, metric);
-  return out;
-}
-
-/** Value of the single data point of `name` whose attributes include `match` (throws when not exactly one). */
-export function value(metrics: Map<string, MetricData>, name: string, match: Record<string, unknown> = {}): number {
-  const found = ((metrics.get(name)?.dataPoints ?? []) as DataPoint<number>[]).filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v));
-  if (found.length !== 1) throw new Error(`${name} ${JSON.stringify(match)}: ${found.length} data points`);
-  return found[0]!.value;
-}
-
-export function dataPoints(metrics: Map<string, MetricData>, name: string): DataPoint<number>[] {
-  return (metrics.get(name)?.dataPoints ?? []) as DataPoint<number>[];
-}
-
 /** A monitor on a real SDK MeterProvider, with a manual clock and manual detector ticks. */
-export function setupMonitor(options: MonitorOptions = {}) {
-  const reader = new TestReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  let now = 1_000_000;
-  const alerts: AlertEvent[] = [];
-  const warnings: string[] = [];
-  const monitor = createMonitor({
-    meterProvider,
-    clock: () => now,
-    detectorIntervalMs: 0,
-    traces: false,
-    logger: { warn: (m) => warnings.push(m) },
-    onAlert: (e) => alerts.push(e),
-    ...options,
-  });
-  return {
-    monitor,
-    reader,
-    alerts,
-    warnings,
-    advance(ms: number) {
-      now += ms;
-    },
-    collect: () => collect(reader),
-  };
-}
+export { testMonitor as setupMonitor } from '../../../test/support/monitor';
 
 /** A logger that keeps what it is told. */
 export function recordingLogger() {

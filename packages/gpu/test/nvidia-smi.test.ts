@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { ATTR, METRICS } from '@infersignal/core';
 import { createGpuSampler, type GpuSampler } from '@infersignal/gpu';
 import { parseAppsCsv, parseGpuCsv } from '../src/nvidia-smi';
-import { MiB, dataPoints, foreignPids, installFakeNvidiaSmi, recordingLogger, setupMonitor, tempDir, value } from './helpers';
+import { MiB, foreignPids, installFakeNvidiaSmi, recordingLogger, setupMonitor, tempDir } from './helpers';
 
 const pid = process.pid;
 const UUID0 = 'GPU-5e1f0000-0000-0000-0000-000000000000';
@@ -65,15 +65,15 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
 
     const m = await t.collect();
     const d0 = { [ATTR.deviceIndex]: 0, [ATTR.deviceUuid]: UUID0 };
-    expect(value(m, METRICS.gpuMemoryTotal.name, d0)).toBe(85_520_809_984);
-    expect(value(m, METRICS.gpuMemoryUsed.name, d0)).toBe(21_474_836_480);
-    expect(value(m, METRICS.gpuMemoryFree.name, d0)).toBe(64_045_973_504);
-    expect(value(m, METRICS.gpuMemoryProcess.name, d0)).toBe(6_442_450_944);
-    expect(value(m, METRICS.gpuUtilization.name, d0)).toBe(0.37);
-    expect(value(m, METRICS.gpuMemoryTotal.name, { [ATTR.deviceIndex]: 1 })).toBe(40960 * MiB);
+    expect(m.value(METRICS.gpuMemoryTotal.name, d0)).toBe(85_520_809_984);
+    expect(m.value(METRICS.gpuMemoryUsed.name, d0)).toBe(21_474_836_480);
+    expect(m.value(METRICS.gpuMemoryFree.name, d0)).toBe(64_045_973_504);
+    expect(m.value(METRICS.gpuMemoryProcess.name, d0)).toBe(6_442_450_944);
+    expect(m.value(METRICS.gpuUtilization.name, d0)).toBe(0.37);
+    expect(m.value(METRICS.gpuMemoryTotal.name, { [ATTR.deviceIndex]: 1 })).toBe(40960 * MiB);
     // [N/A] utilization and no driver-reserved figure: nothing exported in their place.
-    expect(dataPoints(m, METRICS.gpuUtilization.name)).toHaveLength(1);
-    expect(dataPoints(m, METRICS.gpuMemoryReservedDriver.name)).toHaveLength(0);
+    expect(m.points(METRICS.gpuUtilization.name)).toHaveLength(1);
+    expect(m.points(METRICS.gpuMemoryReservedDriver.name)).toHaveLength(0);
     expect(messages).toHaveLength(1);
   });
 
@@ -91,7 +91,7 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
     expect(sampler.stats()).toMatchObject({ samples: 1, failures: 1, consecutiveFailures: 1, nextDelayMs: 2 });
     t.monitor.tick();
     const m = await t.collect();
-    expect(dataPoints(m, METRICS.gpuMemoryUsed.name)).toHaveLength(0);
+    expect(m.points(METRICS.gpuMemoryUsed.name)).toHaveLength(0);
     expect(t.monitor.snapshot().deviceMemory['nvidia-smi']!.reserved).toBeNull();
 
     writeFileSync(file('gpu.csv'), GPU_CSV);
@@ -155,7 +155,7 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
     expect(sampler.reserved()).toBe(20480 * MiB);
     expect(messages.filter((msg) => msg.includes('PID namespace'))).toHaveLength(1);
     t.monitor.tick();
-    expect(value(await t.collect(), METRICS.memoryReserved.name, { [ATTR.memorySource]: 'device' })).toBe(20480 * MiB);
+    expect((await t.collect()).value(METRICS.memoryReserved.name, { [ATTR.memorySource]: 'device' })).toBe(20480 * MiB);
   });
 
   it('parses withheld figures and rejects malformed lines', () => {

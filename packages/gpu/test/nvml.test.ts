@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
 import { createGpuSampler, type GpuSampler } from '@infersignal/gpu';
 import { compileFakeNvml, hasCompiler } from './fake-nvml/compile';
-import { GiB, MiB, dataPoints, foreignPids, recordingLogger, setupMonitor, tempDir, value, writeNvmlConfig, type FakeDevice } from './helpers';
+import { GiB, MiB, foreignPids, recordingLogger, setupMonitor, tempDir, writeNvmlConfig, type FakeDevice } from './helpers';
 
 const compiler = hasCompiler();
 if (!compiler) console.log('[gpu] skipping the fake-NVML tests: no C compiler (`cc`) on PATH to build test/fake-nvml/fake_nvml.c');
@@ -69,18 +69,18 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     let m = await t.collect();
     const d0 = { [ATTR.deviceIndex]: 0, [ATTR.deviceUuid]: UUID0 };
     const d1 = { [ATTR.deviceIndex]: 1, [ATTR.deviceUuid]: UUID1 };
-    expect(value(m, METRICS.gpuMemoryTotal.name, d0)).toBe(85_899_345_920);
-    expect(value(m, METRICS.gpuMemoryUsed.name, d0)).toBe(20_937_965_568);
-    expect(value(m, METRICS.gpuMemoryFree.name, d0)).toBe(64_424_509_440);
-    expect(value(m, METRICS.gpuMemoryReservedDriver.name, d0)).toBe(536_870_912);
-    expect(value(m, METRICS.gpuMemoryProcess.name, d0)).toBe(6_442_450_944 + 123);
-    expect(value(m, METRICS.gpuUtilization.name, d0)).toBe(0.37);
-    expect(value(m, METRICS.gpuMemoryTotal.name, d1)).toBe(42_949_672_960);
-    expect(value(m, METRICS.gpuMemoryUsed.name, d1)).toBe(805_306_368);
-    expect(value(m, METRICS.gpuUtilization.name, d1)).toBe(0);
+    expect(m.value(METRICS.gpuMemoryTotal.name, d0)).toBe(85_899_345_920);
+    expect(m.value(METRICS.gpuMemoryUsed.name, d0)).toBe(20_937_965_568);
+    expect(m.value(METRICS.gpuMemoryFree.name, d0)).toBe(64_424_509_440);
+    expect(m.value(METRICS.gpuMemoryReservedDriver.name, d0)).toBe(536_870_912);
+    expect(m.value(METRICS.gpuMemoryProcess.name, d0)).toBe(6_442_450_944 + 123);
+    expect(m.value(METRICS.gpuUtilization.name, d0)).toBe(0.37);
+    expect(m.value(METRICS.gpuMemoryTotal.name, d1)).toBe(42_949_672_960);
+    expect(m.value(METRICS.gpuMemoryUsed.name, d1)).toBe(805_306_368);
+    expect(m.value(METRICS.gpuUtilization.name, d1)).toBe(0);
     // This process holds nothing on GPU 1: no figure rather than a made-up 0.
-    expect(dataPoints(m, METRICS.gpuMemoryProcess.name)).toHaveLength(1);
-    expect(m.get(METRICS.gpuMemoryUsed.name)?.descriptor.unit).toBe('By');
+    expect(m.points(METRICS.gpuMemoryProcess.name)).toHaveLength(1);
+    expect(m.metric(METRICS.gpuMemoryUsed.name)?.descriptor.unit).toBe('By');
 
     // The next sample moves the gauges; the collect itself calls no NVML function.
     writeNvmlConfig(config, { devices: [device0({ used: 30 * GiB, free: 49 * GiB + 512 * MiB, procs: [[pid, 16 * GiB]] }), device1()] });
@@ -88,9 +88,9 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     writeFileSync(log, '');
     m = await t.collect();
     expect(calls()).toEqual([]);
-    expect(value(m, METRICS.gpuMemoryUsed.name, d0)).toBe(30 * GiB);
-    expect(value(m, METRICS.gpuMemoryFree.name, d0)).toBe(49 * GiB + 512 * MiB);
-    expect(value(m, METRICS.gpuMemoryProcess.name, d0)).toBe(16 * GiB);
+    expect(m.value(METRICS.gpuMemoryUsed.name, d0)).toBe(30 * GiB);
+    expect(m.value(METRICS.gpuMemoryFree.name, d0)).toBe(49 * GiB + 512 * MiB);
+    expect(m.value(METRICS.gpuMemoryProcess.name, d0)).toBe(16 * GiB);
     expect(sampler.reserved()).toBe(16 * GiB);
     expect(sampler.stats()).toMatchObject({ samples: 2, failures: 0, consecutiveFailures: 0 });
   });
@@ -112,7 +112,7 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     sampler.close();
     expect(calls().filter((c) => c === 'nvmlShutdown')).toHaveLength(1);
     expect(sampler.reserved()).toBeUndefined();
-    expect(dataPoints(await t.collect(), METRICS.gpuMemoryUsed.name)).toHaveLength(0);
+    expect((await t.collect()).points(METRICS.gpuMemoryUsed.name)).toHaveLength(0);
   });
 
   it('falls back to nvmlDeviceGetMemoryInfo (v1) when v2 is refused, and does not retry v2', async () => {
@@ -126,8 +126,8 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     const [d] = sampler.devices();
     expect(d).toMatchObject({ usedBytes: 20 * GiB, driverReservedBytes: undefined, totalBytes: 80 * GiB });
     const m = await t.collect();
-    expect(value(m, METRICS.gpuMemoryUsed.name)).toBe(20 * GiB);
-    expect(dataPoints(m, METRICS.gpuMemoryReservedDriver.name)).toHaveLength(0);
+    expect(m.value(METRICS.gpuMemoryUsed.name)).toBe(20 * GiB);
+    expect(m.points(METRICS.gpuMemoryReservedDriver.name)).toHaveLength(0);
   });
 
   it('uses v1 when the library has no nvmlDeviceGetMemoryInfo_v2 symbol (driver before R510)', () => {
@@ -178,10 +178,10 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     expect(sampler.reserved()).toBe(19 * GiB + 512 * MiB);
     t.monitor.tick();
     let m = await t.collect();
-    expect(value(m, METRICS.memoryReserved.name, { [ATTR.memorySource]: 'device' })).toBe(19 * GiB + 512 * MiB);
-    expect(value(m, METRICS.memoryAllocated.name, { [ATTR.memorySource]: 'device' })).toBe(4 * GiB);
+    expect(m.value(METRICS.memoryReserved.name, { [ATTR.memorySource]: 'device' })).toBe(19 * GiB + 512 * MiB);
+    expect(m.value(METRICS.memoryAllocated.name, { [ATTR.memorySource]: 'device' })).toBe(4 * GiB);
     // No per-process figure is invented for this process.
-    expect(dataPoints(m, METRICS.gpuMemoryProcess.name)).toHaveLength(0);
+    expect(m.points(METRICS.gpuMemoryProcess.name)).toHaveLength(0);
     expect(Object.keys(t.monitor.snapshot().deviceMemory)).toEqual(['device']);
 
     // The process shows up after all (it was another tenant's memory): back to its own figure, its own label.
@@ -191,7 +191,7 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     expect(sampler.attribution).toBe('process');
     expect(sampler.reserved()).toBe(2 * GiB);
     m = await t.collect();
-    expect(value(m, METRICS.memoryReserved.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(2 * GiB);
+    expect(m.value(METRICS.memoryReserved.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(2 * GiB);
     expect(Object.keys(t.monitor.snapshot().deviceMemory)).toEqual(['nvml:0']);
     expect(messages).toHaveLength(1);
   });
@@ -239,7 +239,7 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     await sampler.sample();
     expect(sampler.stats()).toMatchObject({ failures: 2, consecutiveFailures: 2, nextDelayMs: 400 });
     expect(messages.filter((msg) => msg.includes('sample failed'))).toHaveLength(1);
-    expect(dataPoints(await t.collect(), METRICS.gpuMemoryUsed.name)).toHaveLength(0);
+    expect((await t.collect()).points(METRICS.gpuMemoryUsed.name)).toHaveLength(0);
 
     writeNvmlConfig(config, { devices: [device0(), device1()] });
     await sampler.sample();
@@ -268,7 +268,7 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     await sampler.sample();
     expect(sampler.devices().map((d) => d.index)).toEqual([0, 1]);
     expect(messages).toEqual(['infersignal/gpu: 3 GPUs found; sampling the first 2 (maxDevices)']);
-    expect(dataPoints(await t.collect(), METRICS.gpuMemoryTotal.name)).toHaveLength(2);
+    expect((await t.collect()).points(METRICS.gpuMemoryTotal.name)).toHaveLength(2);
     sampler.close();
 
     sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger, devices: [2, 5] });
@@ -300,7 +300,7 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     t.monitor.tick();
     expect(sampler.reserved()).toBeUndefined();
     const m = await t.collect();
-    expect([...m.keys()].filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.'))).toEqual([]);
+    expect(m.names().filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.'))).toEqual([]);
   });
 
   it('rejects bad options naming the field', () => {

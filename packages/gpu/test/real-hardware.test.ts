@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
 import { createGpuSampler } from '@infersignal/gpu';
 import { findOnPath } from '../src/nvidia-smi';
-import { MiB, recordingLogger, setupMonitor, value } from './helpers';
+import { MiB, recordingLogger, setupMonitor } from './helpers';
 
 /** Whether the real libnvidia-ml.so.1 loads and initializes here; otherwise why not. */
 function probeRealNvml(): { ok: true } | { ok: false; reason: string } {
@@ -52,8 +52,8 @@ describe('real NVIDIA GPU (runs only where libnvidia-ml.so.1 loads)', () => {
         expect(d.usedBytes + d.freeBytes).toBeLessThanOrEqual(d.totalBytes);
         if (d.utilization !== undefined) expect(d.utilization).toBeGreaterThanOrEqual(0);
         const attrs = { [ATTR.deviceIndex]: d.index, [ATTR.deviceUuid]: d.uuid };
-        expect(value(m, METRICS.gpuMemoryTotal.name, attrs)).toBe(d.totalBytes);
-        expect(value(m, METRICS.gpuMemoryUsed.name, attrs)).toBe(d.usedBytes);
+        expect(m.value(METRICS.gpuMemoryTotal.name, attrs)).toBe(d.totalBytes);
+        expect(m.value(METRICS.gpuMemoryUsed.name, attrs)).toBe(d.usedBytes);
       }
       const smi = findOnPath('nvidia-smi');
       if (smi) {

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
 import { createGpuSampler, type GpuSampler } from '@infersignal/gpu';
 import { compileFakeNvml, hasCompiler } from './fake-nvml/compile';
-import { GiB, setupMonitor, tempDir, value, writeNvmlConfig } from './helpers';
+import { GiB, setupMonitor, tempDir, writeNvmlConfig } from './helpers';
 
 const compiler = hasCompiler();
 if (!compiler) console.log('[gpu] skipping the fragmentation/drift tests: no C compiler (`cc`) on PATH to build the fake NVML');
@@ -63,8 +63,8 @@ describe.skipIf(!compiler)('GPU memory signals fed by the NVML sampler', () => {
     expect(drift[0]!.labels).toEqual({ source: 'nvml:0' });
     expect(t.alerts.filter((a) => a.signal === 'gpu_fragmentation')).toHaveLength(0);
     const m = await t.collect();
-    expect(value(m, METRICS.memoryReserved.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(3700 * MB);
-    expect(value(m, METRICS.memoryGapGrowth.name, { [ATTR.memorySource]: 'nvml:0' })).toBeCloseTo(50 * MB, 0);
+    expect(m.value(METRICS.memoryReserved.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(3700 * MB);
+    expect(m.value(METRICS.memoryGapGrowth.name, { [ATTR.memorySource]: 'nvml:0' })).toBeCloseTo(50 * MB, 0);
     expect(t.monitor.snapshot().deviceMemory['nvml:0']).toMatchObject({ reserved: 3700 * MB, allocated: 2000 * MB, drifting: true });
   });
 
@@ -95,9 +95,9 @@ describe.skipIf(!compiler)('GPU memory signals fed by the NVML sampler', () => {
     expect(alerts[0]).toMatchObject({ level: 'warn', threshold: 0.65, labels: { source: 'nvml:0' } });
     expect(alerts[0]!.value).toBeCloseTo(0.7, 12);
     const m = await t.collect();
-    expect(value(m, METRICS.memoryFragmentation.name, { [ATTR.memorySource]: 'nvml:0' })).toBeCloseTo(0.7, 12);
-    expect(value(m, METRICS.memoryReserved.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(10_000 * MB);
-    expect(value(m, METRICS.memoryAllocated.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(3_000 * MB);
+    expect(m.value(METRICS.memoryFragmentation.name, { [ATTR.memorySource]: 'nvml:0' })).toBeCloseTo(0.7, 12);
+    expect(m.value(METRICS.memoryReserved.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(10_000 * MB);
+    expect(m.value(METRICS.memoryAllocated.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(3_000 * MB);
 
     setProcessBytes(4_000 * MB);
     t.advance(1000);

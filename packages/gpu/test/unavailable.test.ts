@@ -33,7 +33,7 @@ describe('neither NVML nor nvidia-smi', () => {
     expect(sampler.memory).toBeUndefined();
     expect(sampler.stats().samples).toBe(0);
     const m = await t.collect();
-    expect([...m.keys()].filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.'))).toEqual([]);
+    expect(m.names().filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.'))).toEqual([]);
     expect(t.monitor.snapshot().deviceMemory).toEqual({});
     expect(t.monitor.snapshot().internalErrors).toBe(0);
     expect(messages).toHaveLength(1);

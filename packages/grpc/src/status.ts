@@ -45,22 +45,6 @@ export function statusOfError(error: unknown): number {
   return GRPC_STATUS.UNKNOWN;
 }
 
-/** Request outcome for core's queue ticket. */
-export function outcomeOf(code: number): Outcome {
-  switch (code) {
-    case GRPC_STATUS.OK:
-      return 'completed';
-    case GRPC_STATUS.CANCELLED:
-      return 'cancelled';
-    case GRPC_STATUS.UNAVAILABLE:
-      return 'unavailable';
-    case GRPC_STATUS.DEADLINE_EXCEEDED:
-      return 'deadline_exceeded';
-    default:
-      return 'error';
-  }
-}
-
 /** Stream outcome for core's stream handle (signal 4): everything but OK is an interruption. */
 export function streamOutcomeOf(code: number): StreamOutcome {
   switch (code) {
@@ -75,4 +59,13 @@ export function streamOutcomeOf(code: number): StreamOutcome {
     default:
       return 'error';
   }
+}
+
+/**
+ * Request outcome for core's queue ticket: the same mapping as a stream's
+ * (every stream outcome is also a request outcome; gRPC has no code for
+ * core's `rejected` or `timeout`).
+ */
+export function outcomeOf(code: number): Outcome {
+  return streamOutcomeOf(code);
 }

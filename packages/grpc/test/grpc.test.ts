@@ -4,7 +4,7 @@ import { ATTR, BUCKETS, METRICS } from '@infersignal/core';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { GRPC_STATUS } from '../src/index';
 import { inferenceImpl } from './inference-impl';
-import { callUnary, histogramCount, MODES, points, readStream, SERVICE, setupMonitor, sleep, startServer, total, until } from './helpers';
+import { callUnary, MODES, readStream, SERVICE, setupMonitor, sleep, startServer, until } from './helpers';
 import type { Started } from './helpers';
 
 const DURATION = METRICS.rpcCallDuration.name;
@@ -43,20 +43,20 @@ describe.each(MODES)('%s', (mode) => {
     expect(results[37]).toEqual({ code: grpc.status.CANCELLED, messages: 2 });
 
     // The server learns of the cancel from the RST_STREAM, after the client's status.
-    await until(async () => total(await env.collect(), STREAMS) === 100);
+    await until(async () => (await env.collect()).sum(STREAMS) === 100);
     await sleep(50); // a second count of the same stream would land here
     const metrics = await env.collect();
-    expect(total(metrics, STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(99);
-    expect(total(metrics, STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(1);
-    expect(total(metrics, STREAMS)).toBe(100);
+    expect(metrics.sum(STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(99);
+    expect(metrics.sum(STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(1);
+    expect(metrics.sum(STREAMS)).toBe(100);
     // 99 × 5 tokens + the 2 the cancelled stream sent
-    expect(total(metrics, TOKENS, { [ATTR.model]: 'Generate' })).toBe(497);
-    expect(histogramCount(metrics, METRICS.timeToFirstToken.name, { [ATTR.model]: 'Generate' })).toBe(100);
-    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.OK))).toBe(99);
-    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.CANCELLED))).toBe(1);
-    expect(histogramCount(metrics, DURATION)).toBe(100);
-    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(99);
-    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(1);
+    expect(metrics.sum(TOKENS, { [ATTR.model]: 'Generate' })).toBe(497);
+    expect(metrics.count(METRICS.timeToFirstToken.name, { [ATTR.model]: 'Generate' })).toBe(100);
+    expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.OK))).toBe(99);
+    expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.CANCELLED))).toBe(1);
+    expect(metrics.count(DURATION)).toBe(100);
+    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(99);
+    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(1);
 
     // Signal 4: 1 % interrupted is above the 0.5 % threshold.
     env.monitor.tick();
@@ -75,15 +75,15 @@ describe.each(MODES)('%s', (mode) => {
 
     await sleep(250); // both handlers have finished their 200 ms by now; their late answers must not count
     const metrics = await env.collect();
-    expect(histogramCount(metrics, DURATION, rpc('Infer', GRPC_STATUS.DEADLINE_EXCEEDED))).toBe(1);
-    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.DEADLINE_EXCEEDED))).toBe(1);
-    expect(histogramCount(metrics, DURATION)).toBe(2);
-    expect(total(metrics, STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'deadline_exceeded' })).toBe(1);
-    expect(total(metrics, STREAMS)).toBe(1);
-    expect(total(metrics, REQUESTS, { [ATTR.outcome]: 'deadline_exceeded' })).toBe(2);
-    expect(total(metrics, REQUESTS)).toBe(2);
+    expect(metrics.count(DURATION, rpc('Infer', GRPC_STATUS.DEADLINE_EXCEEDED))).toBe(1);
+    expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.DEADLINE_EXCEEDED))).toBe(1);
+    expect(metrics.count(DURATION)).toBe(2);
+    expect(metrics.sum(STREAMS, { [ATTR.model]: 'Generate', [ATTR.outcome]: 'deadline_exceeded' })).toBe(1);
+    expect(metrics.sum(STREAMS)).toBe(1);
+    expect(metrics.sum(REQUESTS, { [ATTR.outcome]: 'deadline_exceeded' })).toBe(2);
+    expect(metrics.sum(REQUESTS)).toBe(2);
     // Recorded when the deadline hit, not when the handler finished.
-    const [point] = points<Histogram>(metrics, DURATION, rpc('Infer', GRPC_STATUS.DEADLINE_EXCEEDED));
+    const [point] = metrics.points<Histogram>(DURATION, rpc('Infer', GRPC_STATUS.DEADLINE_EXCEEDED));
     expect(point.value.sum).toBeGreaterThanOrEqual(0.03);
     expect(point.value.sum).toBeLessThan(0.19);
   });
@@ -111,10 +111,10 @@ describe.each(MODES)('%s', (mode) => {
     expect(calls.handled).toBe(1);
 
     const metrics = await env.collect();
-    expect(histogramCount(metrics, DURATION, rpc('Infer', GRPC_STATUS.RESOURCE_EXHAUSTED))).toBe(4);
-    expect(histogramCount(metrics, DURATION, rpc('Infer', GRPC_STATUS.OK))).toBe(1);
-    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer', [ATTR.outcome]: 'rejected' })).toBe(4);
-    expect(total(metrics, REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(metrics.count(DURATION, rpc('Infer', GRPC_STATUS.RESOURCE_EXHAUSTED))).toBe(4);
+    expect(metrics.count(DURATION, rpc('Infer', GRPC_STATUS.OK))).toBe(1);
+    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer', [ATTR.outcome]: 'rejected' })).toBe(4);
+    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer', [ATTR.outcome]: 'completed' })).toBe(1);
   });
 
   it('sheds a server stream with UNAVAILABLE when configured', async () => {
@@ -130,9 +130,9 @@ describe.each(MODES)('%s', (mode) => {
     expect(stream).toEqual({ code: grpc.status.UNAVAILABLE, messages: 0 });
     expect(calls.handled).toBe(1);
     const metrics = await env.collect();
-    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.UNAVAILABLE))).toBe(1);
+    expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.UNAVAILABLE))).toBe(1);
     // A shed call never became a stream.
-    expect(total(metrics, STREAMS)).toBe(0);
+    expect(metrics.sum(STREAMS)).toBe(0);
   });
 
   it('unary Infer: each status code is an attribute, mapped to the request outcome', async () => {
@@ -146,28 +146,28 @@ describe.each(MODES)('%s', (mode) => {
     expect(thrown.error?.code).toBe(grpc.status.UNKNOWN);
 
     const metrics = await env.collect();
-    expect(histogramCount(metrics, DURATION, rpc('Infer', 0))).toBe(3);
-    for (const code of [3, 13, 14, 8, 2]) expect(histogramCount(metrics, DURATION, rpc('Infer', code))).toBe(1);
-    expect(histogramCount(metrics, DURATION)).toBe(8);
-    const outcome = (o: string) => total(metrics, REQUESTS, { [ATTR.model]: 'Infer', [ATTR.outcome]: o });
+    expect(metrics.count(DURATION, rpc('Infer', 0))).toBe(3);
+    for (const code of [3, 13, 14, 8, 2]) expect(metrics.count(DURATION, rpc('Infer', code))).toBe(1);
+    expect(metrics.count(DURATION)).toBe(8);
+    const outcome = (o: string) => metrics.sum(REQUESTS, { [ATTR.model]: 'Infer', [ATTR.outcome]: o });
     expect([outcome('completed'), outcome('unavailable'), outcome('error')]).toEqual([3, 1, 4]);
     // Unary answers are not streams.
-    expect(total(metrics, STREAMS)).toBe(0);
+    expect(metrics.sum(STREAMS)).toBe(0);
     // rpc.grpc.status_code is an int attribute, as the RPC conventions define it.
-    expect(points(metrics, DURATION, rpc('Infer', 0))[0].attributes[ATTR.rpcGrpcStatusCode]).toBe(0);
+    expect(metrics.points(DURATION, rpc('Infer', 0))[0].attributes[ATTR.rpcGrpcStatusCode]).toBe(0);
     // Buckets come from core's BUCKETS.duration (instrument advice; a View can still override).
-    expect(points<Histogram>(metrics, DURATION, rpc('Infer', 0))[0].value.buckets.boundaries).toEqual([...BUCKETS.duration]);
+    expect(metrics.points<Histogram>(DURATION, rpc('Infer', 0))[0].value.buckets.boundaries).toEqual([...BUCKETS.duration]);
   });
 
   it('a stream ended with an error status counts by its code', async () => {
     const env = await setup(mode);
     const result = await readStream(env.client.Generate({ prompt: 'x', maxTokens: 3, simulateStatus: GRPC_STATUS.UNAVAILABLE }));
     expect(result).toEqual({ code: grpc.status.UNAVAILABLE, messages: 3 });
-    await until(async () => total(await env.collect(), STREAMS) === 1);
+    await until(async () => (await env.collect()).sum(STREAMS) === 1);
     const metrics = await env.collect();
-    expect(total(metrics, STREAMS, { [ATTR.outcome]: 'unavailable' })).toBe(1);
-    expect(total(metrics, TOKENS)).toBe(3);
-    expect(histogramCount(metrics, DURATION, rpc('Generate', GRPC_STATUS.UNAVAILABLE))).toBe(1);
+    expect(metrics.sum(STREAMS, { [ATTR.outcome]: 'unavailable' })).toBe(1);
+    expect(metrics.sum(TOKENS)).toBe(3);
+    expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.UNAVAILABLE))).toBe(1);
   });
 
   it('client streaming and bidi calls', async () => {
@@ -193,16 +193,16 @@ describe.each(MODES)('%s', (mode) => {
     expect(await failingDone).toEqual({ code: grpc.status.UNAVAILABLE, messages: 2 });
     failing.end();
 
-    await until(async () => total(await env.collect(), STREAMS) === 2);
+    await until(async () => (await env.collect()).sum(STREAMS) === 2);
     const metrics = await env.collect();
-    expect(histogramCount(metrics, DURATION, rpc('SubmitBatch', 0))).toBe(1);
-    expect(histogramCount(metrics, DURATION, rpc('Chat', 0))).toBe(1);
-    expect(histogramCount(metrics, DURATION, rpc('Chat', GRPC_STATUS.UNAVAILABLE))).toBe(1);
-    expect(total(metrics, STREAMS, { [ATTR.model]: 'Chat', [ATTR.outcome]: 'completed' })).toBe(1);
-    expect(total(metrics, STREAMS, { [ATTR.model]: 'Chat', [ATTR.outcome]: 'unavailable' })).toBe(1);
-    expect(total(metrics, STREAMS, { [ATTR.model]: 'SubmitBatch' })).toBe(0);
-    expect(total(metrics, TOKENS, { [ATTR.model]: 'Chat' })).toBe(8);
-    expect(total(metrics, REQUESTS, { [ATTR.model]: 'SubmitBatch', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(metrics.count(DURATION, rpc('SubmitBatch', 0))).toBe(1);
+    expect(metrics.count(DURATION, rpc('Chat', 0))).toBe(1);
+    expect(metrics.count(DURATION, rpc('Chat', GRPC_STATUS.UNAVAILABLE))).toBe(1);
+    expect(metrics.sum(STREAMS, { [ATTR.model]: 'Chat', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(metrics.sum(STREAMS, { [ATTR.model]: 'Chat', [ATTR.outcome]: 'unavailable' })).toBe(1);
+    expect(metrics.sum(STREAMS, { [ATTR.model]: 'SubmitBatch' })).toBe(0);
+    expect(metrics.sum(TOKENS, { [ATTR.model]: 'Chat' })).toBe(8);
+    expect(metrics.sum(REQUESTS, { [ATTR.model]: 'SubmitBatch', [ATTR.outcome]: 'completed' })).toBe(1);
   });
 
   it('labels calls with the model function, and survives one that throws', async () => {
@@ -221,9 +221,9 @@ describe.each(MODES)('%s', (mode) => {
     await new Promise((resolve) => env.client.Infer({ prompt: 'a' }, md('llama'), resolve));
     await new Promise((resolve) => env.client.Infer({ prompt: 'b' }, md('boom'), resolve));
     const metrics = await env.collect();
-    expect(total(metrics, REQUESTS, { [ATTR.model]: 'Infer:llama', [ATTR.outcome]: 'completed' })).toBe(1);
-    expect(total(metrics, REQUESTS, { [ATTR.model]: 'Infer', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(metrics.sum(REQUESTS, { [ATTR.model]: 'Infer:llama', [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(metrics.sum(REQUESTS, { [ATTR.model]: 'Infer', [ATTR.outcome]: 'completed' })).toBe(1);
     expect(env.monitor.snapshot().internalErrors).toBe(1);
-    expect(total(metrics, METRICS.internalErrors.name, { [ATTR.errorSource]: 'grpc.model' })).toBe(1);
+    expect(metrics.sum(METRICS.internalErrors.name, { [ATTR.errorSource]: 'grpc.model' })).toBe(1);
   });
 });

@@ -1,17 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import type { DataPoint, Histogram, MetricData } from '@opentelemetry/sdk-metrics';
-import { createMonitor } from '@infersignal/core';
-import type { AlertEvent, Monitor, MonitorOptions } from '@infersignal/core';
+import type { Monitor, MonitorOptions } from '@infersignal/core';
 import { createServerInterceptor, instrumentService, INFERENCE_PROTO_PATH } from '../src/index';
 import type { GrpcInstrumentationOptions } from '../src/index';
-
-/** A reader collected on demand. */
-class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
+import { testMonitor, type TestMonitor } from '../../../test/support/monitor';
 
 export type Mode = 'instrumentService' | 'interceptor';
 export const MODES: Mode[] = ['instrumentService', 'interceptor'];
@@ -22,49 +14,9 @@ const loaded = grpc.loadPackageDefinition(definition) as any;
 export const Inference: grpc.ServiceClientConstructor = loaded.infersignal.inference.v1.Inference;
 export const SERVICE = 'infersignal.inference.v1.Inference';
 
-/** A monitor on a real SDK MeterProvider, detectors ticked by hand. */
-export function setupMonitor(options: MonitorOptions = {}) {
-  const reader = new TestReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  const alerts: AlertEvent[] = [];
-  const monitor = createMonitor({
-    meterProvider,
-    detectorIntervalMs: 0,
-    traces: false,
-    logger: { warn: () => {} },
-    onAlert: (event) => alerts.push(event),
-    ...options,
-  });
-  return {
-    monitor,
-    alerts,
-    async collect(): Promise<Map<string, MetricData>> {
-      const { resourceMetrics } = await reader.collect();
-      const out = new Map<string, MetricData>();
-      for (const scope of resourceMetrics.scopeMetrics) for (const metric of scope.metrics) out.set(metric.descriptor.name, metric);
-      return out;
-    },
-    close: async () => {
-      await monitor.close();
-      await meterProvider.shutdown();
-    },
-  };
-}
-
-export function points<T = number | Histogram>(metrics: Map<string, MetricData>, name: string, match: Record<string, unknown> = {}): DataPoint<T>[] {
-  const metric = metrics.get(name);
-  if (!metric) return [];
-  return (metric.dataPoints as DataPoint<T>[]).filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v));
-}
-
-/** Sum of a counter's points matching `match`. */
-export function total(metrics: Map<string, MetricData>, name: string, match: Record<string, unknown> = {}): number {
-  return points<number>(metrics, name, match).reduce((acc, p) => acc + p.value, 0);
-}
-
-/** Count of a histogram's points matching `match`. */
-export function histogramCount(metrics: Map<string, MetricData>, name: string, match: Record<string, unknown> = {}): number {
-  return points<Histogram>(metrics, name, match).reduce((acc, p) => acc + p.value.count, 0);
+/** A monitor on a real SDK MeterProvider, on the real clock, detectors ticked by hand. */
+export function setupMonitor(options: MonitorOptions = {}): TestMonitor {
+  return testMonitor({ clock: undefined, ...options });
 }
 
 export interface Started {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { callTicket, createServerInterceptor, instrumentService } from '../src/index';
-import { callUnary, Inference, MODES, points, setupMonitor, startServer } from './helpers';
+import { callUnary, Inference, MODES, setupMonitor, startServer } from './helpers';
 
 const open: Array<{ close(): unknown }> = [];
 afterEach(async () => {
@@ -79,7 +79,7 @@ describe.each(MODES)('%s with autoStart: false', (mode) => {
     expect([a.error, b.error]).toEqual([null, null]);
 
     const metrics = await env.collect();
-    const [wait] = points<Histogram>(metrics, METRICS.queueWait.name, { [ATTR.queue]: 'gpu', [ATTR.model]: 'Infer' });
+    const [wait] = metrics.points<Histogram>(METRICS.queueWait.name, { [ATTR.queue]: 'gpu', [ATTR.model]: 'Infer' });
     expect(wait.value.count).toBe(2);
     // The second call waited for the first one's 60 ms on the single slot.
     expect(wait.value.max).toBeGreaterThanOrEqual(0.05);

@@ -1,82 +1,42 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MeterProvider, MetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
+import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createMonitor, type AlertEvent, type Monitor, type MonitorOptions } from '@infersignal/core';
+import type { AlertEvent, Monitor, MonitorOptions } from '@infersignal/core';
+import { testMonitor } from '../../../test/support/monitor';
 
 export const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 export const fixtureBytes = (name: string): Uint8Array => new Uint8Array(readFileSync(fixture(name)));
-
-/** A reader the test pulls from (no timer). */
-class PullReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
 
 export interface Harness {
   monitor: Monitor;
   alerts: AlertEvent[];
   spans: InMemorySpanExporter;
-  metric(name: string): Promise<MetricData | undefined>;
   points(name: string): Promise<DataPoint<unknown>[]>;
   histogram(name: string, attributes: Record<string, string>): Promise<Histogram | undefined>;
   close(): Promise<void>;
 }
 
-/** A monitor wired to a real OTel SDK meter and tracer provider, detectors on manual tick. */
+/** The shared test monitor on the real clock, plus a real OTel SDK tracer provider whose spans the test reads. */
 export function harness(options: Partial<MonitorOptions> = {}): Harness {
-  const reader = new PullReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
   const spans = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
-  const alerts: AlertEvent[] = [];
-  const monitor = createMonitor({ meterProvider, tracerProvider, detectorIntervalMs: 0, onAlert: (e) => alerts.push(e), logger: { warn() {} }, ...options });
-  async function metric(name: string): Promise<MetricData | undefined> {
-    const { resourceMetrics } = await reader.collect();
-    return resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === name);
-  }
-  async function points(name: string): Promise<DataPoint<unknown>[]> {
-    return ((await metric(name))?.dataPoints ?? []) as DataPoint<unknown>[];
-  }
+  const t = testMonitor({ clock: undefined, traces: true, tracerProvider, ...options });
   return {
-    monitor,
-    alerts,
+    monitor: t.monitor,
+    alerts: t.alerts,
     spans,
-    metric,
-    points,
-    async histogram(name, attributes) {
-      const point = (await points(name)).find((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v));
-      return point?.value as Histogram | undefined;
-    },
+    points: async (name) => (await t.collect()).points(name),
+    histogram: async (name, attributes) => (await t.collect()).histogram(name, attributes),
     async close() {
-      await monitor.close();
-      await meterProvider.shutdown();
+      await t.close();
       await tracerProvider.shutdown();
     },
   };
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-// The weight formulas of scripts/make-onnx-models.py, recomputed here so every output number is checked.
-const w1 = (i: number, j: number) => (((i * 3 + j * 5) % 7) - 3) / 4;
-const b1 = (j: number) => ((j % 3) - 1) / 8;
-const w2 = (i: number, j: number) => (((i * 2 + j * 7) % 5) - 2) / 4;
-const b2 = (j: number) => j / 4;
-
-/** tiny-mlp.onnx in JS: one row of 4 → 3. */
-export function tinyMlp(row: ArrayLike<number>): number[] {
-  const hidden = Array.from({ length: 8 }, (_, j) => {
-    let sum = b1(j);
-    for (let i = 0; i < 4; i++) sum += row[i] * w1(i, j);
-    return Math.max(0, sum);
-  });
-  return Array.from({ length: 3 }, (_, j) => {
-    let sum = b2(j);
-    for (let i = 0; i < 8; i++) sum += hidden[i] * w2(i, j);
-    return sum;
-  });
-}
+export { sleep } from '../../../test/support/async';
+export { maxAbsDiff, tinyMlp } from '../../../test/support/tiny-mlp';
 
 export const CHAIN_DIM = 512;
 const chainWeights = [0, 1].map((k) => {
@@ -112,10 +72,4 @@ export function inputs(seed: number, length: number): Float32Array {
     out[i] = ((s >>> 0) / 2 ** 32) * 2 - 1;
   }
   return out;
-}
-
-export function maxAbsDiff(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
-  let max = 0;
-  for (let i = 0; i < expected.length; i++) max = Math.max(max, Math.abs(actual[i] - expected[i]));
-  return max;
 }

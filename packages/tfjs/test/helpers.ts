@@ -3,14 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { io } from '@tensorflow/tfjs-core';
-import { MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
-import { createMonitor, type AlertEvent, type Monitor } from '@infersignal/core';
+import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
+import type { AlertEvent, Monitor } from '@infersignal/core';
 import { fileSystemHandler } from '@infersignal/tfjs';
-
-class PullReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
+import { sleep } from '../../../test/support/async';
+import { testMonitor } from '../../../test/support/monitor';
+import { b1, b2, maxAbsDiff, tinyMlp, w1, w2 } from '../../../test/support/tiny-mlp';
 
 export interface Harness {
   monitor: Monitor;
@@ -20,53 +18,22 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** The shared test monitor on the real clock, traces through the global tracer provider as in an application. */
 export function harness(): Harness {
-  const reader = new PullReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  const alerts: AlertEvent[] = [];
-  const monitor = createMonitor({ meterProvider, detectorIntervalMs: 0, onAlert: (e) => alerts.push(e), logger: { warn() {} } });
-  async function points(name: string): Promise<DataPoint<unknown>[]> {
-    const { resourceMetrics } = await reader.collect();
-    const metric = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === name);
-    return (metric?.dataPoints ?? []) as DataPoint<unknown>[];
-  }
+  const t = testMonitor({ clock: undefined, traces: true });
   return {
-    monitor,
-    alerts,
-    points,
-    async histogram(name, attributes) {
-      const point = (await points(name)).find((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v));
-      return point?.value as Histogram | undefined;
-    },
-    async close() {
-      await monitor.close();
-      await meterProvider.shutdown();
-    },
+    monitor: t.monitor,
+    alerts: t.alerts,
+    points: async (name) => (await t.collect()).points(name),
+    histogram: async (name, attributes) => (await t.collect()).histogram(name, attributes),
+    close: () => t.close(),
   };
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { maxAbsDiff, sleep, tinyMlp };
 
-// Same weights as the ONNX tiny MLP (scripts/make-onnx-models.py), so one JS reference serves both.
-const w1 = (i: number, j: number) => (((i * 3 + j * 5) % 7) - 3) / 4;
-const b1 = (j: number) => ((j % 3) - 1) / 8;
-const w2 = (i: number, j: number) => (((i * 2 + j * 7) % 5) - 2) / 4;
-const b2 = (j: number) => j / 4;
 const grid = (rows: number, cols: number, f: (i: number, j: number) => number) =>
   Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => f(i, j)));
-
-export function tinyMlp(row: ArrayLike<number>): number[] {
-  const hidden = Array.from({ length: 8 }, (_, j) => {
-    let sum = b1(j);
-    for (let i = 0; i < 4; i++) sum += row[i] * w1(i, j);
-    return Math.max(0, sum);
-  });
-  return Array.from({ length: 3 }, (_, j) => {
-    let sum = b2(j);
-    for (let i = 0; i < 8; i++) sum += hidden[i] * w2(i, j);
-    return sum;
-  });
-}
 
 /**
  * Test setup: builds the tiny MLP as a layers model with the pure-JS
@@ -97,10 +64,4 @@ export function delayed(handler: io.IOHandler, delayMs: number, measured: number
       return handler.load!();
     },
   };
-}
-
-export function maxAbsDiff(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
-  let max = 0;
-  for (let i = 0; i < expected.length; i++) max = Math.max(max, Math.abs(actual[i] - expected[i]));
-  return max;
 }

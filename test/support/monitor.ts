@@ -1,0 +1,51 @@
+// A monitor on a real SDK MeterProvider with a pull reader, the setup most package tests start from.
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { createMonitor, type AlertEvent, type MonitorOptions } from '@infersignal/core';
+import { collect, TestReader } from './otel';
+
+/**
+ * Detectors on manual tick (`monitor.tick()`), a manual clock moved with
+ * `advance`/`set` (pass `clock: undefined` for the real one), traces off,
+ * alerts and logger warnings kept. Any option overrides these defaults.
+ * In producer export mode the reader pulls core's aggregates through the
+ * monitor's producer, bound once the monitor exists.
+ */
+export function testMonitor(options: MonitorOptions = {}) {
+  const box: { monitor?: ReturnType<typeof createMonitor> } = {};
+  const producer = { collect: () => box.monitor!.metricProducer!.collect() };
+  const reader = new TestReader(options.exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  let now = 1_000_000;
+  const alerts: AlertEvent[] = [];
+  const warnings: string[] = [];
+  const monitor = (box.monitor = createMonitor({
+    meterProvider,
+    clock: () => now,
+    detectorIntervalMs: 0,
+    traces: false,
+    logger: { warn: (m) => warnings.push(m) },
+    onAlert: (e) => alerts.push(e),
+    ...options,
+  }));
+  return {
+    monitor,
+    reader,
+    meterProvider,
+    alerts,
+    warnings,
+    advance(ms: number) {
+      now += ms;
+    },
+    set(ms: number) {
+      now = ms;
+    },
+    now: () => now,
+    collect: () => collect(reader),
+    async close() {
+      await monitor.close();
+      await meterProvider.shutdown();
+    },
+  };
+}
+
+export type TestMonitor = ReturnType<typeof testMonitor>;
