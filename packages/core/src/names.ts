@@ -526,7 +526,7 @@ function unitSuffix(spec: InstrumentSpec): string {
 }
 
 /**
- * The Prometheus name of an instrument as `@opentelemetry/exporter-prometheus`
+ * The Prometheus name of an instrument as the OTel Collector (and `@infersignal/node`)
  * writes it (the rules generator and its tests use this).
  */
 export function prometheusName(spec: InstrumentSpec): string {
