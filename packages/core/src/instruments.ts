@@ -63,39 +63,50 @@ function hotPath(meter: Meter, mode: ExportMode) {
   };
 }
 
+/** The observable gauges, read from core's state in one batch callback at collection. */
+function gauges(meter: Meter) {
+  const specs = {
+    queueWaiting: METRICS.queueWaiting,
+    queueInFlight: METRICS.queueInFlight,
+    queueCapacity: METRICS.queueCapacity,
+    queueOccupancy: METRICS.queueOccupancy,
+    backpressureLevel: METRICS.backpressureLevel,
+    modelLoadBaseline: METRICS.modelLoadBaseline,
+    streamInterruptedRatio: METRICS.streamInterruptedRatio,
+    memoryAllocated: METRICS.memoryAllocated,
+    memoryReserved: METRICS.memoryReserved,
+    memoryFragmentation: METRICS.memoryFragmentation,
+    memoryGapGrowth: METRICS.memoryGapGrowth,
+    signalLevel: METRICS.signalLevel,
+    queueArrivalRate: METRICS.queueArrivalRate,
+    queueCompletionRate: METRICS.queueCompletionRate,
+    queueServiceTime: METRICS.queueServiceTime,
+    queueServiceTimeP90: METRICS.queueServiceTimeP90,
+    queueUtilization: METRICS.queueUtilization,
+    queueHeadroom: METRICS.queueHeadroom,
+    queueWaitPredicted: METRICS.queueWaitPredicted,
+    queueTimeToSaturation: METRICS.queueTimeToSaturation,
+    eventLoopDelayP50: METRICS.eventLoopDelayP50,
+    eventLoopDelayP99: METRICS.eventLoopDelayP99,
+    eventLoopDelayMax: METRICS.eventLoopDelayMax,
+    eventLoopUtilization: METRICS.eventLoopUtilization,
+  };
+  return Object.fromEntries(Object.entries(specs).map(([key, spec]) => [key, gauge(meter, spec)])) as Record<keyof typeof specs, ObservableGauge>;
+}
+
 /** Core's OTel instruments, created once per monitor. */
 export function createInstruments(meter: Meter, mode: ExportMode = 'api') {
+  const observables = gauges(meter);
   return {
     ...hotPath(meter, mode),
+    ...observables,
+    /** Every observable gauge, for the monitor's batch callback. */
+    observables: Object.values(observables),
     modelLoadDuration: histogram(meter, METRICS.modelLoadDuration),
     modelLoadSpikes: counter(meter, METRICS.modelLoadSpikes),
     alerts: counter(meter, METRICS.alerts),
     internalErrors: counter(meter, METRICS.internalErrors),
     webhookDropped: counter(meter, METRICS.webhookDropped),
-    queueWaiting: gauge(meter, METRICS.queueWaiting),
-    queueInFlight: gauge(meter, METRICS.queueInFlight),
-    queueCapacity: gauge(meter, METRICS.queueCapacity),
-    queueOccupancy: gauge(meter, METRICS.queueOccupancy),
-    backpressureLevel: gauge(meter, METRICS.backpressureLevel),
-    modelLoadBaseline: gauge(meter, METRICS.modelLoadBaseline),
-    streamInterruptedRatio: gauge(meter, METRICS.streamInterruptedRatio),
-    memoryAllocated: gauge(meter, METRICS.memoryAllocated),
-    memoryReserved: gauge(meter, METRICS.memoryReserved),
-    memoryFragmentation: gauge(meter, METRICS.memoryFragmentation),
-    memoryGapGrowth: gauge(meter, METRICS.memoryGapGrowth),
-    signalLevel: gauge(meter, METRICS.signalLevel),
-    queueArrivalRate: gauge(meter, METRICS.queueArrivalRate),
-    queueCompletionRate: gauge(meter, METRICS.queueCompletionRate),
-    queueServiceTime: gauge(meter, METRICS.queueServiceTime),
-    queueServiceTimeP90: gauge(meter, METRICS.queueServiceTimeP90),
-    queueUtilization: gauge(meter, METRICS.queueUtilization),
-    queueHeadroom: gauge(meter, METRICS.queueHeadroom),
-    queueWaitPredicted: gauge(meter, METRICS.queueWaitPredicted),
-    queueTimeToSaturation: gauge(meter, METRICS.queueTimeToSaturation),
-    eventLoopDelayP50: gauge(meter, METRICS.eventLoopDelayP50),
-    eventLoopDelayP99: gauge(meter, METRICS.eventLoopDelayP99),
-    eventLoopDelayMax: gauge(meter, METRICS.eventLoopDelayMax),
-    eventLoopUtilization: gauge(meter, METRICS.eventLoopUtilization),
     gcDuration: histogram(meter, METRICS.gcDuration),
   };
 }

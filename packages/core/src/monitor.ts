@@ -1,4 +1,4 @@
-import { metrics, trace, type Attributes, type Counter, type Meter } from '@opentelemetry/api';
+import { metrics, trace, type Attributes, type Meter } from '@opentelemetry/api';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
 import { WebhookDelivery } from './alerts/webhook';
@@ -88,6 +88,8 @@ class MonitorImpl implements Monitor {
   badDurations = 0;
   readonly exportMode: 'api' | 'producer';
   private producer: CoreMetricProducer | undefined;
+  private readonly alertCounterAttributes = new Map<string, Attributes>();
+  private readonly warned = new Set<string>();
 
   constructor(options: MonitorOptions) {
     validateOptions(options);
@@ -130,15 +132,7 @@ class MonitorImpl implements Monitor {
       } catch (error) {
         this.internalError('observe', error);
       }
-    }, [
-      this.instruments.queueWaiting, this.instruments.queueInFlight, this.instruments.queueCapacity, this.instruments.queueOccupancy,
-      this.instruments.backpressureLevel, this.instruments.modelLoadBaseline, this.instruments.streamInterruptedRatio,
-      this.instruments.memoryAllocated, this.instruments.memoryReserved, this.instruments.memoryFragmentation, this.instruments.memoryGapGrowth,
-      this.instruments.signalLevel, this.instruments.queueArrivalRate, this.instruments.queueCompletionRate, this.instruments.queueServiceTime,
-      this.instruments.queueServiceTimeP90, this.instruments.queueUtilization, this.instruments.queueHeadroom, this.instruments.queueWaitPredicted,
-      this.instruments.queueTimeToSaturation, this.instruments.eventLoopDelayP50, this.instruments.eventLoopDelayP99, this.instruments.eventLoopDelayMax,
-      this.instruments.eventLoopUtilization,
-    ]);
+    }, this.instruments.observables);
     const intervalMs = options.detectorIntervalMs ?? 1000;
     if (intervalMs > 0) {
       this.timer = setInterval(() => this.tick(), intervalMs);
@@ -146,7 +140,6 @@ class MonitorImpl implements Monitor {
     }
   }
 
-  private alertCounterAttributes = new Map<string, Attributes>();
   private onEmit(signal: string, level: Level): void {
     const key = `${signal}|${level}`;
     let attributes = this.alertCounterAttributes.get(key);
@@ -154,7 +147,7 @@ class MonitorImpl implements Monitor {
       attributes = { [ATTR.signal]: signal, [ATTR.level]: level };
       if (this.alertCounterAttributes.size < 256) this.alertCounterAttributes.set(key, attributes);
     }
-    (this.instruments.alerts as Counter).add(1, attributes);
+    this.instruments.alerts.add(1, attributes);
   }
 
   get metricProducer(): CoreMetricProducer | undefined {
@@ -234,7 +227,6 @@ class MonitorImpl implements Monitor {
     }
   }
 
-  private readonly warned = new Set<string>();
   private warnOnce(key: string, message: string): void {
     if (this.warned.has(key) || this.warned.size >= MAX_ERROR_SOURCES) return;
     this.warned.add(key);
