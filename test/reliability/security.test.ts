@@ -121,9 +121,8 @@ describe('security', () => {
         answered += 3;
       }
     }
-    // (A loader's own error message is copied into the load span's status message — see docs/reliability.md;
-    // it is app text, not request content, so it is kept out of this grep.)
-    await s.monitor.modelLoad('m', 'load', () => Promise.reject(new Error('cannot read the model file'))).catch(() => undefined);
+    // A loader's error message can carry a path or a presigned URL: only its type may reach the span.
+    await s.monitor.modelLoad('m', 'load', () => Promise.reject(new Error(`cannot read https://bucket/model.onnx?sig=${SECRET}`))).catch(() => undefined);
     s.monitor.tick();
 
     // A label flood of hostile values: control characters, ANSI escapes, 10 000 characters.

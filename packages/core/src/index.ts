@@ -14,6 +14,7 @@ export { DriftDetector, linearFit } from './detectors/drift';
 export type { LinearFit, } from './detectors/drift';
 export type { ThresholdLevels } from './detectors/threshold';
 export { FixedHistogram } from './aggregates/histogram';
+export { HotSwap, type HotSwapOptions } from './model-swap';
 export { slackBody } from './alerts/webhook';
 export { instrumentServer } from './signals/connections';
 export type { InstrumentServerOptions, ServerInstrumentation, InstrumentableServer } from './signals/connections';

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import type { DeviceMemoryHandle, Monitor, QueueTracker } from '@infersignal/core';
+import { HotSwap, type DeviceMemoryHandle, type Monitor, type QueueTracker } from '@infersignal/core';
 import { ONNX_ATTR } from './attributes';
 import { ModelLoadError, SessionReleasedError, classifyLoadError } from './errors';
 import { requestedProviders, usedProviders } from './providers';
@@ -17,12 +17,10 @@ import type {
   RunOptions,
 } from './types';
 
-/** One loaded session and the runs using it, so a retired one is released after its last run. */
+/** One loaded session; HotSwap releases a retired one after its last run. */
 interface Slot {
   session: InferenceSession;
   info: LoadInfo;
-  inFlight: number;
-  retired: boolean;
 }
 
 /**
@@ -62,13 +60,8 @@ export async function createSession(
 const noMeasure = (): undefined => undefined;
 
 class Session implements MonitoredSession {
-  private current: Slot;
-  private accepted = 0;
-  private closing = false;
+  private readonly swap: HotSwap<Slot>;
   private releasing: Promise<void> | null = null;
-  private onDrained: (() => void) | null = null;
-  private reloads: Promise<unknown> = Promise.resolve();
-  private readonly releases = new Set<Promise<void>>();
 
   constructor(
     private readonly monitor: Monitor,
@@ -79,102 +72,51 @@ class Session implements MonitoredSession {
     slot: Slot,
     readonly deviceMemory: DeviceMemoryHandle | null,
   ) {
-    this.current = slot;
+    this.swap = new HotSwap(slot, {
+      release: (retired) => retired.session.release(),
+      onReleaseError: (err) => monitor.internalError('onnx.release', err),
+      releasedError: () => new SessionReleasedError(model),
+    });
   }
 
   get session(): InferenceSession {
-    return this.current.session;
+    return this.swap.current.session;
   }
   get loadInfo(): LoadInfo {
-    return this.current.info;
+    return this.swap.current.info;
   }
   get inputNames(): readonly string[] {
-    return this.current.session.inputNames;
+    return this.swap.current.session.inputNames;
   }
   get outputNames(): readonly string[] {
-    return this.current.session.outputNames;
+    return this.swap.current.session.outputNames;
   }
   get pending(): number {
-    return this.accepted;
+    return this.swap.pending;
   }
   get released(): boolean {
-    return this.closing;
-  }
-
-  run(feeds: FeedsType, fetches?: FetchesType | null, runOptions?: RunOptions): Promise<ReturnType> {
-    if (this.closing) return Promise.reject(new SessionReleasedError(this.model));
-    this.accepted++;
-    let result: Promise<ReturnType>;
-    try {
-      result = this.queue.run(() => this.runOnCurrent(feeds, fetches, runOptions), { model: this.model, attributes: batchAttributes(feeds) });
-    } catch (err) {
-      this.settled();
-      return Promise.reject(err);
-    }
-    return result.finally(() => this.settled());
+    return this.swap.released;
   }
 
   /** Runs on whichever session serves when the queue lets this run start: a run queued before a swap uses the new one. */
-  private async runOnCurrent(feeds: FeedsType, fetches: FetchesType | null | undefined, runOptions: RunOptions | undefined): Promise<ReturnType> {
-    const slot = this.current;
-    slot.inFlight++;
-    try {
-      return fetches ? await slot.session.run(feeds, fetches, runOptions) : await slot.session.run(feeds, runOptions);
-    } finally {
-      slot.inFlight--;
-      if (slot.retired && slot.inFlight === 0) this.releaseSlot(slot);
-    }
+  run(feeds: FeedsType, fetches?: FetchesType | null, runOptions?: RunOptions): Promise<ReturnType> {
+    return this.swap.use(
+      (slot) => (fetches ? slot.session.run(feeds, fetches, runOptions) : slot.session.run(feeds, runOptions)),
+      (task) => this.queue.run(task, { model: this.model, attributes: batchAttributes(feeds) }),
+    );
   }
 
-  private settled(): void {
-    this.accepted--;
-    if (this.accepted === 0 && this.onDrained) this.onDrained();
-  }
-
-  reload(source: ModelSource): Promise<LoadInfo> {
-    if (this.closing) return Promise.reject(new SessionReleasedError(this.model));
-    // Reloads run one at a time so generations stay ordered.
-    const next = this.reloads.then(() => this.swapIn(source));
-    this.reloads = next.catch(() => undefined);
-    return next;
-  }
-
-  private async swapIn(source: ModelSource): Promise<LoadInfo> {
-    const generation = this.current.info.generation + 1;
-    const slot = await loadSlot(this.monitor, this.runtime, this.model, 'reload', source, this.options, generation);
-    if (this.closing) {
-      this.releaseSlot(slot);
-      throw new SessionReleasedError(this.model);
-    }
-    const old = this.current;
-    this.current = slot;
-    old.retired = true;
-    if (old.inFlight === 0) this.releaseSlot(old);
+  async reload(source: ModelSource): Promise<LoadInfo> {
+    // HotSwap serializes reloads, so the current generation is read after the previous swap.
+    const slot = await this.swap.reload(() =>
+      loadSlot(this.monitor, this.runtime, this.model, 'reload', source, this.options, this.swap.current.info.generation + 1),
+    );
     return slot.info;
   }
 
-  private releaseSlot(slot: Slot): void {
-    const done = Promise.resolve()
-      .then(() => slot.session.release())
-      .catch((err: unknown) => this.monitor.internalError('onnx.release', err))
-      .finally(() => this.releases.delete(done));
-    this.releases.add(done);
-  }
-
   release(): Promise<void> {
-    this.releasing ??= this.drainAndRelease();
+    this.releasing ??= this.swap.release().then(() => this.deviceMemory?.stop());
     return this.releasing;
-  }
-
-  private async drainAndRelease(): Promise<void> {
-    this.closing = true;
-    await this.reloads;
-    if (this.accepted > 0) await new Promise<void>((resolve) => (this.onDrained = resolve));
-    const slot = this.current;
-    slot.retired = true;
-    if (slot.inFlight === 0) this.releaseSlot(slot);
-    this.deviceMemory?.stop();
-    await Promise.all([...this.releases]);
   }
 }
 
@@ -229,7 +171,7 @@ async function loadSlot(
     inputNames: session.inputNames,
     outputNames: session.outputNames,
   };
-  return { session, info, inFlight: 0, retired: false };
+  return { session, info };
 }
 
 function createFrom(runtime: OrtRuntime, input: string | Uint8Array, options: CreateSessionOptions): Promise<InferenceSession> {

@@ -62,7 +62,10 @@ export class ModelLoads {
         const now = ctx.clock();
         recordSeconds(ctx, ctx.instruments.modelLoadDuration, (now - started) / 1000, this.attrs(kind, 'error'));
         span?.setAttribute(ATTR.outcome, 'error');
-        span?.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+        // The error's type, not its message: a loader's message can carry a path, a presigned URL or a token.
+        const errorType = error instanceof Error ? error.name : typeof error;
+        span?.setAttribute(ATTR.errorType, errorType);
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
         span?.end(now);
       } catch (internal) {
         ctx.internalError('modelLoad', internal);
