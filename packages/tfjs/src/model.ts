@@ -1,4 +1,4 @@
-import type { Monitor, QueueTracker } from '@infersignal/core';
+import { HotSwap, type Monitor, type QueueTracker } from '@infersignal/core';
 import type { Tensor } from '@tensorflow/tfjs-core';
 import { ModelLoadError, ModelReleasedError } from './errors';
 import { createTensorLeakDetector, type TensorLeakDetector } from './leak';
@@ -39,16 +39,10 @@ export async function loadModel<M extends TfModelLike>(
   return new TfModel(monitor, name, loader, queue, leak, first);
 }
 
-interface Slot<M> {
-  model: M;
-  inFlight: number;
-  retired: boolean;
-}
-
 const ATTRIBUTES = { attributes: { 'infersignal.model.runtime': 'tfjs' } };
 
-async function timedLoad<M>(monitor: Monitor, name: string, kind: 'load' | 'reload', loader: (source: TfModelSource) => Promise<M>, source: TfModelSource): Promise<Slot<M>> {
-  const model = await monitor.modelLoad(
+function timedLoad<M>(monitor: Monitor, name: string, kind: 'load' | 'reload', loader: (source: TfModelSource) => Promise<M>, source: TfModelSource): Promise<M> {
+  return monitor.modelLoad(
     name,
     kind,
     async () => {
@@ -60,16 +54,10 @@ async function timedLoad<M>(monitor: Monitor, name: string, kind: 'load' | 'relo
     },
     ATTRIBUTES,
   );
-  return { model, inFlight: 0, retired: false };
 }
 
 class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
-  private current: Slot<M>;
-  private accepted = 0;
-  private closing = false;
-  private releasing: Promise<void> | null = null;
-  private onDrained: (() => void) | null = null;
-  private reloads: Promise<unknown> = Promise.resolve();
+  private readonly swap: HotSwap<M>;
   private gen = 1;
   private readonly runOptions: { model: string };
 
@@ -79,23 +67,36 @@ class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
     private readonly loader: (source: TfModelSource) => Promise<M>,
     readonly queue: QueueTracker,
     readonly leak: TensorLeakDetector | null,
-    slot: Slot<M>,
+    first: M,
   ) {
-    this.current = slot;
     this.runOptions = { model: name };
+    this.swap = new HotSwap(first, {
+      release: (model) => {
+        model.dispose();
+      },
+      onReleaseError: (err) => monitor.internalError('tfjs.dispose', err),
+      releasedError: () => new ModelReleasedError(name),
+      onSwap: () => {
+        this.gen++;
+        // The old model's weights leave the tensor count: a step, not a leak.
+        this.leak?.reset();
+      },
+      // Sampled after a retired model's last run has disposed it.
+      afterRun: leak ? () => leak.sample() : undefined,
+    });
   }
 
   get model(): M {
-    return this.current.model;
+    return this.swap.current;
   }
   get generation(): number {
     return this.gen;
   }
   get pending(): number {
-    return this.accepted;
+    return this.swap.pending;
   }
   get released(): boolean {
-    return this.closing;
+    return this.swap.released;
   }
 
   predict(inputs: ModelInput, config?: unknown): Promise<ModelOutput> {
@@ -118,73 +119,14 @@ class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
 
   /** Queued call on whichever model serves when the call starts. */
   private call<T>(fn: (model: M) => T | Promise<T>): Promise<T> {
-    if (this.closing) return Promise.reject(new ModelReleasedError(this.name));
-    this.accepted++;
-    let result: Promise<T>;
-    try {
-      result = this.queue.run(async () => {
-        const slot = this.current;
-        slot.inFlight++;
-        try {
-          return await fn(slot.model);
-        } finally {
-          slot.inFlight--;
-          if (slot.retired && slot.inFlight === 0) this.dispose(slot);
-          this.leak?.sample();
-        }
-      }, this.runOptions);
-    } catch (err) {
-      this.settled();
-      return Promise.reject(err);
-    }
-    return result.finally(() => this.settled());
+    return this.swap.use(fn, (task) => this.queue.run(task, this.runOptions));
   }
 
-  private settled(): void {
-    this.accepted--;
-    if (this.accepted === 0 && this.onDrained) this.onDrained();
-  }
-
-  reload(source: TfModelSource): Promise<void> {
-    if (this.closing) return Promise.reject(new ModelReleasedError(this.name));
-    const next = this.reloads.then(() => this.swapIn(source));
-    this.reloads = next.catch(() => undefined);
-    return next;
-  }
-
-  private async swapIn(source: TfModelSource): Promise<void> {
-    const slot = await timedLoad(this.monitor, this.name, 'reload', this.loader, source);
-    if (this.closing) {
-      this.dispose(slot);
-      throw new ModelReleasedError(this.name);
-    }
-    const old = this.current;
-    this.current = slot;
-    this.gen++;
-    old.retired = true;
-    if (old.inFlight === 0) this.dispose(old);
-    // The old model's weights leave the tensor count: a step, not a leak.
-    this.leak?.reset();
-  }
-
-  private dispose(slot: Slot<M>): void {
-    try {
-      slot.model.dispose();
-    } catch (err) {
-      this.monitor.internalError('tfjs.dispose', err);
-    }
+  async reload(source: TfModelSource): Promise<void> {
+    await this.swap.reload(() => timedLoad(this.monitor, this.name, 'reload', this.loader, source));
   }
 
   release(): Promise<void> {
-    this.releasing ??= this.drainAndRelease();
-    return this.releasing;
-  }
-
-  private async drainAndRelease(): Promise<void> {
-    this.closing = true;
-    await this.reloads;
-    if (this.accepted > 0) await new Promise<void>((resolve) => (this.onDrained = resolve));
-    this.current.retired = true;
-    if (this.current.inFlight === 0) this.dispose(this.current);
+    return this.swap.release();
   }
 }
