@@ -6,7 +6,7 @@
  * of unhandled rejections. Nothing here mocks InferSignal itself.
  */
 import { createServer as createHttpServer, Agent, request, type IncomingMessage, type Server as HttpServer } from 'node:http';
-import { createServer as createNetServer, type Server, type Socket } from 'node:net';
+
 import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -66,42 +66,7 @@ export async function refusedEndpoint(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-export interface BlackHole {
-  url: string;
-  /** Connections open now. */
-  open(): number;
-  /** Most connections open at once. */
-  maxOpen(): number;
-  /** Connections accepted so far. */
-  accepted(): number;
-  close(): Promise<void>;
-}
-
-/** Accepts TCP connections, reads everything, never answers. */
-export async function blackHole(): Promise<BlackHole> {
-  const sockets = new Set<Socket>();
-  let maxOpen = 0;
-  let accepted = 0;
-  const server: Server = createNetServer((socket) => {
-    accepted++;
-    sockets.add(socket);
-    maxOpen = Math.max(maxOpen, sockets.size);
-    socket.on('data', () => {});
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    open: () => sockets.size,
-    maxOpen: () => maxOpen,
-    accepted: () => accepted,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
+export { blackHole, type BlackHole } from '../support/http';
 
 export interface RecordedRequest {
   method: string;

@@ -1,5 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 
 // Real servers on loopback and real clients for the HTTP tests (adapters, bench).
 
@@ -54,4 +54,41 @@ export async function readEventsThenAbort(url: string, after: number, init: Requ
     await reader.cancel().catch(() => undefined);
   }
   return events;
+}
+
+export interface BlackHole {
+  url: string;
+  /** Connections open now. */
+  open(): number;
+  /** Most connections open at once. */
+  maxOpen(): number;
+  /** Connections accepted so far. */
+  accepted(): number;
+  close(): Promise<void>;
+}
+
+/** Accepts TCP connections, reads everything, never answers. */
+export async function blackHole(): Promise<BlackHole> {
+  const sockets = new Set<Socket>();
+  let maxOpen = 0;
+  let accepted = 0;
+  const server: NetServer = createNetServer((socket) => {
+    accepted++;
+    sockets.add(socket);
+    maxOpen = Math.max(maxOpen, sockets.size);
+    socket.on('data', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    open: () => sockets.size,
+    maxOpen: () => maxOpen,
+    accepted: () => accepted,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }

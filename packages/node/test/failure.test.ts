@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
@@ -9,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
 import { MetricReader } from '@opentelemetry/sdk-metrics';
 import { EXPORT_DROPPED, start, type InferSignal } from '@infersignal/node';
+import { blackHole } from '../../../test/support/http';
 
 /** A plain pull reader: `collect()` on demand. */
 class TestReader extends MetricReader {
@@ -39,27 +39,6 @@ async function refusedEndpoint(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-/** Accepts TCP connections and never answers. */
-async function blackHole(): Promise<{ url: string; open: () => number; maxOpen: () => number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let maxOpen = 0;
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    maxOpen = Math.max(maxOpen, sockets.size);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    open: () => sockets.size,
-    maxOpen: () => maxOpen,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
 
 async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
