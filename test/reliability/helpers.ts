@@ -6,7 +6,6 @@
  * of unhandled rejections. Nothing here mocks InferSignal itself.
  */
 import { createServer as createHttpServer, Agent, request, type IncomingMessage, type Server as HttpServer } from 'node:http';
-
 import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
