@@ -22,6 +22,7 @@ export type { InstrumentServerOptions, ServerInstrumentation, InstrumentableServ
 // response head, SSE, shedding, readiness); each adapter keeps only its framework's glue.
 export { createSseStream } from './http/sse';
 export type { SseEvent, SseOptions, SseStream } from './http/sse';
+export { trackedRequestOf } from './http/request';
 export type { HttpReplyOwner, HttpRequestSignal, TrackedHttpRequest } from './http/request';
 export { HTTP_SHED_BODY, createHttpTracking, validateHttpTrackingOptions } from './http/tracking';
 export type { HttpTracking, HttpTrackingOptions } from './http/tracking';

@@ -1,4 +1,4 @@
-import type { Counter, Histogram, Meter, ObservableGauge } from '@opentelemetry/api';
+import type { Counter, Histogram, Meter, Observable, ObservableGauge } from '@opentelemetry/api';
 import { AggregateCounter, AggregateHistogram } from './export/producer';
 import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec } from './names';
 
@@ -31,35 +31,40 @@ function gauge(meter: Meter, spec: InstrumentSpec): ObservableGauge {
 }
 
 /**
- * The per-request instruments. In producer mode they are core's typed-array
- * aggregates, read at collection time by the MetricProducer, so a request
- * never pays for OTel attribute hashing; the chosen implementation is fixed
- * at construction, like pino's level functions.
+ * The per-request instruments. In producer mode the histograms are core's
+ * typed-array aggregates, read at collection time by the MetricProducer, so
+ * a request never pays for OTel attribute hashing; in API mode they are OTel
+ * histograms. The chosen implementation is fixed at construction, like
+ * pino's level functions. Counters are core's aggregates in both modes: in
+ * API mode observable counters report their totals at collection (the same
+ * cumulative sums), which spares each request and each streamed token one
+ * SDK call.
  */
 function hotPath(meter: Meter, mode: ExportMode) {
-  if (mode === 'producer') {
-    const h = (spec: InstrumentSpec) => new AggregateHistogram(spec, HISTOGRAM_BUCKETS[spec.name]);
-    const c = (spec: InstrumentSpec) => new AggregateCounter(spec);
-    return {
-      queueWait: h(METRICS.queueWait) as HistogramLike,
-      inferenceDuration: h(METRICS.inferenceDuration) as HistogramLike,
-      requestDuration: h(METRICS.requestDuration) as HistogramLike,
-      timeToFirstToken: h(METRICS.timeToFirstToken) as HistogramLike,
-      timePerOutputToken: h(METRICS.timePerOutputToken) as HistogramLike,
-      requests: c(METRICS.requests) as CounterLike,
-      streams: c(METRICS.streams) as CounterLike,
-      streamTokens: c(METRICS.streamTokens) as CounterLike,
-    };
-  }
+  const h =
+    mode === 'producer'
+      ? (spec: InstrumentSpec): HistogramLike => new AggregateHistogram(spec, HISTOGRAM_BUCKETS[spec.name])
+      : (spec: InstrumentSpec): HistogramLike => histogram(meter, spec);
+  const requests = new AggregateCounter(METRICS.requests);
+  const streams = new AggregateCounter(METRICS.streams);
+  const streamTokens = new AggregateCounter(METRICS.streamTokens);
   return {
-    queueWait: histogram(meter, METRICS.queueWait) as HistogramLike,
-    inferenceDuration: histogram(meter, METRICS.inferenceDuration) as HistogramLike,
-    requestDuration: histogram(meter, METRICS.requestDuration) as HistogramLike,
-    timeToFirstToken: histogram(meter, METRICS.timeToFirstToken) as HistogramLike,
-    timePerOutputToken: histogram(meter, METRICS.timePerOutputToken) as HistogramLike,
-    requests: counter(meter, METRICS.requests) as CounterLike,
-    streams: counter(meter, METRICS.streams) as CounterLike,
-    streamTokens: counter(meter, METRICS.streamTokens) as CounterLike,
+    queueWait: h(METRICS.queueWait),
+    inferenceDuration: h(METRICS.inferenceDuration),
+    requestDuration: h(METRICS.requestDuration),
+    timeToFirstToken: h(METRICS.timeToFirstToken),
+    timePerOutputToken: h(METRICS.timePerOutputToken),
+    requests: requests as CounterLike,
+    streams: streams as CounterLike,
+    streamTokens: streamTokens as CounterLike,
+    /** API mode: each aggregate counter with the observable counter that reports it. */
+    counterObservables:
+      mode === 'producer'
+        ? []
+        : [requests, streams, streamTokens].map((aggregate) => ({
+            aggregate,
+            observable: meter.createObservableCounter(aggregate.spec.name, { unit: aggregate.spec.unit, description: aggregate.spec.description }),
+          })),
   };
 }
 
@@ -97,11 +102,12 @@ function gauges(meter: Meter) {
 /** Core's OTel instruments, created once per monitor. */
 export function createInstruments(meter: Meter, mode: ExportMode = 'api') {
   const observables = gauges(meter);
+  const hot = hotPath(meter, mode);
   return {
-    ...hotPath(meter, mode),
+    ...hot,
     ...observables,
-    /** Every observable gauge, for the monitor's batch callback. */
-    observables: Object.values(observables),
+    /** Every observable instrument, for the monitor's batch callback. */
+    observables: [...Object.values(observables), ...hot.counterObservables.map((c) => c.observable)] as Observable[],
     modelLoadDuration: histogram(meter, METRICS.modelLoadDuration),
     modelLoadSpikes: counter(meter, METRICS.modelLoadSpikes),
     alerts: counter(meter, METRICS.alerts),

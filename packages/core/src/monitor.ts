@@ -347,6 +347,9 @@ class MonitorImpl implements Monitor {
 
   private observe(result: import('@opentelemetry/api').BatchObservableResult): void {
     const i = this.instruments;
+    for (const { aggregate, observable } of i.counterObservables) {
+      for (const [attributes, cell] of aggregate.series) result.observe(observable, cell.value, attributes);
+    }
     for (const queue of this.queues.values()) {
       const attributes = { [ATTR.queue]: queue.name };
       result.observe(i.queueWaiting, queue.waiting, attributes);

@@ -1,8 +1,10 @@
+import { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import {
   HTTP_SHED_BODY,
   InferSignalConfigError,
   createHttpTracking,
+  trackedRequestOf,
   validateHttpTrackingOptions,
   type HttpRequestSignal,
   type HttpTrackingOptions,
@@ -30,6 +32,42 @@ function routePattern(req: Request): string | undefined {
   const path: unknown = req.route?.path;
   // A string pattern as declared (`/v1/models/:id`); regexes and arrays are patterns too.
   return path === undefined ? undefined : Array.isArray(path) ? path.join(',') : String(path);
+}
+
+/** Request prototypes seen, and whether `inferSignal` is served by our accessor on each. */
+const accessorPrototypes = new WeakMap<object, boolean>();
+
+/**
+ * Express re-parents every request onto `app.request` with
+ * `Object.setPrototypeOf`, and each such request ends up with a hidden
+ * class of its own: a property added to it makes V8 build a new one, and
+ * every property read on it is a lookup. So `inferSignal` is an accessor on
+ * that prototype (Express's documented place to extend requests) that reads
+ * the request core tracks on `req.res`: nothing is stored on `req`. True
+ * when the accessor serves `req`; a plain or frozen prototype, or one with
+ * an `inferSignal` of its own, gets an ordinary own property instead.
+ */
+function accessorServes(req: Request): boolean {
+  const proto: unknown = Object.getPrototypeOf(req);
+  if (typeof proto !== 'object' || proto === null) return false;
+  let serves = accessorPrototypes.get(proto);
+  if (serves === undefined) {
+    serves = proto !== IncomingMessage.prototype && !Object.hasOwn(proto, 'inferSignal') && Object.isExtensible(proto);
+    if (serves) {
+      Object.defineProperty(proto, 'inferSignal', {
+        configurable: true,
+        get(this: Request) {
+          return this.res === undefined ? undefined : trackedRequestOf(this.res);
+        },
+        // Whoever assigns it (a test, another middleware) gets an own property, as without the accessor.
+        set(this: Request, value: unknown) {
+          Object.defineProperty(this, 'inferSignal', { value, writable: true, enumerable: true, configurable: true });
+        },
+      });
+    }
+    accessorPrototypes.set(proto, serves);
+  }
+  return serves;
 }
 
 /**
@@ -60,7 +98,9 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
         res.end(HTTP_SHED_BODY);
         return;
       }
-      req.inferSignal = tracking.track(model, route, res);
+      const signal = tracking.track(model, route, res);
+      // The accessor answers from `res`, tracked just now (the check above saw nothing tracked on it).
+      if (!accessorServes(req)) req.inferSignal = signal;
     } catch (error) {
       // Instrumentation must never take a request down: count and carry on.
       monitor.internalError(SOURCE, error);

@@ -216,6 +216,45 @@ describe.each([
     await cases.trackedOnce({ url: await start(app), monitor, reader }, 'http');
   });
 
+  // Auto-start hooks writeHead once on app.response (no property on each response): responses of
+  // untracked routes pass through it untouched, and a writeHead patched in later over app.response
+  // (one that does not call ours) makes each tracked request fall back to a wrapper of its own.
+  it('starts at the response head through app.response: untracked routes untouched, a later patch still starts', async () => {
+    const { app, monitor, reader } = setup();
+    app.get('/plain', (_req: Request, res: Response) => void res.set('x-plain', '1').json({ plain: true }));
+    app.get('/v1/infer', inferSignal(monitor), (req: Request, res: Response) => {
+      expect(req.inferSignal?.ended).toBe(false);
+      setTimeout(() => res.json({ ok: true }), 25);
+    });
+    const url = await start(app);
+    const get = async (path: string) => {
+      const response = await fetch(`${url}${path}`);
+      return { header: response.headers, body: (await response.json()) as unknown };
+    };
+
+    const plain = await get('/plain');
+    expect(plain.header.get('x-plain')).toBe('1');
+    expect(plain.body).toEqual({ plain: true });
+    expect((await get('/v1/infer')).body).toEqual({ ok: true });
+
+    const nodeWriteHead = Object.getPrototypeOf(express.response).writeHead as (...args: unknown[]) => unknown;
+    (app.response as unknown as { writeHead: unknown }).writeHead = function patched(this: Response, ...args: unknown[]) {
+      this.setHeader('x-patched', '1');
+      return nodeWriteHead.apply(this, args);
+    };
+    const patched = await get('/v1/infer');
+    expect(patched.header.get('x-patched')).toBe('1');
+    expect((await get('/plain')).header.get('x-plain')).toBe('1');
+
+    await until(() => monitor.snapshot().queues.http.completed === 2, 2000, '2 completions');
+    const out = await collect(reader);
+    // Both tracked requests started at their head, 25 ms after arrival; the untracked ones are not counted.
+    expect(out.count(METRICS.queueWait.name)).toBe(2);
+    expect(out.histograms(METRICS.queueWait.name).reduce((total, h) => total + (h.sum ?? 0), 0)).toBeGreaterThanOrEqual(0.045);
+    expect(out.count(METRICS.inferenceDuration.name)).toBe(2);
+    expect(out.sum(METRICS.requests.name)).toBe(2);
+  });
+
   it('frees the place of a client that leaves while waiting in run()', async () => {
     const { app, monitor, reader } = setup();
     const release = gate();

@@ -53,9 +53,9 @@ describe('Fastify plugin', () => {
     await cases.twoHundredRequests({ url: await start(app), monitor, reader }, () => calls);
   });
 
-  // GET: Fastify's onRequestAbort also sees the disconnect (a turn after the
-  // socket closed). POST with a parsed body: Node does not mark the request
-  // aborted, so onRequestAbort never runs and only the raw `close` listener counts it.
+  // GET and POST with a parsed body: the second is the case Fastify's
+  // onRequestAbort would miss (Node does not mark a fully read request
+  // aborted); core's raw `close` listener counts both.
   it.each(['GET', 'POST'] as const)('counts an SSE client (%s) that aborts after 3 events as cancelled, once, with one TTFT sample', async (method) => {
     const { app, reader } = setup();
     await app.register(inferSignal, { monitor: monitor! });

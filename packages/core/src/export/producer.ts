@@ -2,7 +2,7 @@ import type { Attributes } from '@opentelemetry/api';
 import { FixedHistogram } from '../aggregates/histogram';
 import type { InstrumentSpec } from '../names';
 
-/** Series kept per instrument in producer mode; attribute objects are cached by core, so this is never reached in practice. */
+/** Series kept per aggregate instrument; attribute objects are cached by core, so this is never reached in practice. */
 const MAX_SERIES = 2000;
 
 // Values of @opentelemetry/sdk-metrics enums, written out so core does not import the SDK.

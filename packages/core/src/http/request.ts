@@ -58,11 +58,6 @@ export interface HttpRequestSettings {
   readonly source: string;
 }
 
-const kRequest = Symbol('infersignal.request');
-
-type TrackedResponse = ServerResponse & { [kRequest]?: HttpRequestLifecycle };
-type WriteHead = ServerResponse['writeHead'];
-
 const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
   completed: 'completed',
   cancelled: 'cancelled',
@@ -86,32 +81,32 @@ const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
  * its framework's events (finished(), closed()); whichever comes first wins,
  * `settled` and the ticket's idempotent end() make the rest no-ops.
  *
- * Per request this allocates the object itself and nothing more unless
- * asked (stream handle, AbortController): the listener and the writeHead
- * wrapper are shared functions that find the request through a symbol on
- * the response.
+ * Per request this allocates the object, its `close` listener and, on a
+ * plain response, a writeHead wrapper (startOnHead), and nothing more unless
+ * asked (stream handle, AbortController). The response gets one symbol
+ * property pointing back here (see trackedRequestOf) and nothing else.
  */
 class HttpRequestLifecycle implements TrackedHttpRequest {
   private handle: StreamHandle | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private failed = false;
   private settled = false;
-  /** The response's writeHead before auto-start wrapped it (read by startOnHead). */
-  writeHeadBefore: WriteHead | undefined = undefined;
 
   constructor(
-    private readonly settings: HttpRequestSettings,
+    readonly settings: HttpRequestSettings,
     readonly ticket: Ticket,
     readonly route: string | undefined,
     private readonly res: ServerResponse,
     private readonly owner: HttpReplyOwner | undefined,
   ) {
+    // Should a second request attach to the same response, trackedRequestOf() keeps answering the first.
     const tracked = res as TrackedResponse;
-    if (settings.autoStart) wrapWriteHead(tracked, this);
-    tracked[kRequest] = this;
+    const first = tracked[kRequest] === undefined;
+    if (first) tracked[kRequest] = this;
+    if (settings.autoStart) startOnHead(res, ticket, first);
     // One listener rather than `finish` + `close` (the server benchmark priced
     // each listener on Express's path): `close` follows `finish` on every response.
-    res.on('close', onClose);
+    res.on('close', () => this.closed());
   }
 
   get model(): string {
@@ -189,30 +184,70 @@ export function trackHttpRequest(settings: HttpRequestSettings, ticket: Ticket, 
   return new HttpRequestLifecycle(settings, ticket, route, res, owner);
 }
 
-function onClose(this: TrackedResponse): void {
-  this[kRequest]?.closed();
-}
+type WriteHead = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+
+const kRequest = Symbol('infersignal.request');
+type TrackedResponse = ServerResponse & { [kRequest]?: HttpRequestLifecycle };
 
 /**
- * Wraps the instance's writeHead once: Node calls it for explicit heads and
- * for the implicit head of the first write()/end(), and has no event for the
- * head. One own property holding a shared function, no closure. Should a
- * second request ever attach to the same response, it reuses the first one's
- * original instead of wrapping the wrapper (which would call itself forever).
+ * The first request tracked on a raw response, if any. The Express adapter
+ * serves `req.inferSignal` from it.
+ *
+ * One symbol property on the response, not a WeakMap entry: the lifecycle
+ * holds the response, and a WeakMap value that reaches its own key is an
+ * ephemeron cycle the garbage collector pays for on every scavenge (~9 % of
+ * an Express hello-world request, measured; the property ~3 %).
  */
-function wrapWriteHead(res: TrackedResponse, request: HttpRequestLifecycle): void {
-  if (res.writeHead === (startOnHead as WriteHead)) {
-    request.writeHeadBefore = res[kRequest]?.writeHeadBefore;
-    return;
-  }
-  request.writeHeadBefore = res.writeHead;
-  res.writeHead = startOnHead as WriteHead;
+export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | undefined {
+  return (res as TrackedResponse)[kRequest];
 }
 
-function startOnHead(this: TrackedResponse, ...args: unknown[]): ServerResponse {
-  const request = this[kRequest];
-  // ticket.start() is a no-op when the handler already started (or the request ended).
-  request?.ticket.start();
-  const writeHead = request?.writeHeadBefore ?? ServerResponse.prototype.writeHead;
-  return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+/** Head hooks installed on response prototypes, by prototype. */
+const headHooks = new WeakMap<object, WriteHead>();
+
+/**
+ * Starts the ticket when the response head is written: Node calls writeHead
+ * for explicit heads and for the implicit head of the first write()/end(),
+ * and has no event for the head. ticket.start() is a no-op when the handler
+ * already started (or the request ended).
+ *
+ * A plain response gets its own writeHead wrapper. A response re-parented
+ * with `Object.setPrototypeOf` is different: Express does it to every
+ * req/res (onto `app.response`), and there the hook goes once on that
+ * prototype — Express's documented place to extend responses — and starts
+ * the request tracked for the response; responses it does not track pass
+ * straight through. Should something later replace the prototype's
+ * writeHead, each request sees it and falls back to its own wrapper.
+ */
+function startOnHead(res: ServerResponse, ticket: Ticket, first: boolean): void {
+  const proto: unknown = Object.getPrototypeOf(res);
+  if (first && proto !== ServerResponse.prototype && typeof proto === 'object' && proto !== null) {
+    const hook = headHooks.get(proto) ?? hookPrototype(proto as ServerResponse);
+    if (hook !== undefined && (proto as ServerResponse).writeHead === (hook as unknown)) return;
+  }
+  // A second request attached to the same response wraps the first one's wrapper, which calls the original in turn.
+  const writeHead = res.writeHead as unknown as WriteHead;
+  res.writeHead = function writeHeadStartingInference(this: ServerResponse) {
+    ticket.start();
+    // `arguments` passes writeHead's overloads through untouched, without a rest array.
+    // eslint-disable-next-line prefer-rest-params
+    return writeHead.apply(this, arguments as unknown as unknown[]);
+  } as ServerResponse['writeHead'];
+}
+
+/** Installs the head hook on a response prototype once; undefined where it cannot be (a frozen prototype). */
+function hookPrototype(proto: ServerResponse): WriteHead | undefined {
+  if (!Object.isExtensible(proto)) return undefined;
+  // The prototype's own writeHead if it had one; otherwise looked up at each call, so a later patch below it still runs.
+  const own = Object.hasOwn(proto, 'writeHead') ? (proto.writeHead as unknown as WriteHead) : undefined;
+  const hook = function writeHeadStartingInference(this: ServerResponse) {
+    const request = (this as TrackedResponse)[kRequest];
+    if (request?.settings.autoStart === true) request.ticket.start();
+    const writeHead = own ?? (Object.getPrototypeOf(proto) as ServerResponse).writeHead;
+    // eslint-disable-next-line prefer-rest-params
+    return (writeHead as unknown as WriteHead).apply(this, arguments as unknown as unknown[]);
+  };
+  proto.writeHead = hook as unknown as ServerResponse['writeHead'];
+  headHooks.set(proto, hook);
+  return hook;
 }
