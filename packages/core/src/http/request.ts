@@ -1,4 +1,4 @@
-import { ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket } from '../types';
 import { createSseStream, type SseOptions, type SseStream } from './sse';
 
@@ -151,7 +151,10 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   finished(): void {
     // The client left before its request was received in full (e.g. mid-body):
     // whatever answer was written went to a closed peer.
-    if (this.res.req?.readableAborted === true) return this.settle(this.failed ? 'error' : 'cancelled');
+    // `complete` (own property) first: a request received in full was not cut off mid-body, and
+    // readableAborted is a getter four prototypes up on Express's re-parented request.
+    const req = this.res.req as IncomingMessage | undefined;
+    if (req !== undefined && req.complete !== true && req.readableAborted) return this.settle(this.failed ? 'error' : 'cancelled');
     this.settle(this.failed || this.res.statusCode >= this.settings.errorStatus ? 'error' : 'completed');
   }
 
