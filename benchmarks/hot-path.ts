@@ -8,7 +8,10 @@
  *
  * Variants, interleaved in rotated order each round (tinybench):
  * - bare OTel: 5 histogram records + 4 counter adds and the 5 clock reads
- *   the request needs, exactly the calls core's API path makes;
+ *   the request needs, the same instruments recorded by hand;
+ * - bare OTel, histograms only: the 5 records alone, exactly the SDK calls
+ *   core's API path makes (its counters are observable counters over core's
+ *   own totals, read at collection) — the baseline the goal is judged on;
  * - InferSignal, API export (`exportMode: 'api'`): core over the same SDK;
  * - InferSignal, producer export (`exportMode: 'producer'`): core updates
  *   only its typed-array aggregates; `monitor.metricProducer` is read by
@@ -35,8 +38,8 @@ const TOKENS = 16;
 const QUEUE = 'bench';
 const MODEL = 'llama-3-8b';
 
-// --- bare OTel: the calls core's API path makes, by hand -----------------
-function bareOtel() {
+// --- bare OTel: the same instruments, by hand ------------------------------
+function bareOtel(counters: boolean) {
   const reader = new PullReader();
   const meter = new MeterProvider({ readers: [reader] }).getMeter('bare');
   const hist = (spec: { name: string; unit: string }) =>
@@ -61,15 +64,17 @@ function bareOtel() {
     queueWait.record((started - arrival) / 1000, waitAttrs);
     const first = now();
     ttft.record((first - arrival) / 1000, modelAttrs);
-    tokens.add(1, modelAttrs);
+    if (counters) tokens.add(1, modelAttrs);
     const last = now();
-    tokens.add(TOKENS - 1, modelAttrs);
-    streams.add(1, streamAttrs);
+    if (counters) {
+      tokens.add(TOKENS - 1, modelAttrs);
+      streams.add(1, streamAttrs);
+    }
     tpot.record((last - first) / 1000 / (TOKENS - 1), modelAttrs);
     const end = now();
     inference.record((end - started) / 1000, outcomeAttrs);
     request.record((end - arrival) / 1000, outcomeAttrs);
-    requests.add(1, outcomeAttrs);
+    if (counters) requests.add(1, outcomeAttrs);
   };
   return { reader, run: () => { for (let i = 0; i < BATCH; i++) one(); } };
 }
@@ -187,12 +192,14 @@ async function sameExport(): Promise<{ identical: boolean; series: number; detai
 }
 
 // --- run -----------------------------------------------------------------
-const bare = bareOtel();
+const bare = bareOtel(true);
+const bareHistograms = bareOtel(false);
 const api = inferSignal('api');
 const producer = inferSignal('producer');
 const prom = promClient();
 const tasks: Array<{ name: string; run: () => void }> = [
   { name: 'bare OTel calls', run: bare.run },
+  { name: 'bare OTel, histograms only', run: bareHistograms.run },
   { name: 'InferSignal (API export)', run: api.run },
   { name: 'InferSignal (producer export)', run: producer.run },
   { name: 'prom-client equivalent', run: prom.run },
@@ -225,7 +232,8 @@ const rows = tasks.map((t) => {
   const s = spread(values);
   return [t.name, `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`, fmtRatio(roundRatios(values, base))];
 });
-const apiRatio = roundRatios(perRequest.get('InferSignal (API export)')!, base);
+const apiRatioAll = roundRatios(perRequest.get('InferSignal (API export)')!, base);
+const apiRatio = roundRatios(perRequest.get('InferSignal (API export)')!, perRequest.get('bare OTel, histograms only')!);
 const producerRatio = roundRatios(perRequest.get('InferSignal (producer export)')!, base);
 const producerNs = spread(perRequest.get('InferSignal (producer export)')!).median;
 const promRatio = roundRatios(perRequest.get('prom-client equivalent')!, base);
@@ -234,7 +242,7 @@ console.log('');
 console.log(table(['variant (one request: 5 histogram records, 4 counter adds)', 'per request, median (range)', 'vs bare OTel, median (range)'], rows));
 console.log(`export check: ${check.series} series, API and producer exports ${check.identical ? 'identical' : `DIFFER: ${check.detail}`}`);
 const goals: Goal[] = [
-  { text: `API export ${apiRatio.median.toFixed(2)}× bare OTel`, goal: '≤ 1.2×', met: apiRatio.median <= 1.2 },
+  { text: `API export ${apiRatio.median.toFixed(2)}× the bare OTel calls it makes (${apiRatioAll.median.toFixed(2)}× with the counter adds)`, goal: '≤ 1.2×', met: apiRatio.median <= 1.2 },
   { text: `producer export ${producerRatio.median.toFixed(2)}× bare OTel (${fmtNs(producerNs)} per request)`, goal: '≤ 0.25× and < 1 µs', met: producerRatio.median <= 0.25 && producerNs < 1000 },
   { text: `producer and API exports ${check.identical ? 'identical' : 'differ'} (${check.series} series)`, goal: 'identical', met: check.identical },
 ];
@@ -245,7 +253,7 @@ writeSection('hot-path', {
   title: 'hot path: one instrumented request through core vs the bare OTel calls',
   command: 'pnpm bench:hot-path',
   packages: ['@opentelemetry/sdk-metrics', 'prom-client', 'tinybench', '@infersignal/core'],
-  body: `One request = enqueue → start → stream (first token, ${TOKENS - 1} more tokens, end) → end: 5 histogram records and 4 counter adds with 1–3 attributes, plus the 5 clock reads they need. "bare OTel calls" makes exactly those calls by hand with cached attribute objects; every variant records into a real \`MeterProvider\` with a reader attached (collected at the end to check every variant recorded). tinybench, ${TASK_MS} ms per task per round, ${BATCH} requests per iteration, ${ROUNDS} rounds in rotated order; per-request time is the iteration mean / ${BATCH} (GC included).
+  body: `One request = enqueue → start → stream (first token, ${TOKENS - 1} more tokens, end) → end: 5 histogram records and 4 counter adds with 1–3 attributes, plus the 5 clock reads they need. "bare OTel calls" makes those calls by hand with cached attribute objects; "histograms only" makes the 5 records alone, which are exactly the SDK calls core's API export makes per request (its counters are observable counters reporting core's own totals at collection; same cumulative values), so the API goal is judged against it, and the ratio against the full set is given for context; every variant records into a real \`MeterProvider\` with a reader attached (collected at the end to check every variant recorded). tinybench, ${TASK_MS} ms per task per round, ${BATCH} requests per iteration, ${ROUNDS} rounds in rotated order; per-request time is the iteration mean / ${BATCH} (GC included).
 
 ${table(['variant', 'per request, median (range)', 'vs bare OTel, median (range)'], rows)}
 

@@ -97,7 +97,9 @@ class MonitorImpl implements Monitor {
     this.serviceName = options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'inference';
     const maxModels = positiveInteger('maxModels', options.maxModels, 50);
     this.maxQueues = positiveInteger('maxQueues', options.maxQueues, 20);
-    this.clock = options.clock ?? (() => performance.timeOrigin + performance.now());
+    // timeOrigin is fixed for the process, and reading it is a getter call: read it once.
+    const origin = performance.timeOrigin;
+    this.clock = options.clock ?? (() => origin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter('@infersignal/core', '0.1.0');
     this.exportMode = options.exportMode ?? 'api';

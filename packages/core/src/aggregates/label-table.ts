@@ -32,6 +32,8 @@ export class LabelTable<T> {
 
   /** The label a value is recorded under (its own, or `_other` past the cap). */
   label(value: unknown): string {
+    // Fast path, taken on every request of a known label: a stored key is already sanitized.
+    if (typeof value === 'string' && this.slots.has(value)) return value;
     const text = sanitizeLabel(value);
     if (this.slots.has(text) || this.slots.size < this.max) return text;
     return OVERFLOW_LABEL;
@@ -39,6 +41,7 @@ export class LabelTable<T> {
 
   /** Registers the value if there is room and returns the label it is recorded under. */
   intern(value: unknown): string {
+    if (typeof value === 'string' && this.slots.has(value)) return value;
     const text = sanitizeLabel(value);
     if (this.slots.has(text)) return text;
     if (this.slots.size < this.max) {
@@ -50,6 +53,10 @@ export class LabelTable<T> {
   }
 
   get(value: unknown): T {
+    if (typeof value === 'string') {
+      const known = this.slots.get(value);
+      if (known !== undefined) return known;
+    }
     const text = sanitizeLabel(value);
     const existing = this.slots.get(text);
     if (existing !== undefined) return existing;
