@@ -99,11 +99,9 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     private readonly res: ServerResponse,
     private readonly owner: HttpReplyOwner | undefined,
   ) {
-    // Should a second request attach to the same response, trackedRequestOf() keeps answering the first.
-    const tracked = res as TrackedResponse;
-    const first = tracked[kRequest] === undefined;
-    if (first) tracked[kRequest] = this;
-    if (settings.autoStart) startOnHead(res, ticket, first);
+    // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
+    (res as TrackedResponse)[kRequest] = this;
+    if (settings.autoStart) startOnHead(res, ticket);
     // One listener rather than `finish` + `close` (the server benchmark priced
     // each listener on Express's path): `close` follows `finish` on every response.
     res.on('close', () => this.closed());
@@ -193,7 +191,7 @@ const kRequest = Symbol('infersignal.request');
 type TrackedResponse = ServerResponse & { [kRequest]?: HttpRequestLifecycle };
 
 /**
- * The first request tracked on a raw response, if any. The Express adapter
+ * The request tracked on a raw response, if any. The Express adapter
  * serves `req.inferSignal` from it.
  *
  * One symbol property on the response, not a WeakMap entry: the lifecycle
@@ -222,14 +220,13 @@ const headHooks = new WeakMap<object, WriteHead>();
  * straight through. Should something later replace the prototype's
  * writeHead, each request sees it and falls back to its own wrapper.
  */
-function startOnHead(res: ServerResponse, ticket: Ticket, first: boolean): void {
+function startOnHead(res: ServerResponse, ticket: Ticket): void {
   const proto: unknown = Object.getPrototypeOf(res);
   // Only a prototype made from Node's (Express's app.response is one): Node's own classes are never patched.
-  if (first && proto !== ServerResponse.prototype && typeof proto === 'object' && proto !== null && ServerResponse.prototype.isPrototypeOf(proto)) {
-    const hook = headHooks.get(proto) ?? hookPrototype(proto as ServerResponse);
+  if (proto !== ServerResponse.prototype && typeof proto === 'object' && proto !== null) {
+    const hook = headHooks.get(proto) ?? (ServerResponse.prototype.isPrototypeOf(proto) ? hookPrototype(proto as ServerResponse) : undefined);
     if (hook !== undefined && (proto as ServerResponse).writeHead === (hook as unknown)) return;
   }
-  // A second request attached to the same response wraps the first one's wrapper, which calls the original in turn.
   const writeHead = res.writeHead as unknown as WriteHead;
   res.writeHead = function writeHeadStartingInference(this: ServerResponse) {
     ticket.start();

@@ -66,7 +66,12 @@ export interface HttpTracking {
    * least 1). Otherwise undefined: take the request.
    */
   shed(model: string | undefined): string | undefined;
-  /** Arrival: enqueues a ticket and tracks the request to its one outcome on the raw response. */
+  /**
+   * Arrival: enqueues a ticket and tracks the request to its one outcome on
+   * the raw response. One request per response: an adapter that can see a
+   * request twice (mounted twice, nested scopes) checks trackedRequestOf(res)
+   * or its own request slot first.
+   */
   track(model: string | undefined, route: string | undefined, res: ServerResponse, owner?: HttpReplyOwner): TrackedHttpRequest;
 }
 
