@@ -12,11 +12,11 @@
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { SMOKE } from './lib/env';
+import { CHILD_ENV, SMOKE } from './lib/env';
 import { ROOT, printVerdict, writeSection, type Goal } from './lib/report';
 
 const SCRIPT = fileURLToPath(new URL('./gpu-sampling.ts', import.meta.url));
-const env = { ...process.env, ...(SMOKE ? { FFI_SAMPLES: process.env.FFI_SAMPLES ?? '500', FORKS: process.env.FORKS ?? '10' } : {}) };
+const env = { ...CHILD_ENV, ...(SMOKE ? { FFI_SAMPLES: process.env.FFI_SAMPLES ?? '500', FORKS: process.env.FORKS ?? '10' } : {}) };
 
 const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>((resolve) => {
   execFile(process.execPath, ['--import', 'tsx', SCRIPT], { cwd: ROOT, env, maxBuffer: 16 * 2 ** 20, timeout: 300_000 }, (error, out, err) =>

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from './report';
+import { CHILD_ENV } from './env';
 
 /**
  * The forced GC heap figures need: `global.gc` under `--expose-gc`. When
@@ -10,6 +11,6 @@ import { ROOT } from './report';
 export function exposedGc(moduleUrl: string): () => void {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc) return gc;
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(moduleUrl)], { cwd: ROOT, stdio: 'inherit', env: process.env });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(moduleUrl)], { cwd: ROOT, stdio: 'inherit', env: CHILD_ENV });
   process.exit(r.status ?? 1);
 }

@@ -6,6 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from './report';
+import { CHILD_ENV } from './env';
 
 export const FRAMEWORKS = ['fastify', 'express'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
@@ -23,7 +24,7 @@ export const VARIANT_LABEL: Record<Variant, string> = {
 
 export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
-  | { type: 'window'; cpuUs: number; requests: number; spans: number }
+  | { type: 'window'; cpuUs: number; userUs: number; requests: number; spans: number }
   | { type: 'error'; message: string };
 
 
@@ -72,7 +73,11 @@ function next(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMes
   });
 }
 
-/** Scrapes the endpoint every second (as Prometheus would, 15× more often than its default). */
+/**
+ * Scrapes the endpoint as the window starts and every second after (as
+ * Prometheus would, 15× more often than its default; with half-second
+ * windows that is one scrape per window, 30×).
+ */
 function scraper(url: string | null): { stop(): Promise<number> } {
   if (!url) return { stop: async () => 0 };
   let scrapes = 0;
@@ -83,6 +88,7 @@ function scraper(url: string | null): { stop(): Promise<number> } {
       if (res.ok) scrapes++;
     }, () => {});
   };
+  scrape();
   const timer = setInterval(scrape, 1000);
   return {
     stop: async () => {
@@ -94,7 +100,7 @@ function scraper(url: string | null): { stop(): Promise<number> } {
 }
 
 export async function startServer(framework: Framework, variant: Variant): Promise<ServerHandle> {
-  const child = fork(CHILD, [framework, variant], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(CHILD, [framework, variant], { cwd: ROOT, env: CHILD_ENV, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ready = (await next(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
   return {
     framework,

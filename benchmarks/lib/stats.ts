@@ -11,11 +11,28 @@ export interface Spread {
   median: number;
   min: number;
   max: number;
+  /** First and third quartiles (interpolated). */
+  q1: number;
+  q3: number;
   n: number;
 }
 
+function quantile(sorted: readonly number[], q: number): number {
+  const at = (sorted.length - 1) * q;
+  const lo = Math.floor(at);
+  return sorted[lo]! + (sorted[Math.ceil(at)]! - sorted[lo]!) * (at - lo);
+}
+
 export function spread(values: readonly number[]): Spread {
-  return { median: median(values), min: Math.min(...values), max: Math.max(...values), n: values.length };
+  const sorted = [...values].sort((a, b) => a - b);
+  return { median: median(values), min: sorted[0]!, max: sorted[sorted.length - 1]!, q1: quantile(sorted, 0.25), q3: quantile(sorted, 0.75), n: values.length };
+}
+
+/** From this many rounds on, the bracket shows the interquartile range: the full range of 20 short windows mostly shows the noisiest one. */
+const IQR_FROM = 8;
+
+function bracket(s: Spread, digits: number): string {
+  return s.n >= IQR_FROM ? `IQR ${s.q1.toFixed(digits)}–${s.q3.toFixed(digits)}` : `${s.min.toFixed(digits)}–${s.max.toFixed(digits)}`;
 }
 
 /**
@@ -28,15 +45,15 @@ export function roundRatios(variant: readonly number[], baseline: readonly numbe
   return spread(ratios);
 }
 
-/** `1.23× (1.18–1.31)`. */
+/** `1.23× (1.18–1.31)`, or `1.23× (IQR 1.20–1.26)` over many rounds. */
 export function fmtRatio(s: Spread, digits = 2): string {
-  return `${s.median.toFixed(digits)}× (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+  return `${s.median.toFixed(digits)}× (${bracket(s, digits)})`;
 }
 
 /** `12.3 (11.9–13.0)` in the given unit. */
 export function fmtSpread(s: Spread, digits = 1, unit = ''): string {
   const u = unit ? ` ${unit}` : '';
-  return `${s.median.toFixed(digits)}${u} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+  return `${s.median.toFixed(digits)}${u} (${bracket(s, digits)})`;
 }
 
 /** Nanoseconds, µs or ms with 3 significant-ish digits. */
