@@ -29,11 +29,15 @@ export interface HttpRequestSignal {
   readonly ended: boolean;
 }
 
-/** What the adapter that tracks a request reports from its framework's own events. */
+/**
+ * What an adapter may report earlier than the lifecycle's own `close`
+ * listener would, from its framework's events (neither shipped adapter
+ * needs to: the listener sees every end).
+ */
 export interface TrackedHttpRequest extends HttpRequestSignal {
-  /** The response finished (Fastify's onResponse): the status decides, unless fail() was called. */
+  /** The response finished: the status decides, unless fail() was called. */
   finished(): void;
-  /** The client went away (Fastify's onRequestAbort): a response that had not finished was cut off. */
+  /** The client went away: a response that had not finished was cut off. */
   closed(): void;
 }
 
