@@ -172,7 +172,7 @@ async function main(): Promise<void> {
       cpu0 = process.cpuUsage();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
-      send({ type: 'window', cpuUs: cpu.user + cpu.system, userUs: cpu.user, requests: served - served0, spans: telemetry.spans() - spans0 });
+      send({ type: 'window', cpuUs: cpu.user + cpu.system, requests: served - served0, spans: telemetry.spans() - spans0 });
     } else if (message.type === 'exit') {
       process.exit(0);
     }

@@ -24,7 +24,7 @@ export const VARIANT_LABEL: Record<Variant, string> = {
 
 export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
-  | { type: 'window'; cpuUs: number; userUs: number; requests: number; spans: number }
+  | { type: 'window'; cpuUs: number; requests: number; spans: number }
   | { type: 'error'; message: string };
 
 
@@ -74,9 +74,9 @@ function next(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMes
 }
 
 /**
- * Scrapes the endpoint as the window starts and every second after (as
- * Prometheus would, 15× more often than its default; with half-second
- * windows that is one scrape per window, 30×).
+ * Scrapes the endpoint as the window starts and every second after, as
+ * Prometheus would: with half-second windows that is one scrape per window,
+ * 30× more often than a 15 s scrape interval.
  */
 function scraper(url: string | null): { stop(): Promise<number> } {
   if (!url) return { stop: async () => 0 };

@@ -207,8 +207,8 @@ export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | unde
   return (res as TrackedResponse)[kRequest];
 }
 
-/** Head hooks installed on response prototypes, by prototype. */
-const headHooks = new WeakMap<object, WriteHead>();
+/** Head hook installed on each response prototype seen; null where none can be (frozen, or not made from Node's). */
+const headHooks = new WeakMap<object, WriteHead | null>();
 
 /**
  * Starts the ticket when the response head is written: Node calls writeHead
@@ -226,10 +226,10 @@ const headHooks = new WeakMap<object, WriteHead>();
  */
 function startOnHead(res: ServerResponse, ticket: Ticket): void {
   const proto: unknown = Object.getPrototypeOf(res);
-  // Only a prototype made from Node's (Express's app.response is one): Node's own classes are never patched.
   if (proto !== ServerResponse.prototype && typeof proto === 'object' && proto !== null) {
-    const hook = headHooks.get(proto) ?? (ServerResponse.prototype.isPrototypeOf(proto) ? hookPrototype(proto as ServerResponse) : undefined);
-    if (hook !== undefined && (proto as ServerResponse).writeHead === (hook as unknown)) return;
+    let hook = headHooks.get(proto);
+    if (hook === undefined) headHooks.set(proto, (hook = hookPrototype(proto as ServerResponse)));
+    if (hook !== null && (proto as ServerResponse).writeHead === (hook as unknown)) return;
   }
   const writeHead = res.writeHead as unknown as WriteHead;
   res.writeHead = function writeHeadStartingInference(this: ServerResponse) {
@@ -240,9 +240,13 @@ function startOnHead(res: ServerResponse, ticket: Ticket): void {
   } as ServerResponse['writeHead'];
 }
 
-/** Installs the head hook on a response prototype once; undefined where it cannot be (a frozen prototype). */
-function hookPrototype(proto: ServerResponse): WriteHead | undefined {
-  if (!Object.isExtensible(proto)) return undefined;
+/**
+ * Installs the head hook on a response prototype; null where it cannot be.
+ * Only a prototype made from Node's (Express's app.response is one): Node's
+ * own classes are never patched.
+ */
+function hookPrototype(proto: ServerResponse): WriteHead | null {
+  if (!ServerResponse.prototype.isPrototypeOf(proto) || !Object.isExtensible(proto)) return null;
   // The prototype's own writeHead if it had one; otherwise looked up at each call, so a later patch below it still runs.
   const own = Object.hasOwn(proto, 'writeHead') ? (proto.writeHead as unknown as WriteHead) : undefined;
   const hook = function writeHeadStartingInference(this: ServerResponse) {
@@ -253,6 +257,5 @@ function hookPrototype(proto: ServerResponse): WriteHead | undefined {
     return (writeHead as unknown as WriteHead).apply(this, arguments as unknown as unknown[]);
   };
   proto.writeHead = hook as unknown as ServerResponse['writeHead'];
-  headHooks.set(proto, hook);
   return hook;
 }
