@@ -1,9 +1,11 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import express5 from 'express';
 import express4 from 'express4';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
-import { inferSignal, inferSignalErrors, readinessRouter } from '@infersignal/express';
+import { inferSignal, inferSignalErrors, readinessRouter, type InferSignalRequest } from '@infersignal/express';
 import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
 import { gate, sleep, until } from '../../../test/support/async';
 import { readEventsThenAbort, serve, type Running } from '../../../test/support/http';
@@ -11,6 +13,9 @@ import { readEventsThenAbort, serve, type Running } from '../../../test/support/
 import * as cases from '../../../test/support/adapter-cases';
 
 const OUTCOME = ATTR.outcome;
+
+setFlagsFromString('--expose-gc');
+const fullGc = runInNewContext('gc') as () => void;
 
 describe.each([
   ['Express 5', express5],
@@ -81,6 +86,39 @@ describe.each([
 
     expect(endedAtClose).toBe(true);
     await cases.expectOneCancelledStream(reader);
+  });
+
+  it('lets go of a cut-off response once counted: a late signal is aborted, a late sse() writes nothing', async () => {
+    const { app, monitor } = setup();
+    let late: InferSignalRequest | undefined;
+    let response: WeakRef<Response> | undefined;
+    const handlerDone = gate();
+    app.get('/v1/stream', inferSignal(monitor), async (req: Request, res: Response) => {
+      late = req.inferSignal;
+      response = new WeakRef(res);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: 0\n\n');
+      await until(() => late!.ended, 5000, 'the abort to be counted');
+      handlerDone.open();
+    });
+    const url = await start(app);
+    await readEventsThenAbort(`${url}/v1/stream`, 1);
+    await handlerDone.wait;
+
+    expect(late!.signal.aborted).toBe(true);
+    const sse = late!.sse();
+    expect(sse.closed).toBe(true);
+    expect(sse.send('after the end')).toBe(false);
+    // The lifecycle outlives its request here (the test holds it), the response does not:
+    // a counted lifecycle must not reach its response (the WeakMap entry's key).
+    await running!.close();
+    running = undefined;
+    for (let i = 0; i < 5 && response!.deref() !== undefined; i++) {
+      await sleep(10);
+      fullGc();
+    }
+    expect(response!.deref()).toBeUndefined();
+    expect(late!.ended).toBe(true);
   });
 
   it('counts a completed SSE stream: events as tokens, one TTFT and one time-per-token sample', async () => {

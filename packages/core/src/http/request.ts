@@ -85,26 +85,35 @@ const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
  * its framework's events (finished(), closed()); whichever comes first wins,
  * `settled` and the ticket's idempotent end() make the rest no-ops.
  *
- * Per request this allocates the object, its `close` listener and, on a
- * plain response, a writeHead wrapper (startOnHead), and nothing more unless
- * asked (stream handle, AbortController). The response gets one symbol
- * property pointing back here (see trackedRequestOf) and nothing else.
+ * Per request this allocates the object, its `close` listener, one entry in
+ * the response → request WeakMap and, on a plain response, a writeHead
+ * wrapper (startOnHead), and nothing more unless asked (stream handle,
+ * AbortController). Nothing is stored on the response itself: see
+ * trackedRequestOf. Once counted, the lifecycle lets go of the response and
+ * its owner, which nothing after the end needs.
  */
 class HttpRequestLifecycle implements TrackedHttpRequest {
   private handle: StreamHandle | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private failed = false;
   private settled = false;
+  /** Settled because the response was cut off (what a late `signal` reports). */
+  private cutOff = false;
+  /** Until settled. */
+  private res: ServerResponse | undefined;
+  private owner: HttpReplyOwner | undefined;
 
   constructor(
     readonly settings: HttpRequestSettings,
     readonly ticket: Ticket,
     readonly route: string | undefined,
-    private readonly res: ServerResponse,
-    private readonly owner: HttpReplyOwner | undefined,
+    res: ServerResponse,
+    owner: HttpReplyOwner | undefined,
   ) {
+    this.res = res;
+    this.owner = owner;
     // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
-    (res as TrackedResponse)[kRequest] = this;
+    trackedRequests.set(res, this);
     if (settings.autoStart) startOnHead(res, ticket);
     // One listener rather than `finish` + `close` (the server benchmark priced
     // each listener on Express's path): `close` follows `finish` on every response.
@@ -129,6 +138,8 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   }
 
   sse(options?: SseOptions): SseStream {
+    // Counted already: the client is gone or the response ended, so there is nothing to write to.
+    if (this.res === undefined) return ENDED_SSE;
     this.owner?.hijack();
     return createSseStream(this.res, this.stream(), options);
   }
@@ -141,7 +152,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     // Made on first use: most requests never ask for one.
     if (this.controller === undefined) {
       this.controller = new AbortController();
-      if (this.settled && !this.res.writableFinished) this.controller.abort();
+      if (this.cutOff) this.controller.abort();
     }
     return this.controller.signal;
   }
@@ -151,19 +162,23 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   }
 
   finished(): void {
+    const res = this.res;
+    if (res === undefined) return;
     // The client left before its request was received in full (e.g. mid-body):
     // whatever answer was written went to a closed peer.
     // `complete` (own property) first: a request received in full was not cut off mid-body, and
     // readableAborted is a getter four prototypes up on Express's re-parented request.
-    const req = this.res.req as IncomingMessage | undefined;
+    const req = res.req as IncomingMessage | undefined;
     if (req !== undefined && req.complete !== true && req.readableAborted) return this.settle(this.failed ? 'error' : 'cancelled');
-    this.settle(this.failed || this.res.statusCode >= this.settings.errorStatus ? 'error' : 'completed');
+    this.settle(this.failed || res.statusCode >= this.settings.errorStatus ? 'error' : 'completed');
   }
 
   closed(): void {
-    if (this.res.writableFinished) return this.finished();
-    if (this.settled) return;
+    const res = this.res;
+    if (res === undefined) return;
+    if (res.writableFinished) return this.finished();
     // Tell a handler still waiting in run() or generating that nobody listens.
+    this.cutOff = true;
     this.controller?.abort();
     this.settle(this.failed ? 'error' : 'cancelled');
   }
@@ -171,6 +186,10 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   private settle(outcome: Outcome): void {
     if (this.settled) return;
     this.settled = true;
+    // The WeakMap entry stays (late readers of trackedRequestOf see `ended`), so
+    // its value must stop reaching its key: see trackedRequestOf.
+    this.res = undefined;
+    this.owner = undefined;
     try {
       this.handle?.end(STREAM_OUTCOME[outcome]);
       this.ticket.end(outcome);
@@ -191,20 +210,25 @@ export function trackHttpRequest(settings: HttpRequestSettings, ticket: Ticket, 
 
 type WriteHead = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 
-const kRequest = Symbol('infersignal.request');
-type TrackedResponse = ServerResponse & { [kRequest]?: HttpRequestLifecycle };
+/** What sse() returns once the request was counted: a stream to a client that is gone. */
+const ENDED_SSE: SseStream = Object.freeze({ send: () => false, comment: () => false, end: () => {}, closed: true });
+
+const trackedRequests = new WeakMap<ServerResponse, HttpRequestLifecycle>();
 
 /**
  * The request tracked on a raw response, if any. The Express adapter
- * serves `req.inferSignal` from it.
+ * serves `req.inferSignal` from it, and the head hook on a response
+ * prototype starts it.
  *
- * One symbol property on the response, not a WeakMap entry: the lifecycle
- * holds the response, and a WeakMap value that reaches its own key is an
- * ephemeron cycle the garbage collector pays for on every scavenge (~8 % of
- * an Express hello-world request, measured; the property 1–3 %).
+ * A WeakMap rather than a property on the response: Express re-parents
+ * every response with `Object.setPrototypeOf`, after which each property
+ * added to it builds a hidden class of its own (~2 % of an Express
+ * hello-world request, measured). The lifecycle drops its response when it
+ * settles, so no dead entry's value reaches its own key: such an ephemeron
+ * cycle cost ~5 % of the same request, in the garbage collector.
  */
 export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | undefined {
-  return (res as TrackedResponse)[kRequest];
+  return trackedRequests.get(res);
 }
 
 /** Head hook installed on each response prototype seen; null where none can be (frozen, or not made from Node's). */
@@ -250,7 +274,7 @@ function hookPrototype(proto: ServerResponse): WriteHead | null {
   // The prototype's own writeHead if it had one; otherwise looked up at each call, so a later patch below it still runs.
   const own = Object.hasOwn(proto, 'writeHead') ? (proto.writeHead as unknown as WriteHead) : undefined;
   const hook = function writeHeadStartingInference(this: ServerResponse) {
-    const request = (this as TrackedResponse)[kRequest];
+    const request = trackedRequests.get(this);
     if (request?.settings.autoStart === true) request.ticket.start();
     const writeHead = own ?? (Object.getPrototypeOf(proto) as ServerResponse).writeHead;
     // eslint-disable-next-line prefer-rest-params
