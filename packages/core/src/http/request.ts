@@ -83,7 +83,8 @@ const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
  * after an error). So one `close` listener sees every end, and
  * `writableFinished` tells the two apart. An adapter may report earlier from
  * its framework's events (finished(), closed()); whichever comes first wins,
- * `settled` and the ticket's idempotent end() make the rest no-ops.
+ * dropping the response marks it counted, and with the ticket's idempotent
+ * end() the rest are no-ops.
  *
  * Per request this allocates the object, its `close` listener, one entry in
  * the response → request WeakMap and, on a plain response, a writeHead
@@ -96,10 +97,9 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   private handle: StreamHandle | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private failed = false;
-  private settled = false;
   /** Settled because the response was cut off (what a late `signal` reports). */
   private cutOff = false;
-  /** Until settled. */
+  /** Until counted: undefined from then on is what `ended` means. */
   private res: ServerResponse | undefined;
   private owner: HttpReplyOwner | undefined;
 
@@ -125,7 +125,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   }
 
   get ended(): boolean {
-    return this.settled;
+    return this.res === undefined;
   }
 
   start(): void {
@@ -184,8 +184,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   }
 
   private settle(outcome: Outcome): void {
-    if (this.settled) return;
-    this.settled = true;
+    if (this.res === undefined) return;
     // The WeakMap entry stays (late readers of trackedRequestOf see `ended`), so
     // its value must stop reaching its key: see trackedRequestOf.
     this.res = undefined;
