@@ -26,7 +26,7 @@ export function seconds(fallback = 2): number {
 export const SECONDS = seconds();
 /**
  * Interleaved rounds: medians need at least 3 to say anything about spread.
- * A suite may default to more (the server suite uses 5: a noisy neighbour
+ * A suite may default to more (the server suite uses 15: a noisy neighbour
  * burst inside one window moves a 3-round median).
  */
 export function rounds(fallback = 3): number {

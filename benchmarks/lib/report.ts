@@ -120,6 +120,8 @@ export function writeSection(suite: SuiteName, options: { title: string; command
   const from = doc.indexOf(start);
   const to = doc.indexOf(end);
   const next = from >= 0 && to > from ? doc.slice(0, from) + section + doc.slice(to + end.length) : `${doc.trimEnd()}\n\n${section}\n`;
-  writeFileSync(DOC, next);
+  // The preamble describes the knobs and method, which change with the code: rewritten every time.
+  const firstSuite = next.indexOf('<!-- suite:');
+  writeFileSync(DOC, `${PREAMBLE}\n${next.slice(firstSuite)}`);
   console.log(`wrote section ${suite} of docs/benchmarks.md`);
 }
