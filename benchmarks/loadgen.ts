@@ -83,7 +83,7 @@ try {
   stall = { max: r.total.latency.max, p99: r.total.latency.p99, offered: r.total.offeredRate };
   console.log(`stall run: generator blocked ${STALL_MS} ms; max latency ${stall.max.toFixed(1)} ms, P99 ${stall.p99.toFixed(1)} ms, sent ${stall.offered.toFixed(1)}/s`);
 } finally {
-  server.close();
+  await server.close();
 }
 
 const b = closed.get('bench')!;

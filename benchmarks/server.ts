@@ -1,13 +1,14 @@
 /**
  * Server throughput: Fastify and Express hello-inference servers on
  * 127.0.0.1 loaded by autocannon, one forked process per (framework,
- * variant), all variants interleaved in rotated order each round.
+ * variant), all variants interleaved in rotated order each round, a fresh
+ * set of server processes every few rounds.
  *
  *   pnpm bench:server          (tsx benchmarks/server.ts; BENCH_SECONDS, BENCH_ROUNDS)
  *
  * The figure that decides is server CPU µs per request (the server's own
  * `process.cpuUsage()` over the window / requests it served), divided by
- * bare's in the same round: req/s on a 2-vCPU machine shared with the load
+ * that of the bare windows either side: req/s on a 2-vCPU machine shared with the load
  * generator mostly measures the client. Every instrumented variant serves
  * Prometheus on loopback and is scraped as each window starts and every
  * second after.
@@ -15,8 +16,8 @@
 import autocannon from 'autocannon';
 import { SMOKE, rounds, seconds } from './lib/env';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
-import { FRAMEWORKS, VARIANTS, VARIANT_LABEL, startServer, type Framework, type ServerHandle, type Variant } from './lib/servers';
-import { fmtRatio, fmtSpread, roundRatios, rotate, spread } from './lib/stats';
+import { FRAMEWORKS, VARIANTS, VARIANT_LABEL, pinCpus, startServer, type Framework, type ServerHandle, type Variant } from './lib/servers';
+import { fmtRatio, fmtSpread, rotate, spread } from './lib/stats';
 
 const CONNECTIONS = 32;
 /**
@@ -26,12 +27,18 @@ const CONNECTIONS = 32;
  * (two bare servers measured this way: 1.00×, IQR ±3 %).
  */
 const SECONDS = seconds(0.5);
-const ROUNDS = rounds(15);
+// Smoke mode: one round is already 11 loads (bare around each of 5 variants).
+const ROUNDS = SMOKE ? 1 : rounds(15);
 /** Smoke mode checks that the suite runs: one framework keeps it to a few seconds. */
 const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : FRAMEWORKS;
 
 interface Sample {
   cpuPerRequestUs: number;
+  /**
+   * CPU per request over the mean of the bare windows just before and just
+   * after this one (NaN for a round's first and last bare window).
+   */
+  vsBare: number;
   rps: number;
   p99Ms: number;
   spans: number;
@@ -40,50 +47,106 @@ interface Sample {
   errors: number;
 }
 
-/** autocannon runs whole seconds; smoke mode sends a fixed number of requests instead. */
+/**
+ * autocannon stops a `duration` run only at one of its samples (every
+ * 1000 ms by default), so half a second needs 100 ms samples; smoke mode
+ * sends a fixed number of requests instead.
+ */
 function load(url: string, windowSeconds: number) {
-  const size = SMOKE ? { amount: Math.round(windowSeconds * 3000) } : { duration: windowSeconds };
+  const size = SMOKE ? { amount: Math.round(windowSeconds * 3000) } : { duration: windowSeconds, sampleInt: 100 };
   return autocannon({ url, connections: CONNECTIONS, pipelining: 1, ...size });
 }
+
+const PINNING = pinCpus();
+console.log(`CPUs: ${PINNING}`);
 
 const key = (f: Framework, v: Variant) => `${f}/${v}`;
 const samples = new Map<string, Sample[]>();
 /** Unmeasured load just before each window: a server idle for seconds starts its window cold (caches, JIT). */
 const PRIME_SECONDS = SMOKE ? 0 : 0.2;
 
-// One framework at a time: its servers idle only while their siblings are measured.
-for (const framework of FRAMEWORKS_RUN) {
+/**
+ * A fresh set of processes every few rounds: identical servers started side
+ * by side keep medians 3–5 % apart for their whole life (address-space
+ * layout and hash seeds decide how well their inline caches fit), so one
+ * process per variant would put that luck into every ratio however many
+ * rounds ran; several sets make it one more noise the median absorbs. Sets
+ * run one after another, so no more servers are alive at once than one set
+ * (three sets at once crowded the 2 vCPUs and slowed every variant).
+ */
+const ROUNDS_PER_BLOCK = SMOKE ? ROUNDS : 5;
+/**
+ * Load each fresh server takes before its first window: JIT tiers, heap
+ * sizing, connection setup. Measured in 1 s windows on fresh servers: every
+ * variant settles after about 4 s of load (Fastify bare after ~2 s); after
+ * 1.5 s, the traces and instrumentation-http variants still cost up to 1.5×
+ * their settled CPU per request, which showed as a higher ratio.
+ */
+const WARM_UP_SECONDS = SMOKE ? 0.2 : 4;
+
+const INSTRUMENTED = VARIANTS.filter((v) => v !== 'bare');
+
+/** One primed window of load against one server. */
+async function measure(server: ServerHandle): Promise<Sample> {
+  if (PRIME_SECONDS > 0) await load(server.url, PRIME_SECONDS);
+  const { result, server: w, scrapes } = await server.window(() => load(server.url, SECONDS));
+  if (w.requests === 0) throw new Error(`${server.framework}/${server.variant} served no requests`);
+  return {
+    cpuPerRequestUs: w.cpuUs / w.requests,
+    vsBare: Number.NaN,
+    // Per-sample averages depend on sampleInt; the rate over the whole run does not.
+    rps: result.requests.total / result.duration,
+    p99Ms: result.latency.p99,
+    spans: w.spans,
+    requests: w.requests,
+    scrapes,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+async function measureBlock(framework: Framework, firstRound: number, roundCount: number): Promise<void> {
   const servers = new Map<Variant, ServerHandle>();
   try {
     // Started in parallel, this costs one tsx start-up.
     for (const s of await Promise.all(VARIANTS.map((v) => startServer(framework, v)))) servers.set(s.variant, s);
-    for (const v of VARIANTS) samples.set(key(framework, v), []);
-    // Warm-up: JIT, connection setup, first-request lazy work.
-    for (const s of servers.values()) await load(s.url, SMOKE ? 0.2 : 1);
+    for (const s of servers.values()) await load(s.url, WARM_UP_SECONDS);
 
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const variant of rotate(VARIANTS, round)) {
-        const server = servers.get(variant)!;
-        if (PRIME_SECONDS > 0) await load(server.url, PRIME_SECONDS);
-        const { result, server: w, scrapes } = await server.window(() => load(server.url, SECONDS));
-        if (w.requests === 0) throw new Error(`${key(framework, variant)} served no requests`);
-        samples.get(key(framework, variant))!.push({
-          cpuPerRequestUs: w.cpuUs / w.requests,
-          rps: result.requests.average,
-          p99Ms: result.latency.p99,
-          spans: w.spans,
-          requests: w.requests,
-          scrapes,
-          errors: result.errors + result.non2xx,
-        });
+    for (let round = firstRound; round < firstRound + roundCount; round++) {
+      // bare v1 bare v2 … bare: each variant is divided by the bare windows
+      // either side of it (about a second apart), so drift in the machine's
+      // speed over a round cancels instead of landing on whichever variant
+      // ran furthest from bare.
+      const bare: Sample[] = [await measure(servers.get('bare')!)];
+      const measured: Array<{ variant: Variant; sample: Sample }> = [];
+      for (const variant of rotate(INSTRUMENTED, round)) {
+        measured.push({ variant, sample: await measure(servers.get(variant)!) });
+        bare.push(await measure(servers.get('bare')!));
       }
+      measured.forEach(({ variant, sample }, i) => {
+        sample.vsBare = sample.cpuPerRequestUs / ((bare[i]!.cpuPerRequestUs + bare[i + 1]!.cpuPerRequestUs) / 2);
+        samples.get(key(framework, variant))!.push(sample);
+      });
+      // The same estimator on bare itself: the noise floor of the method.
+      bare.forEach((sample, i) => {
+        if (i > 0 && i < bare.length - 1) sample.vsBare = sample.cpuPerRequestUs / ((bare[i - 1]!.cpuPerRequestUs + bare[i + 1]!.cpuPerRequestUs) / 2);
+        samples.get(key(framework, 'bare'))!.push(sample);
+      });
       if (round % 5 === 4 || round === ROUNDS - 1) {
         const line = VARIANTS.map((v) => `${v} ${samples.get(key(framework, v))!.at(-1)!.cpuPerRequestUs.toFixed(1)}`).join(', ');
         console.log(`round ${round + 1}/${ROUNDS} ${framework} CPU µs/req: ${line}`);
       }
     }
   } finally {
-    for (const s of servers.values()) s.close();
+    // Waited for: the next block's servers should not share the CPUs with these.
+    await Promise.all([...servers.values()].map((s) => s.close()));
+  }
+}
+
+// One framework at a time: its servers idle only while their siblings are measured.
+for (const framework of FRAMEWORKS_RUN) {
+  for (const v of VARIANTS) samples.set(key(framework, v), []);
+  for (let round = 0; round < ROUNDS; round += ROUNDS_PER_BLOCK) {
+    await measureBlock(framework, round, Math.min(ROUNDS_PER_BLOCK, ROUNDS - round));
   }
 }
 
@@ -99,8 +162,7 @@ for (const framework of FRAMEWORKS_RUN) {
   }
 }
 
-const ratio = (f: Framework, v: Variant) =>
-  roundRatios(samples.get(key(f, v))!.map((s) => s.cpuPerRequestUs), samples.get(key(f, 'bare'))!.map((s) => s.cpuPerRequestUs));
+const ratio = (f: Framework, v: Variant) => spread(samples.get(key(f, v))!.flatMap((s) => (Number.isNaN(s.vsBare) ? [] : [s.vsBare])));
 const sections: string[] = [];
 for (const framework of FRAMEWORKS_RUN) {
   const rows = VARIANTS.map((variant) => {
@@ -116,12 +178,12 @@ for (const framework of FRAMEWORKS_RUN) {
       `${perReq.toFixed(0)}${spansPerReq > 0 ? `, ${spansPerReq.toFixed(1)} spans/req` : ''}`,
     ];
   });
-  const t = table(['variant', 'server CPU µs/req', 'CPU vs bare (same round)', 'req/s', 'P99 ms', 'requests/window'], rows);
+  const t = table(['variant', 'server CPU µs/req', 'CPU vs adjacent bare windows', 'req/s', 'P99 ms', 'requests/window'], rows);
   console.log(`\n${framework}\n${t}`);
   sections.push(`### ${framework}\n\n${t}`);
 }
 
-// Goals, judged on the median over both frameworks' per-round ratios' medians: the worse framework decides.
+// Goals, judged on each framework's median ratio: the worse framework decides.
 const worst = (v: Variant) => Math.max(...FRAMEWORKS_RUN.map((f) => ratio(f, v).median));
 const both = (v: Variant) => FRAMEWORKS_RUN.map((f) => `${f} ${ratio(f, v).median.toFixed(2)}×`).join(', ');
 const goals: Goal[] = [
@@ -132,8 +194,12 @@ const goals: Goal[] = [
 console.log(`context: hand-written hook ${both('hook')}; instrumentation-http ${both('otel-http')} (issue expected ~2.9×)`);
 const verdict = printVerdict('server', goals);
 const medianCpu = (f: Framework, v: Variant) => spread(samples.get(key(f, v))!.map((s) => s.cpuPerRequestUs)).median;
-const added = FRAMEWORKS_RUN.map((f) =>
-  `${f}: API export +${(medianCpu(f, 'infersignal-api') - medianCpu(f, 'bare')).toFixed(1)} µs, producer export ${(medianCpu(f, 'infersignal-producer') - medianCpu(f, 'bare') >= 0 ? '+' : '')}${(medianCpu(f, 'infersignal-producer') - medianCpu(f, 'bare')).toFixed(1)} µs, hand-written hook ${(medianCpu(f, 'hook') - medianCpu(f, 'bare') >= 0 ? '+' : '')}${(medianCpu(f, 'hook') - medianCpu(f, 'bare')).toFixed(1)} µs over bare's ${medianCpu(f, 'bare').toFixed(1)} µs`,
+const addedUs = (f: Framework, v: Variant) => {
+  const us = medianCpu(f, v) - medianCpu(f, 'bare');
+  return `${us >= 0 ? '+' : ''}${us.toFixed(1)} µs`;
+};
+const added = FRAMEWORKS_RUN.map(
+  (f) => `${f}: API export ${addedUs(f, 'infersignal-api')}, producer export ${addedUs(f, 'infersignal-producer')}, hand-written hook ${addedUs(f, 'hook')} over bare's ${medianCpu(f, 'bare').toFixed(1)} µs`,
 ).join('; ');
 console.log(`added CPU per request (medians): ${added}`);
 
@@ -141,7 +207,7 @@ writeSection('server', {
   title: 'server: Fastify and Express, server CPU per request vs bare',
   command: 'pnpm bench:server',
   packages: ['fastify', 'express', 'autocannon', '@opentelemetry/sdk-metrics', '@opentelemetry/sdk-trace-base', '@opentelemetry/instrumentation-http', '@opentelemetry/exporter-prometheus', '@infersignal/node'],
-  body: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining, ${SECONDS} s per window) in the parent, each server in its own forked process. ${ROUNDS} rounds; in each round every (framework, variant) is loaded once, in rotated order, and its CPU µs per request is divided by bare's **of the same round**; the table gives the median and, in brackets, the interquartile range of those per-round ratios. Every instrumented variant exposes Prometheus on loopback and is scraped as each window starts and every second after (with ${SECONDS} s windows, one scrape per window: 30× more often than a 15 s scrape interval), so collection and serialization are in the figure. The servers run the built packages (\`dist/\`).
+  body: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining, ${SECONDS} s per window) in the parent, each server in its own forked process; ${PINNING}. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK} (each loaded for ${WARM_UP_SECONDS} s, unmeasured, first): identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs; each window follows an unmeasured ${PRIME_SECONDS} s of load on the same server; each round loads every instrumented variant once, in rotated order, with a bare window before, between and after them (bare v1 bare v2 … bare), and divides each variant's CPU µs per request by the mean of **the two bare windows either side of it** (about a second apart), so the machine's drift in speed over a round cancels; the table gives the median and, in brackets, the interquartile range of those ratios. Bare's own row applies the same estimator to its inner windows (each over its two bare neighbours): its spread is the noise floor of the method. Every instrumented variant exposes Prometheus on loopback and is scraped as each window starts and every second after (with ${SECONDS} s windows, one scrape per window: 30× more often than a 15 s scrape interval), so collection and serialization are in the figure. The servers run the built packages (\`dist/\`).
 
 - *hand-written hook*: \`onRequest\`/\`onResponse\` (Express: \`res.on('finish')\`) recording one OTel histogram and one counter, Prometheus exporter — the minimal thing one would write by hand.
 - *InferSignal*: \`start()\` from \`@infersignal/node\` (Prometheus on 127.0.0.1, OTLP off) + the \`@infersignal/fastify\` plugin / \`@infersignal/express\` middleware with default options: every request is a queue ticket (queue wait, inference and request durations, request counter, backpressure, capacity and glitch detectors). *API export* records through the OTel API per request; *producer export* updates core's aggregates only and the Prometheus reader pulls them through the MetricProducer (\`start()\`'s default); *+ traces* is \`start()\`'s default (producer export) with \`traces: true\` and a BatchSpanProcessor into a dropping exporter (queue + inference spans per request, AsyncLocalStorage context manager).
@@ -151,7 +217,9 @@ ${sections.join('\n\n')}
 
 Added server CPU per request (difference of medians): ${added}.
 
-Reading the figures: a plain request on the API export path makes 3 OTel SDK calls (histogram records of queue wait, inference and request duration, with 1–3 attributes; the request counter is an observable counter over core's own total), which the hot-path suite prices at about 1.4–2 µs each on this kind of machine (attribute hashing), against a bare Fastify request of ~15–35 µs. The producer export path replaces those calls with typed-array increments read at scrape time, which is why it lands at or near bare on Fastify.
+Reading the figures: a plain request on the API export path makes 3 OTel SDK calls (histogram records of queue wait, inference and request duration, with 1–3 attributes; the request counter is an observable counter over core's own total), which the hot-path suite prices at about 1.4–2 µs each on this kind of machine (attribute hashing), against a bare Fastify request of ~15–35 µs. The producer export path replaces those calls with typed-array increments read at scrape time, which is why it lands at or near bare on Fastify. A CPU profile of the Fastify API-export server under this load (\`node --cpu-prof\`, 6 s) shows where the difference goes: of all its samples (idle included), \`@opentelemetry/sdk-metrics\` is ~8 %, its \`hashAttributes\` (sorting and serializing every record's attributes) ~5 % on its own, core ~3 %; on the producer-export server sdk-metrics is absent and core is ~3 %. With traces, the same profile gives \`@opentelemetry/sdk-trace\` ~8 % (startSpan and the Span constructor ~2 % each), the garbage collector 5 % against bare's 1.4 %, span-id generation ~1 % and the AsyncLocalStorage context manager ~1 %: the cost of two SDK spans per request, not of InferSignal's code, which is why traces are opt-in (\`traces: true\`, or on with OTLP export).
+
+How far to trust one run: bare's own row (each inner bare window over its two neighbours) is the method's noise floor, and on a contended host its interquartile range reaches ±10 %. The medians of the heavier variants then move by 0.1–0.3× from one run to the next (over seven runs on 2026-12-03, while this method was being settled: Fastify API export 1.27–1.60×, with traces 1.63–2.33×, Express producer export 1.13–1.43×), so a verdict near its threshold needs a second run.
 
 Express is different: its bare request costs about 5× Fastify's, and most of what InferSignal adds there is the price of touching its request and response at all. Express re-parents both onto \`app.request\`/\`app.response\` with \`Object.setPrototypeOf\` and then adds properties, after which V8 gives each object a hidden class of its own (\`%HaveSameMap\`: two responses in flight share one in bare Node \`http\`, never under Express), so every property added builds a new one and every property read is a megamorphic lookup. The hand-written hook pays for one router layer and one listener; the middleware pays for the same plus core's ticket and a handful of reads (the status, whether the response finished, whether the request was received in full). What was measured and removed on the way (docs/express.md): a property on \`req\` (now an accessor on \`app.request\`), a per-response \`writeHead\` wrapper (now one hook on \`app.response\`), a symbol on the response (now a WeakMap entry whose value lets go of the response once counted: a WeakMap value that reaches its own key cost ~5 % in garbage collection).
 

@@ -12,6 +12,8 @@ declare module 'autocannon' {
     url: string;
     connections?: number;
     duration?: number;
+    /** Sampling interval in ms (default 1000); a `duration` run stops only at a sample, so it lasts whole intervals. */
+    sampleInt?: number;
     amount?: number;
     pipelining?: number;
     method?: string;

@@ -3,7 +3,8 @@
  * (framework, variant), measure windows of load against it, read back the
  * server's own CPU time per window.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from './report';
 import { CHILD_ENV } from './env';
@@ -46,7 +47,8 @@ export interface ServerHandle {
   readonly metricsUrl: string | null;
   /** Runs `load` while the server measures its own CPU; Prometheus is scraped every second meanwhile. */
   window<T>(load: () => Promise<T>): Promise<{ result: T; server: ServerWindow; scrapes: number }>;
-  close(): void;
+  /** Asks the child to exit (killed after 2 s); resolves once it has. */
+  close(): Promise<void>;
 }
 
 function next(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMessage> {
@@ -99,8 +101,39 @@ function scraper(url: string | null): { stop(): Promise<number> } {
   };
 }
 
+/** CPUs the servers are started on, once `pinCpus()` has pinned this process elsewhere. */
+let serverCpus: string | null = null;
+let pinned: string | undefined;
+
+/**
+ * Gives the load generator (this process, every thread) CPU 0 and the
+ * servers the rest, where Linux and `taskset` allow: sharing CPUs, the
+ * client's bursts and cache traffic land in the servers' CPU time as noise
+ * (±15 % between identical windows on 2 vCPUs). Returns a line for the
+ * docs, saying which it was.
+ */
+export function pinCpus(): string {
+  pinned ??= pin();
+  return pinned;
+}
+
+function pin(): string {
+  const cpus = availableParallelism();
+  if (process.platform !== 'linux' || cpus < 2) return 'not pinned (needs Linux and 2 CPUs or more)';
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+  } catch {
+    return 'not pinned (`taskset` failed or is missing)';
+  }
+  serverCpus = cpus === 2 ? '1' : `1-${cpus - 1}`;
+  return `load generator pinned to CPU 0, servers to CPU ${serverCpus} (\`taskset\`)`;
+}
+
 export async function startServer(framework: Framework, variant: Variant): Promise<ServerHandle> {
-  const child = fork(CHILD, [framework, variant], { cwd: ROOT, env: CHILD_ENV, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const node = ['--import', 'tsx'];
+  // fork() runs `execPath ...execArgv module`: taskset execs node in place, so the IPC channel is node's.
+  const launch = serverCpus === null ? { execArgv: node } : { execPath: 'taskset', execArgv: ['-c', serverCpus, process.execPath, ...node] };
+  const child = fork(CHILD, [framework, variant], { cwd: ROOT, env: CHILD_ENV, ...launch, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ready = (await next(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
   return {
     framework,
@@ -118,8 +151,12 @@ export async function startServer(framework: Framework, variant: Variant): Promi
       return { result, server: { cpuUs: server.cpuUs, requests: server.requests, spans: server.spans }, scrapes };
     },
     close() {
+      if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       if (child.connected) child.send({ type: 'exit' });
-      setTimeout(() => child.kill(), 2000).unref();
+      const kill = setTimeout(() => child.kill(), 2000);
+      kill.unref();
+      return exited.finally(() => clearTimeout(kill));
     },
   };
 }
