@@ -107,10 +107,12 @@ let pinned: string | undefined;
 
 /**
  * Gives the load generator (this process, every thread) CPU 0 and the
- * servers the rest, where Linux and `taskset` allow: sharing CPUs, the
- * client's bursts and cache traffic land in the servers' CPU time as noise
- * (±15 % between identical windows on 2 vCPUs). Returns a line for the
- * docs, saying which it was.
+ * servers the rest, where Linux and `taskset` allow, so the client's bursts
+ * never run on a server's CPU, and a server, like in production, has one
+ * core for its event loop and GC threads. It narrowed the window-to-window
+ * noise only a little (bare's IQR ±13 % unpinned, ±10 % pinned, on a busy
+ * host): the host is most of it. Returns a line for the docs, saying which
+ * it was.
  */
 export function pinCpus(): string {
   pinned ??= pin();
