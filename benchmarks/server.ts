@@ -90,7 +90,7 @@ const INSTRUMENTED = VARIANTS.filter((v) => v !== 'bare');
 async function measure(server: ServerHandle): Promise<Sample> {
   if (PRIME_SECONDS > 0) await load(server.url, PRIME_SECONDS);
   const { result, server: w, scrapes } = await server.window(() => load(server.url, SECONDS));
-  if (w.requests === 0) throw new Error(`${server.framework}/${server.variant} served no requests`);
+  if (w.requests === 0) throw new Error(`${key(server.framework, server.variant)} served no requests`);
   return {
     cpuPerRequestUs: w.cpuUs / w.requests,
     vsBare: Number.NaN,
@@ -102,6 +102,11 @@ async function measure(server: ServerHandle): Promise<Sample> {
     scrapes,
     errors: result.errors + result.non2xx,
   };
+}
+
+/** A window's CPU per request over the mean of the bare windows just before and after it. */
+function overNeighbours(sample: Sample, before: Sample, after: Sample): number {
+  return sample.cpuPerRequestUs / ((before.cpuPerRequestUs + after.cpuPerRequestUs) / 2);
 }
 
 async function measureBlock(framework: Framework, firstRound: number, roundCount: number): Promise<void> {
@@ -123,12 +128,12 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
         bare.push(await measure(servers.get('bare')!));
       }
       measured.forEach(({ variant, sample }, i) => {
-        sample.vsBare = sample.cpuPerRequestUs / ((bare[i]!.cpuPerRequestUs + bare[i + 1]!.cpuPerRequestUs) / 2);
+        sample.vsBare = overNeighbours(sample, bare[i]!, bare[i + 1]!);
         samples.get(key(framework, variant))!.push(sample);
       });
       // The same estimator on bare itself: the noise floor of the method.
       bare.forEach((sample, i) => {
-        if (i > 0 && i < bare.length - 1) sample.vsBare = sample.cpuPerRequestUs / ((bare[i - 1]!.cpuPerRequestUs + bare[i + 1]!.cpuPerRequestUs) / 2);
+        if (i > 0 && i < bare.length - 1) sample.vsBare = overNeighbours(sample, bare[i - 1]!, bare[i + 1]!);
         samples.get(key(framework, 'bare'))!.push(sample);
       });
       if (round % 5 === 4 || round === ROUNDS - 1) {

@@ -101,9 +101,8 @@ function scraper(url: string | null): { stop(): Promise<number> } {
   };
 }
 
-/** CPUs the servers are started on, once `pinCpus()` has pinned this process elsewhere. */
-let serverCpus: string | null = null;
-let pinned: string | undefined;
+/** What `pinCpus()` did, once called: the docs line, and the CPUs servers start on (null: not pinned). */
+let pinning: { line: string; serverCpus: string | null } | undefined;
 
 /**
  * Gives the load generator (this process, every thread) CPU 0 and the
@@ -115,25 +114,26 @@ let pinned: string | undefined;
  * it was.
  */
 export function pinCpus(): string {
-  pinned ??= pin();
-  return pinned;
+  pinning ??= pin();
+  return pinning.line;
 }
 
-function pin(): string {
+function pin(): { line: string; serverCpus: string | null } {
   const cpus = availableParallelism();
-  if (process.platform !== 'linux' || cpus < 2) return 'not pinned (needs Linux and 2 CPUs or more)';
+  if (process.platform !== 'linux' || cpus < 2) return { line: 'not pinned (needs Linux and 2 CPUs or more)', serverCpus: null };
   try {
     execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
   } catch {
-    return 'not pinned (`taskset` failed or is missing)';
+    return { line: 'not pinned (`taskset` failed or is missing)', serverCpus: null };
   }
-  serverCpus = cpus === 2 ? '1' : `1-${cpus - 1}`;
-  return `load generator pinned to CPU 0, servers to CPU ${serverCpus} (\`taskset\`)`;
+  const serverCpus = cpus === 2 ? '1' : `1-${cpus - 1}`;
+  return { line: `load generator pinned to CPU 0, servers to CPU ${serverCpus} (\`taskset\`)`, serverCpus };
 }
 
 export async function startServer(framework: Framework, variant: Variant): Promise<ServerHandle> {
   const node = ['--import', 'tsx'];
   // fork() runs `execPath ...execArgv module`: taskset execs node in place, so the IPC channel is node's.
+  const serverCpus = pinning?.serverCpus ?? null;
   const launch = serverCpus === null ? { execArgv: node } : { execPath: 'taskset', execArgv: ['-c', serverCpus, process.execPath, ...node] };
   const child = fork(CHILD, [framework, variant], { cwd: ROOT, env: CHILD_ENV, ...launch, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ready = (await next(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
