@@ -107,7 +107,7 @@ describe('case 1: collector refusing connections for the whole run, at steady lo
     inProcess(s, 200_000);
     const heapAfter = await heapAfterGc();
     const growth = heapAfter - heapBefore;
-    // 200 000 requests (400 000 spans) with every export failing: a leak of 20 bytes/request would show as 4 MiB.
+    // 200 000 requests (200 000 spans) with every export failing: a leak of 20 bytes/request would show as 4 MiB.
     expect(growth).toBeLessThan(4 * MiB);
 
     // And over HTTP at steady load: heap after 3 000 more requests stays within the span queue's own size (2048 spans).

@@ -27,6 +27,8 @@ export const ATTR = {
   model: 'gen_ai.request.model',
   queue: 'infersignal.queue.name',
   outcome: 'infersignal.outcome',
+  /** Span attribute: seconds between arrival and the start of inference (the metric's value for this request). */
+  queueWait: 'infersignal.queue.wait.duration',
   loadKind: 'infersignal.model.load.kind',
   signal: 'infersignal.signal',
   level: 'infersignal.level',
@@ -475,8 +477,8 @@ export type MetricKey = keyof typeof METRICS;
 
 /** Span names, children of the active span at arrival. */
 export const SPANS = {
-  queue: 'infersignal.queue',
-  inference: 'infersignal.inference',
+  /** One per request, arrival → end; the queue wait is its `ATTR.queueWait` attribute. */
+  request: 'infersignal.request',
   modelLoad: 'infersignal.model.load',
 } as const;
 

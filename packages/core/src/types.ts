@@ -58,7 +58,7 @@ export interface MonitorOptions {
   maxQueues?: number;
   /** Detector period in ms (default 1000). 0 disables the timer: call `monitor.tick()` yourself. */
   detectorIntervalMs?: number;
-  /** Create `queue`/`inference` spans (default true; no-op spans cost ~40 ns without an SDK). */
+  /** Create a request span per ticket (default true; no-op spans cost ~40 ns without an SDK). */
   traces?: boolean;
   /** Millisecond clock (default `performance.now()` + time origin); tests inject one. */
   clock?: () => number;
@@ -101,7 +101,7 @@ export interface Ticket {
   /** Streaming handle tied to this request (TTFT measured from arrival). */
   stream(): StreamHandle;
   /**
-   * Adds attributes to this request's spans (e.g. batch size), never to
+   * Adds attributes to this request's span (e.g. batch size), never to
    * metrics — span attributes do not multiply series. Never put prompt or
    * output text here.
    */

@@ -103,7 +103,7 @@ describe('collector down (connection refused) for the whole test', () => {
     for (let i = 0; i < 4; i++) requests(s, 5000);
     gc();
     const heapGrowth = process.memoryUsage().heapUsed - heapBefore;
-    // 25 000 requests (50 000 spans) against a dead collector: the span queue
+    // 25 000 requests (25 000 spans) against a dead collector: the span queue
     // and metric state are fixed-size, so the heap does not follow the traffic.
     expect(heapGrowth).toBeLessThan(8 * 1024 * 1024);
 

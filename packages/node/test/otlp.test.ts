@@ -56,7 +56,7 @@ function spans(received: Received[]) {
 }
 
 describe('OTLP/HTTP protobuf export', () => {
-  it('sends metrics and request → queue/inference spans that decode with the OTLP schema', async () => {
+  it('sends metrics and request → InferSignal request spans that decode with the OTLP schema', async () => {
     const receiver = await otlpReceiver();
     cleanup.push(() => new Promise((r) => receiver.server.close(r)));
     const s: InferSignal = start({
@@ -122,16 +122,14 @@ describe('OTLP/HTTP protobuf export', () => {
     expect(request).toBeDefined();
     expect(request.resource['service.name']).toBe('otlp-test');
     const children = all.filter((x) => x.traceId === request.traceId && x.parentSpanId === request.spanId);
-    expect(children.map((x) => x.name).sort()).toEqual([SPANS.inference, SPANS.queue].sort());
-    for (const child of children) {
-      expect(child.attributes[ATTR.model]).toBe('llama');
-      expect(child.attributes[ATTR.queue]).toBe('main');
-    }
-    const inference = children.find((x) => x.name === SPANS.inference);
-    expect(inference.attributes[ATTR.outcome]).toBe('completed');
-    // Each of the 10 requests produced a queue and an inference span.
-    expect(all.filter((x) => x.name === SPANS.queue)).toHaveLength(10);
-    const failed = all.filter((x) => x.name === SPANS.inference && x.attributes[ATTR.outcome] === 'error');
+    expect(children.map((x) => x.name)).toEqual([SPANS.request]);
+    expect(children[0].attributes[ATTR.model]).toBe('llama');
+    expect(children[0].attributes[ATTR.queue]).toBe('main');
+    expect(children[0].attributes[ATTR.outcome]).toBe('completed');
+    expect(children[0].attributes[ATTR.queueWait]).toBeGreaterThanOrEqual(0);
+    // Each of the 10 requests produced one span.
+    expect(all.filter((x) => x.name === SPANS.request)).toHaveLength(10);
+    const failed = all.filter((x) => x.name === SPANS.request && x.attributes[ATTR.outcome] === 'error');
     expect(failed).toHaveLength(1);
     expect(failed[0].status?.code).toBe(2); // STATUS_CODE_ERROR
     expect(s.exportStats()).toEqual({ metricsDropped: 0, tracesDropped: 0 });

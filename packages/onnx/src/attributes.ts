@@ -1,5 +1,5 @@
 /**
- * Span attribute keys this package adds to the load and inference spans.
+ * Span attribute keys this package adds to the load and request spans.
  * Core's names file has no entry for them yet (they are per-runtime
  * details, never metric attributes, so they cannot grow a metric's
  * cardinality); the lead may move them to core's `ATTR`.

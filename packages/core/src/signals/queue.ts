@@ -1,4 +1,4 @@
-import { SpanStatusCode, context, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { SpanStatusCode, context, type Attributes, type Span } from '@opentelemetry/api';
 import { recordSeconds, type MonitorContext } from '../context';
 import { FixedHistogram } from '../aggregates/histogram';
 import { LabelTable } from '../aggregates/label-table';
@@ -41,11 +41,12 @@ interface Waiter {
 class RequestTicket implements Ticket {
   private startedAt = Number.NaN;
   private readonly arrival: number;
-  private queueSpan: Span | undefined;
-  private inferenceSpan: Span | undefined;
-  private parent: Context | undefined;
-  /** Attributes set before start(), carried onto the inference span. */
-  private extra: Attributes | undefined;
+  /**
+   * One span per request, arrival → end, with the queue wait as an attribute
+   * (as vLLM's request span carries its time in queue): a second span for
+   * the queue phase doubled the SDK's cost per request (~2 µs per span).
+   */
+  private span: Span | undefined;
   started = false;
   ended = false;
 
@@ -57,8 +58,7 @@ class RequestTicket implements Ticket {
     this.arrival = ctx.clock();
     if (ctx.tracer) {
       try {
-        this.parent = context.active();
-        this.queueSpan = ctx.tracer.startSpan(SPANS.queue, { attributes: slot.waitAttributes }, this.parent);
+        this.span = ctx.tracer.startSpan(SPANS.request, { attributes: slot.waitAttributes }, context.active());
       } catch (error) {
         ctx.internalError('ticket.span', error);
       }
@@ -82,11 +82,7 @@ class RequestTicket implements Ticket {
       recordSeconds(q.ctx, q.ctx.instruments.queueWait, wait, this.slot.waitAttributes);
       this.slot.queueWait.record(wait);
       q.waits.push(wait, now);
-      if (this.queueSpan) {
-        this.queueSpan.end(now);
-        this.inferenceSpan = q.ctx.tracer!.startSpan(SPANS.inference, { attributes: this.slot.waitAttributes, startTime: now }, this.parent);
-        if (this.extra) this.inferenceSpan.setAttributes(this.extra);
-      }
+      this.span?.setAttribute(ATTR.queueWait, wait);
     } catch (error) {
       q.ctx.internalError('ticket.start', error);
     }
@@ -113,7 +109,7 @@ class RequestTicket implements Ticket {
       recordSeconds(q.ctx, instruments.requestDuration, (now - this.arrival) / 1000, attributes);
       instruments.requests.add(1, attributes);
       q.completed++;
-      const span = this.inferenceSpan ?? this.queueSpan;
+      const span = this.span;
       if (span) {
         span.setAttribute(ATTR.outcome, outcome);
         if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR });
@@ -129,10 +125,9 @@ class RequestTicket implements Ticket {
   }
 
   setAttributes(attributes: Attributes): void {
-    if (!this.queueSpan || this.ended) return;
+    if (!this.span || this.ended) return;
     try {
-      (this.inferenceSpan ?? this.queueSpan).setAttributes(attributes);
-      if (!this.started) this.extra = attributes;
+      this.span.setAttributes(attributes);
     } catch (error) {
       this.queue.ctx.internalError('ticket.setAttributes', error);
     }
