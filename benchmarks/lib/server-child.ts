@@ -36,43 +36,116 @@ async function metricsServer(handler: (req: IncomingMessage, res: ServerResponse
   return `http://127.0.0.1:${port}/metrics`;
 }
 
+/** A MeterProvider whose Prometheus exporter is served on loopback, as the hand-written variants use. */
+async function prometheusMeter(name: string) {
+  const { MeterProvider } = await import('@opentelemetry/sdk-metrics');
+  const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
+  const exporter = new PrometheusExporter({ preventServerStart: true });
+  const meter = new MeterProvider({ readers: [exporter] }).getMeter(name);
+  const metricsUrl = await metricsServer((req, res) => exporter.getMetricsRequestHandler(req, res));
+  return { meter, metricsUrl };
+}
+
+/**
+ * A hand-written per-request hook in both frameworks: `begin` at arrival
+ * (Fastify `onRequest`, an Express middleware), `finish` with its result
+ * when the response is done (`onResponse`, `res.on('finish')`).
+ */
+function perRequest<T>(begin: () => T, finish: (state: T) => void): Pick<Telemetry, 'fastify' | 'express'> {
+  return {
+    fastify: async (app) => {
+      app.addHook('onRequest', (request, _reply, done) => {
+        (request as unknown as { hookState: T }).hookState = begin();
+        done();
+      });
+      app.addHook('onResponse', (request, _reply, done) => {
+        finish((request as unknown as { hookState: T }).hookState);
+        done();
+      });
+    },
+    express: (app) => {
+      app.use((_req, res, next) => {
+        const state = begin();
+        res.on('finish', () => finish(state));
+        next();
+      });
+    },
+  };
+}
+
 async function setup(variant: Variant): Promise<Telemetry> {
   if (variant === 'bare') return { metricsUrl: null, spans: () => 0 };
 
   if (variant === 'hook') {
     // The minimal hand-written alternative: one histogram + one counter per request, OTel SDK + Prometheus.
-    const { MeterProvider } = await import('@opentelemetry/sdk-metrics');
-    const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
-    const exporter = new PrometheusExporter({ preventServerStart: true });
-    const meter = new MeterProvider({ readers: [exporter] }).getMeter('hook');
+    const { meter, metricsUrl } = await prometheusMeter('hook');
     const duration = meter.createHistogram('http.server.request.duration', { unit: 's' });
     const requests = meter.createCounter('http.server.requests');
     const attributes = { 'http.route': '/v1/infer' };
-    const metricsUrl = await metricsServer((req, res) => exporter.getMetricsRequestHandler(req, res));
     return {
       metricsUrl,
       spans: () => 0,
-      fastify: async (app) => {
-        app.addHook('onRequest', (request, _reply, done) => {
-          (request as unknown as { t0: number }).t0 = performance.now();
-          done();
-        });
-        app.addHook('onResponse', (request, _reply, done) => {
-          duration.record((performance.now() - (request as unknown as { t0: number }).t0) / 1000, attributes);
+      ...perRequest(
+        () => performance.now(),
+        (t0) => {
+          duration.record((performance.now() - t0) / 1000, attributes);
           requests.add(1, attributes);
-          done();
-        });
-      },
-      express: (app) => {
-        app.use((_req, res, next) => {
-          const t0 = performance.now();
-          res.on('finish', () => {
-            duration.record((performance.now() - t0) / 1000, attributes);
-            requests.add(1, attributes);
-          });
-          next();
-        });
-      },
+        },
+      ),
+    };
+  }
+
+  if (variant === 'otel-calls') {
+    // What InferSignal's API export asks of the SDK per request, by hand: the
+    // same three histograms (names, buckets, attribute sets), nothing else.
+    const { METRICS, ATTR, HISTOGRAM_BUCKETS } = await import('@infersignal/core');
+    const { meter, metricsUrl } = await prometheusMeter('otel-calls');
+    const histogram = (name: string) => meter.createHistogram(name, { unit: 's', advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[name]!] } });
+    const queueWait = histogram(METRICS.queueWait.name);
+    const inference = histogram(METRICS.inferenceDuration.name);
+    const request = histogram(METRICS.requestDuration.name);
+    const waitAttributes = { [ATTR.queue]: 'http', [ATTR.model]: 'default' };
+    const endAttributes = { ...waitAttributes, [ATTR.outcome]: 'completed' };
+    return {
+      metricsUrl,
+      spans: () => 0,
+      ...perRequest(
+        () => performance.now(),
+        (t0) => {
+          const started = performance.now();
+          queueWait.record((started - t0) / 1000, waitAttributes);
+          const now = performance.now();
+          inference.record((now - started) / 1000, endAttributes);
+          request.record((now - t0) / 1000, endAttributes);
+        },
+      ),
+    };
+  }
+
+  if (variant === 'otel-span') {
+    // What one SDK span per request costs, by hand, with the tracing setup
+    // start({ traces: true }) makes: AsyncLocalStorage context manager,
+    // BasicTracerProvider, BatchSpanProcessor. No metrics.
+    const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+    const { context, trace } = await import('@opentelemetry/api');
+    const { ATTR, SPANS } = await import('@infersignal/core');
+    const spans = new DropSpanExporter();
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }));
+    const tracer = trace.getTracer('otel-span');
+    const attributes = { [ATTR.queue]: 'http', [ATTR.model]: 'default' };
+    return {
+      metricsUrl: null,
+      spans: () => spans.spans,
+      ...perRequest(
+        () => tracer.startSpan(SPANS.request, { attributes }, context.active()),
+        (span) => {
+          span.setAttribute(ATTR.queueWait, 0);
+          span.setAttribute(ATTR.outcome, 'completed');
+          span.end();
+        },
+      ),
     };
   }
 

@@ -11,14 +11,16 @@ import { CHILD_ENV } from './env';
 
 export const FRAMEWORKS = ['fastify', 'express'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
-export const VARIANTS = ['bare', 'hook', 'infersignal-api', 'infersignal-producer', 'infersignal-traces', 'otel-http'] as const;
+export const VARIANTS = ['bare', 'hook', 'otel-calls', 'infersignal-api', 'infersignal-producer', 'otel-span', 'infersignal-traces', 'otel-http'] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 export const VARIANT_LABEL: Record<Variant, string> = {
   bare: 'bare',
   hook: 'hand-written hook (1 histogram + 1 counter, OTel SDK)',
+  'otel-calls': "InferSignal API export's 3 histogram records, by hand (OTel SDK)",
   'infersignal-api': 'InferSignal, metrics, API export',
   'infersignal-producer': 'InferSignal, metrics, producer export',
+  'otel-span': 'one OTel SDK span per request, by hand (no metrics)',
   'infersignal-traces': 'InferSignal, metrics + traces',
   'otel-http': '@opentelemetry/instrumentation-http (metrics + traces)',
 };
