@@ -73,6 +73,11 @@ function perRequest<T>(begin: () => T, finish: (state: T) => void): Pick<Telemet
   };
 }
 
+/** A metrics-only hand-written hook: the arrival time in, `finish(arrival)` when the response is done. */
+function timedHook(metricsUrl: string, finish: (arrival: number) => void): Telemetry {
+  return { metricsUrl, spans: () => 0, ...perRequest(() => performance.now(), finish) };
+}
+
 async function setup(variant: Variant): Promise<Telemetry> {
   if (variant === 'bare') return { metricsUrl: null, spans: () => 0 };
 
@@ -82,17 +87,10 @@ async function setup(variant: Variant): Promise<Telemetry> {
     const duration = meter.createHistogram('http.server.request.duration', { unit: 's' });
     const requests = meter.createCounter('http.server.requests');
     const attributes = { 'http.route': '/v1/infer' };
-    return {
-      metricsUrl,
-      spans: () => 0,
-      ...perRequest(
-        () => performance.now(),
-        (t0) => {
-          duration.record((performance.now() - t0) / 1000, attributes);
-          requests.add(1, attributes);
-        },
-      ),
-    };
+    return timedHook(metricsUrl, (t0) => {
+      duration.record((performance.now() - t0) / 1000, attributes);
+      requests.add(1, attributes);
+    });
   }
 
   if (variant === 'otel-calls') {
@@ -106,20 +104,13 @@ async function setup(variant: Variant): Promise<Telemetry> {
     const request = histogram(METRICS.requestDuration.name);
     const waitAttributes = { [ATTR.queue]: 'http', [ATTR.model]: 'default' };
     const endAttributes = { ...waitAttributes, [ATTR.outcome]: 'completed' };
-    return {
-      metricsUrl,
-      spans: () => 0,
-      ...perRequest(
-        () => performance.now(),
-        (t0) => {
-          const started = performance.now();
-          queueWait.record((started - t0) / 1000, waitAttributes);
-          const now = performance.now();
-          inference.record((now - started) / 1000, endAttributes);
-          request.record((now - t0) / 1000, endAttributes);
-        },
-      ),
-    };
+    return timedHook(metricsUrl, (t0) => {
+      const started = performance.now();
+      queueWait.record((started - t0) / 1000, waitAttributes);
+      const now = performance.now();
+      inference.record((now - started) / 1000, endAttributes);
+      request.record((now - t0) / 1000, endAttributes);
+    });
   }
 
   if (variant === 'otel-span') {
