@@ -73,6 +73,21 @@ function perRequest<T>(begin: () => T, finish: (state: T) => void): Pick<Telemet
   };
 }
 
+/**
+ * The global tracing an SDK setup registers (as NodeSDK and
+ * `start({ traces: true })` do): AsyncLocalStorage context manager,
+ * BasicTracerProvider, BatchSpanProcessor into a counting, dropping exporter.
+ */
+async function globalTracing(): Promise<DropSpanExporter> {
+  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  const { context, trace } = await import('@opentelemetry/api');
+  const spans = new DropSpanExporter();
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }));
+  return spans;
+}
+
 /** A metrics-only hand-written hook: the arrival time in, `finish(arrival)` when the response is done. */
 function timedHook(metricsUrl: string, finish: (arrival: number) => void): Telemetry {
   return { metricsUrl, spans: () => 0, ...perRequest(() => performance.now(), finish) };
@@ -117,13 +132,9 @@ async function setup(variant: Variant): Promise<Telemetry> {
     // What one SDK span per request costs, by hand, with the tracing setup
     // start({ traces: true }) makes: AsyncLocalStorage context manager,
     // BasicTracerProvider, BatchSpanProcessor. No metrics.
-    const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
-    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
     const { context, trace } = await import('@opentelemetry/api');
     const { ATTR, SPANS } = await import('@infersignal/core');
-    const spans = new DropSpanExporter();
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }));
+    const spans = await globalTracing();
     const tracer = trace.getTracer('otel-span');
     const attributes = { [ATTR.queue]: 'http', [ATTR.model]: 'default' };
     return {
@@ -145,15 +156,11 @@ async function setup(variant: Variant): Promise<Telemetry> {
     const { registerInstrumentations } = await import('@opentelemetry/instrumentation');
     const { HttpInstrumentation } = await import('@opentelemetry/instrumentation-http');
     const { MeterProvider } = await import('@opentelemetry/sdk-metrics');
-    const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
-    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
     const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
-    const { context, metrics, trace } = await import('@opentelemetry/api');
+    const { metrics } = await import('@opentelemetry/api');
     const exporter = new PrometheusExporter({ preventServerStart: true });
-    const spans = new DropSpanExporter();
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    const spans = await globalTracing();
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }));
     registerInstrumentations({ instrumentations: [new HttpInstrumentation()] });
     const metricsUrl = await metricsServer((req, res) => exporter.getMetricsRequestHandler(req, res));
     return { metricsUrl, spans: () => spans.spans };

@@ -13,10 +13,15 @@ afterAll(() => {
   context.disable();
 });
 
+/** A tracer provider whose finished spans are kept in memory, exported as each ends. */
+function inMemoryTracing() {
+  const exporter = new InMemorySpanExporter();
+  return { exporter, tracerProvider: new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }) };
+}
+
 describe('traces', () => {
   it('one request span, child of the span active at arrival, with model, queue wait and outcome, no payload', async () => {
-    const exporter = new InMemorySpanExporter();
-    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const { exporter, tracerProvider } = inMemoryTracing();
     const t = setup({ tracerProvider, traces: true });
     const queue = t.monitor.queue('gen');
     const tracer = tracerProvider.getTracer('app');
@@ -38,8 +43,7 @@ describe('traces', () => {
   });
 
   it('a request that never started has no queue wait on its span, and an error sets the status', async () => {
-    const exporter = new InMemorySpanExporter();
-    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const { exporter, tracerProvider } = inMemoryTracing();
     const t = setup({ tracerProvider, traces: true });
     const queue = t.monitor.queue('q');
     queue.enqueue('m').end('timeout');
@@ -53,8 +57,7 @@ describe('traces', () => {
   });
 
   it('run() attributes land on the request span', async () => {
-    const exporter = new InMemorySpanExporter();
-    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const { exporter, tracerProvider } = inMemoryTracing();
     const t = setup({ tracerProvider, traces: true });
     await t.monitor.queue('q').run(() => 1, { model: 'm', attributes: { 'infersignal.batch.size': 8 } });
     const spans = exporter.getFinishedSpans();
@@ -62,8 +65,7 @@ describe('traces', () => {
   });
 
   it('traces: false creates no spans', async () => {
-    const exporter = new InMemorySpanExporter();
-    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const { exporter, tracerProvider } = inMemoryTracing();
     const t = setup({ tracerProvider, traces: false });
     await t.monitor.queue('q').run(() => 1);
     expect(exporter.getFinishedSpans()).toHaveLength(0);
