@@ -12,7 +12,16 @@
  * sits next to (< 1.0×).
  */
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { DriftDetector, FixedHistogram, HISTOGRAM_BUCKETS, METRICS, P99GlitchDetector, SlidingWindow, ThresholdDetector, ZScoreDetector } from '@infersignal/core';
+import {
+  DriftDetector,
+  FixedHistogram,
+  HISTOGRAM_BUCKETS,
+  METRICS,
+  P99GlitchDetector,
+  SlidingWindow,
+  ThresholdDetector,
+  ZScoreDetector,
+} from '@infersignal/core';
 import { Bench } from 'tinybench';
 import { ROUNDS, SMOKE, TASK_MS } from './lib/env';
 import { exposedGc } from './lib/gc';
@@ -46,7 +55,10 @@ interface Task {
 const reader = new PullReader();
 const otelHistogram = new MeterProvider({ readers: [reader] })
   .getMeter('detectors')
-  .createHistogram(METRICS.queueWait.name, { unit: 's', advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[METRICS.queueWait.name]!] } });
+  .createHistogram(METRICS.queueWait.name, {
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[METRICS.queueWait.name]!] },
+  });
 const attributes = { 'infersignal.queue.name': 'bench', 'gen_ai.request.model': 'llama' };
 const fixed = new FixedHistogram(HISTOGRAM_BUCKETS[METRICS.queueWait.name]!);
 const window = new SlidingWindow(2048);
@@ -71,14 +83,33 @@ const batch = (one: () => void, calls = BATCH) => ({
 });
 const next = () => values[cursor++ & (N - 1)]!;
 const tasks: Task[] = [
-  { name: 'OTel Histogram.record, 2 attributes', kind: 'baseline', ...batch(() => otelHistogram.record(next(), attributes)) },
+  {
+    name: 'OTel Histogram.record, 2 attributes',
+    kind: 'baseline',
+    ...batch(() => otelHistogram.record(next(), attributes)),
+  },
   { name: 'FixedHistogram.record', kind: 'per sample', ...batch(() => fixed.record(next())) },
   { name: 'SlidingWindow.push (2048)', kind: 'per sample', ...batch(() => window.push(next(), windowClock++)) },
   { name: 'P99GlitchDetector.record (4096)', kind: 'per sample', ...batch(() => glitch.record(next(), glitchClock++)) },
   { name: 'ZScoreDetector.update (window 60)', kind: 'per tick', ...batch(() => zscore.update(next())) },
-  { name: 'ThresholdDetector.update (for + hysteresis)', kind: 'per tick', ...batch(() => threshold.update(next(), (thresholdClock += 1000))) },
-  { name: 'DriftDetector.update + evaluate (60 samples)', kind: 'per tick', ...batch(() => { drift.update(next() * 1e9, (driftClock += 1000)); drift.evaluate(1e9); }, 8) },
-  { name: 'P99GlitchDetector.evaluate (4096 in window)', kind: 'per tick', ...batch(() => glitch.evaluate(glitchClock), 1) },
+  {
+    name: 'ThresholdDetector.update (for + hysteresis)',
+    kind: 'per tick',
+    ...batch(() => threshold.update(next(), (thresholdClock += 1000))),
+  },
+  {
+    name: 'DriftDetector.update + evaluate (60 samples)',
+    kind: 'per tick',
+    ...batch(() => {
+      drift.update(next() * 1e9, (driftClock += 1000));
+      drift.evaluate(1e9);
+    }, 8),
+  },
+  {
+    name: 'P99GlitchDetector.evaluate (4096 in window)',
+    kind: 'per tick',
+    ...batch(() => glitch.evaluate(glitchClock), 1),
+  },
 ];
 
 const ns = new Map<string, number[]>(tasks.map((t) => [t.name, []]));
@@ -120,7 +151,12 @@ const memory: Array<[string, number]> = [
 const base = ns.get(tasks[0]!.name)!;
 const rows = tasks.map((t) => {
   const s = spread(ns.get(t.name)!);
-  return [t.name, t.kind, `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`, fmtRatio(roundRatios(ns.get(t.name)!, base))];
+  return [
+    t.name,
+    t.kind,
+    `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`,
+    fmtRatio(roundRatios(ns.get(t.name)!, base)),
+  ];
 });
 const memRows = memory.map(([name, bytes]) => [name, fmtBytes(bytes)]);
 console.log(table(['operation', 'runs', 'time, median (range)', 'vs OTel record'], rows));
@@ -131,7 +167,11 @@ const worstPerSample = perSample
   .map((t) => ({ name: t.name, ratio: roundRatios(ns.get(t.name)!, base).median }))
   .sort((a, b) => b.ratio - a.ratio)[0]!;
 const goals: Goal[] = [
-  { text: `slowest per-sample update (${worstPerSample.name}) ${worstPerSample.ratio.toFixed(2)}× one OTel record`, goal: '< 1.0×', met: worstPerSample.ratio < 1 },
+  {
+    text: `slowest per-sample update (${worstPerSample.name}) ${worstPerSample.ratio.toFixed(2)}× one OTel record`,
+    goal: '< 1.0×',
+    met: worstPerSample.ratio < 1,
+  },
   {
     text: `largest detector ${fmtBytes(Math.max(...memory.map(([, b]) => b)))} per instance`,
     goal: 'fixed at construction',

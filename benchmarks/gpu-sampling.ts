@@ -124,14 +124,30 @@ const us = (ms: number) => `${(ms * 1000).toFixed(2)} µs`;
 const dir = tempDir('infersignal-gpu-bench-');
 try {
   // --- the same figures on both sides -----------------------------------
-  const device = { uuid: 'GPU-bench-0000', total: 80 * GiB, free: 60 * GiB, used: 20 * GiB, reserved: 512 * MiB, util: 42 };
-  const procs: [number, number][] = [[4242, GiB], [process.pid, 6 * GiB]];
+  const device = {
+    uuid: 'GPU-bench-0000',
+    total: 80 * GiB,
+    free: 60 * GiB,
+    used: 20 * GiB,
+    reserved: 512 * MiB,
+    util: 42,
+  };
+  const procs: [number, number][] = [
+    [4242, GiB],
+    [process.pid, 6 * GiB],
+  ];
   const nvmlConfig = join(dir.dir, 'nvml.conf');
   writeNvmlConfig(nvmlConfig, { static: true, devices: [{ ...device, procs }] });
   process.env.FAKE_NVML_CONFIG = nvmlConfig;
   const smi = installFakeNvidiaSmi(dir.dir);
-  writeFileSync(join(dir.dir, 'gpu.csv'), `0, ${device.uuid}, ${device.total / MiB}, ${device.used / MiB}, ${device.free / MiB}, ${device.util}\n`);
-  writeFileSync(join(dir.dir, 'apps.csv'), procs.map(([pid, bytes]) => `${device.uuid}, ${pid}, ${bytes / MiB}`).join('\n') + '\n');
+  writeFileSync(
+    join(dir.dir, 'gpu.csv'),
+    `0, ${device.uuid}, ${device.total / MiB}, ${device.used / MiB}, ${device.free / MiB}, ${device.util}\n`,
+  );
+  writeFileSync(
+    join(dir.dir, 'apps.csv'),
+    `${procs.map(([pid, bytes]) => `${device.uuid}, ${pid}, ${bytes / MiB}`).join('\n')}\n`,
+  );
 
   // --- FFI: one NVML sample (memory v2 + utilization + process list) ----
   const lib = compileFakeNvml();
@@ -140,12 +156,30 @@ try {
   if (sampler.status !== 'nvml') throw new Error(`expected the NVML path, got ${sampler.status}: ${sampler.reason}`);
   for (let i = 0; i < 2000; i++) void sampler.sample();
   const ffiRun = await measure(() => void sampler.sample()); // synchronous on the NVML path
-  if (sampler.reserved() !== 6 * GiB) throw new Error(`FFI sample read ${sampler.reserved()} bytes, expected ${6 * GiB}`);
+  if (sampler.reserved() !== 6 * GiB)
+    throw new Error(`FFI sample read ${sampler.reserved()} bytes, expected ${6 * GiB}`);
   // Control: the same harness around plain JS building what a sample builds, without any FFI call.
   let sink: unknown;
   const control = await measure(() => {
     const at = Date.now();
-    sink = [{ selfListed: true, otherPids: [4242], sample: { index: 0, uuid: device.uuid, totalBytes: device.total, usedBytes: device.used, freeBytes: device.free, driverReservedBytes: device.reserved, utilization: 0.42, processes: 2, processBytes: 6 * GiB, at } }];
+    sink = [
+      {
+        selfListed: true,
+        otherPids: [4242],
+        sample: {
+          index: 0,
+          uuid: device.uuid,
+          totalBytes: device.total,
+          usedBytes: device.used,
+          freeBytes: device.free,
+          driverReservedBytes: device.reserved,
+          utilization: 0.42,
+          processes: 2,
+          processBytes: 6 * GiB,
+          at,
+        },
+      },
+    ];
   });
   void sink;
   const sorted = ffiRun.sorted;
@@ -169,10 +203,15 @@ try {
     new Promise<{ stdout: string; spawnMs: number }>((resolve, reject) => {
       const t0 = performance.now();
       let spawnMs = 0;
-      execFile(smi, args, { timeout: 5000, encoding: 'utf8' }, (error, stdout) => (error ? reject(error) : resolve({ stdout, spawnMs })));
+      execFile(smi, args, { timeout: 5000, encoding: 'utf8' }, (error, stdout) =>
+        error ? reject(error) : resolve({ stdout, spawnMs }),
+      );
       spawnMs = performance.now() - t0;
     });
-  const gpuArgs = ['--query-gpu=index,uuid,memory.total,memory.used,memory.free,utilization.gpu', '--format=csv,noheader,nounits'];
+  const gpuArgs = [
+    '--query-gpu=index,uuid,memory.total,memory.used,memory.free,utilization.gpu',
+    '--format=csv,noheader,nounits',
+  ];
   for (let i = 0; i < 5; i++) await fork(gpuArgs);
   const spawnSync: number[] = [];
   const wall: number[] = [];
@@ -196,32 +235,52 @@ try {
   wall.sort((a, b) => a - b);
 
   // The whole fallback sample: both queries.
-  const smiSampler = createGpuSampler(monitor, { libraryPath: '/nonexistent/libnvidia-ml.so.1', nvidiaSmiPath: smi, intervalMs: 0, logger: { warn: () => {} } });
+  const smiSampler = createGpuSampler(monitor, {
+    libraryPath: '/nonexistent/libnvidia-ml.so.1',
+    nvidiaSmiPath: smi,
+    intervalMs: 0,
+    logger: { warn: () => {} },
+  });
   const elu1 = performance.eventLoopUtilization();
   const smiRuns = Math.max(10, Math.floor(FORKS / 2));
   for (let i = 0; i < smiRuns; i++) await smiSampler.sample();
   const smiActive = performance.eventLoopUtilization(elu1).active / smiRuns;
-  if (smiSampler.reserved() !== 6 * GiB) throw new Error(`nvidia-smi sample read ${smiSampler.reserved()} bytes, expected ${6 * GiB}`);
+  if (smiSampler.reserved() !== 6 * GiB)
+    throw new Error(`nvidia-smi sample read ${smiSampler.reserved()} bytes, expected ${6 * GiB}`);
   smiSampler.close();
 
   const ratio = ffiMean / forkActive;
   // The FFI path blocks the loop when its slow samples are systematic (p99.9 over 1 ms) or clearly
   // more frequent than the same harness shows around plain JS on this machine (VM steal time, JIT).
   const blocked = quantile(sorted, 0.999) > 1 || causes.unexplained > control.causes.unexplained + 3;
-  console.log(`GPU sampling: one NVML sample (koffi FFI, fake driver) vs one nvidia-smi fork (fake script) — Node ${process.version}, ${process.platform}/${process.arch}`);
+  console.log(
+    `GPU sampling: one NVML sample (koffi FFI, fake driver) vs one nvidia-smi fork (fake script) — Node ${process.version}, ${process.platform}/${process.arch}`,
+  );
   console.log('');
   console.log('| path | main-thread cost | detail |');
   console.log('|---|---|---|');
-  console.log(`| NVML FFI sample (${FFI_SAMPLES}) | mean ${us(ffiMean)} (quietest of ${ROUNDS} rounds) | p50 ${us(quantile(sorted, 0.5))}, p99 ${us(quantile(sorted, 0.99))}, p99.9 ${us(quantile(sorted, 0.999))}, max ${us(ffiMax)} |`);
-  console.log(`| nvidia-smi fork (${FORKS}) | ${us(forkActive)} event-loop active (quietest of ${forkRounds.length} rounds) | spawn call p50 ${us(quantile(spawnSync, 0.5))}, max ${us(spawnSync[spawnSync.length - 1]!)}; wall p50 ${(quantile(wall, 0.5)).toFixed(2)} ms |`);
+  console.log(
+    `| NVML FFI sample (${FFI_SAMPLES}) | mean ${us(ffiMean)} (quietest of ${ROUNDS} rounds) | p50 ${us(quantile(sorted, 0.5))}, p99 ${us(quantile(sorted, 0.99))}, p99.9 ${us(quantile(sorted, 0.999))}, max ${us(ffiMax)} |`,
+  );
+  console.log(
+    `| nvidia-smi fork (${FORKS}) | ${us(forkActive)} event-loop active (quietest of ${forkRounds.length} rounds) | spawn call p50 ${us(quantile(spawnSync, 0.5))}, max ${us(spawnSync[spawnSync.length - 1]!)}; wall p50 ${(quantile(wall, 0.5)).toFixed(2)} ms |`,
+  );
   console.log(`| nvidia-smi sampler sample (2 forks, ${smiRuns}) | ${us(smiActive)} event-loop active | |`);
   console.log('');
-  console.log(`event-loop delay with the NVML sampler on a 10 ms timer for 1 s (${timedSamples} samples): p99 ${(eld.percentile(99) / 1e6).toFixed(2)} ms, max ${(eld.max / 1e6).toFixed(2)} ms (includes timer jitter)`);
-  console.log(`FFI samples over 1 ms: ${slow.length} of ${FFI_SAMPLES} — during a GC pause: ${causes.gc}, preempted: ${causes.preempted}, neither: ${causes.unexplained}`);
-  console.log(`control (same harness, plain JS, no FFI): mean ${us(control.mean)}, over 1 ms: ${control.slow.length} — GC: ${control.causes.gc}, preempted: ${control.causes.preempted}, neither: ${control.causes.unexplained}`);
+  console.log(
+    `event-loop delay with the NVML sampler on a 10 ms timer for 1 s (${timedSamples} samples): p99 ${(eld.percentile(99) / 1e6).toFixed(2)} ms, max ${(eld.max / 1e6).toFixed(2)} ms (includes timer jitter)`,
+  );
+  console.log(
+    `FFI samples over 1 ms: ${slow.length} of ${FFI_SAMPLES} — during a GC pause: ${causes.gc}, preempted: ${causes.preempted}, neither: ${causes.unexplained}`,
+  );
+  console.log(
+    `control (same harness, plain JS, no FFI): mean ${us(control.mean)}, over 1 ms: ${control.slow.length} — GC: ${control.causes.gc}, preempted: ${control.causes.preempted}, neither: ${control.causes.unexplained}`,
+  );
   console.log(`ratio FFI / fork = 1/${Math.round(1 / ratio)} (goal ≤ 1/1000)`);
   const pass = ratio <= 1 / 1000 && !blocked;
-  console.log(`verdict: ${pass ? 'PASS' : 'FAIL'} — FFI sample ${us(ffiMean)} vs fork ${us(forkActive)} of main thread = 1/${Math.round(1 / ratio)} (goal ≤ 1/1000: ${ratio <= 1 / 1000 ? 'met' : 'not met'}); event loop never blocked > 1 ms by the FFI path: ${blocked ? 'no' : 'yes'} (p99.9 ${us(quantile(sorted, 0.999))}; ${slow.length} of ${FFI_SAMPLES} samples over 1 ms, ${causes.unexplained} unexplained vs ${control.causes.unexplained} in the no-FFI control)`);
+  console.log(
+    `verdict: ${pass ? 'PASS' : 'FAIL'} — FFI sample ${us(ffiMean)} vs fork ${us(forkActive)} of main thread = 1/${Math.round(1 / ratio)} (goal ≤ 1/1000: ${ratio <= 1 / 1000 ? 'met' : 'not met'}); event loop never blocked > 1 ms by the FFI path: ${blocked ? 'no' : 'yes'} (p99.9 ${us(quantile(sorted, 0.999))}; ${slow.length} of ${FFI_SAMPLES} samples over 1 ms, ${causes.unexplained} unexplained vs ${control.causes.unexplained} in the no-FFI control)`,
+  );
   await monitor.close();
 } finally {
   dir.remove();

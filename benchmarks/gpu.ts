@@ -16,25 +16,42 @@ import { CHILD_ENV, SMOKE } from './lib/env';
 import { ROOT, printVerdict, writeSection, type Goal } from './lib/report';
 
 const SCRIPT = fileURLToPath(new URL('./gpu-sampling.ts', import.meta.url));
-const env = { ...CHILD_ENV, ...(SMOKE ? { FFI_SAMPLES: process.env.FFI_SAMPLES ?? '500', FORKS: process.env.FORKS ?? '10' } : {}) };
+const env = {
+  ...CHILD_ENV,
+  ...(SMOKE ? { FFI_SAMPLES: process.env.FFI_SAMPLES ?? '500', FORKS: process.env.FORKS ?? '10' } : {}),
+};
 
 const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>((resolve) => {
-  execFile(process.execPath, ['--import', 'tsx', SCRIPT], { cwd: ROOT, env, maxBuffer: 16 * 2 ** 20, timeout: 300_000 }, (error, out, err) =>
-    resolve({ stdout: out, stderr: err, code: error ? ((error as { code?: number }).code ?? 1) : 0 }),
+  execFile(
+    process.execPath,
+    ['--import', 'tsx', SCRIPT],
+    { cwd: ROOT, env, maxBuffer: 16 * 2 ** 20, timeout: 300_000 },
+    (error, out, err) =>
+      resolve({ stdout: out, stderr: err, code: error ? ((error as { code?: number }).code ?? 1) : 0 }),
   );
 });
 process.stdout.write(stdout);
 if (stderr.trim()) process.stderr.write(stderr);
-if (code !== 0 && !/^verdict:/m.test(stdout)) throw new Error(`gpu-sampling.ts failed (exit ${code}): ${stderr.trim().split('\n').slice(-5).join('\n')}`);
+if (code !== 0 && !/^verdict:/m.test(stdout))
+  throw new Error(`gpu-sampling.ts failed (exit ${code}): ${stderr.trim().split('\n').slice(-5).join('\n')}`);
 
 const ratioMatch = /ratio FFI \/ fork = 1\/(\d+)/.exec(stdout);
 const sampleMatch = /verdict: \w+ — FFI sample ([\d.]+) µs vs fork ([\d.]+) µs/.exec(stdout);
 const blockedMatch = /event loop never blocked > 1 ms by the FFI path: (yes|no)/.exec(stdout);
-if (!ratioMatch || !sampleMatch || !blockedMatch) throw new Error('gpu-sampling.ts output changed: could not find its ratio and verdict lines');
+if (!ratioMatch || !sampleMatch || !blockedMatch)
+  throw new Error('gpu-sampling.ts output changed: could not find its ratio and verdict lines');
 const inverse = Number(ratioMatch[1]);
 const goals: Goal[] = [
-  { text: `NVML FFI sample ${sampleMatch[1]} µs vs nvidia-smi fork ${sampleMatch[2]} µs of main thread = 1/${inverse}`, goal: '≤ 1/1000', met: inverse >= 1000 },
-  { text: `event loop blocked > 1 ms by an FFI sample: ${blockedMatch[1] === 'yes' ? 'never' : 'yes'}`, goal: 'never', met: blockedMatch[1] === 'yes' },
+  {
+    text: `NVML FFI sample ${sampleMatch[1]} µs vs nvidia-smi fork ${sampleMatch[2]} µs of main thread = 1/${inverse}`,
+    goal: '≤ 1/1000',
+    met: inverse >= 1000,
+  },
+  {
+    text: `event loop blocked > 1 ms by an FFI sample: ${blockedMatch[1] === 'yes' ? 'never' : 'yes'}`,
+    goal: 'never',
+    met: blockedMatch[1] === 'yes',
+  },
 ];
 const verdict = printVerdict('gpu', goals);
 

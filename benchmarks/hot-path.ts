@@ -43,7 +43,10 @@ function bareOtel(counters: boolean) {
   const reader = new PullReader();
   const meter = new MeterProvider({ readers: [reader] }).getMeter('bare');
   const hist = (spec: { name: string; unit: string }) =>
-    meter.createHistogram(spec.name, { unit: spec.unit, advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[spec.name]!] } });
+    meter.createHistogram(spec.name, {
+      unit: spec.unit,
+      advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[spec.name]!] },
+    });
   const queueWait = hist(METRICS.queueWait);
   const inference = hist(METRICS.inferenceDuration);
   const request = hist(METRICS.requestDuration);
@@ -76,7 +79,12 @@ function bareOtel(counters: boolean) {
     request.record((end - arrival) / 1000, outcomeAttrs);
     if (counters) requests.add(1, outcomeAttrs);
   };
-  return { reader, run: () => { for (let i = 0; i < BATCH; i++) one(); } };
+  return {
+    reader,
+    run: () => {
+      for (let i = 0; i < BATCH; i++) one();
+    },
+  };
 }
 
 // --- InferSignal: the same request through core ---------------------------
@@ -97,26 +105,54 @@ function inferSignal(exportMode: 'api' | 'producer', clock?: () => number) {
     // The producer needs the monitor and the reader needs the producer: bind through a box.
     const box: { monitor?: Monitor } = {};
     const producer: MetricProducer = {
-      collect: async (o) => (await box.monitor!.metricProducer!.collect(o)) as Awaited<ReturnType<MetricProducer['collect']>>,
+      collect: async (o) =>
+        (await box.monitor!.metricProducer!.collect(o)) as Awaited<ReturnType<MetricProducer['collect']>>,
     };
     reader = new PullReader([producer]);
     const provider = new MeterProvider({ readers: [reader] });
-    monitor = box.monitor = createMonitor({ meterProvider: provider, exportMode, traces: false, detectorIntervalMs: 0, eventLoop: false, clock });
+    monitor = box.monitor = createMonitor({
+      meterProvider: provider,
+      exportMode,
+      traces: false,
+      detectorIntervalMs: 0,
+      eventLoop: false,
+      clock,
+    });
   } else {
     reader = new PullReader();
-    monitor = createMonitor({ meterProvider: new MeterProvider({ readers: [reader] }), exportMode, traces: false, detectorIntervalMs: 0, eventLoop: false, clock });
+    monitor = createMonitor({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      exportMode,
+      traces: false,
+      detectorIntervalMs: 0,
+      eventLoop: false,
+      clock,
+    });
   }
   const queue = monitor.queue(QUEUE, { capacity: 1024 });
-  return { reader, monitor, queue, run: () => { for (let i = 0; i < BATCH; i++) oneRequest(queue); } };
+  return {
+    reader,
+    monitor,
+    queue,
+    run: () => {
+      for (let i = 0; i < BATCH; i++) oneRequest(queue);
+    },
+  };
 }
 
 // --- prom-client: the equivalent observes ----------------------------------
 function promClient() {
   const registry = new client.Registry();
-  const h = (name: string, labelNames: string[], buckets: readonly number[]) => new client.Histogram({ name, help: name, labelNames, buckets: [...buckets], registers: [registry] });
-  const c = (name: string, labelNames: string[]) => new client.Counter({ name, help: name, labelNames, registers: [registry] });
+  const h = (name: string, labelNames: string[], buckets: readonly number[]) =>
+    new client.Histogram({ name, help: name, labelNames, buckets: [...buckets], registers: [registry] });
+  const c = (name: string, labelNames: string[]) =>
+    new client.Counter({ name, help: name, labelNames, registers: [registry] });
   const queueWait = h('queue_wait_seconds', ['queue', 'model'], HISTOGRAM_BUCKETS[METRICS.queueWait.name]!);
-  const inference = h('inference_seconds', ['queue', 'model', 'outcome'], HISTOGRAM_BUCKETS[METRICS.inferenceDuration.name]!);
+  const inference = h(
+    'inference_seconds',
+    ['queue', 'model', 'outcome'],
+    HISTOGRAM_BUCKETS[METRICS.inferenceDuration.name]!,
+  );
   const request = h('request_seconds', ['queue', 'model', 'outcome'], HISTOGRAM_BUCKETS[METRICS.requestDuration.name]!);
   const ttft = h('ttft_seconds', ['model'], HISTOGRAM_BUCKETS[METRICS.timeToFirstToken.name]!);
   const tpot = h('tpot_seconds', ['model'], HISTOGRAM_BUCKETS[METRICS.timePerOutputToken.name]!);
@@ -144,7 +180,12 @@ function promClient() {
     request.observe(outcomeLabels, (end - arrival) / 1000);
     requests.inc(outcomeLabels, 1);
   };
-  return { registry, run: () => { for (let i = 0; i < BATCH; i++) one(); } };
+  return {
+    registry,
+    run: () => {
+      for (let i = 0; i < BATCH; i++) one();
+    },
+  };
 }
 
 // --- correctness: both export modes export the same numbers ---------------
@@ -153,12 +194,26 @@ type Point = { attributes: Attributes; value: unknown };
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
 function hotPathPoints(rm: ResourceMetrics): Map<string, string> {
-  const names = new Set<string>([METRICS.queueWait, METRICS.inferenceDuration, METRICS.requestDuration, METRICS.timeToFirstToken, METRICS.timePerOutputToken, METRICS.requests, METRICS.streams, METRICS.streamTokens].map((s) => s.name));
+  const names = new Set<string>(
+    [
+      METRICS.queueWait,
+      METRICS.inferenceDuration,
+      METRICS.requestDuration,
+      METRICS.timeToFirstToken,
+      METRICS.timePerOutputToken,
+      METRICS.requests,
+      METRICS.streams,
+      METRICS.streamTokens,
+    ].map((s) => s.name),
+  );
   const out = new Map<string, string>();
   for (const scope of rm.scopeMetrics) {
     for (const metric of scope.metrics) {
@@ -188,7 +243,14 @@ async function sameExport(): Promise<{ identical: boolean; series: number; detai
   const b = hotPathPoints((await producer.reader.collect()).resourceMetrics);
   const diffs = [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k));
   await Promise.all([api.monitor.close(), producer.monitor.close()]);
-  return { identical: diffs.length === 0 && a.size > 0, series: a.size, detail: diffs.slice(0, 3).map((k) => `${k}: api ${a.get(k)} producer ${b.get(k)}`).join('; ') };
+  return {
+    identical: diffs.length === 0 && a.size > 0,
+    series: a.size,
+    detail: diffs
+      .slice(0, 3)
+      .map((k) => `${k}: api ${a.get(k)} producer ${b.get(k)}`)
+      .join('; '),
+  };
 }
 
 // --- run -----------------------------------------------------------------
@@ -215,14 +277,17 @@ for (let round = 0; round < ROUNDS; round++) {
     if (mean === undefined) throw new Error(`tinybench produced no result for ${task.name}`);
     perRequest.get(task.name)!.push((mean * 1e6) / BATCH);
   }
-  console.log(`round ${round + 1}/${ROUNDS}: ${tasks.map((t) => `${t.name} ${fmtNs(perRequest.get(t.name)!.at(-1)!)}`).join(', ')}`);
+  console.log(
+    `round ${round + 1}/${ROUNDS}: ${tasks.map((t) => `${t.name} ${fmtNs(perRequest.get(t.name)!.at(-1)!)}`).join(', ')}`,
+  );
 }
 
 // The SDK really recorded: every request of every variant is in its reader.
 const bareCount = histogramCount((await bare.reader.collect()).resourceMetrics, METRICS.queueWait.name);
 const apiCount = histogramCount((await api.reader.collect()).resourceMetrics, METRICS.queueWait.name);
 const producerCount = histogramCount((await producer.reader.collect()).resourceMetrics, METRICS.queueWait.name);
-if (!(bareCount > 0 && apiCount > 0 && producerCount > 0)) throw new Error(`a variant exported nothing: bare ${bareCount}, api ${apiCount}, producer ${producerCount}`);
+if (!(bareCount > 0 && apiCount > 0 && producerCount > 0))
+  throw new Error(`a variant exported nothing: bare ${bareCount}, api ${apiCount}, producer ${producerCount}`);
 const check = await sameExport();
 await Promise.all([api.monitor.close(), producer.monitor.close()]);
 
@@ -233,18 +298,44 @@ const rows = tasks.map((t) => {
   return [t.name, `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`, fmtRatio(roundRatios(values, base))];
 });
 const apiRatioAll = roundRatios(perRequest.get('InferSignal (API export)')!, base);
-const apiRatio = roundRatios(perRequest.get('InferSignal (API export)')!, perRequest.get('bare OTel, histograms only')!);
+const apiRatio = roundRatios(
+  perRequest.get('InferSignal (API export)')!,
+  perRequest.get('bare OTel, histograms only')!,
+);
 const producerRatio = roundRatios(perRequest.get('InferSignal (producer export)')!, base);
 const producerNs = spread(perRequest.get('InferSignal (producer export)')!).median;
 const promRatio = roundRatios(perRequest.get('prom-client equivalent')!, base);
 
 console.log('');
-console.log(table(['variant (one request: 5 histogram records, 4 counter adds)', 'per request, median (range)', 'vs bare OTel, median (range)'], rows));
-console.log(`export check: ${check.series} series, API and producer exports ${check.identical ? 'identical' : `DIFFER: ${check.detail}`}`);
+console.log(
+  table(
+    [
+      'variant (one request: 5 histogram records, 4 counter adds)',
+      'per request, median (range)',
+      'vs bare OTel, median (range)',
+    ],
+    rows,
+  ),
+);
+console.log(
+  `export check: ${check.series} series, API and producer exports ${check.identical ? 'identical' : `DIFFER: ${check.detail}`}`,
+);
 const goals: Goal[] = [
-  { text: `API export ${apiRatio.median.toFixed(2)}× the bare OTel calls it makes (${apiRatioAll.median.toFixed(2)}× with the counter adds)`, goal: '≤ 1.2×', met: apiRatio.median <= 1.2 },
-  { text: `producer export ${producerRatio.median.toFixed(2)}× bare OTel (${fmtNs(producerNs)} per request)`, goal: '≤ 0.25× and < 1 µs', met: producerRatio.median <= 0.25 && producerNs < 1000 },
-  { text: `producer and API exports ${check.identical ? 'identical' : 'differ'} (${check.series} series)`, goal: 'identical', met: check.identical },
+  {
+    text: `API export ${apiRatio.median.toFixed(2)}× the bare OTel calls it makes (${apiRatioAll.median.toFixed(2)}× with the counter adds)`,
+    goal: '≤ 1.2×',
+    met: apiRatio.median <= 1.2,
+  },
+  {
+    text: `producer export ${producerRatio.median.toFixed(2)}× bare OTel (${fmtNs(producerNs)} per request)`,
+    goal: '≤ 0.25× and < 1 µs',
+    met: producerRatio.median <= 0.25 && producerNs < 1000,
+  },
+  {
+    text: `producer and API exports ${check.identical ? 'identical' : 'differ'} (${check.series} series)`,
+    goal: 'identical',
+    met: check.identical,
+  },
 ];
 console.log(`prom-client equivalent: ${promRatio.median.toFixed(2)}× bare OTel (context, no goal)`);
 const verdict = printVerdict('hot-path', goals);

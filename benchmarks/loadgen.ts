@@ -36,7 +36,9 @@ type Tool = 'bench' | 'autocannon';
 const TOOLS: Tool[] = ['bench', 'autocannon'];
 
 const server = await startServer('fastify', 'bare');
-const closed = new Map<Tool, { serverRps: number[]; toolRps: number[]; p99: number[] }>(TOOLS.map((t) => [t, { serverRps: [], toolRps: [], p99: [] }]));
+const closed = new Map<Tool, { serverRps: number[]; toolRps: number[]; p99: number[] }>(
+  TOOLS.map((t) => [t, { serverRps: [], toolRps: [], p99: [] }]),
+);
 const open: { offered: number; throughput: number; p99: number }[] = [];
 let stall: { max: number; p99: number; offered: number } | undefined;
 
@@ -46,7 +48,13 @@ async function closedLoop(tool: Tool): Promise<{ rps: number; p99: number }> {
     if (r.errors + r.non2xx > 0) throw new Error(`autocannon: ${r.errors} errors, ${r.non2xx} non-2xx`);
     return { rps: r['2xx'] / r.duration, p99: r.latency.p99 };
   }
-  const r = await runBench({ target: server.url, method: 'GET', connections: CONNECTIONS, durationMs: CLOSED_SECONDS * 1000, progress: false });
+  const r = await runBench({
+    target: server.url,
+    method: 'GET',
+    connections: CONNECTIONS,
+    durationMs: CLOSED_SECONDS * 1000,
+    progress: false,
+  });
   if (r.total.ok !== r.total.responses) throw new Error(`bench: ${r.total.responses - r.total.ok} failed requests`);
   return { rps: r.total.throughput, p99: r.total.latency.p99 };
 }
@@ -64,12 +72,22 @@ try {
       c.toolRps.push(result.rps);
       c.p99.push(result.p99);
     }
-    console.log(`round ${round + 1}/${ROUNDS} closed loop, server-counted req/s: ${TOOLS.map((t) => `${t} ${closed.get(t)!.serverRps.at(-1)!.toFixed(0)}`).join(', ')}`);
+    console.log(
+      `round ${round + 1}/${ROUNDS} closed loop, server-counted req/s: ${TOOLS.map((t) => `${t} ${closed.get(t)!.serverRps.at(-1)!.toFixed(0)}`).join(', ')}`,
+    );
   }
   for (let round = 0; round < ROUNDS; round++) {
-    const r: BenchResult = await runBench({ target: server.url, method: 'GET', rate: RATE, durationMs: OPEN_SECONDS * 1000, progress: false });
+    const r: BenchResult = await runBench({
+      target: server.url,
+      method: 'GET',
+      rate: RATE,
+      durationMs: OPEN_SECONDS * 1000,
+      progress: false,
+    });
     open.push({ offered: r.total.offeredRate, throughput: r.total.throughput, p99: r.total.latency.p99 });
-    console.log(`round ${round + 1}/${ROUNDS} open loop at ${RATE}/s: sent ${r.total.offeredRate.toFixed(1)}/s, answered ${r.total.throughput.toFixed(1)}/s, P99 ${r.total.latency.p99.toFixed(2)} ms`);
+    console.log(
+      `round ${round + 1}/${ROUNDS} open loop at ${RATE}/s: sent ${r.total.offeredRate.toFixed(1)}/s, answered ${r.total.throughput.toFixed(1)}/s, P99 ${r.total.latency.p99.toFixed(2)} ms`,
+    );
   }
   // Coordinated omission: block this (the generator's) thread for STALL_MS, 40 % into the run.
   const stallTimer = setTimeout(() => {
@@ -78,10 +96,18 @@ try {
       // busy: nothing can be sent or received meanwhile
     }
   }, OPEN_SECONDS * 400);
-  const r = await runBench({ target: server.url, method: 'GET', rate: RATE, durationMs: OPEN_SECONDS * 1000, progress: false });
+  const r = await runBench({
+    target: server.url,
+    method: 'GET',
+    rate: RATE,
+    durationMs: OPEN_SECONDS * 1000,
+    progress: false,
+  });
   clearTimeout(stallTimer);
   stall = { max: r.total.latency.max, p99: r.total.latency.p99, offered: r.total.offeredRate };
-  console.log(`stall run: generator blocked ${STALL_MS} ms; max latency ${stall.max.toFixed(1)} ms, P99 ${stall.p99.toFixed(1)} ms, sent ${stall.offered.toFixed(1)}/s`);
+  console.log(
+    `stall run: generator blocked ${STALL_MS} ms; max latency ${stall.max.toFixed(1)} ms, P99 ${stall.p99.toFixed(1)} ms, sent ${stall.offered.toFixed(1)}/s`,
+  );
 } finally {
   await server.close();
 }
@@ -94,9 +120,21 @@ const rateErrors = open.map((o) => Math.abs(o.offered - RATE) / RATE);
 const worstRateError = Math.max(...rateErrors);
 const rows = TOOLS.map((t) => {
   const c = closed.get(t)!;
-  return [t === 'bench' ? '@infersignal/bench (runBench)' : 'autocannon', fmtSpread(spread(c.serverRps), 0), fmtSpread(spread(c.toolRps), 0), fmtSpread(spread(c.p99), 1)];
+  return [
+    t === 'bench' ? '@infersignal/bench (runBench)' : 'autocannon',
+    fmtSpread(spread(c.serverRps), 0),
+    fmtSpread(spread(c.toolRps), 0),
+    fmtSpread(spread(c.p99), 1),
+  ];
 });
-const openRows = open.map((o, i) => [`${i + 1}`, `${RATE}`, o.offered.toFixed(1), `${((100 * (o.offered - RATE)) / RATE).toFixed(2)} %`, o.throughput.toFixed(1), o.p99.toFixed(2)]);
+const openRows = open.map((o, i) => [
+  `${i + 1}`,
+  `${RATE}`,
+  o.offered.toFixed(1),
+  `${((100 * (o.offered - RATE)) / RATE).toFixed(2)} %`,
+  o.throughput.toFixed(1),
+  o.p99.toFixed(2),
+]);
 console.log('');
 console.log(table(['tool (closed loop)', 'req/s (server count)', 'req/s (tool report)', 'P99 ms (tool)'], rows));
 console.log(`bench / autocannon: ${fmtRatio(ratio)} by server count, ${fmtRatio(toolRatio)} by the tools' own reports`);
@@ -104,8 +142,16 @@ console.log(table(['open-loop run', 'target req/s', 'sent req/s', 'error', 'answ
 
 const goals: Goal[] = [
   { text: `closed loop bench ${ratio.median.toFixed(2)}× autocannon req/s`, goal: '≥ 1.0×', met: ratio.median >= 1.0 },
-  { text: `open loop at ${RATE}/s sent within ${(100 * worstRateError).toFixed(2)} % of target (worst of ${open.length})`, goal: '≤ 1 %', met: worstRateError <= 0.01 },
-  { text: `latency from the scheduled time: max ${stall!.max.toFixed(0)} ms after a ${STALL_MS} ms generator stall`, goal: `≥ ${0.9 * STALL_MS} ms`, met: stall!.max >= 0.9 * STALL_MS },
+  {
+    text: `open loop at ${RATE}/s sent within ${(100 * worstRateError).toFixed(2)} % of target (worst of ${open.length})`,
+    goal: '≤ 1 %',
+    met: worstRateError <= 0.01,
+  },
+  {
+    text: `latency from the scheduled time: max ${stall!.max.toFixed(0)} ms after a ${STALL_MS} ms generator stall`,
+    goal: `≥ ${0.9 * STALL_MS} ms`,
+    met: stall!.max >= 0.9 * STALL_MS,
+  },
 ];
 const verdict = printVerdict('loadgen', goals);
 

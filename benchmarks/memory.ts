@@ -43,9 +43,17 @@ async function settle(reader: PullReader): Promise<Point> {
 
 async function measure(exportMode: 'api' | 'producer') {
   const box: { monitor?: Monitor } = {};
-  const producer: MetricProducer = { collect: async (o) => (await box.monitor!.metricProducer!.collect(o)) as Awaited<ReturnType<MetricProducer['collect']>> };
+  const producer: MetricProducer = {
+    collect: async (o) =>
+      (await box.monitor!.metricProducer!.collect(o)) as Awaited<ReturnType<MetricProducer['collect']>>,
+  };
   const reader = new PullReader(exportMode === 'producer' ? [producer] : undefined);
-  const monitor = (box.monitor = createMonitor({ meterProvider: new MeterProvider({ readers: [reader] }), exportMode, traces: false, detectorIntervalMs: 0 }));
+  const monitor = (box.monitor = createMonitor({
+    meterProvider: new MeterProvider({ readers: [reader] }),
+    exportMode,
+    traces: false,
+    detectorIntervalMs: 0,
+  }));
   const queue = monitor.queue('memory', { capacity: 1024 });
   let done = 0;
   const run = (until: number) => {
@@ -70,7 +78,14 @@ async function measure(exportMode: 'api' | 'producer') {
   const exported = histogramCount((await reader.collect()).resourceMetrics, METRICS.queueWait.name);
   if (exported !== TOTAL) throw new Error(`${exportMode}: exported ${exported} queue waits, expected ${TOTAL}`);
   await monitor.close();
-  return { exportMode, first, last, growth: last.heapUsed - first.heapUsed, buffersGrowth: last.arrayBuffers - first.arrayBuffers, seconds };
+  return {
+    exportMode,
+    first,
+    last,
+    growth: last.heapUsed - first.heapUsed,
+    buffersGrowth: last.arrayBuffers - first.arrayBuffers,
+    seconds,
+  };
 }
 
 const results = [await measure('api'), await measure('producer')];
@@ -82,7 +97,14 @@ const rows = results.map((r) => [
   fmtBytes(r.buffersGrowth),
   `${((TOTAL - FIRST) / r.seconds / 1000).toFixed(0)}k req/s`,
 ]);
-const header = ['export mode', `heap after ${FIRST.toLocaleString('en')} requests`, `heap after ${TOTAL.toLocaleString('en')}`, 'heap growth', 'ArrayBuffer growth', 'recording speed (1 thread)'];
+const header = [
+  'export mode',
+  `heap after ${FIRST.toLocaleString('en')} requests`,
+  `heap after ${TOTAL.toLocaleString('en')}`,
+  'heap growth',
+  'ArrayBuffer growth',
+  'recording speed (1 thread)',
+];
 console.log(table(header, rows));
 const goals: Goal[] = results.map((r) => ({
   text: `${r.exportMode} export heap growth ${fmtBytes(r.growth)} from ${FIRST.toLocaleString('en')} to ${TOTAL.toLocaleString('en')} requests (20 models)`,

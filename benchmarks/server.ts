@@ -16,7 +16,16 @@
 import autocannon from 'autocannon';
 import { SMOKE, rounds, seconds } from './lib/env';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
-import { FRAMEWORKS, VARIANTS, VARIANT_LABEL, pinCpus, startServer, type Framework, type ServerHandle, type Variant } from './lib/servers';
+import {
+  FRAMEWORKS,
+  VARIANTS,
+  VARIANT_LABEL,
+  pinCpus,
+  startServer,
+  type Framework,
+  type ServerHandle,
+  type Variant,
+} from './lib/servers';
 import { fmtRatio, fmtSpread, rotate, spread } from './lib/stats';
 
 const CONNECTIONS = 32;
@@ -137,7 +146,9 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
         samples.get(key(framework, 'bare'))!.push(sample);
       });
       if (round % ROUNDS_PER_BLOCK === ROUNDS_PER_BLOCK - 1 || round === ROUNDS - 1) {
-        const line = VARIANTS.map((v) => `${v} ${samples.get(key(framework, v))!.at(-1)!.cpuPerRequestUs.toFixed(1)}`).join(', ');
+        const line = VARIANTS.map(
+          (v) => `${v} ${samples.get(key(framework, v))!.at(-1)!.cpuPerRequestUs.toFixed(1)}`,
+        ).join(', ');
         console.log(`round ${round + 1}/${ROUNDS} ${framework} CPU µs/req: ${line}`);
       }
     }
@@ -159,7 +170,8 @@ for (const framework of FRAMEWORKS_RUN) {
 for (const framework of FRAMEWORKS_RUN) {
   for (const variant of ['otel-span', 'infersignal-traces', 'otel-http'] as const) {
     const spans = samples.get(key(framework, variant))!.reduce((n, s) => n + s.spans, 0);
-    if (spans === 0) throw new Error(`${key(framework, variant)} exported no spans: the variant is not measuring what it claims`);
+    if (spans === 0)
+      throw new Error(`${key(framework, variant)} exported no spans: the variant is not measuring what it claims`);
   }
   for (const variant of VARIANTS) {
     const errors = samples.get(key(framework, variant))!.reduce((n, s) => n + s.errors, 0);
@@ -167,7 +179,8 @@ for (const framework of FRAMEWORKS_RUN) {
   }
 }
 
-const ratio = (f: Framework, v: Variant) => spread(samples.get(key(f, v))!.flatMap((s) => (Number.isNaN(s.vsBare) ? [] : [s.vsBare])));
+const ratio = (f: Framework, v: Variant) =>
+  spread(samples.get(key(f, v))!.flatMap((s) => (Number.isNaN(s.vsBare) ? [] : [s.vsBare])));
 const sections: string[] = [];
 for (const framework of FRAMEWORKS_RUN) {
   const rows = VARIANTS.map((variant) => {
@@ -183,7 +196,10 @@ for (const framework of FRAMEWORKS_RUN) {
       `${perReq.toFixed(0)}${spansPerReq > 0 ? `, ${spansPerReq.toFixed(1)} spans/req` : ''}`,
     ];
   });
-  const t = table(['variant', 'server CPU µs/req', 'CPU vs adjacent bare windows', 'req/s', 'P99 ms', 'requests/window'], rows);
+  const t = table(
+    ['variant', 'server CPU µs/req', 'CPU vs adjacent bare windows', 'req/s', 'P99 ms', 'requests/window'],
+    rows,
+  );
   console.log(`\n${framework}\n${t}`);
   sections.push(`### ${framework}\n\n${t}`);
 }
@@ -192,12 +208,24 @@ for (const framework of FRAMEWORKS_RUN) {
 const worst = (v: Variant) => Math.max(...FRAMEWORKS_RUN.map((f) => ratio(f, v).median));
 const both = (v: Variant) => FRAMEWORKS_RUN.map((f) => `${f} ${ratio(f, v).median.toFixed(2)}×`).join(', ');
 const goals: Goal[] = [
-  { text: `InferSignal API export ${both('infersignal-api')} bare CPU/req`, goal: '≤ 1.30×', met: worst('infersignal-api') <= 1.3 },
-  { text: `producer export ${both('infersignal-producer')}`, goal: '≤ 1.10×', met: worst('infersignal-producer') <= 1.1 },
+  {
+    text: `InferSignal API export ${both('infersignal-api')} bare CPU/req`,
+    goal: '≤ 1.30×',
+    met: worst('infersignal-api') <= 1.3,
+  },
+  {
+    text: `producer export ${both('infersignal-producer')}`,
+    goal: '≤ 1.10×',
+    met: worst('infersignal-producer') <= 1.1,
+  },
   { text: `with traces ${both('infersignal-traces')}`, goal: '≤ 1.6×', met: worst('infersignal-traces') <= 1.6 },
 ];
-console.log(`context: hand-written hook ${both('hook')}; instrumentation-http ${both('otel-http')} (issue expected ~2.9×)`);
-console.log(`floors: API export's own OTel calls by hand ${both('otel-calls')} (InferSignal API export ${both('infersignal-api')}); one SDK span by hand ${both('otel-span')}`);
+console.log(
+  `context: hand-written hook ${both('hook')}; instrumentation-http ${both('otel-http')} (issue expected ~2.9×)`,
+);
+console.log(
+  `floors: API export's own OTel calls by hand ${both('otel-calls')} (InferSignal API export ${both('infersignal-api')}); one SDK span by hand ${both('otel-span')}`,
+);
 const verdict = printVerdict('server', goals);
 const medianCpu = (f: Framework, v: Variant) => spread(samples.get(key(f, v))!.map((s) => s.cpuPerRequestUs)).median;
 const addedUs = (f: Framework, v: Variant) => {
@@ -214,7 +242,16 @@ console.log(`added CPU per request (medians): ${added}`);
 writeSection('server', {
   title: 'server: Fastify and Express, server CPU per request vs bare',
   command: 'pnpm bench:server',
-  packages: ['fastify', 'express', 'autocannon', '@opentelemetry/sdk-metrics', '@opentelemetry/sdk-trace-base', '@opentelemetry/instrumentation-http', '@opentelemetry/exporter-prometheus', '@infersignal/node'],
+  packages: [
+    'fastify',
+    'express',
+    'autocannon',
+    '@opentelemetry/sdk-metrics',
+    '@opentelemetry/sdk-trace-base',
+    '@opentelemetry/instrumentation-http',
+    '@opentelemetry/exporter-prometheus',
+    '@infersignal/node',
+  ],
   body: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining, ${SECONDS} s per window) in the parent, each server in its own forked process; ${PINNING}. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK} (each loaded for ${WARM_UP_SECONDS} s, unmeasured, first): identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs; each window follows an unmeasured ${PRIME_SECONDS} s of load on the same server; each round loads every instrumented variant once, in rotated order, with a bare window before, between and after them (bare v1 bare v2 … bare), and divides each variant's CPU µs per request by the mean of **the two bare windows either side of it** (about a second apart), so the machine's drift in speed over a round cancels; the table gives the median and, in brackets, the interquartile range of those ratios. Bare's own row applies the same estimator to its inner windows (each over its two bare neighbours): its spread is the noise floor of the method. Every instrumented variant exposes Prometheus on loopback and is scraped as each window starts and every second after (with ${SECONDS} s windows, one scrape per window: 30× more often than a 15 s scrape interval), so collection and serialization are in the figure. The servers run the built packages (\`dist/\`).
 
 - *hand-written hook*: \`onRequest\`/\`onResponse\` (Express: \`res.on('finish')\`) recording one OTel histogram and one counter, Prometheus exporter — the minimal thing one would write by hand.

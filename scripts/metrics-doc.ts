@@ -5,7 +5,16 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ATTR, BUCKETS, DEFAULT_THRESHOLDS, HISTOGRAM_BUCKETS, METRICS, SPANS, prometheusName, type InstrumentSpec } from '../packages/core/src/index';
+import {
+  ATTR,
+  BUCKETS,
+  DEFAULT_THRESHOLDS,
+  HISTOGRAM_BUCKETS,
+  METRICS,
+  SPANS,
+  prometheusName,
+  type InstrumentSpec,
+} from '../packages/core/src/index';
 
 function thresholdText(spec: InstrumentSpec): string {
   if (!spec.feeds) return '';
@@ -63,7 +72,9 @@ garbage, for a duration the attribute already gives.
 
 | set | boundaries |
 |---|---|
-${Object.entries(BUCKETS).map(([name, b]) => `| ${name} | ${b.join(', ')} |`).join('\n')}
+${Object.entries(BUCKETS)
+  .map(([name, b]) => `| ${name} | ${b.join(', ')} |`)
+  .join('\n')}
 `;
 }
 

@@ -18,8 +18,21 @@ function runSuite(suite: string): Promise<{ code: number; stdout: string; stderr
     execFile(
       process.execPath,
       ['--import', 'tsx', `benchmarks/${suite}.ts`],
-      { cwd: ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: `${ROOT}benchmarks/tsconfig.json`, BENCH_SMOKE: '1', BENCH_SECONDS: '', BENCH_ROUNDS: '', BENCH_TASK_MS: '' }, timeout: 50_000, maxBuffer: 16 * 2 ** 20 },
-      (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          TSX_TSCONFIG_PATH: `${ROOT}benchmarks/tsconfig.json`,
+          BENCH_SMOKE: '1',
+          BENCH_SECONDS: '',
+          BENCH_ROUNDS: '',
+          BENCH_TASK_MS: '',
+        },
+        timeout: 50_000,
+        maxBuffer: 16 * 2 ** 20,
+      },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }

@@ -26,7 +26,11 @@ interface Run {
 }
 
 /** Runs the demo the way `pnpm demo` does (tsx, root tsconfig paths); `onStdout` may act on the output as it comes. */
-function runDemo(env: Record<string, string>, timeoutMs: number, onStdout?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<Run> {
+function runDemo(
+  env: Record<string, string>,
+  timeoutMs: number,
+  onStdout?: (text: string, child: ReturnType<typeof spawn>) => void,
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', TSX, DEMO_MAIN], {
       cwd: ROOT,
@@ -86,18 +90,35 @@ describe('pnpm demo', () => {
 
     // One row per stage: name, seconds, requests, sent/s, ok/s, latencies …
     for (const stage of ['0.5x', '0.9x', '1.1x', '2x']) {
-      expect(stdout).toMatch(new RegExp(`^${stage.replace('.', '\\.')} \\d+/s +\\d+\\.\\d +\\d+ +\\d+\\.\\d +\\d+\\.\\d +(\\d+\\.\\d|-) `, 'm'));
+      expect(stdout).toMatch(
+        new RegExp(
+          `^${stage.replace('.', '\\.')} \\d+/s +\\d+\\.\\d +\\d+ +\\d+\\.\\d +\\d+\\.\\d +(\\d+\\.\\d|-) `,
+          'm',
+        ),
+      );
     }
     expect(stdout).toMatch(/^total +\d+\.\d +\d+ /m);
     expect(stdout).toContain('signal levels per second');
     // A lane per signal: one mark per second, a bar between stages.
-    for (const series of ['capacity\\[infer\\]', 'queue_wait\\[infer\\]', 'queue_occupancy\\[infer\\]', 'event_loop', 'stream_interruptions', 'model_load']) {
+    for (const series of [
+      'capacity\\[infer\\]',
+      'queue_wait\\[infer\\]',
+      'queue_occupancy\\[infer\\]',
+      'event_loop',
+      'stream_interruptions',
+      'model_load',
+    ]) {
       expect(stdout).toMatch(new RegExp(`^ {2}${series} +[.wC]+(\\|[.wC]+){3}$`, 'm'));
     }
 
     const result = JSON.parse(readFileSync(out, 'utf8')) as {
       probe: { rps: number };
-      ramp: { stages: { requests: number; targetRate: number }[]; alerts: unknown[]; firstFailure: unknown; leadTimes: { text: string }[] };
+      ramp: {
+        stages: { requests: number; targetRate: number }[];
+        alerts: unknown[];
+        firstFailure: unknown;
+        leadTimes: { text: string }[];
+      };
     };
     expect(result.probe.rps).toBeGreaterThan(0);
     expect(result.ramp.stages).toHaveLength(4);
@@ -110,7 +131,9 @@ describe('pnpm demo', () => {
     if (result.ramp.firstFailure) {
       expect(stdout).toMatch(/^first failure: \w+ \(.+\) at \d+\.\d s$/m);
       expect(stdout).toMatch(/fired \d+\.\d s (before|after) the first/);
-      expect(stdout).toMatch(/^>>> (first warning: .+ raised \d+\.\d s before the first failed request|no warning was standing when the first request failed) \(.+\)$/m);
+      expect(stdout).toMatch(
+        /^>>> (first warning: .+ raised \d+\.\d s before the first failed request|no warning was standing when the first request failed) \(.+\)$/m,
+      );
     } else {
       expect(stdout).toContain('>>> no failed request in this run');
     }

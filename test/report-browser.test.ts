@@ -13,10 +13,19 @@ import { startQueueServer } from '../packages/bench/test/helpers';
  */
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`report-browser.test: skipped, ${CHROMIUM} is missing (Debian package "chromium"; .ci/run installs it)`);
+if (!hasChromium)
+  console.warn(`report-browser.test: skipped, ${CHROMIUM} is missing (Debian package "chromium"; .ci/run installs it)`);
 
 const artifacts = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 let browser: Browser | null = null;
 let result: BenchResult;
@@ -70,7 +79,15 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
     }
     const quiet = await startQueueServer();
     try {
-      calm = await runBench({ target: `${quiet.url}/v1/infer`, body: { input: [1] }, rate: 50, durationMs: 1500, timeoutMs: 5000, metricsUrl: quiet.metricsUrl, scrapeIntervalMs: 250 });
+      calm = await runBench({
+        target: `${quiet.url}/v1/infer`,
+        body: { input: [1] },
+        rate: 50,
+        durationMs: 1500,
+        timeoutMs: 5000,
+        metricsUrl: quiet.metricsUrl,
+        scrapeIntervalMs: 250,
+      });
     } finally {
       await quiet.close();
     }
@@ -111,17 +128,23 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
       const chart = page.locator('svg[data-chart]');
       expect(await chart.locator('[data-marker="alert"]').count()).toBe(result.alerts.length);
       expect(await chart.locator('[data-marker="first-failure"]').count()).toBe(1);
-      expect(await chart.locator('[data-marker="first-failure"]').getAttribute('data-at-ms')).toBe(String(Math.round(result.firstFailure!.atMs * 1000) / 1000));
+      expect(await chart.locator('[data-marker="first-failure"]').getAttribute('data-at-ms')).toBe(
+        String(Math.round(result.firstFailure!.atMs * 1000) / 1000),
+      );
 
       const best = headline(result);
       const lead = chart.locator('[data-role="lead-time"]');
       expect(await lead.count()).toBe(1);
       expect(await lead.getAttribute('data-lead-seconds')).toBe(String(best.leadSeconds));
-      expect(await lead.locator('text').textContent()).toBe(`${best.signal} ${best.level.toUpperCase()}: ${best.leadSeconds!.toFixed(1)} s lead`);
+      expect(await lead.locator('text').textContent()).toBe(
+        `${best.signal} ${best.level.toUpperCase()}: ${best.leadSeconds!.toFixed(1)} s lead`,
+      );
       expect(await chart.locator('[data-statement="lead-time"]').textContent()).toBe(best.text);
 
       // The picture's claim, measured on screen: the earliest alert's line stands left of the first failure's.
-      const alertLine = chart.locator(`[data-marker="alert"][data-signal="${best.signal}"][data-level="${best.level}"] line`).first();
+      const alertLine = chart
+        .locator(`[data-marker="alert"][data-signal="${best.signal}"][data-level="${best.level}"] line`)
+        .first();
       const failureLine = chart.locator('[data-marker="first-failure"] line');
       const a = (await alertLine.boundingBox())!;
       const f = (await failureLine.boundingBox())!;
@@ -129,7 +152,9 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
       expect(a.x).toBeLessThan(f.x);
       // Summary tables are there with the run's numbers.
       expect(await page.locator('table[data-table="stages"] tbody tr').count()).toBe(3);
-      expect(await page.locator('table[data-table="stages"] tbody tr').nth(1).locator('td').nth(2).textContent()).toBe(String(result.stages[1].requests));
+      expect(await page.locator('table[data-table="stages"] tbody tr').nth(1).locator('td').nth(2).textContent()).toBe(
+        String(result.stages[1].requests),
+      );
 
       await page.screenshot({ path: `${artifacts}report.png`, fullPage: true });
     } finally {
@@ -145,10 +170,15 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
       expect(requests).toEqual([url]);
       const chart = page.locator('svg[data-chart]');
       expect(await chart.locator('[data-marker="first-failure"]').count()).toBe(0);
-      expect(await chart.locator('[data-statement="no-failures"]').textContent()).toBe('No request failed during this run: no first-failure marker.');
+      expect(await chart.locator('[data-statement="no-failures"]').textContent()).toBe(
+        'No request failed during this run: no first-failure marker.',
+      );
       expect(await chart.locator('[data-statement="no-errors"]').isVisible()).toBe(true);
       expect(await chart.locator('[data-marker="alert"]').count()).toBe(calm.alerts.length);
-      if (calm.alerts.length === 0) expect(await chart.locator('[data-statement="no-alerts"]').textContent()).toBe('No alerts fired during this run.');
+      if (calm.alerts.length === 0)
+        expect(await chart.locator('[data-statement="no-alerts"]').textContent()).toBe(
+          'No alerts fired during this run.',
+        );
       await page.screenshot({ path: `${artifacts}report-calm.png`, fullPage: true });
     } finally {
       await page.close();
@@ -164,7 +194,9 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
       expect(await chart.getAttribute('data-runs')).toBe('2');
       expect(await chart.locator('[data-marker="alert"][data-run="a"]').count()).toBe(result.alerts.length);
       expect(await chart.locator('[data-marker="alert"][data-run="b"]').count()).toBe(calm.alerts.length);
-      expect(await chart.locator('[data-series="achieved"][data-run="b"]').getAttribute('stroke-dasharray')).toBe('6 3');
+      expect(await chart.locator('[data-series="achieved"][data-run="b"]').getAttribute('stroke-dasharray')).toBe(
+        '6 3',
+      );
       await page.screenshot({ path: `${artifacts}report-compare.png`, fullPage: true });
     } finally {
       await page.close();
@@ -174,5 +206,6 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
 
 afterAll(() => {
   // Keep the JSON next to the screenshot for whoever looks at the artifact.
-  if (hasChromium && result) writeFileSync(`${artifacts}report-leads.txt`, `${result.leadTimes.map((l) => l.text).join('\n')}\n`);
+  if (hasChromium && result)
+    writeFileSync(`${artifacts}report-leads.txt`, `${result.leadTimes.map((l) => l.text).join('\n')}\n`);
 });

@@ -15,7 +15,8 @@ function positive(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
   return value;
 }
 
@@ -50,13 +51,16 @@ export const CHILD_ENV: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH:
 function checkBuilt(): void {
   const resolved = fileURLToPath(import.meta.resolve('@infersignal/core'));
   if (!resolved.includes(`${sep}dist${sep}`)) {
-    throw new Error(`benchmarks measure the built packages, but @infersignal/core resolved to ${resolved}: run them with \`pnpm bench:<suite>\` (or TSX_TSCONFIG_PATH=${BENCH_TSCONFIG})`);
+    throw new Error(
+      `benchmarks measure the built packages, but @infersignal/core resolved to ${resolved}: run them with \`pnpm bench:<suite>\` (or TSX_TSCONFIG_PATH=${BENCH_TSCONFIG})`,
+    );
   }
   const packages = join(dirname(BENCH_TSCONFIG), '..', 'packages');
   for (const name of readdirSync(packages)) {
     const built = join(packages, name, 'dist', 'index.js');
     const newest = newestMtime(join(packages, name, 'src'));
-    if (existsSync(built) && newest > statSync(built).mtimeMs) throw new Error(`packages/${name}/dist is older than its src: run \`pnpm build\` (\`pnpm bench:<suite>\` does)`);
+    if (existsSync(built) && newest > statSync(built).mtimeMs)
+      throw new Error(`packages/${name}/dist is older than its src: run \`pnpm build\` (\`pnpm bench:<suite>\` does)`);
   }
 }
 

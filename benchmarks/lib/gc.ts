@@ -11,6 +11,10 @@ import { CHILD_ENV } from './env';
 export function exposedGc(moduleUrl: string): () => void {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc) return gc;
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(moduleUrl)], { cwd: ROOT, stdio: 'inherit', env: CHILD_ENV });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(moduleUrl)], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: CHILD_ENV,
+  });
   process.exit(r.status ?? 1);
 }

@@ -4,7 +4,13 @@
  * (counting it), so every variant pays the SDK's real recording and
  * collection costs and none pays for I/O the others do not do.
  */
-import { AggregationTemporality, MetricReader, type MetricProducer, type PushMetricExporter, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  MetricReader,
+  type MetricProducer,
+  type PushMetricExporter,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 
 /** `ExportResultCode.SUCCESS` of @opentelemetry/core (not a dependency here). */
@@ -26,7 +32,8 @@ export class DropMetricExporter implements PushMetricExporter {
   points = 0;
   export(metrics: ResourceMetrics, done: (result: ExportResult) => void): void {
     this.exports++;
-    for (const scope of metrics.scopeMetrics) for (const metric of scope.metrics) this.points += metric.dataPoints.length;
+    for (const scope of metrics.scopeMetrics)
+      for (const metric of scope.metrics) this.points += metric.dataPoints.length;
     done({ code: SUCCESS } as ExportResult);
   }
   selectAggregationTemporality(): AggregationTemporality {

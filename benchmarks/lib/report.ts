@@ -31,7 +31,11 @@ export function packageVersion(name: string): string {
     if (existsSync(own)) return (JSON.parse(readFileSync(own, 'utf8')) as { version: string }).version;
   }
   const packagesDir = `${ROOT}packages/`;
-  const bases = [`${BENCH_DIR}node_modules/`, `${ROOT}node_modules/`, ...readdirSync(packagesDir).map((p) => `${packagesDir}${p}/node_modules/`)];
+  const bases = [
+    `${BENCH_DIR}node_modules/`,
+    `${ROOT}node_modules/`,
+    ...readdirSync(packagesDir).map((p) => `${packagesDir}${p}/node_modules/`),
+  ];
   for (const base of bases) {
     const path = `${base}${name}/package.json`;
     if (existsSync(path)) return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
@@ -58,7 +62,11 @@ export function printVerdict(suite: SuiteName, goals: readonly Goal[]): string {
 }
 
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }
 
 const PREAMBLE = `# Benchmarks
@@ -96,7 +104,10 @@ function skeleton(): string {
  * Writes the suite's section: title, command, machine, versions, body,
  * verdict. Nothing is written in smoke mode.
  */
-export function writeSection(suite: SuiteName, options: { title: string; command: string; packages: readonly string[]; body: string; verdict: string }): void {
+export function writeSection(
+  suite: SuiteName,
+  options: { title: string; command: string; packages: readonly string[]; body: string; verdict: string },
+): void {
   if (SMOKE) return;
   const doc = existsSync(DOC) ? readFileSync(DOC, 'utf8') : skeleton();
   const start = `<!-- suite:${suite} -->`;
@@ -119,7 +130,10 @@ export function writeSection(suite: SuiteName, options: { title: string; command
   ].join('\n');
   const from = doc.indexOf(start);
   const to = doc.indexOf(end);
-  const next = from >= 0 && to > from ? doc.slice(0, from) + section + doc.slice(to + end.length) : `${doc.trimEnd()}\n\n${section}\n`;
+  const next =
+    from >= 0 && to > from
+      ? doc.slice(0, from) + section + doc.slice(to + end.length)
+      : `${doc.trimEnd()}\n\n${section}\n`;
   // The preamble describes the knobs and method, which change with the code: rewritten every time.
   const firstSuite = next.indexOf('<!-- suite:');
   writeFileSync(DOC, `${PREAMBLE}\n${next.slice(firstSuite)}`);

@@ -113,7 +113,8 @@ async function setup(variant: Variant): Promise<Telemetry> {
     // same three histograms (names, buckets, attribute sets), nothing else.
     const { METRICS, ATTR, HISTOGRAM_BUCKETS } = await import('@infersignal/core');
     const { meter, metricsUrl } = await prometheusMeter('otel-calls');
-    const histogram = (name: string) => meter.createHistogram(name, { unit: 's', advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[name]!] } });
+    const histogram = (name: string) =>
+      meter.createHistogram(name, { unit: 's', advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[name]!] } });
     const queueWait = histogram(METRICS.queueWait.name);
     const inference = histogram(METRICS.inferenceDuration.name);
     const request = histogram(METRICS.requestDuration.name);
@@ -176,7 +177,11 @@ async function setup(variant: Variant): Promise<Telemetry> {
     prometheus: { host: '127.0.0.1', port: 0 },
     otlp: false,
     // The traces variant keeps start()'s default export mode (producer) and adds spans.
-    ...(variant === 'infersignal-api' ? { exportMode: 'api' as const } : variant === 'infersignal-producer' ? { exportMode: 'producer' as const } : {}),
+    ...(variant === 'infersignal-api'
+      ? { exportMode: 'api' as const }
+      : variant === 'infersignal-producer'
+        ? { exportMode: 'producer' as const }
+        : {}),
     ...(traces ? { traces: true, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
   });
   const address = await signal.prometheus!.ready;
@@ -200,7 +205,8 @@ let expressMiddleware: ((monitor: import('@infersignal/core').Monitor) => import
 
 async function main(): Promise<void> {
   const [framework, variant] = process.argv.slice(2) as [Framework, Variant];
-  if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant)) throw new Error(`usage: server-child <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`);
+  if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant))
+    throw new Error(`usage: server-child <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`);
   if (framework === 'express' && variant.startsWith('infersignal')) {
     const { inferSignal } = await import('@infersignal/express');
     expressMiddleware = (monitor) => inferSignal(monitor);
@@ -243,7 +249,12 @@ async function main(): Promise<void> {
       cpu0 = process.cpuUsage();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
-      send({ type: 'window', cpuUs: cpu.user + cpu.system, requests: served - served0, spans: telemetry.spans() - spans0 });
+      send({
+        type: 'window',
+        cpuUs: cpu.user + cpu.system,
+        requests: served - served0,
+        spans: telemetry.spans() - spans0,
+      });
     } else if (message.type === 'exit') {
       process.exit(0);
     }
@@ -257,6 +268,6 @@ function send(message: ChildMessage): void {
 }
 
 main().catch((error: unknown) => {
-    send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-    process.exit(1);
-  });
+  send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  process.exit(1);
+});

@@ -11,7 +11,16 @@ import { CHILD_ENV } from './env';
 
 export const FRAMEWORKS = ['fastify', 'express'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
-export const VARIANTS = ['bare', 'hook', 'otel-calls', 'infersignal-api', 'infersignal-producer', 'otel-span', 'infersignal-traces', 'otel-http'] as const;
+export const VARIANTS = [
+  'bare',
+  'hook',
+  'otel-calls',
+  'infersignal-api',
+  'infersignal-producer',
+  'otel-span',
+  'infersignal-traces',
+  'otel-http',
+] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 export const VARIANT_LABEL: Record<Variant, string> = {
@@ -29,7 +38,6 @@ export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
   | { type: 'window'; cpuUs: number; requests: number; spans: number }
   | { type: 'error'; message: string };
-
 
 const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 
@@ -87,10 +95,13 @@ function scraper(url: string | null): { stop(): Promise<number> } {
   let scrapes = 0;
   let inflight: Promise<void> = Promise.resolve();
   const scrape = () => {
-    inflight = fetch(url).then(async (res) => {
-      await res.text();
-      if (res.ok) scrapes++;
-    }, () => {});
+    inflight = fetch(url).then(
+      async (res) => {
+        await res.text();
+        if (res.ok) scrapes++;
+      },
+      () => {},
+    );
   };
   scrape();
   const timer = setInterval(scrape, 1000);
@@ -122,7 +133,8 @@ export function pinCpus(): string {
 
 function pin(): { line: string; serverCpus: string | null } {
   const cpus = availableParallelism();
-  if (process.platform !== 'linux' || cpus < 2) return { line: 'not pinned (needs Linux and 2 CPUs or more)', serverCpus: null };
+  if (process.platform !== 'linux' || cpus < 2)
+    return { line: 'not pinned (needs Linux and 2 CPUs or more)', serverCpus: null };
   try {
     execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
   } catch {
@@ -136,8 +148,16 @@ export async function startServer(framework: Framework, variant: Variant): Promi
   const node = ['--import', 'tsx'];
   // fork() runs `execPath ...execArgv module`: taskset execs node in place, so the IPC channel is node's.
   const serverCpus = pinning?.serverCpus ?? null;
-  const launch = serverCpus === null ? { execArgv: node } : { execPath: 'taskset', execArgv: ['-c', serverCpus, process.execPath, ...node] };
-  const child = fork(CHILD, [framework, variant], { cwd: ROOT, env: CHILD_ENV, ...launch, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const launch =
+    serverCpus === null
+      ? { execArgv: node }
+      : { execPath: 'taskset', execArgv: ['-c', serverCpus, process.execPath, ...node] };
+  const child = fork(CHILD, [framework, variant], {
+    cwd: ROOT,
+    env: CHILD_ENV,
+    ...launch,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const ready = (await next(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
   return {
     framework,

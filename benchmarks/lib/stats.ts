@@ -25,14 +25,23 @@ function quantile(sorted: readonly number[], q: number): number {
 
 export function spread(values: readonly number[]): Spread {
   const sorted = [...values].sort((a, b) => a - b);
-  return { median: median(values), min: sorted[0]!, max: sorted[sorted.length - 1]!, q1: quantile(sorted, 0.25), q3: quantile(sorted, 0.75), n: values.length };
+  return {
+    median: median(values),
+    min: sorted[0]!,
+    max: sorted[sorted.length - 1]!,
+    q1: quantile(sorted, 0.25),
+    q3: quantile(sorted, 0.75),
+    n: values.length,
+  };
 }
 
 /** From this many rounds on, the bracket shows the interquartile range: the full range of 20 short windows mostly shows the noisiest one. */
 const IQR_FROM = 8;
 
 function bracket(s: Spread, digits: number): string {
-  return s.n >= IQR_FROM ? `IQR ${s.q1.toFixed(digits)}–${s.q3.toFixed(digits)}` : `${s.min.toFixed(digits)}–${s.max.toFixed(digits)}`;
+  return s.n >= IQR_FROM
+    ? `IQR ${s.q1.toFixed(digits)}–${s.q3.toFixed(digits)}`
+    : `${s.min.toFixed(digits)}–${s.max.toFixed(digits)}`;
 }
 
 /**

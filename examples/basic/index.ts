@@ -17,7 +17,7 @@ const monitor = createMonitor({
 });
 const queue = monitor.queue('infer', { concurrency: 2, capacity: 24 });
 
-const server = createServer((req, res) => {
+const server = createServer((_req, res) => {
   const admission = queue.admit();
   if (!admission.admit) {
     queue.reject('tiny-mlp');

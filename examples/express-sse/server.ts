@@ -53,14 +53,20 @@ async function* generate(model: string, prompt: string, count: number, signal: A
 }
 
 function overloaded(res: Response, retryAfterSeconds: number): void {
-  res.status(503).set('retry-after', String(Math.max(1, Math.ceil(retryAfterSeconds)))).json({ error: 'overloaded' });
+  res
+    .status(503)
+    .set('retry-after', String(Math.max(1, Math.ceil(retryAfterSeconds))))
+    .json({ error: 'overloaded' });
 }
 
 const app = express();
 app.use(express.json({ limit: '64kb' }));
 app.use(readinessRouter(monitor));
 // After the body parser, so the model label can come from the body; shed at CRITICAL.
-app.use('/v1', inferSignal(monitor, { queue, shed: true, model: (req) => pickModel(req.body?.model ?? req.query.model) }));
+app.use(
+  '/v1',
+  inferSignal(monitor, { queue, shed: true, model: (req) => pickModel(req.body?.model ?? req.query.model) }),
+);
 
 app.post('/v1/infer', async (req: Request, res: Response) => {
   const signal = req.inferSignal!;
@@ -115,12 +121,15 @@ function summary(snapshot: Snapshot): string {
   const q = snapshot.queues.infer;
   const parts = [`level=${snapshot.level}`];
   if (q) {
-    parts.push(`queue infer: waiting=${q.waiting} inFlight=${q.inFlight} occupancy=${q.occupancy.toFixed(2)} p95Wait=${q.waitQuantileSeconds.toFixed(3)}s completed=${q.completed} (${q.level})`);
+    parts.push(
+      `queue infer: waiting=${q.waiting} inFlight=${q.inFlight} occupancy=${q.occupancy.toFixed(2)} p95Wait=${q.waitQuantileSeconds.toFixed(3)}s completed=${q.completed} (${q.level})`,
+    );
   }
   for (const [model, s] of Object.entries(snapshot.streams)) {
     parts.push(`streams ${model}: ${(s.interruptedRatio * 100).toFixed(1)}% interrupted of ${s.samples} (${s.level})`);
   }
-  if (snapshot.active.length > 0) parts.push(`active: ${snapshot.active.map((a) => `${a.signal}=${a.level}`).join(', ')}`);
+  if (snapshot.active.length > 0)
+    parts.push(`active: ${snapshot.active.map((a) => `${a.signal}=${a.level}`).join(', ')}`);
   return `[snapshot] ${parts.join(' | ')}`;
 }
 
@@ -128,7 +137,9 @@ const server: Server = app.listen(PORT, HOST, () => {
   const { address, port } = server.address() as AddressInfo;
   const base = `http://${address}:${port}`;
   console.log(`InferSignal express-sse example listening on ${base}`);
-  console.log(`  curl -s -X POST ${base}/v1/infer -H 'content-type: application/json' -d '{"prompt":"hi","model":"small-llm"}'`);
+  console.log(
+    `  curl -s -X POST ${base}/v1/infer -H 'content-type: application/json' -d '{"prompt":"hi","model":"small-llm"}'`,
+  );
   console.log(`  curl -N '${base}/v1/stream?prompt=hi'`);
   console.log(`  curl -s ${base}/healthz/ready`);
 });

@@ -10,9 +10,20 @@ import { ATTR, METRICS, type Monitor } from '@infersignal/core';
 import { inferSignal as expressSignal, inferSignalErrors } from '@infersignal/express';
 import { inferSignal as fastifySignal } from '@infersignal/fastify';
 import { figure, monitorWithReader, pool, rng, until, type Exported } from './helpers';
-import { express, listenExpress, listenFastify, newExpress, newFastify, tick, type Listening, type NextFunction, type Request, type Response } from './servers';
+import {
+  express,
+  listenExpress,
+  listenFastify,
+  newExpress,
+  newFastify,
+  tick,
+  type Listening,
+  type NextFunction,
+  type Request,
+  type Response,
+} from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -61,11 +72,19 @@ function kill(socket: Socket, random: () => number): void {
 }
 
 /** One client that aborts at `kind`; resolves once it has gone away. */
-async function abortingClient(url: string, kind: Kind, id: string, arrivals: Arrivals, random: () => number): Promise<void> {
+async function abortingClient(
+  url: string,
+  kind: Kind,
+  id: string,
+  arrivals: Arrivals,
+  random: () => number,
+): Promise<void> {
   const socket = await open(url);
   if (kind === 'before-body' || kind === 'mid-body') {
     const body = 'x'.repeat(1000);
-    socket.write(`POST /upload HTTP/1.1\r\nhost: 127.0.0.1\r\nx-id: ${id}\r\ncontent-type: application/octet-stream\r\ncontent-length: ${body.length}\r\n\r\n`);
+    socket.write(
+      `POST /upload HTTP/1.1\r\nhost: 127.0.0.1\r\nx-id: ${id}\r\ncontent-type: application/octet-stream\r\ncontent-length: ${body.length}\r\n\r\n`,
+    );
     if (kind === 'mid-body') socket.write(body.slice(0, 1 + Math.floor(random() * (body.length - 2))));
     await arrivals.wait(id);
     return kill(socket, random);
@@ -106,7 +125,11 @@ async function expressServer(): Promise<Built> {
     const signal = req.inferSignal!;
     const sse = signal.sse();
     signal.start();
-    void sseEvents((i) => sse.send(`ev${i}`), () => sse.end(), () => sse.closed);
+    void sseEvents(
+      (i) => sse.send(`ev${i}`),
+      () => sse.end(),
+      () => sse.closed,
+    );
     void res;
   });
   app.use(inferSignalErrors());
@@ -130,7 +153,11 @@ async function fastifyServer(): Promise<Built> {
     const signal = request.inferSignal!;
     const sse = signal.sse();
     signal.start();
-    await sseEvents((i) => sse.send(`ev${i}`), () => sse.end(), () => sse.closed);
+    await sseEvents(
+      (i) => sse.send(`ev${i}`),
+      () => sse.end(),
+      () => sse.closed,
+    );
   });
   const server = await listenFastify(app);
   cleanup.push(() => server.close());
@@ -142,7 +169,10 @@ async function abortRun(name: string, build: () => Promise<Built>): Promise<void
   const random = rng(name === 'express' ? 5 : 11);
   const total = 1000;
   const kinds = Array.from({ length: total }, () => KINDS[Math.floor(random() * KINDS.length)]);
-  const planned = Object.fromEntries(KINDS.map((k) => [k, kinds.filter((x) => x === k).length])) as Record<Kind, number>;
+  const planned = Object.fromEntries(KINDS.map((k) => [k, kinds.filter((x) => x === k).length])) as Record<
+    Kind,
+    number
+  >;
   await pool(total, 50, (i) => abortingClient(server.url, kinds[i], `${name}-${i}`, arrivals, random));
   await until(() => monitor.snapshot().queues.q?.completed === total, 10_000, `${total} requests counted`);
   // Anything counted twice would show up as more than `total` after a few more turns.
@@ -166,7 +196,15 @@ async function abortRun(name: string, build: () => Promise<Built>): Promise<void
   expect(streams.completed ?? 0).toBe(outcomes.completed ?? 0);
   expect(exported.count(METRICS.timeToFirstToken.name)).toBe(sse);
   expect(monitor.snapshot().queues.q).toMatchObject({ inFlight: 0, waiting: 0, completed: total });
-  figure(`5 ${name} aborts`, { total, ...planned, counted, cancelled: outcomes.cancelled, completed: outcomes.completed ?? 0, streams: sse, streamsCancelled: streams.cancelled ?? 0 });
+  figure(`5 ${name} aborts`, {
+    total,
+    ...planned,
+    counted,
+    cancelled: outcomes.cancelled,
+    completed: outcomes.completed ?? 0,
+    streams: sse,
+    streamsCancelled: streams.cancelled ?? 0,
+  });
 }
 
 describe('case 5: 1 000 client aborts at random points', () => {
@@ -234,7 +272,12 @@ async function runRoutes(
   const expected: Record<string, number> = {};
   for (const route of Object.values(routes)) expected[route.outcome] = (expected[route.outcome] ?? 0) + n;
   expect(exported.by(METRICS.requests.name, ATTR.outcome)).toEqual(expected);
-  return { requests: done, counted: exported.sum(METRICS.requests.name), durationSamples: exported.count(METRICS.requestDuration.name), ...counts };
+  return {
+    requests: done,
+    counted: exported.sum(METRICS.requests.name),
+    durationSamples: exported.count(METRICS.requestDuration.name),
+    ...counts,
+  };
 }
 
 describe('case 6: both error and close fire for one response', () => {
@@ -291,7 +334,9 @@ describe('case 6: both error and close fire for one response', () => {
     };
     const app = newFastify();
     await app.register(fastifySignal, { monitor: t.monitor, queue: 'q' });
-    app.addHook('onRequest', async (request, reply) => routes[request.url as keyof typeof routes]?.fired.watch(reply.raw));
+    app.addHook('onRequest', async (request, reply) =>
+      routes[request.url as keyof typeof routes]?.fired.watch(reply.raw),
+    );
     app.get('/destroy', (_request, reply) => {
       reply.hijack();
       reply.raw.writeHead(200, { 'content-type': 'text/plain' });

@@ -13,7 +13,7 @@ import { inferSignal as fastifySignal } from '@infersignal/fastify';
 import { figure, httpRequest, monitorWithReader, pool } from './helpers';
 import { listenExpress, listenFastify, newExpress, newFastify } from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });

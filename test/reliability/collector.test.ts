@@ -10,10 +10,21 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { inferSignal } from '@infersignal/fastify';
 import { start, type InferSignal, type StartOptions } from '@infersignal/node';
-import { MiB, blackHole, captureUnhandled, figure, heapAfterGc, httpRequest, pool, quantile, refusedEndpoint, until } from './helpers';
+import {
+  MiB,
+  blackHole,
+  captureUnhandled,
+  figure,
+  heapAfterGc,
+  httpRequest,
+  pool,
+  quantile,
+  refusedEndpoint,
+  until,
+} from './helpers';
 import { listenFastify, newFastify, tick, type Listening } from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -47,7 +58,12 @@ async function fastifyOn(s: InferSignal): Promise<Listening> {
 }
 
 /** Sends `n` requests at `concurrency`; returns client latencies (ms) and the statuses that were not 200. */
-async function load(url: string, agent: Agent, n: number, concurrency: number): Promise<{ ms: number[]; failed: number }> {
+async function load(
+  url: string,
+  agent: Agent,
+  n: number,
+  concurrency: number,
+): Promise<{ ms: number[]; failed: number }> {
   const ms: number[] = [];
   let failed = 0;
   await pool(n, concurrency, async () => {
@@ -75,7 +91,10 @@ async function scrapeDropped(s: InferSignal): Promise<Record<string, number>> {
   const address = await s.prometheus!.ready;
   const text = await (await fetch(address!.url)).text();
   const out: Record<string, number> = {};
-  for (const match of text.matchAll(/^infersignal_export_dropped_total\{[^}]*infersignal_export_signal="(\w+)"[^}]*\} (\d+)/gm)) out[match[1]] = Number(match[2]);
+  for (const match of text.matchAll(
+    /^infersignal_export_dropped_total\{[^}]*infersignal_export_signal="(\w+)"[^}]*\} (\d+)/gm,
+  ))
+    out[match[1]] = Number(match[2]);
   return out;
 }
 
@@ -133,7 +152,9 @@ describe('case 1: collector refusing connections for the whole run, at steady lo
 
     // Every request that went through the server was recorded (the collector being down loses nothing locally).
     const requestsText = await (await fetch((await s.prometheus!.ready)!.url)).text();
-    const recorded = [...requestsText.matchAll(/^infersignal_requests_total\{[^}]*infersignal_queue_name="http"[^}]*\} (\d+)/gm)].reduce((t, m) => t + Number(m[1]), 0);
+    const recorded = [
+      ...requestsText.matchAll(/^infersignal_requests_total\{[^}]*infersignal_queue_name="http"[^}]*\} (\d+)/gm),
+    ].reduce((t, m) => t + Number(m[1]), 0);
     expect(recorded).toBe(sent);
 
     await s.shutdown();
@@ -225,7 +246,10 @@ describe('case 15: shutdown while everything is failing', () => {
     cleanup.push(() => hole.close());
     const timeoutMs = 300;
     const t0 = performance.now();
-    const proc = spawn(process.execPath, ['--import', 'tsx', child, hole.url, String(timeoutMs)], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', child, hole.url, String(timeoutMs)], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let printedAt = 0;
@@ -240,7 +264,12 @@ describe('case 15: shutdown while everything is failing', () => {
     const exitedAt = performance.now();
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const out = JSON.parse(stdout.trim()) as { shutdownMs: number; webhookPending: number; exportAttempts: number; metricsDropped: number };
+    const out = JSON.parse(stdout.trim()) as {
+      shutdownMs: number;
+      webhookPending: number;
+      exportAttempts: number;
+      metricsDropped: number;
+    };
     // Everything was really failing when shutdown began.
     expect(out.webhookPending).toBeGreaterThanOrEqual(1);
     expect(hole.accepted()).toBeGreaterThanOrEqual(2);
@@ -248,7 +277,12 @@ describe('case 15: shutdown while everything is failing', () => {
     expect(out.shutdownMs).toBeLessThan(timeoutMs + 250);
     // … and nothing InferSignal left behind kept the process alive after it.
     const lingerMs = exitedAt - printedAt;
-    figure('15 shutdown while failing', { shutdownMs: out.shutdownMs, exitAfterShutdownMs: lingerMs, totalChildMs: exitedAt - t0, collectorConnections: hole.accepted() });
+    figure('15 shutdown while failing', {
+      shutdownMs: out.shutdownMs,
+      exitAfterShutdownMs: lingerMs,
+      totalChildMs: exitedAt - t0,
+      collectorConnections: hole.accepted(),
+    });
     expect(lingerMs).toBeLessThan(1000);
   });
 });

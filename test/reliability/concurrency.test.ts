@@ -13,7 +13,7 @@ import { inferSignal as fastifySignal } from '@infersignal/fastify';
 import { figure, httpRequest, monitorWithReader, sleep } from './helpers';
 import { listenExpress, listenFastify, newExpress, newFastify, type Listening } from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -25,7 +25,9 @@ async function fireAll(url: string): Promise<{ ok: number; failed: number; ms: n
   const agent = new Agent({ keepAlive: true, maxSockets: SOCKETS });
   const t0 = performance.now();
   try {
-    const replies = await Promise.all(Array.from({ length: N }, (_, i) => httpRequest(`${url}/infer?i=${i}`, { agent }).catch(() => ({ status: 0 }))));
+    const replies = await Promise.all(
+      Array.from({ length: N }, (_, i) => httpRequest(`${url}/infer?i=${i}`, { agent }).catch(() => ({ status: 0 }))),
+    );
     const ok = replies.filter((r) => r.status === 200).length;
     return { ok, failed: N - ok, ms: performance.now() - t0 };
   } finally {
@@ -33,7 +35,13 @@ async function fireAll(url: string): Promise<{ ok: number; failed: number; ms: n
   }
 }
 
-async function check(name: string, monitor: Monitor, collect: () => Promise<import('./helpers').Exported>, server: Listening, peak: () => number): Promise<void> {
+async function check(
+  name: string,
+  monitor: Monitor,
+  collect: () => Promise<import('./helpers').Exported>,
+  server: Listening,
+  peak: () => number,
+): Promise<void> {
   const sent = await fireAll(server.url);
   expect(sent.failed).toBe(0);
   const exported = await collect();
@@ -48,7 +56,14 @@ async function check(name: string, monitor: Monitor, collect: () => Promise<impo
   expect(monitor.snapshot().queues[name]).toMatchObject({ inFlight: 0, waiting: 0, completed: N });
   // Hundreds of requests really were in flight together.
   expect(peak()).toBeGreaterThanOrEqual(100);
-  figure(`4 ${name} ${N} concurrent`, { sent: N, recorded: exported.sum(METRICS.requests.name, q), sockets: SOCKETS, peakInFlight: peak(), wallMs: sent.ms, inFlightAfter: 0 });
+  figure(`4 ${name} ${N} concurrent`, {
+    sent: N,
+    recorded: exported.sum(METRICS.requests.name, q),
+    sockets: SOCKETS,
+    peakInFlight: peak(),
+    wallMs: sent.ms,
+    inFlightAfter: 0,
+  });
 }
 
 describe('case 4: 10 000 concurrent requests', () => {

@@ -7,7 +7,13 @@
 import * as fc from 'fast-check';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_THRESHOLDS, InferSignalConfigError, createMonitor, type Monitor, type MonitorOptions } from '@infersignal/core';
+import {
+  DEFAULT_THRESHOLDS,
+  InferSignalConfigError,
+  createMonitor,
+  type Monitor,
+  type MonitorOptions,
+} from '@infersignal/core';
 import { inferSignal as expressSignal } from '@infersignal/express';
 import { inferSignal as fastifySignal } from '@infersignal/fastify';
 import { createGpuSampler } from '@infersignal/gpu';
@@ -44,12 +50,18 @@ describe('case 12: invalid configuration', () => {
           checked++;
         }
       }
-      expect(fieldOf(() => createMonitor({ ...quiet, thresholds: { [group]: { nope: 1 } } }))).toBe(`thresholds.${group}.nope`);
+      expect(fieldOf(() => createMonitor({ ...quiet, thresholds: { [group]: { nope: 1 } } }))).toBe(
+        `thresholds.${group}.nope`,
+      );
     }
     expect(fieldOf(() => createMonitor({ ...quiet, thresholds: { nope: {} } as never }))).toBe('thresholds.nope');
     // Cross-field rules name the lower bound.
-    expect(fieldOf(() => createMonitor({ ...quiet, thresholds: { queue: { occupancyWarn: 0.9, occupancyCritical: 0.8 } } }))).toBe('thresholds.queue.occupancyWarn');
-    expect(fieldOf(() => createMonitor({ ...quiet, thresholds: { stream: { minSamples: 10, windowSize: 5 } } }))).toBe('thresholds.stream.minSamples');
+    expect(
+      fieldOf(() => createMonitor({ ...quiet, thresholds: { queue: { occupancyWarn: 0.9, occupancyCritical: 0.8 } } })),
+    ).toBe('thresholds.queue.occupancyWarn');
+    expect(fieldOf(() => createMonitor({ ...quiet, thresholds: { stream: { minSamples: 10, windowSize: 5 } } }))).toBe(
+      'thresholds.stream.minSamples',
+    );
     figure('12 threshold fields', { fieldsChecked: checked });
   });
 
@@ -66,7 +78,11 @@ describe('case 12: invalid configuration', () => {
       [{ thresholds: 'strict' as never }, 'thresholds'],
       [{ colour: 'blue' }, 'colour'],
     ];
-    for (const [options, field] of monitorCases) expect(fieldOf(() => createMonitor({ ...quiet, ...options } as MonitorOptions)), field).toBe(field);
+    for (const [options, field] of monitorCases)
+      expect(
+        fieldOf(() => createMonitor({ ...quiet, ...options } as MonitorOptions)),
+        field,
+      ).toBe(field);
 
     const m = createMonitor(quiet);
     expect(fieldOf(() => m.queue(''))).toBe('queue.name');
@@ -75,7 +91,9 @@ describe('case 12: invalid configuration', () => {
     expect(fieldOf(() => m.queue('q', { maxWaiting: -1 }))).toBe('queue(q).maxWaiting');
     expect(fieldOf(() => m.queue('q', { size: 3 } as never))).toBe('queue(q).size');
     expect(fieldOf(() => m.deviceMemory({ allocated: 1 as never, reserved: () => 1 }))).toBe('deviceMemory.allocated');
-    expect(fieldOf(() => m.deviceMemory({ allocated: () => 1, reserved: () => 1, intervalMs: -5 }))).toBe('deviceMemory.intervalMs');
+    expect(fieldOf(() => m.deviceMemory({ allocated: () => 1, reserved: () => 1, intervalMs: -5 }))).toBe(
+      'deviceMemory.intervalMs',
+    );
 
     const startCases: Array<[Record<string, unknown>, string]> = [
       [{ prometheus: { port: 70_000 } }, 'prometheus.port'],
@@ -89,7 +107,11 @@ describe('case 12: invalid configuration', () => {
       [{ thresholds: { queue: { occupancyWarn: 2 } } }, 'thresholds.queue.occupancyWarn'],
       [{ unknownOption: true }, 'unknownOption'],
     ];
-    for (const [options, field] of startCases) expect(fieldOf(() => start({ registerGlobals: false, prometheus: false, ...options } as never)), field).toBe(field);
+    for (const [options, field] of startCases)
+      expect(
+        fieldOf(() => start({ registerGlobals: false, prometheus: false, ...options } as never)),
+        field,
+      ).toBe(field);
 
     expect(fieldOf(() => expressSignal(m, { errorStatus: 99 }))).toBe('options.errorStatus');
     expect(fieldOf(() => expressSignal(m, { model: 'gpt' as never }))).toBe('options.model');
@@ -118,15 +140,25 @@ const anyValue = fc.oneof(
 
 const thresholdsArb = fc.dictionary(
   fc.constantFrom(...Object.keys(DEFAULT_THRESHOLDS)),
-  fc.dictionary(fc.constantFrom(...new Set(Object.values(DEFAULT_THRESHOLDS).flatMap((g) => Object.keys(g)))), anyValue, { maxKeys: 3 }),
+  fc.dictionary(
+    fc.constantFrom(...new Set(Object.values(DEFAULT_THRESHOLDS).flatMap((g) => Object.keys(g)))),
+    anyValue,
+    { maxKeys: 3 },
+  ),
   { maxKeys: 3 },
 );
 
 const optionsArb = fc.record(
   {
     thresholds: thresholdsArb,
-    maxModels: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 100 }), weight: 5 }, { arbitrary: fc.constantFrom(0, -1, 1.5, Number.NaN), weight: 1 }),
-    maxQueues: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 30 }), weight: 5 }, { arbitrary: fc.constantFrom(0, Number.NaN), weight: 1 }),
+    maxModels: fc.oneof(
+      { arbitrary: fc.integer({ min: 1, max: 100 }), weight: 5 },
+      { arbitrary: fc.constantFrom(0, -1, 1.5, Number.NaN), weight: 1 },
+    ),
+    maxQueues: fc.oneof(
+      { arbitrary: fc.integer({ min: 1, max: 30 }), weight: 5 },
+      { arbitrary: fc.constantFrom(0, Number.NaN), weight: 1 },
+    ),
     exportMode: fc.constantFrom('api', 'producer', 'api', 'producer', 'other'),
     detectorIntervalMs: fc.constantFrom(0, 0, 0, 0, -1, Number.NaN),
   },
@@ -136,7 +168,8 @@ const optionsArb = fc.record(
 /** Every number in the snapshot is finite (or null where "not measured"). */
 function numbersOk(value: unknown, path = 'snapshot'): string[] {
   if (typeof value === 'number') return Number.isFinite(value) ? [] : [`${path}=${value}`];
-  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => numbersOk(v, `${path}.${k}`));
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([k, v]) => numbersOk(v, `${path}.${k}`));
   return [];
 }
 
@@ -178,7 +211,15 @@ describe('case 12: fuzzed configurations (fast-check)', () => {
         const now = { t: 1_000_000 };
         let monitor: Monitor;
         try {
-          monitor = createMonitor({ ...quiet, ...options, clock: () => now.t, detectorIntervalMs: options.detectorIntervalMs === -1 || Number.isNaN(options.detectorIntervalMs) ? options.detectorIntervalMs : 0 } as MonitorOptions);
+          monitor = createMonitor({
+            ...quiet,
+            ...options,
+            clock: () => now.t,
+            detectorIntervalMs:
+              options.detectorIntervalMs === -1 || Number.isNaN(options.detectorIntervalMs)
+                ? options.detectorIntervalMs
+                : 0,
+          } as MonitorOptions);
         } catch (error) {
           expect(error).toBeInstanceOf(InferSignalConfigError);
           expect((error as InferSignalConfigError).field.length).toBeGreaterThan(0);

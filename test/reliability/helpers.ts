@@ -5,7 +5,13 @@
  * bounded client pool, heap measurement after a forced GC, and a capture
  * of unhandled rejections. Nothing here mocks InferSignal itself.
  */
-import { createServer as createHttpServer, Agent, request, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type Agent,
+  request,
+  type IncomingMessage,
+  type Server as HttpServer,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -87,7 +93,9 @@ export interface Receiver {
  * An HTTP server that records every request (OTLP collector, webhook target)
  * and answers with `respond` (default 200 + empty protobuf/JSON body).
  */
-export async function receiver(respond?: (req: RecordedRequest, res: import('node:http').ServerResponse) => void): Promise<Receiver> {
+export async function receiver(
+  respond?: (req: RecordedRequest, res: import('node:http').ServerResponse) => void,
+): Promise<Receiver> {
   const requests: RecordedRequest[] = [];
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -95,7 +103,13 @@ export async function receiver(respond?: (req: RecordedRequest, res: import('nod
     req.on('end', () => {
       let body = Buffer.concat(chunks);
       if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
-      const recorded = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, at: performance.now() };
+      const recorded = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        at: performance.now(),
+      };
       requests.push(recorded);
       if (respond) return respond(recorded, res);
       res.statusCode = 200;
@@ -142,15 +156,28 @@ export interface Reply {
 }
 
 /** One request over node:http through `agent`; resolves with status, body and latency. */
-export function httpRequest(url: string, options: { agent?: Agent; method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
+export function httpRequest(
+  url: string,
+  options: { agent?: Agent; method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Reply> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request(url, { agent: options.agent, method: options.method ?? 'GET', headers: options.headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t0 }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { agent: options.agent, method: options.method ?? 'GET', headers: options.headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            ms: performance.now() - t0,
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });

@@ -12,7 +12,7 @@ import { start } from '@infersignal/node';
 import { MiB, figure, heapAfterGc, httpRequest, monitorWithReader, pool } from './helpers';
 import { listenExpress, listenFastify, newExpress, newFastify } from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -43,7 +43,15 @@ describe('case 3: label flood', () => {
     const exported = await t.collect();
     const heap100k = await heapAfterGc();
 
-    for (const name of [METRICS.requests.name, METRICS.requestDuration.name, METRICS.queueWait.name, METRICS.inferenceDuration.name, METRICS.timeToFirstToken.name, METRICS.streamTokens.name, METRICS.streams.name]) {
+    for (const name of [
+      METRICS.requests.name,
+      METRICS.requestDuration.name,
+      METRICS.queueWait.name,
+      METRICS.inferenceDuration.name,
+      METRICS.timeToFirstToken.name,
+      METRICS.streamTokens.name,
+      METRICS.streams.name,
+    ]) {
       const models = exported.values(name, ATTR.model);
       expect(models, name).toHaveLength(MAX_MODELS + 1);
       expect(models, name).toContain('_other');
@@ -56,11 +64,24 @@ describe('case 3: label flood', () => {
     expect(t.monitor.label('route', '/v1/completions?id=99999')).toBe('_other');
     const growth = heap100k - heap10k;
     expect(growth).toBeLessThan(2 * MiB);
-    figure('3 label flood (in process, api mode)', { distinctNames: 100_000, seriesPerInstrument: exported.points(METRICS.requests.name).length, overflowCount: byModel._other, heapGrowth10kTo100kMiB: growth / MiB });
+    figure('3 label flood (in process, api mode)', {
+      distinctNames: 100_000,
+      seriesPerInstrument: exported.points(METRICS.requests.name).length,
+      overflowCount: byModel._other,
+      heapGrowth10kTo100kMiB: growth / MiB,
+    });
   });
 
   it('distinct model headers and raw URLs over HTTP (Express + Fastify, producer mode, Prometheus scrape): ≤ 51 model labels per series family', async () => {
-    const s = start({ serviceName: 'flood', prometheus: { port: 0 }, registerGlobals: false, detectorIntervalMs: 0, eventLoop: false, maxModels: MAX_MODELS, logger: { warn() {} } });
+    const s = start({
+      serviceName: 'flood',
+      prometheus: { port: 0 },
+      registerGlobals: false,
+      detectorIntervalMs: 0,
+      eventLoop: false,
+      maxModels: MAX_MODELS,
+      logger: { warn() {} },
+    });
     cleanup.push(() => s.shutdown());
     const ex = newExpress();
     // A user mistake this must survive: the route label is the raw URL, query string included.
@@ -69,7 +90,11 @@ describe('case 3: label flood', () => {
     const exServer = await listenExpress(ex);
     cleanup.push(() => exServer.close());
     const fa = newFastify();
-    await fa.register(fastifySignal, { monitor: s.monitor, queue: 'fastify', model: (request) => request.headers['x-model'] as string | undefined });
+    await fa.register(fastifySignal, {
+      monitor: s.monitor,
+      queue: 'fastify',
+      model: (request) => request.headers['x-model'] as string | undefined,
+    });
     fa.get('/v1/infer', async () => ({ ok: true }));
     const faServer = await listenFastify(fa);
     cleanup.push(() => faServer.close());
@@ -80,7 +105,10 @@ describe('case 3: label flood', () => {
     let failed = 0;
     await pool(n, 64, async (i) => {
       const a = await httpRequest(`${exServer.url}/v1/models/${i}/generate?nonce=${i}`, { agent });
-      const b = await httpRequest(`${faServer.url}/v1/infer`, { agent, headers: { 'x-model': `tenant-${i}/model-${i}` } });
+      const b = await httpRequest(`${faServer.url}/v1/infer`, {
+        agent,
+        headers: { 'x-model': `tenant-${i}/model-${i}` },
+      });
       if (a.status !== 200 || b.status !== 200) failed++;
     });
     expect(failed).toBe(0);
@@ -94,13 +122,23 @@ describe('case 3: label flood', () => {
     expect(models.has('_other')).toBe(true);
     const total = lines.reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     expect(total).toBe(2 * n);
-    const otherTotal = lines.filter((l) => l.includes('gen_ai_request_model="_other"')).reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const otherTotal = lines
+      .filter((l) => l.includes('gen_ai_request_model="_other"'))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     // Every own label was used by exactly one request (each URL and header is distinct): the rest went to _other.
     expect(otherTotal).toBe(2 * n - (models.size - 1));
-    const durationSeries = new Set(text.split('\n').filter((l) => l.startsWith('gen_ai_server_request_duration_seconds_count{')));
+    const durationSeries = new Set(
+      text.split('\n').filter((l) => l.startsWith('gen_ai_server_request_duration_seconds_count{')),
+    );
     expect(durationSeries.size).toBeLessThanOrEqual(2 * (MAX_MODELS + 1));
     // The raw URLs the user chose as labels are capped like any label: the first ones only.
     expect(lines.filter((l) => l.includes('nonce=')).length).toBeLessThanOrEqual(MAX_MODELS);
-    figure('3 label flood (HTTP, producer mode)', { requests: 2 * n, distinctModelLabels: models.size, requestSeries: lines.length, durationSeries: durationSeries.size, overflowCount: otherTotal });
+    figure('3 label flood (HTTP, producer mode)', {
+      requests: 2 * n,
+      distinctModelLabels: models.size,
+      requestSeries: lines.length,
+      durationSeries: durationSeries.size,
+      overflowCount: otherTotal,
+    });
   });
 });

@@ -13,11 +13,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
 import { inferSignal } from '@infersignal/fastify';
 import { ModelLoadError, createSession, type MonitoredSession, type OrtRuntime } from '@infersignal/onnx';
-import { CHAIN_DIM, fixture, fixtureBytes, inputs, matmulChain, maxAbsDiff, tinyMlp } from '../../packages/onnx/test/helpers';
+import {
+  CHAIN_DIM,
+  fixture,
+  fixtureBytes,
+  inputs,
+  matmulChain,
+  maxAbsDiff,
+  tinyMlp,
+} from '../../packages/onnx/test/helpers';
 import { MiB, figure, httpRequest, monitorWithReader, pool, rng } from './helpers';
 import { listenFastify, newFastify } from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -26,8 +34,14 @@ afterEach(async () => {
 function countingRuntime(): { runtime: OrtRuntime; created: () => number; released: () => number } {
   let created = 0;
   let released = 0;
-  const create = async (input: string | Uint8Array, options?: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> => {
-    const session = typeof input === 'string' ? await ort.InferenceSession.create(input, options) : await ort.InferenceSession.create(input, options);
+  const create = async (
+    input: string | Uint8Array,
+    options?: ort.InferenceSession.SessionOptions,
+  ): Promise<ort.InferenceSession> => {
+    const session =
+      typeof input === 'string'
+        ? await ort.InferenceSession.create(input, options)
+        : await ort.InferenceSession.create(input, options);
     created++;
     const release = session.release.bind(session);
     session.release = async () => {
@@ -36,7 +50,11 @@ function countingRuntime(): { runtime: OrtRuntime; created: () => number; releas
     };
     return session;
   };
-  return { runtime: { InferenceSession: { create } } as unknown as OrtRuntime, created: () => created, released: () => released };
+  return {
+    runtime: { InferenceSession: { create } } as unknown as OrtRuntime,
+    created: () => created,
+    released: () => released,
+  };
 }
 
 function brokenFiles(): { files: Record<string, string>; remove: () => void } {
@@ -104,14 +122,22 @@ describe('case 9: model file missing, empty, truncated, random bytes', () => {
       expect((err as ModelLoadError).kind).toBe('reload');
       expect(session.session).toBe(before);
       expect(session.loadInfo.generation).toBe(1);
-      const reply = await httpRequest(`${server.url}/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x: [0.5, -1, 2, 0] }) });
+      const reply = await httpRequest(`${server.url}/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ x: [0.5, -1, 2, 0] }),
+      });
       expect(reply.status).toBe(200);
       expect(maxAbsDiff(JSON.parse(reply.body).y, tinyMlp([0.5, -1, 2, 0]))).toBeLessThan(1e-5);
     }
 
     const exported = await t.collect();
-    expect(exported.count(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error', [ATTR.loadKind]: 'load' })).toBe(4);
-    expect(exported.count(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error', [ATTR.loadKind]: 'reload' })).toBe(4);
+    expect(exported.count(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error', [ATTR.loadKind]: 'load' })).toBe(
+      4,
+    );
+    expect(exported.count(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error', [ATTR.loadKind]: 'reload' })).toBe(
+      4,
+    );
     expect(exported.count(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'success' })).toBe(1);
     expect(t.monitor.snapshot().models.mlp).toMatchObject({ loads: 1, failures: 4, loading: 0 });
     expect(exported.sum(METRICS.internalErrors.name)).toBe(0);
@@ -124,7 +150,12 @@ describe('case 10: reload under load', () => {
     const t = monitorWithReader();
     cleanup.push(() => t.close());
     const counting = countingRuntime();
-    const options = { runtime: counting.runtime, sessionOptions: { intraOpNumThreads: 1, interOpNumThreads: 1 }, concurrency: 2, maxWaiting: 500 };
+    const options = {
+      runtime: counting.runtime,
+      sessionOptions: { intraOpNumThreads: 1, interOpNumThreads: 1 },
+      concurrency: 2,
+      maxWaiting: 500,
+    };
     const session = await createSession(t.monitor, 'chain', fixture('matmul-chain.onnx'), options);
     const server = await serve(() => session, t.monitor);
     const agent = new Agent({ keepAlive: true, maxSockets: 16 });
@@ -138,7 +169,12 @@ describe('case 10: reload under load', () => {
       while (!stop) {
         const i = sent++;
         const x = Array.from(inputs(i + c, CHAIN_DIM));
-        const reply = await httpRequest(`${server.url}/infer`, { agent, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x }) });
+        const reply = await httpRequest(`${server.url}/infer`, {
+          agent,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ x }),
+        });
         if (reply.status !== 200) failed++;
         // Every 8th answer is recomputed in JS: a swap must never serve a wrong result.
         else if (i % 8 === 0 && maxAbsDiff(JSON.parse(reply.body).y, matmulChain(x)) > 1e-3) wrong++;
@@ -170,9 +206,19 @@ describe('case 10: reload under load', () => {
 
     const exported = await t.collect();
     expect(exported.by(METRICS.requests.name, ATTR.outcome, { [ATTR.queue]: 'http' })).toEqual({ completed: sent });
-    expect(exported.count(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' })).toBe(50);
+    expect(
+      exported.count(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' }),
+    ).toBe(50);
     await session.release();
     expect(counting.released()).toBe(51);
-    figure('10 reload under load', { swaps: 50, requests: sent, failed, wrongResults: wrong, sessionsCreated: counting.created(), sessionsReleased: counting.released(), rssGrowth10to50MiB: rssGrowth / MiB });
+    figure('10 reload under load', {
+      swaps: 50,
+      requests: sent,
+      failed,
+      wrongResults: wrong,
+      sessionsCreated: counting.created(),
+      sessionsReleased: counting.released(),
+      rssGrowth10to50MiB: rssGrowth / MiB,
+    });
   });
 });

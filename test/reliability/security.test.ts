@@ -16,7 +16,7 @@ import { decodeMetricsRequest, decodeTraceRequest } from '../../packages/node/te
 import { figure, httpRequest, receiver, until } from './helpers';
 import { express, listenExpress, listenFastify, newExpress, newFastify } from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -32,7 +32,8 @@ function strings(value: unknown, out: string[] = []): string[] {
 }
 
 function externalIPv4(): string | undefined {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
   return undefined;
 }
 
@@ -52,13 +53,23 @@ function canConnect(host: string, port: number): Promise<boolean> {
 
 describe('security', () => {
   it('the Prometheus endpoint binds to 127.0.0.1 by default and is not reachable on other interfaces', async () => {
-    const s = start({ serviceName: 'sec-bind', prometheus: { port: 0 }, registerGlobals: false, detectorIntervalMs: 0, eventLoop: false, logger: { warn() {} } });
+    const s = start({
+      serviceName: 'sec-bind',
+      prometheus: { port: 0 },
+      registerGlobals: false,
+      detectorIntervalMs: 0,
+      eventLoop: false,
+      logger: { warn() {} },
+    });
     cleanup.push(() => s.shutdown());
     const address = (await s.prometheus!.ready)!;
     expect(address.host).toBe('127.0.0.1');
     expect(await canConnect('127.0.0.1', address.port)).toBe(true);
     const external = externalIPv4();
-    if (external === undefined) console.log('[reliability] security: no non-loopback IPv4 interface on this machine; only the bound host is checked');
+    if (external === undefined)
+      console.log(
+        '[reliability] security: no non-loopback IPv4 interface on this machine; only the bound host is checked',
+      );
     else expect(await canConnect(external, address.port)).toBe(false);
     // The readiness route is a route of the app's own server: InferSignal opens no other port.
     figure('security bind', { host: address.host, externalInterface: external ?? 'none', reachableExternally: 'no' });
@@ -86,7 +97,7 @@ describe('security', () => {
     ex.use(readinessRouter(s.monitor));
     ex.use(express.json());
     ex.use('/v1', expressSignal(s.monitor, { queue: 'express' }));
-    ex.post('/v1/chat/:tenant', (req, res) => {
+    ex.post('/v1/chat/:tenant', (req, _res) => {
       const signal = req.inferSignal!;
       const sse = signal.sse();
       signal.start();
@@ -99,19 +110,33 @@ describe('security', () => {
     cleanup.push(() => exServer.close());
     const fa = newFastify();
     await fa.register(fastifySignal, { monitor: s.monitor, queue: 'fastify', readiness: true });
-    fa.post('/v1/chat/:tenant', async (request) => ({ completion: `echo ${(request.body as { prompt: string }).prompt}` }));
+    fa.post('/v1/chat/:tenant', async (request) => ({
+      completion: `echo ${(request.body as { prompt: string }).prompt}`,
+    }));
     fa.get('/v1/models/:id', async (request) => ({ id: (request.params as { id: string }).id }));
     const faServer = await listenFastify(fa);
     cleanup.push(() => faServer.close());
 
     const agent = new Agent({ keepAlive: true });
     cleanup.push(() => agent.destroy());
-    const headers = { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, cookie: `session=${SECRET}`, 'user-agent': SECRET, 'content-type': 'application/json', 'x-model': SECRET };
+    const headers = {
+      authorization: `Bearer ${SECRET}`,
+      'x-api-key': SECRET,
+      cookie: `session=${SECRET}`,
+      'user-agent': SECRET,
+      'content-type': 'application/json',
+      'x-model': SECRET,
+    };
     const body = JSON.stringify({ model: SECRET, prompt: `Tell me about ${SECRET}`, api_key: SECRET });
     let answered = 0;
     for (const url of [exServer.url, faServer.url]) {
       for (let i = 0; i < 20; i++) {
-        const chat = await httpRequest(`${url}/v1/chat/${SECRET}?api_key=${SECRET}&prompt=${SECRET}`, { agent, method: 'POST', headers, body });
+        const chat = await httpRequest(`${url}/v1/chat/${SECRET}?api_key=${SECRET}&prompt=${SECRET}`, {
+          agent,
+          method: 'POST',
+          headers,
+          body,
+        });
         const model = await httpRequest(`${url}/v1/models/${SECRET}?token=${SECRET}`, { agent, headers });
         const missing = await httpRequest(`${url}/v1/${SECRET}/nothing`, { agent, headers });
         expect(chat.status).toBe(200);
@@ -122,7 +147,9 @@ describe('security', () => {
       }
     }
     // A loader's error message can carry a path or a presigned URL: only its type may reach the span.
-    await s.monitor.modelLoad('m', 'load', () => Promise.reject(new Error(`cannot read https://bucket/model.onnx?sig=${SECRET}`))).catch(() => undefined);
+    await s.monitor
+      .modelLoad('m', 'load', () => Promise.reject(new Error(`cannot read https://bucket/model.onnx?sig=${SECRET}`)))
+      .catch(() => undefined);
     s.monitor.tick();
 
     // A label flood of hostile values: control characters, ANSI escapes, 10 000 characters.
@@ -136,9 +163,16 @@ describe('security', () => {
     const before = collector.requests.length;
     await s.meterProvider.forceFlush();
     await s.tracerProvider!.forceFlush();
-    await until(() => collector.requests.filter((r) => r.path === '/v1/metrics').length > 0 && collector.requests.length > before, 5000, 'OTLP exports');
+    await until(
+      () => collector.requests.filter((r) => r.path === '/v1/metrics').length > 0 && collector.requests.length > before,
+      5000,
+      'OTLP exports',
+    );
     const scrape = await (await fetch((await s.prometheus!.ready)!.url)).text();
-    const readiness = [(await httpRequest(`${exServer.url}/healthz/ready`)).body, (await httpRequest(`${faServer.url}/healthz/ready`)).body];
+    const readiness = [
+      (await httpRequest(`${exServer.url}/healthz/ready`)).body,
+      (await httpRequest(`${faServer.url}/healthz/ready`)).body,
+    ];
 
     const otlpBytes = collector.requests.map((r) => r.body);
     const metricBodies = collector.requests.filter((r) => r.path === '/v1/metrics');
@@ -147,7 +181,15 @@ describe('security', () => {
     expect(traceBodies.length).toBeGreaterThanOrEqual(1);
     const finished = spans.getFinishedSpans();
     expect(finished.length).toBeGreaterThanOrEqual(2 * 20 * 2);
-    const spanText = JSON.stringify(finished.map((sp) => ({ name: sp.name, attributes: sp.attributes, events: sp.events, status: sp.status, resource: sp.resource.attributes })));
+    const spanText = JSON.stringify(
+      finished.map((sp) => ({
+        name: sp.name,
+        attributes: sp.attributes,
+        events: sp.events,
+        status: sp.status,
+        resource: sp.resource.attributes,
+      })),
+    );
 
     const needle = Buffer.from(SECRET);
     const leaks = {
@@ -167,14 +209,16 @@ describe('security', () => {
     expect(hostileLabel.length).toBeGreaterThanOrEqual(1);
     for (const v of hostileLabel) {
       expect(v.length).toBe(128);
-      // eslint-disable-next-line no-control-regex
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern removes.
       expect(/[\u0000-\u001f\u007f]/.test(v)).toBe(false);
     }
     const promLabels = [...scrape.matchAll(/gen_ai_request_model="((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]);
     const promHostile = promLabels.filter((v) => v.startsWith('evilmodel'));
     expect(promHostile.length).toBeGreaterThanOrEqual(1);
     // The exposition stays well-formed: the injected `{label="x"} 1` is inside a quoted, escaped value.
-    for (const line of scrape.split('\n')) if (line && !line.startsWith('#')) expect(line, line.slice(0, 200)).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? -?[0-9.e+-]+|NaN|[+-]Inf$/);
+    for (const line of scrape.split('\n'))
+      if (line && !line.startsWith('#'))
+        expect(line, line.slice(0, 200)).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? -?[0-9.e+-]+|NaN|[+-]Inf$/);
     for (const v of promHostile) expect(v.replace(/\\(.)/g, '$1').length).toBeLessThanOrEqual(128);
 
     // Positive control: the grep finds the secret when the app opts it into a label itself.

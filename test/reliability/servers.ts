@@ -11,7 +11,12 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type expressModule from '../../packages/express/node_modules/@types/express/index';
 import type { Express } from '../../packages/express/node_modules/@types/express/index';
 
-export type { Express, NextFunction, Request, Response } from '../../packages/express/node_modules/@types/express/index';
+export type {
+  Express,
+  NextFunction,
+  Request,
+  Response,
+} from '../../packages/express/node_modules/@types/express/index';
 export const express = createRequire(import.meta.url)('express') as typeof expressModule;
 
 export interface Listening {

@@ -39,7 +39,11 @@ function scrapedTotal(text: string): number {
   return total;
 }
 
-export async function soak(requests: number, checkpointEvery = 10_000, onCheckpoint?: (n: number, heap: number) => void): Promise<SoakResult> {
+export async function soak(
+  requests: number,
+  checkpointEvery = 10_000,
+  onCheckpoint?: (n: number, heap: number) => void,
+): Promise<SoakResult> {
   const exporter = new DiscardExporter();
   const s = start({
     serviceName: 'soak',
@@ -86,5 +90,13 @@ export async function soak(requests: number, checkpointEvery = 10_000, onCheckpo
   scraped = scrapedTotal(await (await fetch(url)).text());
   const heapAtEnd = await heapAfterGc();
   await s.shutdown();
-  return { requests, heapAt10k, heapAtEnd, checkpoints, scrapedRequests: scraped, spansExported: exporter.exported, seconds };
+  return {
+    requests,
+    heapAt10k,
+    heapAtEnd,
+    checkpoints,
+    scrapedRequests: scraped,
+    spansExported: exporter.exported,
+    seconds,
+  };
 }

@@ -16,7 +16,9 @@ const requests = Number(process.argv[2] ?? 1_000_000);
 const BOUND = 4 * MiB;
 const mib = (bytes: number): string => (bytes / MiB).toFixed(2);
 
-const result = await soak(requests, 100_000, (n, heap) => console.log(`${n.toString().padStart(9)} requests  heap after GC ${mib(heap)} MiB`));
+const result = await soak(requests, 100_000, (n, heap) =>
+  console.log(`${n.toString().padStart(9)} requests  heap after GC ${mib(heap)} MiB`),
+);
 const growth = result.heapAtEnd - result.heapAt10k;
 console.log(
   JSON.stringify({
@@ -32,6 +34,8 @@ console.log(
   }),
 );
 if (growth > BOUND || result.scrapedRequests !== requests) {
-  console.error(`soak FAILED: heap grew ${mib(growth)} MiB (bound ${mib(BOUND)} MiB), scraped ${result.scrapedRequests} of ${requests} requests`);
+  console.error(
+    `soak FAILED: heap grew ${mib(growth)} MiB (bound ${mib(BOUND)} MiB), scraped ${result.scrapedRequests} of ${requests} requests`,
+  );
   process.exitCode = 1;
 }

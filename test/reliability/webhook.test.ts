@@ -9,10 +9,22 @@ import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { METRICS } from '@infersignal/core';
 import { inferSignal as expressSignal } from '@infersignal/express';
-import { MiB, blackHole, figure, heapAfterGc, httpRequest, monitorWithReader, pool, quantile, receiver, refusedEndpoint, sleep } from './helpers';
+import {
+  MiB,
+  blackHole,
+  figure,
+  heapAfterGc,
+  httpRequest,
+  monitorWithReader,
+  pool,
+  quantile,
+  receiver,
+  refusedEndpoint,
+  sleep,
+} from './helpers';
 import { listenExpress, newExpress } from './servers';
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -103,7 +115,9 @@ describe('case 8: webhook sink down / slow / 500 for the whole run', () => {
     expect(slowGap).toBeGreaterThanOrEqual(OPTIONS.backoffMs - 2);
     // One event at a time, each costing 3 × 100 ms timeouts + 20 + 40 ms backoff: the attempts cannot outpace that.
     const perEventMs = (OPTIONS.retries + 1) * OPTIONS.timeoutMs + OPTIONS.backoffMs * 3;
-    expect(slow.requests.length).toBeLessThanOrEqual((OPTIONS.retries + 1) * (Math.ceil((performance.now() - sinksAt) / perEventMs) + 1));
+    expect(slow.requests.length).toBeLessThanOrEqual(
+      (OPTIONS.retries + 1) * (Math.ceil((performance.now() - sinksAt) / perEventMs) + 1),
+    );
 
     // Bounded: never more than maxQueue events waiting per sink; nothing delivered; every event accounted for.
     expect(maxQueued).toBeLessThanOrEqual(OPTIONS.maxQueue);

@@ -61,7 +61,11 @@ export async function expectOneCancelledStream(reader: TestReader): Promise<void
  * and one time-per-token sample. Returns the response for the adapter's own
  * checks of the frames and headers.
  */
-export async function oneCompletedStream({ url, monitor, reader }: Served): Promise<{ response: Response; text: string }> {
+export async function oneCompletedStream({
+  url,
+  monitor,
+  reader,
+}: Served): Promise<{ response: Response; text: string }> {
   const response = await fetch(`${url}/v1/stream`);
   const text = await response.text();
   await until(() => monitor.snapshot().queues.http.completed === 1, 2000, 'completion');
@@ -113,7 +117,10 @@ export async function tenSlowRequestsShed({ url, monitor, reader }: Served, call
  * `{ handledByApp: message }`: answers unchanged, no unhandled rejection,
  * the two 500s counted `error`, the 4xx `completed`.
  */
-export async function failingHandlers({ url, monitor, reader }: Served, cases: ReadonlyArray<readonly [path: string, status: number, message: string]>): Promise<void> {
+export async function failingHandlers(
+  { url, monitor, reader }: Served,
+  cases: ReadonlyArray<readonly [path: string, status: number, message: string]>,
+): Promise<void> {
   const unhandled = await withUnhandledRejections(async () => {
     for (const [path, status, message] of cases) {
       const response = await fetch(url + path);
@@ -132,7 +139,10 @@ export async function failingHandlers({ url, monitor, reader }: Served, cases: R
 }
 
 /** `GET /v1/stream` whose handler fails after the SSE head: the body read fails, counted `error` once. */
-export async function streamFailingAfterHead({ url, monitor, reader }: Served, handlerDone: Promise<void> = Promise.resolve()): Promise<void> {
+export async function streamFailingAfterHead(
+  { url, monitor, reader }: Served,
+  handlerDone: Promise<void> = Promise.resolve(),
+): Promise<void> {
   const response = await fetch(`${url}/v1/stream`);
   // The socket is destroyed once the head was sent: the body read fails.
   await expect(response.text()).rejects.toThrow();
@@ -171,7 +181,11 @@ export async function twentyIdsOneLabel({ url, monitor, reader }: Served): Promi
  * for `release`: 200 → 503 with two in flight (HEAD too, where `head`) → 200
  * after they finish; the probe itself is not counted.
  */
-export async function readinessFlips({ url, monitor }: Pick<Served, 'url' | 'monitor'>, release: () => void, options: { head: boolean }): Promise<void> {
+export async function readinessFlips(
+  { url, monitor }: Pick<Served, 'url' | 'monitor'>,
+  release: () => void,
+  options: { head: boolean },
+): Promise<void> {
   const before = await fetch(`${url}/healthz/ready`);
   expect(before.status).toBe(200);
   expect(await before.json()).toMatchObject({ level: 'ok', queues: { http: { inFlight: 0, capacity: 2 } } });
@@ -212,7 +226,11 @@ export async function trackedOnce({ url, monitor, reader }: Served, outer: strin
  * `release`: a second client that leaves while waiting frees its place, its
  * work never runs, it counts `cancelled` without a queue-wait sample.
  */
-export async function leaverWhileWaiting({ url, monitor, reader }: Served, release: () => void, ran: () => number): Promise<void> {
+export async function leaverWhileWaiting(
+  { url, monitor, reader }: Served,
+  release: () => void,
+  ran: () => number,
+): Promise<void> {
   const first = fetch(`${url}/v1/infer`);
   await until(() => monitor.snapshot().queues.http.inFlight === 1, 5000, 'first in flight');
   const controller = new AbortController();

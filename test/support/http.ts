@@ -33,7 +33,8 @@ export async function serve(handler: RequestListener, options: { keepAliveTimeou
 export async function readEventsThenAbort(url: string, after: number, init: RequestInit = {}): Promise<string[]> {
   const controller = new AbortController();
   const response = await fetch(url, { ...init, signal: controller.signal });
-  if (response.headers.get('content-type')?.startsWith('text/event-stream') !== true) throw new Error(`not an event stream: ${response.headers.get('content-type')}`);
+  if (response.headers.get('content-type')?.startsWith('text/event-stream') !== true)
+    throw new Error(`not an event stream: ${response.headers.get('content-type')}`);
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   const events: string[] = [];

@@ -13,7 +13,9 @@ import { collect, TestReader } from './otel';
 export function testMonitor(options: MonitorOptions = {}) {
   const box: { monitor?: ReturnType<typeof createMonitor> } = {};
   const producer = { collect: () => box.monitor!.metricProducer!.collect() };
-  const reader = new TestReader(options.exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
+  const reader = new TestReader(
+    options.exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined,
+  );
   const meterProvider = new MeterProvider({ readers: [reader] });
   let now = 1_000_000;
   const alerts: AlertEvent[] = [];

@@ -1,5 +1,12 @@
 // The in-memory OTel side of the tests: a pull reader and the exported numbers they assert.
-import { MeterProvider, MetricReader, type DataPoint, type Histogram, type MetricData, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import {
+  MeterProvider,
+  MetricReader,
+  type DataPoint,
+  type Histogram,
+  type MetricData,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
 
 /** A pull reader: the test calls collect() and reads what an exporter would get. */
 export class TestReader extends MetricReader {
@@ -24,20 +31,24 @@ export class Exported {
 
   /** The first exported metric of that name (present even when it has no points yet). */
   metric(name: string): MetricData | undefined {
-    for (const scope of this.metrics.scopeMetrics) for (const metric of scope.metrics) if (metric.descriptor.name === name) return metric;
+    for (const scope of this.metrics.scopeMetrics)
+      for (const metric of scope.metrics) if (metric.descriptor.name === name) return metric;
     return undefined;
   }
 
   /** Names of the metrics that exported at least one data point. */
   names(): string[] {
-    return this.metrics.scopeMetrics.flatMap((scope) => scope.metrics.filter((metric) => metric.dataPoints.length > 0).map((metric) => metric.descriptor.name));
+    return this.metrics.scopeMetrics.flatMap((scope) =>
+      scope.metrics.filter((metric) => metric.dataPoints.length > 0).map((metric) => metric.descriptor.name),
+    );
   }
 
   /** Data points of a metric whose attributes include `attributes`. */
   points<T = unknown>(name: string, attributes: Match = {}): DataPoint<T>[] {
     const out: DataPoint<T>[] = [];
     for (const scope of this.metrics.scopeMetrics) {
-      for (const metric of scope.metrics) if (metric.descriptor.name === name) out.push(...(metric.dataPoints as DataPoint<T>[]));
+      for (const metric of scope.metrics)
+        if (metric.descriptor.name === name) out.push(...(metric.dataPoints as DataPoint<T>[]));
     }
     return out.filter((point) => Object.entries(attributes).every(([key, value]) => point.attributes[key] === value));
   }
@@ -87,7 +98,8 @@ export class Exported {
   allAttributeValues(): string[] {
     const out: string[] = [];
     for (const scope of this.metrics.scopeMetrics) {
-      for (const metric of scope.metrics) for (const point of metric.dataPoints) out.push(...Object.values(point.attributes).map(String));
+      for (const metric of scope.metrics)
+        for (const point of metric.dataPoints) out.push(...Object.values(point.attributes).map(String));
     }
     return out;
   }

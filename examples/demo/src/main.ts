@@ -68,16 +68,12 @@ function numberEnv(name: string, fallback: number, min: number, max: number): nu
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < min || value > max) throw new RangeError(`${name} must be a number in [${min}, ${max}], got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(value) || value < min || value > max)
+    throw new RangeError(`${name} must be a number in [${min}, ${max}], got ${JSON.stringify(raw)}`);
   return value;
 }
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
 
 async function reload(url: string, slowMs: number, atMs: number): Promise<ReloadEvent> {
   try {
@@ -88,7 +84,8 @@ async function reload(url: string, slowMs: number, atMs: number): Promise<Reload
       signal: AbortSignal.timeout(15_000),
     });
     const body = (await response.json()) as { seconds?: number; level?: string; message?: string };
-    if (!response.ok) return { atMs, slowMs, seconds: null, level: 'ok', error: body.message ?? `HTTP ${response.status}` };
+    if (!response.ok)
+      return { atMs, slowMs, seconds: null, level: 'ok', error: body.message ?? `HTTP ${response.status}` };
     return { atMs, slowMs, seconds: body.seconds ?? null, level: body.level ?? 'ok' };
   } catch (error) {
     return { atMs, slowMs, seconds: null, level: 'ok', error: (error as Error).message };
@@ -138,7 +135,9 @@ async function main(): Promise<number> {
       throw error;
     }
     const info = server.info;
-    say(`  ${info.url}  (pid ${info.pid}, metrics ${info.metricsUrl}, model run ${(info.runSeconds * 1000).toFixed(2)} ms, infer queue capacity ${info.inferCapacity})`);
+    say(
+      `  ${info.url}  (pid ${info.pid}, metrics ${info.metricsUrl}, model run ${(info.runSeconds * 1000).toFixed(2)} ms, infer queue capacity ${info.inferCapacity})`,
+    );
     if (interrupted) return 130;
 
     // Start-up (loading the runtime, the model, the warm-up runs) blocks the server's event loop, which its
@@ -161,7 +160,9 @@ async function main(): Promise<number> {
     const stageMs = SHARES.map((share) => Math.round(share * rampSeconds * 1000));
     const stages = rates.map((rate, i) => ({ name: `${FACTORS[i]}x ${rate}/s`, rate, durationMs: stageMs[i] }));
     const baseline = withReload ? await loadBaselineSeconds(info.url) : 0;
-    say(`ramp: ${rampSeconds} s against POST /v1/infer${withStreams ? `, ${STREAM_RATE} SSE streams/s beside it` : ''} …`);
+    say(
+      `ramp: ${rampSeconds} s against POST /v1/infer${withStreams ? `, ${STREAM_RATE} SSE streams/s beside it` : ''} …`,
+    );
 
     const origin = performance.now();
     const originEpoch = Date.now();
@@ -173,8 +174,12 @@ async function main(): Promise<number> {
       // Early in the first stage: a reload through a slow loader (> 3× the load baseline) raises
       // model_load WARN; a normal reload a few seconds later brings it back to ok.
       const slowMs = Math.max(400, Math.ceil(baseline * 1000 * 5));
-      reloadTimers.push(setTimeout(() => reloads.push(reload(info.url, slowMs, performance.now() - origin)), stageMs[0] * 0.25));
-      reloadTimers.push(setTimeout(() => reloads.push(reload(info.url, 0, performance.now() - origin)), stageMs[0] * 0.7));
+      reloadTimers.push(
+        setTimeout(() => reloads.push(reload(info.url, slowMs, performance.now() - origin)), stageMs[0] * 0.25),
+      );
+      reloadTimers.push(
+        setTimeout(() => reloads.push(reload(info.url, 0, performance.now() - origin)), stageMs[0] * 0.7),
+      );
     }
     const streamRun: Promise<BenchResult> | null = withStreams
       ? runBench({
@@ -221,9 +226,14 @@ async function main(): Promise<number> {
       for (const line of server.output().slice(-60)) say(`  ${line}`);
     }
 
-    const out = process.env.DEMO_OUT || join(REPO_ROOT, '.tmp', 'demo', `demo-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    const out =
+      process.env.DEMO_OUT ||
+      join(REPO_ROOT, '.tmp', 'demo', `demo-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ ...facts, thresholds: DEMO_THRESHOLDS, headline: headline(facts).text, probe: { ...facts.probe, result: probe.result } }, null, 2)}\n`);
+    writeFileSync(
+      out,
+      `${JSON.stringify({ ...facts, thresholds: DEMO_THRESHOLDS, headline: headline(facts).text, probe: { ...facts.probe, result: probe.result } }, null, 2)}\n`,
+    );
     // The ramp alone, in the bench's own format: `infersignal report <file> --out run.html` draws it.
     const rampOut = out.replace(/(\.json)?$/, '.ramp.json');
     writeResult(rampOut, ramp);

@@ -24,7 +24,10 @@ export interface Capacity {
  * queue alert; utilization does touch 1 (it is the definition of capacity),
  * which is why the demo waits for the signals to settle before its ramp.
  */
-export async function probeCapacity(url: string, options: { warmMs: number; measureMs: number; users?: number; signal?: AbortSignal }): Promise<Capacity> {
+export async function probeCapacity(
+  url: string,
+  options: { warmMs: number; measureMs: number; users?: number; signal?: AbortSignal },
+): Promise<Capacity> {
   const users = options.users ?? 8;
   const result = await runBench({
     target: `${url}/v1/infer`,
@@ -40,7 +43,9 @@ export async function probeCapacity(url: string, options: { warmMs: number; meas
   const stage = result.stages[1];
   const failed = stage.responses - stage.ok;
   if (!(stage.throughput > 0) || failed > stage.responses * 0.05) {
-    throw new Error(`capacity probe failed: ${stage.ok} ok of ${stage.responses} responses (${JSON.stringify(stage.statuses)})`);
+    throw new Error(
+      `capacity probe failed: ${stage.ok} ok of ${stage.responses} responses (${JSON.stringify(stage.statuses)})`,
+    );
   }
   return { rps: stage.throughput, p50Ms: stage.latency.p50, users, measureMs: options.measureMs, result };
 }

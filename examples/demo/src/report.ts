@@ -8,7 +8,14 @@ import type { BenchResult, ErrorCounts, LeadTime, StageResult } from '@infersign
 import type { SnapshotSample } from './snapshots';
 
 /** Lanes always shown, in this order, whether or not they ever left ok. */
-export const LANE_SERIES = ['capacity[infer]', 'queue_wait[infer]', 'queue_occupancy[infer]', 'event_loop', 'stream_interruptions', 'model_load'] as const;
+export const LANE_SERIES = [
+  'capacity[infer]',
+  'queue_wait[infer]',
+  'queue_occupancy[infer]',
+  'event_loop',
+  'stream_interruptions',
+  'model_load',
+] as const;
 
 /** Signals the demo injects on purpose rather than as a consequence of load. */
 export const INJECTED_SIGNALS: ReadonlySet<string> = new Set(['model_load']);
@@ -44,7 +51,11 @@ function failures(e: ErrorCounts): number {
 
 function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
 }
 
@@ -119,7 +130,12 @@ function lanes(facts: DemoFacts): string[] {
   result.stages.forEach((stage, i) => {
     const from = Math.round(stage.startMs / 1000);
     const to = Math.min(seconds, Math.round((stage.startMs + stage.durationMs) / 1000));
-    header += (i > 0 ? '|' : '') + stage.name.split(' ')[0].slice(0, Math.max(1, to - from)).padEnd(to - from);
+    header +=
+      (i > 0 ? '|' : '') +
+      stage.name
+        .split(' ')[0]
+        .slice(0, Math.max(1, to - from))
+        .padEnd(to - from);
   });
   out.push(`${'second →'.padEnd(width)}${header}`);
   // The fixed lanes, then any other series that left ok during the run (another queue, latency anomaly …).
@@ -128,10 +144,18 @@ function lanes(facts: DemoFacts): string[] {
     const row = levels.get(series);
     out.push(`${series.padEnd(width)}${lane(seconds, stageStarts, (s) => '.wC'[row?.[s] ?? 0])}`);
   }
-  out.push(`${'ρ utilization (tenths)'.padEnd(width)}${lane(seconds, stageStarts, (s) => tenths(firstSample.get(s)?.infer?.utilization, 1))}`);
-  out.push(`${'P95 queue wait (0.1 s)'.padEnd(width)}${lane(seconds, stageStarts, (s) => tenths(firstSample.get(s)?.infer?.waitP95Seconds, 1))}`);
-  out.push(`${'occupancy (tenths)'.padEnd(width)}${lane(seconds, stageStarts, (s) => tenths(firstSample.get(s)?.infer?.occupancy, 1))}`);
-  out.push(`${'failed requests'.padEnd(width)}${lane(seconds, stageStarts, (s) => ((bySecond.get(s)?.errors ?? 0) > 0 ? 'x' : '.'))}`);
+  out.push(
+    `${'ρ utilization (tenths)'.padEnd(width)}${lane(seconds, stageStarts, (s) => tenths(firstSample.get(s)?.infer?.utilization, 1))}`,
+  );
+  out.push(
+    `${'P95 queue wait (0.1 s)'.padEnd(width)}${lane(seconds, stageStarts, (s) => tenths(firstSample.get(s)?.infer?.waitP95Seconds, 1))}`,
+  );
+  out.push(
+    `${'occupancy (tenths)'.padEnd(width)}${lane(seconds, stageStarts, (s) => tenths(firstSample.get(s)?.infer?.occupancy, 1))}`,
+  );
+  out.push(
+    `${'failed requests'.padEnd(width)}${lane(seconds, stageStarts, (s) => ((bySecond.get(s)?.errors ?? 0) > 0 ? 'x' : '.'))}`,
+  );
   return out;
 }
 
@@ -159,8 +183,15 @@ export function standingWarnings(samples: SnapshotSample[], failureAtMs: number)
   for (const active of last.active) {
     if (INJECTED_SIGNALS.has(active.signal)) continue;
     let since = last.atMs;
-    for (let i = before.length - 2; i >= 0 && before[i].active.some((a) => a.series === active.series); i--) since = before[i].atMs;
-    out.push({ series: active.series, signal: active.signal, level: active.level, sinceMs: since, leadSeconds: (failureAtMs - since) / 1000 });
+    for (let i = before.length - 2; i >= 0 && before[i].active.some((a) => a.series === active.series); i--)
+      since = before[i].atMs;
+    out.push({
+      series: active.series,
+      signal: active.signal,
+      level: active.level,
+      sinceMs: since,
+      leadSeconds: (failureAtMs - since) / 1000,
+    });
   }
   return out.sort((a, b) => a.sinceMs - b.sinceMs);
 }
@@ -168,7 +199,10 @@ export function standingWarnings(samples: SnapshotSample[], failureAtMs: number)
 const LEVEL = ['OK', 'WARN', 'CRITICAL'];
 
 /** The headline line (and the standing warnings behind it). `offsetMs` converts bench time to snapshot time. */
-export function headline(facts: Pick<DemoFacts, 'ramp' | 'snapshots' | 'rampOffsetMs'>): { text: string; standing: StandingWarning[] } {
+export function headline(facts: Pick<DemoFacts, 'ramp' | 'snapshots' | 'rampOffsetMs'>): {
+  text: string;
+  standing: StandingWarning[];
+} {
   const failure = facts.ramp.firstFailure;
   if (!failure) return { text: 'no failed request in this run', standing: [] };
   const failedAt = failure.atMs + facts.rampOffsetMs;
@@ -193,14 +227,38 @@ export function formatDemoReport(facts: DemoFacts): string {
   out.push('');
   out.push('InferSignal demo — Fastify + ONNX Runtime, ramped past its capacity');
   out.push(`server    ${server.url} (pid ${server.pid}), metrics ${server.metricsUrl}`);
-  out.push(`model     matmul-chain.onnx, ${server.rows} rows per request: ${fixed(server.runSeconds * 1000, 2)} ms per run; infer queue capacity ${server.inferCapacity}`);
-  out.push(`capacity  ${fixed(probe.rps, 0)} req/s (closed loop, ${probe.users} users, ${fixed(probe.measureMs / 1000, 1)} s, p50 ${fixed(probe.p50Ms, 1)} ms)`);
-  out.push(`ramp      ${ramp.stages.map((s, i) => `${facts.factors[i]}× = ${fixed(s.targetRate ?? 0, 0)} req/s for ${fixed(s.durationMs / 1000, 1)} s`).join(', ')}`);
+  out.push(
+    `model     matmul-chain.onnx, ${server.rows} rows per request: ${fixed(server.runSeconds * 1000, 2)} ms per run; infer queue capacity ${server.inferCapacity}`,
+  );
+  out.push(
+    `capacity  ${fixed(probe.rps, 0)} req/s (closed loop, ${probe.users} users, ${fixed(probe.measureMs / 1000, 1)} s, p50 ${fixed(probe.p50Ms, 1)} ms)`,
+  );
+  out.push(
+    `ramp      ${ramp.stages.map((s, i) => `${facts.factors[i]}× = ${fixed(s.targetRate ?? 0, 0)} req/s for ${fixed(s.durationMs / 1000, 1)} s`).join(', ')}`,
+  );
   out.push('');
   out.push('POST /v1/infer per stage (latency of successful requests, from the scheduled send)');
   const rows = ramp.stages.map(stageRow);
   rows.push(stageRow({ ...ramp.total, name: 'total' }));
-  out.push(...table(['stage', 'secs', 'requests', 'sent/s', 'ok/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', '503', 'timeout', 'other'], rows));
+  out.push(
+    ...table(
+      [
+        'stage',
+        'secs',
+        'requests',
+        'sent/s',
+        'ok/s',
+        'p50 ms',
+        'p90 ms',
+        'p99 ms',
+        'max ms',
+        '503',
+        'timeout',
+        'other',
+      ],
+      rows,
+    ),
+  );
   if (facts.streams) {
     const s = facts.streams.total;
     const st = s.stream;
@@ -214,7 +272,8 @@ export function formatDemoReport(facts: DemoFacts): string {
   if (facts.reloads.length) {
     out.push('');
     for (const r of facts.reloads) {
-      const what = r.slowMs > 0 ? `hot reload through a slow loader (+${r.slowMs} ms, simulated slow storage)` : 'hot reload';
+      const what =
+        r.slowMs > 0 ? `hot reload through a slow loader (+${r.slowMs} ms, simulated slow storage)` : 'hot reload';
       out.push(
         `at ${fixed(r.atMs / 1000, 1)} s: ${what}: ${r.error ? `failed: ${r.error}` : `${fixed((r.seconds ?? 0) * 1000, 0)} ms, model_load ${r.level.toUpperCase()}`}`,
       );
@@ -225,7 +284,8 @@ export function formatDemoReport(facts: DemoFacts): string {
   out.push(...lanes(facts).map((l) => `  ${l}`));
   out.push('');
   const failure = ramp.firstFailure;
-  if (failure) out.push(`first failure: ${failure.errorClass} (${failure.detail}) at ${fixed(failure.atMs / 1000, 1)} s`);
+  if (failure)
+    out.push(`first failure: ${failure.errorClass} (${failure.detail}) at ${fixed(failure.atMs / 1000, 1)} s`);
   else out.push('first failure: none — no failed request in this run');
   if (ramp.leadTimes.length) {
     out.push('alerts, first of each signal and level (scraped from /metrics by the bench):');
@@ -234,7 +294,10 @@ export function formatDemoReport(facts: DemoFacts): string {
   const h = headline(facts);
   if (h.standing.length) {
     out.push('warnings standing when the first request failed:');
-    for (const w of h.standing) out.push(`  ${w.series} ${LEVEL[w.level]} (raised at ${fixed((w.sinceMs - facts.rampOffsetMs) / 1000, 1)} s, ${fixed(w.leadSeconds, 1)} s before)`);
+    for (const w of h.standing)
+      out.push(
+        `  ${w.series} ${LEVEL[w.level]} (raised at ${fixed((w.sinceMs - facts.rampOffsetMs) / 1000, 1)} s, ${fixed(w.leadSeconds, 1)} s before)`,
+      );
   }
   out.push('');
   out.push(`>>> ${h.text}`);

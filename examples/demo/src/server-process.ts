@@ -116,7 +116,10 @@ export function spawnServer(options: SpawnOptions = {}): Promise<ServerProcess> 
       clearTimeout(timer);
       void stop(1000).then(() => reject(new ServerStartError(message, [...lines])));
     };
-    const timer = setTimeout(() => fail(`the server did not report ready within ${(options.readyTimeoutMs ?? 30_000) / 1000} s`), options.readyTimeoutMs ?? 30_000);
+    const timer = setTimeout(
+      () => fail(`the server did not report ready within ${(options.readyTimeoutMs ?? 30_000) / 1000} s`),
+      options.readyTimeoutMs ?? 30_000,
+    );
     child.once('error', (error) => fail(`could not start the server: ${error.message}`));
     child.once('exit', (code, signal) => fail(`the server exited during start-up (${signal ?? `code ${code}`})`));
     child.on('message', (message: unknown) => {
@@ -128,7 +131,13 @@ export function spawnServer(options: SpawnOptions = {}): Promise<ServerProcess> 
       settled = true;
       clearTimeout(timer);
       resolve({
-        info: { url: m.url, metricsUrl: m.metricsUrl, inferCapacity: m.inferCapacity ?? 0, runSeconds: m.runSeconds ?? 0, pid: m.pid ?? child.pid ?? 0 },
+        info: {
+          url: m.url,
+          metricsUrl: m.metricsUrl,
+          inferCapacity: m.inferCapacity ?? 0,
+          runSeconds: m.runSeconds ?? 0,
+          pid: m.pid ?? child.pid ?? 0,
+        },
         output: () => [...lines],
         stop,
       });

@@ -55,7 +55,9 @@ export function pollSnapshots(url: string, origin: number, intervalMs = 1000, ma
   const poll = async (): Promise<void> => {
     const at = performance.now();
     try {
-      const response = await fetch(`${url}/healthz/ready`, { signal: AbortSignal.timeout(Math.max(200, intervalMs - 100)) });
+      const response = await fetch(`${url}/healthz/ready`, {
+        signal: AbortSignal.timeout(Math.max(200, intervalMs - 100)),
+      });
       const body = (await response.json()) as SnapshotJson;
       const q = body.queues?.infer;
       if (samples.length < maxSamples) {
@@ -64,7 +66,12 @@ export function pollSnapshots(url: string, origin: number, intervalMs = 1000, ma
           ready: response.status === 200,
           level: body.level ?? 'unknown',
           infer: q
-            ? { utilization: q.utilization ?? 0, waitP95Seconds: q.waitQuantileSeconds ?? 0, occupancy: q.occupancy ?? 0, waiting: q.waiting ?? 0 }
+            ? {
+                utilization: q.utilization ?? 0,
+                waitP95Seconds: q.waitQuantileSeconds ?? 0,
+                occupancy: q.occupancy ?? 0,
+                waiting: q.waiting ?? 0,
+              }
             : null,
           active: (body.active ?? []).map((a) => ({
             series: seriesName(String(a.signal), a.labels),
@@ -103,7 +110,13 @@ export async function waitForCalm(url: string, timeoutMs: number, maxUtilization
       const response = await fetch(`${url}/healthz/ready`, { signal: AbortSignal.timeout(1000) });
       const body = (await response.json()) as SnapshotJson;
       const utilization = body.queues?.infer?.utilization ?? 0;
-      if (response.status === 200 && body.level === 'ok' && (body.active?.length ?? 0) === 0 && utilization < maxUtilization) return true;
+      if (
+        response.status === 200 &&
+        body.level === 'ok' &&
+        (body.active?.length ?? 0) === 0 &&
+        utilization < maxUtilization
+      )
+        return true;
     } catch {
       /* retry */
     }

@@ -76,16 +76,30 @@ try {
     threads: intEnv('THREADS'),
     shed: process.env.SHED === undefined ? undefined : process.env.SHED !== '0',
     thresholds: thresholdsEnv(),
-    onAlert: process.env.ALERTS === '0' ? undefined : (event) => console.log(`[alert] ${event.signal} ${event.previousLevel} -> ${event.level}: ${event.message}`),
+    onAlert:
+      process.env.ALERTS === '0'
+        ? undefined
+        : (event) => console.log(`[alert] ${event.signal} ${event.previousLevel} -> ${event.level}: ${event.message}`),
   };
   server = await startServer(options);
   const { url, metricsUrl } = server;
-  send({ type: 'ready', url, metricsUrl, inferCapacity: server.inferCapacity, runSeconds: server.runSeconds, pid: process.pid });
+  send({
+    type: 'ready',
+    url,
+    metricsUrl,
+    inferCapacity: server.inferCapacity,
+    runSeconds: server.runSeconds,
+    pid: process.pid,
+  });
   console.log(`InferSignal fastify-onnx example on ${url} (metrics: ${metricsUrl ?? 'unavailable'})`);
-  console.log(`  model run ${(server.runSeconds * 1000).toFixed(2)} ms per /v1/infer batch; infer queue capacity ${server.inferCapacity}`);
+  console.log(
+    `  model run ${(server.runSeconds * 1000).toFixed(2)} ms per /v1/infer batch; infer queue capacity ${server.inferCapacity}`,
+  );
   if (!process.send) {
     console.log(`  curl -s -X POST ${url}/v1/infer -H 'content-type: application/json' -d '{"input":[0.5,-0.25,1]}'`);
-    console.log(`  curl -N -X POST ${url}/v1/completions -H 'content-type: application/json' -d '{"prompt":"hello","max_tokens":8,"stream":true}'`);
+    console.log(
+      `  curl -N -X POST ${url}/v1/completions -H 'content-type: application/json' -d '{"prompt":"hello","max_tokens":8,"stream":true}'`,
+    );
     console.log(`  curl -s ${url}/healthz/ready`);
     console.log(`  curl -s -X POST ${url}/admin/reload -H 'content-type: application/json' -d '{"slowMs":500}'`);
     if (metricsUrl) console.log(`  curl -s ${metricsUrl} | grep infersignal_signal_level`);

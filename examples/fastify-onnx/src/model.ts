@@ -18,7 +18,9 @@ import type { MonitoredSession } from '@infersignal/onnx';
 export const DIM = 512;
 
 /** The committed model, reused from the ONNX package's tests (2 MiB). */
-export const DEFAULT_MODEL_PATH = fileURLToPath(new URL('../../../packages/onnx/test/fixtures/matmul-chain.onnx', import.meta.url));
+export const DEFAULT_MODEL_PATH = fileURLToPath(
+  new URL('../../../packages/onnx/test/fixtures/matmul-chain.onnx', import.meta.url),
+);
 
 /** Largest batch a client may ask for (bounds memory per request: 2 MiB in, 2 MiB out). */
 export const MAX_ROWS = 1024;
@@ -61,7 +63,11 @@ export function summarize(output: ort.Tensor): OutputSummary {
     sumSquares += v * v;
     if (v > data[argmax]) argmax = i;
   }
-  return { argmax, norm: Math.sqrt(sumSquares), head: Array.from(data.subarray(0, 8), (v) => Math.round(v * 1e6) / 1e6) };
+  return {
+    argmax,
+    norm: Math.sqrt(sumSquares),
+    head: Array.from(data.subarray(0, 8), (v) => Math.round(v * 1e6) / 1e6),
+  };
 }
 
 /** Seeds a token stream's state row from the prompt (deterministic: same prompt, same tokens). */
@@ -83,7 +89,13 @@ function seedRow(prompt: string): Float32Array {
  * is a word picked by the argmax of row 0. Every run goes through the
  * session's queue, so streams and `/v1/infer` contend for the same model.
  */
-export async function* generateTokens(session: MonitoredSession, prompt: string, maxTokens: number, rows: number, signal?: AbortSignal): AsyncGenerator<string> {
+export async function* generateTokens(
+  session: MonitoredSession,
+  prompt: string,
+  maxTokens: number,
+  rows: number,
+  signal?: AbortSignal,
+): AsyncGenerator<string> {
   let state = seedRow(prompt);
   for (let step = 0; step < maxTokens; step++) {
     if (signal?.aborted) return;

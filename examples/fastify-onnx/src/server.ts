@@ -24,7 +24,14 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type * as ort from 'onnxruntime-node';
-import { QueueFullError, RequestEndedError, type AlertListener, type Monitor, type QueueTracker, type ThresholdsInput } from '@infersignal/core';
+import {
+  QueueFullError,
+  RequestEndedError,
+  type AlertListener,
+  type Monitor,
+  type QueueTracker,
+  type ThresholdsInput,
+} from '@infersignal/core';
 import { inferSignal, readinessHandler, type InferSignalRequest } from '@infersignal/fastify';
 import { start, type InferSignal } from '@infersignal/node';
 import { ModelLoadError, createSession, type MonitoredSession } from '@infersignal/onnx';
@@ -106,7 +113,12 @@ const completionSchema = {
     type: 'object',
     properties: {
       model: { type: 'string', maxLength: 200 },
-      prompt: { anyOf: [{ type: 'string', maxLength: 20_000 }, { type: 'array', maxItems: 1, items: { type: 'string', maxLength: 20_000 } }] },
+      prompt: {
+        anyOf: [
+          { type: 'string', maxLength: 20_000 },
+          { type: 'array', maxItems: 1, items: { type: 'string', maxLength: 20_000 } },
+        ],
+      },
       max_tokens: { type: 'integer', minimum: 1, maximum: 256 },
       stream: { type: 'boolean' },
     },
@@ -121,7 +133,8 @@ const reloadSchema = {
 } as const;
 
 function checkInteger(name: string, value: number, min: number, max: number): number {
-  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`fastify-onnx: ${name} must be an integer in [${min}, ${max}], got ${String(value)}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new RangeError(`fastify-onnx: ${name} must be an integer in [${min}, ${max}], got ${String(value)}`);
   return value;
 }
 
@@ -158,7 +171,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const streamConcurrency = checkInteger('streamConcurrency', options.streamConcurrency ?? 4, 1, 256);
   const threads = checkInteger('threads', options.threads ?? 1, 1, 64);
   const queueSeconds = options.queueSeconds ?? 1.5;
-  if (!(queueSeconds > 0 && queueSeconds <= 60)) throw new RangeError(`fastify-onnx: queueSeconds must be in (0, 60], got ${queueSeconds}`);
+  if (!(queueSeconds > 0 && queueSeconds <= 60))
+    throw new RangeError(`fastify-onnx: queueSeconds must be in (0, 60], got ${queueSeconds}`);
   const shed = options.shed ?? true;
 
   // The OTel SDK, the Prometheus endpoint on loopback and the monitor, in one call.
@@ -183,7 +197,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const runSeconds = await warmUp(session, rows, 15);
     const inferCapacity = Math.max(8, Math.min(4096, Math.round(queueSeconds / runSeconds)));
     const inferQueue: QueueTracker = monitor.queue('infer', { concurrency: 1, capacity: inferCapacity });
-    const completionsQueue: QueueTracker = monitor.queue('completions', { concurrency: streamConcurrency, capacity: streamConcurrency * 5 });
+    const completionsQueue: QueueTracker = monitor.queue('completions', {
+      concurrency: streamConcurrency,
+      capacity: streamConcurrency * 5,
+    });
     const model = session;
     const inputName = model.inputNames[0];
     const outputName = model.outputNames[0];
@@ -200,10 +217,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         try {
           // The tensor is built once the request holds the model: waiting requests cost no tensor memory.
           const result = await signal.run(() => model.run({ [inputName]: inputTensor(body.input ?? [], batch) }));
-          return { model: modelName, generation: model.loadInfo.generation, rows: batch, output: summarize(result[outputName] as ort.Tensor) };
+          return {
+            model: modelName,
+            generation: model.loadInfo.generation,
+            rows: batch,
+            output: summarize(result[outputName] as ort.Tensor),
+          };
         } catch (error) {
           if (error instanceof QueueFullError) return queueFull(reply, signal, error);
-          if (error instanceof RequestEndedError || signal.signal.aborted) return reply.code(499).send({ error: 'client closed request' });
+          if (error instanceof RequestEndedError || signal.signal.aborted)
+            return reply.code(499).send({ error: 'client closed request' });
           throw error;
         }
       });
@@ -231,11 +254,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           if (!body.stream) {
             const words: string[] = [];
             await signal.run(async () => {
-              for await (const word of generateTokens(model, prompt, maxTokens, tokenRows, signal.signal)) words.push(word);
+              for await (const word of generateTokens(model, prompt, maxTokens, tokenRows, signal.signal))
+                words.push(word);
             });
             return {
               ...chunk(words.map((w) => ` ${w}`).join(''), 'length'),
-              usage: { prompt_tokens: prompt.split(/\s+/).filter(Boolean).length, completion_tokens: words.length, total_tokens: words.length },
+              usage: {
+                prompt_tokens: prompt.split(/\s+/).filter(Boolean).length,
+                completion_tokens: words.length,
+                total_tokens: words.length,
+              },
             };
           }
           // The SSE writer is opened once the stream holds a slot: a request refused by a full queue is
@@ -270,32 +298,40 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       });
     });
 
-    app.get('/v1/models', async () => ({ object: 'list', data: [{ id: modelName, object: 'model', owned_by: 'infersignal-example' }] }));
+    app.get('/v1/models', async () => ({
+      object: 'list',
+      data: [{ id: modelName, object: 'model', owned_by: 'infersignal-example' }],
+    }));
     app.get('/healthz/ready', readinessHandler(monitor));
     app.get('/healthz/live', async () => ({ ok: true }));
 
     // Hot reload: the old session serves until the new one is ready. `slowMs` simulates slow
     // storage (a loader that waits before handing over the file), which the load timing sees.
-    app.post<{ Body: { slowMs?: number } | null }>('/admin/reload', { schema: reloadSchema }, async (request, reply) => {
-      const slowMs = request.body?.slowMs ?? 0;
-      try {
-        const info = await model.reload(async () => {
-          if (slowMs > 0) await sleep(slowMs);
-          return new Uint8Array(await readFile(modelPath));
-        });
-        const m = monitor.snapshot().models[modelName];
-        return {
-          model: modelName,
-          generation: info.generation,
-          seconds: info.seconds,
-          baselineSeconds: m?.baselineSeconds ?? null,
-          level: m?.level ?? 'ok',
-        };
-      } catch (error) {
-        if (error instanceof ModelLoadError) return reply.code(500).send({ error: 'reload failed', reason: error.reason, message: error.message });
-        throw error;
-      }
-    });
+    app.post<{ Body: { slowMs?: number } | null }>(
+      '/admin/reload',
+      { schema: reloadSchema },
+      async (request, reply) => {
+        const slowMs = request.body?.slowMs ?? 0;
+        try {
+          const info = await model.reload(async () => {
+            if (slowMs > 0) await sleep(slowMs);
+            return new Uint8Array(await readFile(modelPath));
+          });
+          const m = monitor.snapshot().models[modelName];
+          return {
+            model: modelName,
+            generation: info.generation,
+            seconds: info.seconds,
+            baselineSeconds: m?.baselineSeconds ?? null,
+            level: m?.level ?? 'ok',
+          };
+        } catch (error) {
+          if (error instanceof ModelLoadError)
+            return reply.code(500).send({ error: 'reload failed', reason: error.reason, message: error.message });
+          throw error;
+        }
+      },
+    );
 
     await app.listen({ host, port });
     const address = app.server.address();

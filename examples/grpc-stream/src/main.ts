@@ -35,10 +35,14 @@ function line(snapshot: Snapshot): string {
   const streams = Object.entries(snapshot.streams)
     .map(([model, s]) => `${model} ${(s.interruptedRatio * 100).toFixed(2)}% of ${s.samples} (${s.level})`)
     .join(', ');
-  const client = traffic ? ` | clients ok=${traffic.stats.ok} cancelled=${traffic.stats.cancelled} deadline=${traffic.stats.deadline} shed=${traffic.stats.shed}` : '';
+  const client = traffic
+    ? ` | clients ok=${traffic.stats.ok} cancelled=${traffic.stats.cancelled} deadline=${traffic.stats.deadline} shed=${traffic.stats.shed}`
+    : '';
   return (
     `[${new Date(snapshot.at).toISOString().slice(11, 19)}] level=${snapshot.level}` +
-    (queue ? ` | queue ${queue.level} inFlight=${queue.inFlight} occupancy=${queue.occupancy.toFixed(2)} done=${queue.completed}` : '') +
+    (queue
+      ? ` | queue ${queue.level} inFlight=${queue.inFlight} occupancy=${queue.occupancy.toFixed(2)} done=${queue.completed}`
+      : '') +
     ` | interrupted: ${streams || 'no streams yet'}` +
     client
   );

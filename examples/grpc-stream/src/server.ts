@@ -14,7 +14,10 @@ export const Inference: grpc.ServiceClientConstructor = loaded.infersignal.infer
  */
 const implementation: grpc.UntypedServiceImplementation = {
   Infer(call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) {
-    setTimeout(() => callback(null, { model: call.request.model, output: `echo ${call.request.prompt}`, tokens: 1 }), 20);
+    setTimeout(
+      () => callback(null, { model: call.request.model, output: `echo ${call.request.prompt}`, tokens: 1 }),
+      20,
+    );
   },
   Generate(call: grpc.ServerWritableStream<any, any>) {
     const count = call.request.maxTokens || 16;
@@ -47,7 +50,9 @@ export async function startServer(monitor: Monitor, port: number): Promise<{ por
     }),
   );
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, p) => (error ? reject(error) : resolve(p))),
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, p) =>
+      error ? reject(error) : resolve(p),
+    ),
   );
   return { port: bound, server };
 }

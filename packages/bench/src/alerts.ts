@@ -14,17 +14,23 @@ const LEVEL_LABEL = prometheusLabel(ATTR.level);
  * suffixed form some exporter versions give a unit-1 gauge.
  */
 const LEVEL_BARE = METRICS.signalLevel.name.replace(/\./g, '_');
-export const LEVEL_METRICS: ReadonlySet<string> = new Set([prometheusName(METRICS.signalLevel), LEVEL_BARE, `${LEVEL_BARE}_ratio`]);
+export const LEVEL_METRICS: ReadonlySet<string> = new Set([
+  prometheusName(METRICS.signalLevel),
+  LEVEL_BARE,
+  `${LEVEL_BARE}_ratio`,
+]);
 export const ALERT_METRICS: ReadonlySet<string> = new Set([prometheusName(METRICS.alerts)]);
 export const WATCHED_METRICS: ReadonlySet<string> = new Set([...LEVEL_METRICS, ...ALERT_METRICS]);
 
 export function levelNumber(level: string): number {
   const n = LEVEL_NAMES.indexOf(level);
-  return n < 0 ? 0 : n;
+  return Math.max(n, 0);
 }
 
 function seriesKey(signal: string, labels: Record<string, string>): string {
-  const keys = Object.keys(labels).filter((k) => k !== SIGNAL_LABEL && k !== 'signal').sort();
+  const keys = Object.keys(labels)
+    .filter((k) => k !== SIGNAL_LABEL && k !== 'signal')
+    .sort();
   return `${signal}|${keys.map((k) => `${k}=${labels[k]}`).join(',')}`;
 }
 
@@ -40,7 +46,14 @@ export class AlertTimeline {
 
   /** One in-process alert event (core's AlertEvent fits). */
   observeEvent(event: AlertLike, atMs: number): void {
-    this.observeLevel(String(event.signal), event.labels ?? {}, levelNumber(String(event.level)), atMs, 'callback', event.message);
+    this.observeLevel(
+      String(event.signal),
+      event.labels ?? {},
+      levelNumber(String(event.level)),
+      atMs,
+      'callback',
+      event.message,
+    );
   }
 
   /** Samples of one scrape. */
@@ -51,7 +64,8 @@ export class AlertTimeline {
       const signal = s.labels[SIGNAL_LABEL];
       if (!signal) continue;
       const level = Math.max(0, Math.min(2, Math.round(s.value)));
-      if (this.observeLevel(signal, s.labels, level, atMs, 'prometheus')) risenThisScrape.add(`${signal}|${LEVEL_NAMES[level]}`);
+      if (this.observeLevel(signal, s.labels, level, atMs, 'prometheus'))
+        risenThisScrape.add(`${signal}|${LEVEL_NAMES[level]}`);
     }
     // The counter catches a rise that came and went between two scrapes.
     for (const s of samples) {
@@ -64,13 +78,27 @@ export class AlertTimeline {
       this.alertCounts.set(key, s.value);
       const rose = before === undefined ? this.scrapes > 0 && s.value > 0 : s.value > before;
       if (rose && levelNumber(level) > 0 && !risenThisScrape.has(key)) {
-        this.push({ signal, level, labels: { ...s.labels }, atMs, source: 'prometheus', message: 'seen in the alert counter between scrapes' });
+        this.push({
+          signal,
+          level,
+          labels: { ...s.labels },
+          atMs,
+          source: 'prometheus',
+          message: 'seen in the alert counter between scrapes',
+        });
       }
     }
     this.scrapes++;
   }
 
-  private observeLevel(signal: string, labels: Record<string, string>, level: number, atMs: number, source: AlertRecord['source'], message?: string): boolean {
+  private observeLevel(
+    signal: string,
+    labels: Record<string, string>,
+    level: number,
+    atMs: number,
+    source: AlertRecord['source'],
+    message?: string,
+  ): boolean {
     const key = seriesKey(signal, labels);
     const previous = this.levels.get(key)?.level ?? 0;
     this.levels.set(key, { signal, level });
@@ -122,13 +150,28 @@ export function leadTimes(records: readonly AlertRecord[], failure: FirstFailure
   for (const r of first.values()) {
     const name = `${r.signal} ${r.level.toUpperCase()}`;
     if (!failure) {
-      out.push({ signal: r.signal, level: r.level, firedAtMs: r.atMs, leadSeconds: null, text: `${name} fired at ${(r.atMs / 1000).toFixed(1)} s; no request failed` });
+      out.push({
+        signal: r.signal,
+        level: r.level,
+        firedAtMs: r.atMs,
+        leadSeconds: null,
+        text: `${name} fired at ${(r.atMs / 1000).toFixed(1)} s; no request failed`,
+      });
       continue;
     }
     const lead = (failure.atMs - r.atMs) / 1000;
     const what = describeFailure(failure);
-    const text = lead >= 0 ? `${name} fired ${lead.toFixed(1)} s before ${what}` : `${name} fired ${(-lead).toFixed(1)} s after ${what}`;
-    out.push({ signal: r.signal, level: r.level, firedAtMs: r.atMs, leadSeconds: Math.round(lead * 1000) / 1000, text });
+    const text =
+      lead >= 0
+        ? `${name} fired ${lead.toFixed(1)} s before ${what}`
+        : `${name} fired ${(-lead).toFixed(1)} s after ${what}`;
+    out.push({
+      signal: r.signal,
+      level: r.level,
+      firedAtMs: r.atMs,
+      leadSeconds: Math.round(lead * 1000) / 1000,
+      text,
+    });
   }
   return out;
 }

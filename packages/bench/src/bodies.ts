@@ -32,7 +32,11 @@ export function readJsonl(path: string): unknown[] {
  * partial body (`{ prompt }`, `{ messages }`) and get model/stream/max_tokens
  * filled in; other targets send the item as it is.
  */
-export function toRequestBody(kind: TargetKind, item: unknown, config: Pick<BenchConfig, 'model' | 'maxTokens' | 'stream'>): unknown {
+export function toRequestBody(
+  kind: TargetKind,
+  item: unknown,
+  config: Pick<BenchConfig, 'model' | 'maxTokens' | 'stream'>,
+): unknown {
   if (kind !== 'openai-chat' && kind !== 'openai-completions') return item;
   const stream = config.stream ?? true;
   const base: Record<string, unknown> = { model: config.model ?? 'default', stream };
@@ -43,7 +47,11 @@ export function toRequestBody(kind: TargetKind, item: unknown, config: Pick<Benc
   return kind === 'openai-chat' ? { ...base, messages: [{ role: 'user', content: prompt }] } : { ...base, prompt };
 }
 
-export function createBodySource(kind: TargetKind, config: BenchConfig, encode: (body: unknown) => unknown): BodySource {
+export function createBodySource(
+  kind: TargetKind,
+  config: BenchConfig,
+  encode: (body: unknown) => unknown,
+): BodySource {
   if (config.bodies) {
     const generate = config.bodies;
     return { get: (seq) => encode(toRequestBody(kind, generate(seq), config)) };

@@ -70,7 +70,10 @@ const MAX_TRANSITIONS = 1000;
  * document's defaults (30 %, 20 calls, 60 s) and its state exported as
  * metrics and as the `circuit_breaker` signal.
  */
-export function createBreaker<A extends unknown[], R>(action: (...args: A) => Promise<R>, options: BreakerOptions = {}): Breaker<A, R> {
+export function createBreaker<A extends unknown[], R>(
+  action: (...args: A) => Promise<R>,
+  options: BreakerOptions = {},
+): Breaker<A, R> {
   const name = options.name ?? (action.name || 'backend');
   const circuit = new CircuitBreaker<A, R>(action, {
     name,
@@ -103,9 +106,18 @@ export function createBreaker<A extends unknown[], R>(action: (...args: A) => Pr
   };
   if (meter) {
     safe('breaker.metrics', () => {
-      gauge = meter.createGauge(BREAKER_METRICS.state.name, { unit: BREAKER_METRICS.state.unit, description: BREAKER_METRICS.state.description });
-      transitionsCounter = meter.createCounter(BREAKER_METRICS.transitions.name, { unit: BREAKER_METRICS.transitions.unit, description: BREAKER_METRICS.transitions.description });
-      calls = meter.createCounter(BREAKER_METRICS.calls.name, { unit: BREAKER_METRICS.calls.unit, description: BREAKER_METRICS.calls.description });
+      gauge = meter.createGauge(BREAKER_METRICS.state.name, {
+        unit: BREAKER_METRICS.state.unit,
+        description: BREAKER_METRICS.state.description,
+      });
+      transitionsCounter = meter.createCounter(BREAKER_METRICS.transitions.name, {
+        unit: BREAKER_METRICS.transitions.unit,
+        description: BREAKER_METRICS.transitions.description,
+      });
+      calls = meter.createCounter(BREAKER_METRICS.calls.name, {
+        unit: BREAKER_METRICS.calls.unit,
+        description: BREAKER_METRICS.calls.description,
+      });
       gauge.record(0, attrs);
     });
   }
@@ -120,14 +132,22 @@ export function createBreaker<A extends unknown[], R>(action: (...args: A) => Pr
     // opossum's own rule: failures (timeouts included) / fires in the window.
     const windowCalls = stats.fires;
     const windowErrorRate = windowCalls ? stats.failures / windowCalls : 0;
-    if (transitions.length < MAX_TRANSITIONS) transitions.push({ from, to, at: Date.now(), windowErrorRate, windowCalls });
+    if (transitions.length < MAX_TRANSITIONS)
+      transitions.push({ from, to, at: Date.now(), windowErrorRate, windowCalls });
     safe('breaker.metrics', () => {
       gauge?.record(STATE_VALUE[to], attrs);
       transitionsCounter?.add(1, toAttrs[to]);
     });
     if (monitor) {
       safe('breaker.report', () =>
-        monitor.report(BREAKER_SIGNAL, STATE_LEVEL[to], STATE_VALUE[to], (options.errorThresholdPercentage ?? 30) / 100, { breaker: name }, `circuit breaker ${name} ${to} (window error rate ${(windowErrorRate * 100).toFixed(1)} % over ${windowCalls} calls)`),
+        monitor.report(
+          BREAKER_SIGNAL,
+          STATE_LEVEL[to],
+          STATE_VALUE[to],
+          (options.errorThresholdPercentage ?? 30) / 100,
+          { breaker: name },
+          `circuit breaker ${name} ${to} (window error rate ${(windowErrorRate * 100).toFixed(1)} % over ${windowCalls} calls)`,
+        ),
       );
     }
   };

@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { chaos } from './chaos';
 import { createBreaker, type BreakerOptions, type BreakerTransition } from './breaker';
 
-export interface CalibrationOptions extends Omit<BreakerOptions, 'rotateBucketController' | 'rollingCountBuckets' | 'rollingCountTimeoutMs'> {
+export interface CalibrationOptions
+  extends Omit<BreakerOptions, 'rotateBucketController' | 'rollingCountBuckets' | 'rollingCountTimeoutMs'> {
   /** Injected failure shares, in order (default 0 to 0.6 by 0.02). */
   steps?: number[];
   /** Calls per step (default 50). */
@@ -69,7 +70,12 @@ export async function calibrateBreaker(options: CalibrationOptions = {}): Promis
   const resetTimeoutMs = options.resetTimeoutMs ?? 60_000;
   const probeInterval = options.probeIntervalMs ?? 100;
   const deadline = Date.now() + (options.maxDurationMs ?? resetTimeoutMs * 3 + 30_000);
-  const injector = chaos({ errorRate: 0, distribution: options.distribution ?? 'even', seed: options.seed, force: true });
+  const injector = chaos({
+    errorRate: 0,
+    distribution: options.distribution ?? 'even',
+    seed: options.seed,
+    force: true,
+  });
   const backend = injector.wrap(options.backend ?? (async () => 'ok'));
   const rotate = new EventEmitter();
   const breaker = createBreaker(backend, {
@@ -83,7 +89,16 @@ export async function calibrateBreaker(options: CalibrationOptions = {}): Promis
     name: options.name ?? 'calibration',
   });
   const stateOf = (): string => breaker.state;
-  const result: CalibrationResult = { thresholdPercentage: threshold, volumeThreshold: volume, resetTimeoutMs, steps: [], opened: null, recovery: null, transitions: [], text: '' };
+  const result: CalibrationResult = {
+    thresholdPercentage: threshold,
+    volumeThreshold: volume,
+    resetTimeoutMs,
+    steps: [],
+    opened: null,
+    recovery: null,
+    transitions: [],
+    text: '',
+  };
   try {
     for (let i = 0; i < steps.length && breaker.state === 'closed' && Date.now() < deadline; i++) {
       injector.errorRate = steps[i];
@@ -101,18 +116,30 @@ export async function calibrateBreaker(options: CalibrationOptions = {}): Promis
       // (read through a function: TypeScript narrowed the getter to 'closed' in the loop condition)
       if (stateOf() === 'open') {
         const t = breaker.transitions[breaker.transitions.length - 1];
-        result.opened = { injectedRate: steps[i], windowErrorRate: t.windowErrorRate, windowCalls: t.windowCalls, step: i };
+        result.opened = {
+          injectedRate: steps[i],
+          windowErrorRate: t.windowErrorRate,
+          windowCalls: t.windowCalls,
+          step: i,
+        };
       }
     }
     if (result.opened) {
       injector.errorRate = options.recoveryErrorRate ?? 0;
       const openedAt = breaker.transitions.find((t) => t.to === 'open')!.at;
-      const recovery = { halfOpenAfterMs: null as number | null, probes: 0, failedProbes: 0, closedAfterMs: null as number | null, rejectedWhileOpen: 0 };
+      const recovery = {
+        halfOpenAfterMs: null as number | null,
+        probes: 0,
+        failedProbes: 0,
+        closedAfterMs: null as number | null,
+        rejectedWhileOpen: 0,
+      };
       result.recovery = recovery;
       while (stateOf() !== 'closed' && Date.now() < deadline) {
         await sleep(probeInterval);
         const probing = breaker.state === 'halfOpen';
-        if (probing && recovery.halfOpenAfterMs === null) recovery.halfOpenAfterMs = breaker.transitions.find((t) => t.to === 'halfOpen')!.at - openedAt;
+        if (probing && recovery.halfOpenAfterMs === null)
+          recovery.halfOpenAfterMs = breaker.transitions.find((t) => t.to === 'halfOpen')!.at - openedAt;
         try {
           await breaker.fire();
           if (probing) recovery.probes++;
@@ -139,17 +166,24 @@ function pct(x: number): string {
 }
 
 function describe(r: CalibrationResult): string {
-  const lines = [`breaker: threshold ${r.thresholdPercentage} %, minimum ${r.volumeThreshold} calls, reset ${(r.resetTimeoutMs / 1000).toFixed(1)} s`];
+  const lines = [
+    `breaker: threshold ${r.thresholdPercentage} %, minimum ${r.volumeThreshold} calls, reset ${(r.resetTimeoutMs / 1000).toFixed(1)} s`,
+  ];
   if (!r.opened) {
     lines.push(`did not open up to ${pct(r.steps[r.steps.length - 1]?.injectedRate ?? 0)} injected failures`);
     return lines.join('\n');
   }
-  lines.push(`opened at ${pct(r.opened.injectedRate)} injected failures (window error rate ${pct(r.opened.windowErrorRate)} over ${r.opened.windowCalls} calls)`);
+  lines.push(
+    `opened at ${pct(r.opened.injectedRate)} injected failures (window error rate ${pct(r.opened.windowErrorRate)} over ${r.opened.windowCalls} calls)`,
+  );
   const rec = r.recovery!;
   if (rec.closedAfterMs !== null) {
     lines.push(
       `recovered: half-open after ${((rec.halfOpenAfterMs ?? 0) / 1000).toFixed(1)} s, closed after ${(rec.closedAfterMs / 1000).toFixed(1)} s and ${rec.probes} probe(s) (${rec.failedProbes} failed); ${rec.rejectedWhileOpen} calls rejected while open`,
     );
-  } else lines.push(`did not recover before the calibration's time bound (${rec.probes} probes, ${rec.failedProbes} failed)`);
+  } else
+    lines.push(
+      `did not recover before the calibration's time bound (${rec.probes} probes, ${rec.failedProbes} failed)`,
+    );
   return lines.join('\n');
 }

@@ -61,7 +61,9 @@ export interface Chaos {
   /** Connect/Express middleware: delays, and answers injected failures with `statusCode`. */
   middleware(): (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
   /** Wraps a plain node:http request listener. */
-  handler(listener: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void;
+  handler(
+    listener: (req: IncomingMessage, res: ServerResponse) => void,
+  ): (req: IncomingMessage, res: ServerResponse) => void;
   /** Fastify `onRequest` hook. */
   fastifyHook(): (request: unknown, reply: ReplyLike) => Promise<void>;
 }
@@ -82,21 +84,35 @@ function sleep(ms: number): Promise<void> {
  */
 export function chaos(options: ChaosOptions = {}): Chaos {
   const errorRate = options.errorRate ?? 0;
-  check('errorRate', typeof errorRate === 'number' && errorRate >= 0 && errorRate <= 1, `must be within [0, 1], got ${errorRate}`);
+  check(
+    'errorRate',
+    typeof errorRate === 'number' && errorRate >= 0 && errorRate <= 1,
+    `must be within [0, 1], got ${errorRate}`,
+  );
   const latency = options.latencyMs;
   if (latency !== undefined) {
-    check('latencyMs', Array.isArray(latency) && latency.length === 2 && latency[0] >= 0 && latency[1] >= latency[0], `must be [min, max] with 0 <= min <= max, got ${JSON.stringify(latency)}`);
+    check(
+      'latencyMs',
+      Array.isArray(latency) && latency.length === 2 && latency[0] >= 0 && latency[1] >= latency[0],
+      `must be [min, max] with 0 <= min <= max, got ${JSON.stringify(latency)}`,
+    );
   }
   const latencyRate = options.latencyRate ?? (latency ? 1 : 0);
   check('latencyRate', latencyRate >= 0 && latencyRate <= 1, `must be within [0, 1], got ${latencyRate}`);
   const statusCode = options.statusCode ?? 500;
-  check('statusCode', Number.isInteger(statusCode) && statusCode >= 400 && statusCode < 600, `must be an HTTP error status, got ${statusCode}`);
+  check(
+    'statusCode',
+    Number.isInteger(statusCode) && statusCode >= 400 && statusCode < 600,
+    `must be an HTTP error status, got ${statusCode}`,
+  );
   const distribution = options.distribution ?? 'random';
   check('distribution', distribution === 'random' || distribution === 'even', `must be random or even`);
   const configured = errorRate > 0 || (latency !== undefined && latencyRate > 0) || options.errorRate !== undefined;
   const enabled = options.enabled ?? configured;
   if (enabled && process.env.NODE_ENV === 'production' && options.force !== true) {
-    throw new Error('bench: chaos injection refuses to activate with NODE_ENV=production; pass force: true if you really mean it');
+    throw new Error(
+      'bench: chaos injection refuses to activate with NODE_ENV=production; pass force: true if you really mean it',
+    );
   }
   const random = seededRandom(options.seed ?? 1);
   const stats: ChaosStats = { calls: 0, failures: 0, delayed: 0 };
@@ -153,7 +169,7 @@ export function chaos(options: ChaosOptions = {}): Chaos {
       };
     },
     middleware() {
-      return (req, res, next) => {
+      return (_req, res, next) => {
         if (!enabled) return next();
         const { fail, delayMs } = decide();
         const go = () => (fail ? injectHttp(res) : next());

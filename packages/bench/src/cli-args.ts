@@ -14,7 +14,8 @@ export function parseDuration(text: string, field: string): number {
 export function parseStages(text: string): Stage[] {
   return text.split(',').map((part, i) => {
     const [load, time] = part.split(':');
-    if (!load || !time) throw new BenchConfigError(`stages[${i}]`, `expected RATE:DURATION or vuN:DURATION, got ${JSON.stringify(part)}`);
+    if (!load || !time)
+      throw new BenchConfigError(`stages[${i}]`, `expected RATE:DURATION or vuN:DURATION, got ${JSON.stringify(part)}`);
     const durationMs = parseDuration(time, `stages[${i}]`);
     if (load.startsWith('vu')) return { concurrency: Number(load.slice(2)), durationMs };
     return { rate: Number(load), durationMs };
@@ -147,9 +148,17 @@ export function parseBenchArgs(argv: string[]): ParsedBench {
     progress: values['no-progress'] ? false : values.progress ? true : undefined,
   };
   if (values.proto || values.service || values.rpc) {
-    if (!values.proto || !values.service || !values.rpc) throw new BenchConfigError('grpc', '--proto, --service and --rpc go together');
+    if (!values.proto || !values.service || !values.rpc)
+      throw new BenchConfigError('grpc', '--proto, --service and --rpc go together');
     config.grpc = { protoPath: values.proto, service: values.service, method: values.rpc };
   }
   for (const key of Object.keys(config) as (keyof BenchConfig)[]) if (config[key] === undefined) delete config[key];
-  return { config, json: values.json, report: values.report, exportFormat: values.export, out: values.out, help: false };
+  return {
+    config,
+    json: values.json,
+    report: values.report,
+    exportFormat: values.export,
+    out: values.out,
+    help: false,
+  };
 }

@@ -27,7 +27,8 @@ async function benchCommand(argv: string[], io: CliIo): Promise<number> {
     return 0;
   }
   if (parsed.exportFormat !== undefined) {
-    if (parsed.exportFormat !== 'k6') throw new Error(`bench: --export supports k6, got ${JSON.stringify(parsed.exportFormat)}`);
+    if (parsed.exportFormat !== 'k6')
+      throw new Error(`bench: --export supports k6, got ${JSON.stringify(parsed.exportFormat)}`);
     const script = exportK6(parsed.config);
     if (parsed.out) {
       writeFileSync(parsed.out, script);
@@ -72,7 +73,9 @@ async function calibrateCommand(argv: string[], io: CliIo): Promise<number> {
     },
   });
   if (values.help) {
-    io.stdout('usage: infersignal calibrate [--threshold 30] [--volume 20] [--reset 60s] [--per-step 50] [--random] [--json FILE]\n');
+    io.stdout(
+      'usage: infersignal calibrate [--threshold 30] [--volume 20] [--reset 60s] [--per-step 50] [--random] [--json FILE]\n',
+    );
     return 0;
   }
   const result = await calibrateBreaker({
@@ -110,9 +113,27 @@ async function rulesCommand(argv: string[], io: CliIo): Promise<number> {
 
 const commands = new Map<string, { handler: CommandHandler; summary: string }>([
   ['bench', { handler: benchCommand, summary: 'load-test an inference endpoint and report alert lead time' }],
-  ['calibrate', { handler: calibrateCommand, summary: 'ramp injected failures through a circuit breaker and report where it opens' }],
-  ['report', { handler: reportCommand, summary: 'draw bench results as a self-contained HTML page or SVG chart; two results are overlaid' }],
-  ['rules', { handler: rulesCommand, summary: 'generate Prometheus rules, Grafana dashboard, Alertmanager config (@infersignal/rules)' }],
+  [
+    'calibrate',
+    {
+      handler: calibrateCommand,
+      summary: 'ramp injected failures through a circuit breaker and report where it opens',
+    },
+  ],
+  [
+    'report',
+    {
+      handler: reportCommand,
+      summary: 'draw bench results as a self-contained HTML page or SVG chart; two results are overlaid',
+    },
+  ],
+  [
+    'rules',
+    {
+      handler: rulesCommand,
+      summary: 'generate Prometheus rules, Grafana dashboard, Alertmanager config (@infersignal/rules)',
+    },
+  ],
 ]);
 
 /** Adds or replaces a subcommand of the `infersignal` CLI (other packages route theirs here). */

@@ -26,7 +26,10 @@ export class BenchConfigError extends Error {
 
 function positive(field: string, value: unknown, integer = false): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new BenchConfigError(field, `must be a positive ${integer ? 'integer' : 'number'}, got ${JSON.stringify(value)}`);
+    throw new BenchConfigError(
+      field,
+      `must be a positive ${integer ? 'integer' : 'number'}, got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
@@ -50,7 +53,8 @@ export function parseTarget(target: unknown): URL {
 export function resolveKind(config: BenchConfig, url: URL): TargetKind {
   const kind = config.kind ?? inferKind(url);
   if (!KINDS.includes(kind)) throw new BenchConfigError('kind', `must be one of ${KINDS.join(', ')}`);
-  if (kind === 'grpc' && !config.grpc) throw new BenchConfigError('grpc', 'a gRPC target needs { protoPath, service, method }');
+  if (kind === 'grpc' && !config.grpc)
+    throw new BenchConfigError('grpc', 'a gRPC target needs { protoPath, service, method }');
   return kind;
 }
 
@@ -58,20 +62,30 @@ export function resolveKind(config: BenchConfig, url: URL): TargetKind {
 export function planStages(config: BenchConfig): { plans: StagePlan[]; truncated: boolean } {
   let stages: Stage[];
   if (config.stages !== undefined) {
-    if (!Array.isArray(config.stages) || config.stages.length === 0) throw new BenchConfigError('stages', 'must be a non-empty array');
+    if (!Array.isArray(config.stages) || config.stages.length === 0)
+      throw new BenchConfigError('stages', 'must be a non-empty array');
     stages = config.stages;
-  } else if (config.rate !== undefined) stages = [{ rate: config.rate, durationMs: config.durationMs ?? DEFAULTS.durationMs }];
-  else stages = [{ concurrency: config.connections ?? DEFAULTS.connections, durationMs: config.durationMs ?? DEFAULTS.durationMs }];
-  const maxDuration = config.maxDurationMs === undefined ? DEFAULTS.maxDurationMs : positive('maxDurationMs', config.maxDurationMs);
+  } else if (config.rate !== undefined)
+    stages = [{ rate: config.rate, durationMs: config.durationMs ?? DEFAULTS.durationMs }];
+  else
+    stages = [
+      { concurrency: config.connections ?? DEFAULTS.connections, durationMs: config.durationMs ?? DEFAULTS.durationMs },
+    ];
+  const maxDuration =
+    config.maxDurationMs === undefined ? DEFAULTS.maxDurationMs : positive('maxDurationMs', config.maxDurationMs);
   const plans: StagePlan[] = [];
   let at = 0;
   let truncated = false;
   stages.forEach((stage, i) => {
     const field = config.stages ? `stages[${i}]` : config.rate !== undefined ? 'rate' : 'connections';
     const duration = positive(config.stages ? `${field}.durationMs` : 'durationMs', stage.durationMs);
-    if ((stage.rate === undefined) === (stage.concurrency === undefined)) throw new BenchConfigError(field, 'needs exactly one of rate (open loop) or concurrency (closed loop)');
+    if ((stage.rate === undefined) === (stage.concurrency === undefined))
+      throw new BenchConfigError(field, 'needs exactly one of rate (open loop) or concurrency (closed loop)');
     const rate = stage.rate === undefined ? null : positive(config.stages ? `${field}.rate` : field, stage.rate);
-    const concurrency = stage.concurrency === undefined ? null : positive(config.stages ? `${field}.concurrency` : field, stage.concurrency, true);
+    const concurrency =
+      stage.concurrency === undefined
+        ? null
+        : positive(config.stages ? `${field}.concurrency` : field, stage.concurrency, true);
     if (at >= maxDuration) {
       truncated = true;
       return;
@@ -88,9 +102,16 @@ export function planStages(config: BenchConfig): { plans: StagePlan[]; truncated
 export function resolveLimits(config: BenchConfig) {
   return {
     timeoutMs: config.timeoutMs === undefined ? DEFAULTS.timeoutMs : positive('timeoutMs', config.timeoutMs),
-    maxRequests: config.maxRequests === undefined ? DEFAULTS.maxRequests : positive('maxRequests', config.maxRequests, true),
-    maxConnections: config.maxConnections === undefined ? DEFAULTS.maxConnections : positive('maxConnections', config.maxConnections, true),
-    scrapeIntervalMs: config.scrapeIntervalMs === undefined ? DEFAULTS.scrapeIntervalMs : positive('scrapeIntervalMs', config.scrapeIntervalMs),
+    maxRequests:
+      config.maxRequests === undefined ? DEFAULTS.maxRequests : positive('maxRequests', config.maxRequests, true),
+    maxConnections:
+      config.maxConnections === undefined
+        ? DEFAULTS.maxConnections
+        : positive('maxConnections', config.maxConnections, true),
+    scrapeIntervalMs:
+      config.scrapeIntervalMs === undefined
+        ? DEFAULTS.scrapeIntervalMs
+        : positive('scrapeIntervalMs', config.scrapeIntervalMs),
     seed: config.seed ?? 1,
     arrival: config.arrival ?? 'constant',
   };

@@ -33,11 +33,18 @@ async function importOptional<T>(name: string): Promise<T> {
   try {
     return (await import(name)) as T;
   } catch (err) {
-    throw new Error(`bench: gRPC targets need the optional peer dependency ${name} (npm i ${name}): ${(err as Error).message}`);
+    throw new Error(
+      `bench: gRPC targets need the optional peer dependency ${name} (npm i ${name}): ${(err as Error).message}`,
+    );
   }
 }
 
-export async function createGrpcTransport(url: URL, options: GrpcTargetOptions, timeoutMs: number, metadata: Record<string, string>): Promise<Transport> {
+export async function createGrpcTransport(
+  url: URL,
+  options: GrpcTargetOptions,
+  timeoutMs: number,
+  metadata: Record<string, string>,
+): Promise<Transport> {
   const grpc = await importOptional<GrpcModule>('@grpc/grpc-js');
   const loader = await importOptional<ProtoLoaderModule>('@grpc/proto-loader');
   const definition = loader.loadSync(options.protoPath, {
@@ -51,13 +58,22 @@ export async function createGrpcTransport(url: URL, options: GrpcTargetOptions, 
   const pkg = grpc.loadPackageDefinition(definition) as Record<string, unknown>;
   let Ctor: unknown = pkg;
   for (const part of options.service.split('.')) Ctor = (Ctor as Record<string, unknown> | undefined)?.[part];
-  if (typeof Ctor !== 'function') throw new Error(`bench: service ${options.service} not found in ${options.protoPath}`);
-  const ServiceClient = Ctor as typeof import('@grpc/grpc-js').Client & { service: Record<string, { responseStream: boolean; requestStream: boolean }> };
+  if (typeof Ctor !== 'function')
+    throw new Error(`bench: service ${options.service} not found in ${options.protoPath}`);
+  const ServiceClient = Ctor as typeof import('@grpc/grpc-js').Client & {
+    service: Record<string, { responseStream: boolean; requestStream: boolean }>;
+  };
   const methodDef = ServiceClient.service[options.method];
   if (!methodDef) throw new Error(`bench: method ${options.method} not found in ${options.service}`);
-  if (methodDef.requestStream) throw new Error(`bench: ${options.service}/${options.method} is client-streaming; only unary and server-streaming methods are supported`);
+  if (methodDef.requestStream)
+    throw new Error(
+      `bench: ${options.service}/${options.method} is client-streaming; only unary and server-streaming methods are supported`,
+    );
   const streaming = methodDef.responseStream;
-  const client = new ServiceClient(url.host, grpc.credentials.createInsecure()) as unknown as Record<string, (...args: unknown[]) => unknown> & { close(): void };
+  const client = new ServiceClient(url.host, grpc.credentials.createInsecure()) as unknown as Record<
+    string,
+    (...args: unknown[]) => unknown
+  > & { close(): void };
   const call = client[options.method].bind(client);
   const meta = new grpc.Metadata();
   for (const [key, value] of Object.entries(metadata)) meta.set(key.toLowerCase(), value);

@@ -13,6 +13,8 @@ export function isLoopback(hostname: string): boolean {
 export function assertTargetAllowed(url: URL, allowRemote: boolean | undefined, field = 'target'): void {
   if (allowRemote === true) return;
   if (!isLoopback(url.hostname)) {
-    throw new Error(`bench: refusing to load non-loopback ${field} ${url.host}; set allowRemote: true (CLI --allow-remote) to drive a remote endpoint you own`);
+    throw new Error(
+      `bench: refusing to load non-loopback ${field} ${url.host}; set allowRemote: true (CLI --allow-remote) to drive a remote endpoint you own`,
+    );
   }
 }

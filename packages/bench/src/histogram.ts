@@ -20,7 +20,7 @@ function indexOf(us: number): number {
 }
 
 /** Midpoint of a slot, µs. */
-function valueOf(index: number): number {
+function midpointOf(index: number): number {
   if (index < EXACT_BELOW) return index;
   const octave = Math.floor((index - EXACT_BELOW) / SUB_BUCKETS);
   const sub = (index - EXACT_BELOW) % SUB_BUCKETS;
@@ -67,7 +67,7 @@ export class LatencyHistogram {
       seen += this.counts[i];
       if (seen >= rank) {
         // The midpoint can lie outside what was recorded; clamp to the true extremes.
-        const us = Math.min(this.maxUs, Math.max(this.minUs, valueOf(i)));
+        const us = Math.min(this.maxUs, Math.max(this.minUs, midpointOf(i)));
         return us / 1000;
       }
     }

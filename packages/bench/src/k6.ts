@@ -21,7 +21,16 @@ function scenarios(plans: StagePlan[], timeoutMs: number): Record<string, unknow
   const allClosed = plans.every((p) => p.model === 'closed');
   if (allOpen && plans.length === 1) {
     const { pre, max } = vusFor(plans[0].rate!, timeoutMs);
-    return { bench: { executor: 'constant-arrival-rate', rate: plans[0].rate, timeUnit: '1s', duration: duration(plans[0].durationMs), preAllocatedVUs: pre, maxVUs: max } };
+    return {
+      bench: {
+        executor: 'constant-arrival-rate',
+        rate: plans[0].rate,
+        timeUnit: '1s',
+        duration: duration(plans[0].durationMs),
+        preAllocatedVUs: pre,
+        maxVUs: max,
+      },
+    };
   }
   if (allOpen) {
     // The bench holds each rate for the whole stage: a 0 s stage jumps, the next holds.
@@ -31,7 +40,16 @@ function scenarios(plans: StagePlan[], timeoutMs: number): Record<string, unknow
       { target: p.rate, duration: '0s' },
       { target: p.rate, duration: duration(p.durationMs) },
     ]);
-    return { bench: { executor: 'ramping-arrival-rate', startRate: plans[0].rate, timeUnit: '1s', preAllocatedVUs: pre, maxVUs: max, stages } };
+    return {
+      bench: {
+        executor: 'ramping-arrival-rate',
+        startRate: plans[0].rate,
+        timeUnit: '1s',
+        preAllocatedVUs: pre,
+        maxVUs: max,
+        stages,
+      },
+    };
   }
   if (allClosed) {
     const stages = plans.flatMap((p) => [
@@ -46,8 +64,17 @@ function scenarios(plans: StagePlan[], timeoutMs: number): Record<string, unknow
     const startTime = duration(p.startMs);
     if (p.model === 'open') {
       const { pre, max } = vusFor(p.rate!, timeoutMs);
-      out[`stage_${i}`] = { executor: 'constant-arrival-rate', rate: p.rate, timeUnit: '1s', duration: duration(p.durationMs), preAllocatedVUs: pre, maxVUs: max, startTime };
-    } else out[`stage_${i}`] = { executor: 'constant-vus', vus: p.concurrency, duration: duration(p.durationMs), startTime };
+      out[`stage_${i}`] = {
+        executor: 'constant-arrival-rate',
+        rate: p.rate,
+        timeUnit: '1s',
+        duration: duration(p.durationMs),
+        preAllocatedVUs: pre,
+        maxVUs: max,
+        startTime,
+      };
+    } else
+      out[`stage_${i}`] = { executor: 'constant-vus', vus: p.concurrency, duration: duration(p.durationMs), startTime };
   });
   return out;
 }
@@ -88,31 +115,46 @@ export function exportK6(config: BenchConfig): string {
     lines.push(`export const options = ${JSON.stringify(options, null, 2)};`);
     lines.push('');
     lines.push(`export default function () {`);
-    lines.push(`  if (__ITER === 0) client.connect(TARGET, { plaintext: true, timeout: ${JSON.stringify(duration(timeoutMs))} });`);
-    lines.push(`  const response = client.invoke(METHOD, BODIES[__ITER % BODIES.length], { metadata: METADATA, timeout: ${JSON.stringify(duration(timeoutMs))} });`);
+    lines.push(
+      `  if (__ITER === 0) client.connect(TARGET, { plaintext: true, timeout: ${JSON.stringify(duration(timeoutMs))} });`,
+    );
+    lines.push(
+      `  const response = client.invoke(METHOD, BODIES[__ITER % BODIES.length], { metadata: METADATA, timeout: ${JSON.stringify(duration(timeoutMs))} });`,
+    );
     lines.push(`  check(response, { 'status OK': (r) => r && r.status === grpc.StatusOK });`);
     lines.push(`}`);
     return `${lines.join('\n')}\n`;
   }
   const streaming = kind !== 'http' && (config.stream ?? true);
   const method = (config.method ?? 'POST').toUpperCase();
-  const allHeaders: Record<string, string> = { 'Content-Type': 'application/json', ...(streaming ? { Accept: 'text/event-stream' } : {}), ...headers };
+  const allHeaders: Record<string, string> = {
+    'Content-Type': 'application/json',
+    ...(streaming ? { Accept: 'text/event-stream' } : {}),
+    ...headers,
+  };
   lines.push(`import http from 'k6/http';`);
   lines.push(`import { check } from 'k6';`);
   lines.push('');
   lines.push(`const TARGET = __ENV.TARGET || ${JSON.stringify(url.toString())};`);
   lines.push(`const HEADERS = ${JSON.stringify(allHeaders)};`);
-  lines.push(`const BODIES = ${JSON.stringify(bodies.map((b) => (b === undefined ? null : typeof b === 'string' ? b : JSON.stringify(b))))};`);
+  lines.push(
+    `const BODIES = ${JSON.stringify(bodies.map((b) => (b === undefined ? null : typeof b === 'string' ? b : JSON.stringify(b))))};`,
+  );
   lines.push('');
   lines.push(`export const options = ${JSON.stringify(options, null, 2)};`);
   lines.push('');
   lines.push(`export default function () {`);
   lines.push(`  const body = BODIES[(__VU * 7919 + __ITER) % BODIES.length];`);
-  lines.push(`  const response = http.request(${JSON.stringify(method)}, TARGET, body, { headers: HEADERS, timeout: ${JSON.stringify(duration(timeoutMs))} });`);
+  lines.push(
+    `  const response = http.request(${JSON.stringify(method)}, TARGET, body, { headers: HEADERS, timeout: ${JSON.stringify(duration(timeoutMs))} });`,
+  );
   lines.push(`  check(response, {`);
   lines.push(`    'status 2xx': (r) => r.status >= 200 && r.status < 300,`);
   lines.push(`    'not shed (503/429)': (r) => r.status !== 503 && r.status !== 429,`);
-  if (streaming) lines.push(`    'stream completed (data: [DONE])': (r) => typeof r.body === 'string' && r.body.includes('data: [DONE]'),`);
+  if (streaming)
+    lines.push(
+      `    'stream completed (data: [DONE])': (r) => typeof r.body === 'string' && r.body.includes('data: [DONE]'),`,
+    );
   lines.push(`  });`);
   lines.push(`}`);
   return `${lines.join('\n')}\n`;

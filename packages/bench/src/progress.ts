@@ -33,7 +33,7 @@ export class ProgressLine {
     const rps = ((p.requests - this.lastRequests) * 1000) / Math.max(1, now - this.lastAt);
     this.lastRequests = p.requests;
     this.lastAt = now;
-    const stage = this.plans.findIndex((s) => (now - this.start) < s.startMs + s.durationMs);
+    const stage = this.plans.findIndex((s) => now - this.start < s.startMs + s.durationMs);
     const stageText = stage < 0 ? 'draining' : `stage ${stage + 1}/${this.plans.length} (${this.plans[stage].name})`;
     const line = `${elapsed.toFixed(1)}s  ${stageText}  ${rps.toFixed(0)} req/s  p99 ${p.p99.toFixed(1)} ms  ok ${p.ok}  errors ${p.errors}`;
     try {

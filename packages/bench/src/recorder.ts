@@ -160,7 +160,14 @@ export class Recorder {
   }
 
   totalResult(durationMs: number): StageResult {
-    const plan: StagePlan = { name: 'total', model: this.plans[0]?.model ?? 'closed', rate: null, concurrency: null, startMs: 0, durationMs };
+    const plan: StagePlan = {
+      name: 'total',
+      model: this.plans[0]?.model ?? 'closed',
+      rate: null,
+      concurrency: null,
+      startMs: 0,
+      durationMs,
+    };
     return this.result(this.total, plan, -1);
   }
 

@@ -20,13 +20,19 @@ function ms(value: number): string {
 }
 
 function errorText(errors: ErrorCounts): string {
-  const parts = (Object.keys(errors) as (keyof ErrorCounts)[]).filter((k) => errors[k] > 0).map((k) => `${ERROR_LABELS[k]} ${errors[k]}`);
+  const parts = (Object.keys(errors) as (keyof ErrorCounts)[])
+    .filter((k) => errors[k] > 0)
+    .map((k) => `${ERROR_LABELS[k]} ${errors[k]}`);
   return parts.length ? parts.join(', ') : '-';
 }
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -48,7 +54,9 @@ function stageRow(s: StageResult): string[] {
 /** The report as text: one row per stage, stream figures, alerts and their lead time. */
 export function formatReport(result: BenchResult): string {
   const out: string[] = [];
-  out.push(`infersignal bench: ${result.target} (${result.kind}), ${(result.durationMs / 1000).toFixed(1)} s${result.stoppedBy ? `, stopped by ${result.stoppedBy}` : ''}`);
+  out.push(
+    `infersignal bench: ${result.target} (${result.kind}), ${(result.durationMs / 1000).toFixed(1)} s${result.stoppedBy ? `, stopped by ${result.stoppedBy}` : ''}`,
+  );
   out.push('');
   const header = ['stage', 'requests', 'sent/s', 'ok/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors'];
   const rows = result.stages.map(stageRow);
@@ -67,7 +75,12 @@ export function formatReport(result: BenchResult): string {
       ms(s.stream!.interToken.p99),
       s.stream!.tokensPerSecond.toFixed(1),
     ]);
-    out.push(table(['stage', 'completed', 'cut off', 'ttft p50', 'ttft p99', 'itl p50', 'itl p99', 'tok/s/stream'], sRows.map((r) => [...r, ''])));
+    out.push(
+      table(
+        ['stage', 'completed', 'cut off', 'ttft p50', 'ttft p99', 'itl p50', 'itl p99', 'tok/s/stream'],
+        sRows.map((r) => [...r, '']),
+      ),
+    );
   }
   out.push('');
   if (result.firstFailure) {

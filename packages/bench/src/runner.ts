@@ -10,7 +10,7 @@ import { Recorder, type StagePlan } from './recorder';
 import { seededRandom } from './rng';
 import { startScraper, type Scraper } from './scraper';
 import { newJob, type Job, type JobOutcome, type Slot, type SlotEvents, type Transport } from './transport';
-import type { BenchConfig, BenchResult, TargetKind } from './types';
+import type { AlertSubscriber, BenchConfig, BenchResult, TargetKind } from './types';
 
 /** Open-loop requests waiting for a free socket before new arrivals are dropped (bounded memory). */
 const MAX_BACKLOG = 100_000;
@@ -35,11 +35,13 @@ async function createTransport(kind: TargetKind, url: URL, config: BenchConfig, 
 export async function runBench(config: BenchConfig): Promise<BenchResult> {
   const url = parseTarget(config.target);
   assertTargetAllowed(url, config.allowRemote);
-  if (config.metricsUrl !== undefined) assertTargetAllowed(parseTarget(config.metricsUrl), config.allowRemote, 'metricsUrl');
+  if (config.metricsUrl !== undefined)
+    assertTargetAllowed(parseTarget(config.metricsUrl), config.allowRemote, 'metricsUrl');
   const kind = resolveKind(config, url);
   const { plans, truncated } = planStages(config);
   const limits = resolveLimits(config);
-  if (limits.arrival !== 'constant' && limits.arrival !== 'poisson') throw new BenchConfigError('arrival', 'must be constant or poisson');
+  if (limits.arrival !== 'constant' && limits.arrival !== 'poisson')
+    throw new BenchConfigError('arrival', 'must be constant or poisson');
   const transport = await createTransport(kind, url, config, limits.timeoutMs);
   try {
     const bodies = createBodySource(kind, config, (body) => transport.encode(body));
@@ -92,7 +94,12 @@ class Run implements SlotEvents {
     private readonly body: (seq: number) => unknown,
   ) {
     const totalMs = plans.reduce((sum, p) => sum + p.durationMs, 0);
-    this.recorder = new Recorder(plans, transport.streaming, this.start, Math.ceil((totalMs + limits.timeoutMs) / 1000) + 2);
+    this.recorder = new Recorder(
+      plans,
+      transport.streaming,
+      this.start,
+      Math.ceil((totalMs + limits.timeoutMs) / 1000) + 2,
+    );
     this.random = seededRandom(limits.seed);
     if (truncated) this.stoppedBy = 'maxDurationMs';
   }
@@ -100,7 +107,7 @@ class Run implements SlotEvents {
   async execute(): Promise<BenchResult> {
     const timers: NodeJS.Timeout[] = [];
     let scraper: Scraper | null = null;
-    let unsubscribe: (() => void) | void = undefined;
+    let unsubscribe: ReturnType<AlertSubscriber> | undefined;
     const progress = new ProgressLine(this.config, this.plans, this.recorder, this.start);
     const onAbort = () => this.stop('aborted');
     try {
@@ -131,7 +138,10 @@ class Run implements SlotEvents {
       const done = new Promise<void>((resolve) => (this.finished = resolve));
       // Stage boundaries on their own timers, so a late arrival loop cannot stretch a stage.
       for (let i = 0; i < this.plans.length; i++) {
-        const t = setTimeout(() => this.enterStage(i), Math.max(0, this.start + this.plans[i].startMs - performance.now()));
+        const t = setTimeout(
+          () => this.enterStage(i),
+          Math.max(0, this.start + this.plans[i].startMs - performance.now()),
+        );
         timers.push(t);
       }
       const last = this.plans[this.plans.length - 1];
@@ -217,7 +227,8 @@ class Run implements SlotEvents {
     if (plan.model === 'open') {
       this.vuTarget = 0;
       this.arrivals = 0;
-      this.nextArrival = this.start + plan.startMs + (this.limits.arrival === 'poisson' ? this.interArrival(plan.rate!) : 0);
+      this.nextArrival =
+        this.start + plan.startMs + (this.limits.arrival === 'poisson' ? this.interArrival(plan.rate!) : 0);
       this.scheduleArrivals();
     } else {
       this.nextArrival = Infinity;
@@ -238,7 +249,7 @@ class Run implements SlotEvents {
   private scheduleArrivals = (): void => {
     this.arrivalTimer = null;
     const plan = this.plans[this.stage];
-    if (!plan || plan.model !== 'open' || !this.generating) return;
+    if (plan?.model !== 'open' || !this.generating) return;
     const stageEnd = this.start + plan.startMs + plan.durationMs;
     const now = performance.now();
     while (this.nextArrival <= now && this.nextArrival < stageEnd && this.generating) {
@@ -248,7 +259,9 @@ class Run implements SlotEvents {
       // Constant spacing is computed from the stage start, so float error cannot accumulate.
       this.arrivals++;
       this.nextArrival =
-        this.limits.arrival === 'poisson' ? this.nextArrival + this.interArrival(plan.rate!) : this.start + plan.startMs + (this.arrivals * 1000) / plan.rate!;
+        this.limits.arrival === 'poisson'
+          ? this.nextArrival + this.interArrival(plan.rate!)
+          : this.start + plan.startMs + (this.arrivals * 1000) / plan.rate!;
     }
     if (this.generating && this.nextArrival < stageEnd) {
       this.arrivalTimer = setTimeout(this.scheduleArrivals, Math.max(0, this.nextArrival - performance.now()));
@@ -352,7 +365,8 @@ class Run implements SlotEvents {
     if (this.arrivalTimer) clearTimeout(this.arrivalTimer);
     // Requests still waiting for a socket were never sent: they count as dropped.
     const now = performance.now();
-    for (let i = this.backlogHead; i < this.backlog.length; i++) this.recorder.done(this.backlog[i], 'dropped', 'not sent before the end', now);
+    for (let i = this.backlogHead; i < this.backlog.length; i++)
+      this.recorder.done(this.backlog[i], 'dropped', 'not sent before the end', now);
     this.backlog.length = 0;
     this.backlogHead = 0;
     // In-flight requests get until their timeout; the sweep ends them.

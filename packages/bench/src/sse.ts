@@ -41,7 +41,8 @@ export class SseReader {
         else this.overflow = true;
         return;
       }
-      let line = this.partial.length > 0 ? this.partial + chunk.toString('utf8', pos, nl) : chunk.toString('utf8', pos, nl);
+      let line =
+        this.partial.length > 0 ? this.partial + chunk.toString('utf8', pos, nl) : chunk.toString('utf8', pos, nl);
       this.partial = '';
       pos = nl + 1;
       if (line.endsWith('\r')) line = line.slice(0, -1);

@@ -45,7 +45,18 @@ export interface Transport {
 }
 
 export function newJob(seq: number, stage: number, scheduledAt: number, payload: unknown, vu: boolean): Job {
-  return { seq, stage, scheduledAt, sentAt: 0, payload, tokens: 0, firstTokenAt: 0, lastTokenAt: 0, streamDone: false, vu };
+  return {
+    seq,
+    stage,
+    scheduledAt,
+    sentAt: 0,
+    payload,
+    tokens: 0,
+    firstTokenAt: 0,
+    lastTokenAt: 0,
+    streamDone: false,
+    vu,
+  };
 }
 
 /** HTTP status → outcome, for a response that was not a successful stream. */

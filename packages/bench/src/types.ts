@@ -36,6 +36,7 @@ export interface AlertLike {
   message?: string;
 }
 
+// biome-ignore lint/suspicious/noConfusingVoidType: accepts subscribers that return nothing as well as ones that return an unsubscribe function.
 export type AlertSubscriber = (listener: (event: AlertLike) => void) => (() => void) | void;
 
 export interface BenchConfig {

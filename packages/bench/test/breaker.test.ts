@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
 import { createMonitor } from '@infersignal/core';
 import { BREAKER_METRICS, calibrateBreaker, createBreaker } from '@infersignal/bench';
 
@@ -40,14 +46,18 @@ describe('circuit breaker (opossum) with metrics', () => {
 
     await reader.forceFlush();
     const metrics = exporter.getMetrics();
-    expect(points(metrics, BREAKER_METRICS.state.name)).toEqual([{ attributes: { 'infersignal.breaker.name': 'model-a' }, value: 0 }]);
+    expect(points(metrics, BREAKER_METRICS.state.name)).toEqual([
+      { attributes: { 'infersignal.breaker.name': 'model-a' }, value: 0 },
+    ]);
     const transitions = points(metrics, BREAKER_METRICS.transitions.name);
     expect(transitions.map((p) => [p.attributes['infersignal.breaker.to'], p.value])).toEqual([
       ['open', 1],
       ['halfOpen', 1],
       ['closed', 1],
     ]);
-    const calls = Object.fromEntries(points(metrics, BREAKER_METRICS.calls.name).map((p) => [p.attributes['infersignal.breaker.result'], p.value]));
+    const calls = Object.fromEntries(
+      points(metrics, BREAKER_METRICS.calls.name).map((p) => [p.attributes['infersignal.breaker.result'], p.value]),
+    );
     expect(calls).toEqual({ failure: 5, reject: 1, success: 1 });
     expect(alerts).toEqual(['circuit_breaker:critical', 'circuit_breaker:warn', 'circuit_breaker:ok']);
     breaker.shutdown();
@@ -73,7 +83,13 @@ describe('circuit breaker (opossum) with metrics', () => {
   });
 
   it('calibration with random injection still opens between 20 % and 45 %; a failing probe re-opens', async () => {
-    const result = await calibrateBreaker({ distribution: 'random', seed: 5, resetTimeoutMs: 100, probeIntervalMs: 10, recoveryErrorRate: 0.5 });
+    const result = await calibrateBreaker({
+      distribution: 'random',
+      seed: 5,
+      resetTimeoutMs: 100,
+      probeIntervalMs: 10,
+      recoveryErrorRate: 0.5,
+    });
     expect(result.opened!.injectedRate).toBeGreaterThanOrEqual(0.2);
     expect(result.opened!.injectedRate).toBeLessThanOrEqual(0.45);
     expect(result.opened!.windowErrorRate).toBeGreaterThan(0.3);

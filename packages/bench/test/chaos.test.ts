@@ -73,12 +73,18 @@ describe('chaos injection', () => {
   it('HTTP handler on a real server: the bench sees ~15 % 500s', async () => {
     const c = chaos({ errorRate: 0.15, seed: 3 });
     server = await listen(
-      c.handler((req, res) => {
+      c.handler((_req, res) => {
         res.writeHead(200);
         res.end('ok');
       }),
     );
-    const result = await runBench({ target: server.url, method: 'GET', connections: 4, durationMs: 30_000, maxRequests: 2000 });
+    const result = await runBench({
+      target: server.url,
+      method: 'GET',
+      connections: 4,
+      durationMs: 30_000,
+      maxRequests: 2000,
+    });
     const t = result.total;
     expect(t.requests).toBe(2000);
     expect(t.errors.server).toBe(c.stats.failures);

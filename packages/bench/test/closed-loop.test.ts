@@ -25,7 +25,14 @@ afterAll(() => server.close());
 describe('closed loop, bounds and output', () => {
   it('N virtual users keep N requests in flight; request cap stops the run', async () => {
     seen.length = 0;
-    const result = await runBench({ target: `${server.url}/v1/infer`, connections: 4, durationMs: 30_000, maxRequests: 400, headers: { Authorization: 'Bearer t' }, body: { x: 1 } });
+    const result = await runBench({
+      target: `${server.url}/v1/infer`,
+      connections: 4,
+      durationMs: 30_000,
+      maxRequests: 400,
+      headers: { Authorization: 'Bearer t' },
+      body: { x: 1 },
+    });
     expect(result.stoppedBy).toBe('maxRequests');
     expect(result.total.requests).toBe(400);
     expect(result.total.ok).toBe(400);
@@ -57,10 +64,24 @@ describe('closed loop, bounds and output', () => {
     expect(slow.total.errors.timeout).toBe(slow.total.requests);
     expect(slow.total.ok).toBe(0);
     expect(slow.firstFailure).toMatchObject({ errorClass: 'timeout' });
-    const missing = await runBench({ target: `${server.url}/missing`, connections: 1, durationMs: 1000, maxRequests: 3 });
+    const missing = await runBench({
+      target: `${server.url}/missing`,
+      connections: 1,
+      durationMs: 1000,
+      maxRequests: 3,
+    });
     expect(missing.total.errors.client).toBe(3);
     seen.length = 0;
-    await runBench({ target: `${server.url}/v1/chat/completions`, kind: 'openai-chat', stream: false, model: 'm', bodiesFile: fileURLToPath(new URL('./fixtures/prompts.jsonl', import.meta.url)), connections: 1, durationMs: 1000, maxRequests: 3 });
+    await runBench({
+      target: `${server.url}/v1/chat/completions`,
+      kind: 'openai-chat',
+      stream: false,
+      model: 'm',
+      bodiesFile: fileURLToPath(new URL('./fixtures/prompts.jsonl', import.meta.url)),
+      connections: 1,
+      durationMs: 1000,
+      maxRequests: 3,
+    });
     expect(seen.map((s) => JSON.parse(s.body))).toEqual([
       { model: 'm', stream: false, messages: [{ role: 'user', content: 'first prompt' }] },
       { model: 'm', stream: false, prompt: 'second prompt', temperature: 0 },
@@ -69,9 +90,15 @@ describe('closed loop, bounds and output', () => {
   });
 
   it('refuses non-loopback targets unless allowRemote; config errors name the field; connection errors are classified', async () => {
-    await expect(runBench({ target: 'http://example.com/x', rate: 1, durationMs: 100 })).rejects.toThrow(/refusing to load non-loopback target example.com/);
-    await expect(runBench({ target: `${server.url}/x`, metricsUrl: 'http://10.0.0.1/metrics', rate: 1, durationMs: 100 })).rejects.toThrow(/non-loopback metricsUrl/);
-    await expect(runBench({ target: `${server.url}/x`, stages: [{ rate: 5, concurrency: 2, durationMs: 100 }] })).rejects.toThrow(/"stages\[0\]"/);
+    await expect(runBench({ target: 'http://example.com/x', rate: 1, durationMs: 100 })).rejects.toThrow(
+      /refusing to load non-loopback target example.com/,
+    );
+    await expect(
+      runBench({ target: `${server.url}/x`, metricsUrl: 'http://10.0.0.1/metrics', rate: 1, durationMs: 100 }),
+    ).rejects.toThrow(/non-loopback metricsUrl/);
+    await expect(
+      runBench({ target: `${server.url}/x`, stages: [{ rate: 5, concurrency: 2, durationMs: 100 }] }),
+    ).rejects.toThrow(/"stages\[0\]"/);
     await expect(runBench({ target: `${server.url}/x`, rate: -1 })).rejects.toThrow(/"rate"/);
     await expect(runBench({ target: `${server.url}/x`, timeoutMs: 0, rate: 1 })).rejects.toThrow(/"timeoutMs"/);
     const dead = await listen(() => {});
@@ -86,7 +113,14 @@ describe('closed loop, bounds and output', () => {
     const progress = new PassThrough();
     let text = '';
     progress.on('data', (d) => (text += d));
-    const result = await runBench({ target: `${server.url}/x`, rate: 20, durationMs: 5000, maxDurationMs: 1200, progress: true, progressStream: progress });
+    const result = await runBench({
+      target: `${server.url}/x`,
+      rate: 20,
+      durationMs: 5000,
+      maxDurationMs: 1200,
+      progress: true,
+      progressStream: progress,
+    });
     expect(result.stoppedBy).toBe('maxDurationMs');
     expect(result.stages[0].durationMs).toBe(1200);
     expect(result.total.requests).toBe(24);
@@ -103,13 +137,35 @@ describe('closed loop, bounds and output', () => {
     const err: string[] = [];
     const io = { stdout: (t: string) => out.push(t), stderr: (t: string) => err.push(t) };
     const dir = mkdtempSync(join(tmpdir(), 'bench-cli-'));
-    const code = await runCli(['bench', `${server.url}/x`, '-r', '30', '-d', '1s', '-H', 'X-Test: 1', '-b', '{"a":1}', '--json', join(dir, 'r.json'), '--no-progress'], io);
+    const code = await runCli(
+      [
+        'bench',
+        `${server.url}/x`,
+        '-r',
+        '30',
+        '-d',
+        '1s',
+        '-H',
+        'X-Test: 1',
+        '-b',
+        '{"a":1}',
+        '--json',
+        join(dir, 'r.json'),
+        '--no-progress',
+      ],
+      io,
+    );
     expect(err.join('')).toContain('wrote');
     expect(code).toBe(0);
     expect(out.join('')).toMatch(/30 rps\s+30\s+30\.0\s+30\.0/);
     expect(JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')).total.requests).toBe(30);
     out.length = 0;
-    expect(await runCli(['bench', 'http://127.0.0.1:9/v1/completions', '--stages', '10:5s,100:5s,500:5s', '--export', 'k6'], io)).toBe(0);
+    expect(
+      await runCli(
+        ['bench', 'http://127.0.0.1:9/v1/completions', '--stages', '10:5s,100:5s,500:5s', '--export', 'k6'],
+        io,
+      ),
+    ).toBe(0);
     expect(out.join('')).toContain("'stream completed (data: [DONE])'");
     expect(out.join('')).toContain('"target": 500');
     expect(await runCli(['nope'], io)).toBe(1);

@@ -1,4 +1,4 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { createMonitor, type Monitor } from '@infersignal/core';
@@ -8,7 +8,8 @@ import { serve, type Running } from '../../../test/support/http';
 export type TestServer = Running;
 
 /** A loopback server whose idle keep-alive outlasts a load run (the load generators reuse connections). */
-export const listen = (handler: http.RequestListener): Promise<TestServer> => serve(handler, { keepAliveTimeoutMs: 30_000 });
+export const listen = (handler: http.RequestListener): Promise<TestServer> =>
+  serve(handler, { keepAliveTimeoutMs: 30_000 });
 
 export { sleep };
 
@@ -34,10 +35,16 @@ export interface QueueServer extends TestServer {
  * admission check says CRITICAL, and serves its metrics through the real
  * Prometheus exporter on /metrics.
  */
-export async function startQueueServer(options: { workMs?: number; concurrency?: number; detectorIntervalMs?: number } = {}): Promise<QueueServer> {
+export async function startQueueServer(
+  options: { workMs?: number; concurrency?: number; detectorIntervalMs?: number } = {},
+): Promise<QueueServer> {
   const exporter = new PrometheusExporter({ preventServerStart: true });
   const meterProvider = new MeterProvider({ readers: [exporter] });
-  const monitor = createMonitor({ meterProvider, detectorIntervalMs: options.detectorIntervalMs ?? 100, serviceName: 'bench-test' });
+  const monitor = createMonitor({
+    meterProvider,
+    detectorIntervalMs: options.detectorIntervalMs ?? 100,
+    serviceName: 'bench-test',
+  });
   const tracker = monitor.queue('infer', { concurrency: options.concurrency ?? 2, capacity: 1000 });
   const workMs = options.workMs ?? 20;
   const state = { shed: 0, served: 0 };

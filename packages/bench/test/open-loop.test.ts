@@ -11,7 +11,13 @@ afterEach(async () => {
 describe('open loop against a server of known capacity (concurrency 2, 20 ms)', () => {
   it('50 req/s for 3 s: 150 requests, P50 near 20 ms, no errors', async () => {
     server = await startQueueServer();
-    const result = await runBench({ target: `${server.url}/v1/infer`, body: { input: [1, 2, 3] }, rate: 50, durationMs: 3000, timeoutMs: 2000 });
+    const result = await runBench({
+      target: `${server.url}/v1/infer`,
+      body: { input: [1, 2, 3] },
+      rate: 50,
+      durationMs: 3000,
+      timeoutMs: 2000,
+    });
     const stage = result.stages[0];
     console.log(formatReport(result));
     expect(stage.model).toBe('open');

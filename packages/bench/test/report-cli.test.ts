@@ -53,7 +53,8 @@ describe('lane values from a scrape (GaugeSampler)', () => {
     // Nobody left the queue: no wait value (a gap, not a zero).
     expect(sampler.observe(scrape(12, 104)).queue_wait_mean_s).toBeUndefined();
     // A queue that appears during the run counts from zero: (12−12 + 0.3)/(0 + 3) with the old series unchanged.
-    const extra = 'infersignal_queue_wait_duration_sum{infersignal_queue_name="late"} 0.3\ninfersignal_queue_wait_duration_count{infersignal_queue_name="late"} 3';
+    const extra =
+      'infersignal_queue_wait_duration_sum{infersignal_queue_name="late"} 0.3\ninfersignal_queue_wait_duration_count{infersignal_queue_name="late"} 3';
     expect(sampler.observe(scrape(12, 104, extra)).queue_wait_mean_s).toBeCloseTo(0.1, 12);
   });
 });
@@ -65,7 +66,24 @@ describe('infersignal bench --report and infersignal report', () => {
     const json = join(dir, 'run.json');
     try {
       const { out, io: cliIo } = io();
-      const code = await runCli(['bench', `${server.url}/v1/infer`, '-r', '40', '-d', '1s', '--metrics', server.metricsUrl, '--no-progress', '--json', json, '--report', html], cliIo);
+      const code = await runCli(
+        [
+          'bench',
+          `${server.url}/v1/infer`,
+          '-r',
+          '40',
+          '-d',
+          '1s',
+          '--metrics',
+          server.metricsUrl,
+          '--no-progress',
+          '--json',
+          json,
+          '--report',
+          html,
+        ],
+        cliIo,
+      );
       expect(out.stderr).toContain(`wrote ${html}`);
       expect(code).toBe(0);
     } finally {
@@ -84,14 +102,20 @@ describe('infersignal bench --report and infersignal report', () => {
     expect(out.stderr).toBe(`wrote ${svg}\n`);
     const root = parseXml(readFileSync(svg, 'utf8'));
     expect(root.attrs['data-runs']).toBe('2');
-    expect(findAll(root, (e) => e.attrs['data-series'] === 'achieved').map((e) => e.attrs['data-run'])).toEqual(['a', 'b']);
+    expect(findAll(root, (e) => e.attrs['data-series'] === 'achieved').map((e) => e.attrs['data-run'])).toEqual([
+      'a',
+      'b',
+    ]);
   });
 
   it('refuses a --report that is neither .html nor .svg before sending a request', async () => {
     const server = await startQueueServer();
     try {
       const { out, io: cliIo } = io();
-      const code = await runCli(['bench', `${server.url}/v1/infer`, '-r', '10', '-d', '1s', '--report', join(dir, 'run.png')], cliIo);
+      const code = await runCli(
+        ['bench', `${server.url}/v1/infer`, '-r', '10', '-d', '1s', '--report', join(dir, 'run.png')],
+        cliIo,
+      );
       expect(code).toBe(1);
       expect(out.stderr).toContain('must end in .html or .svg');
       expect(server.served).toBe(0);
@@ -102,7 +126,10 @@ describe('infersignal bench --report and infersignal report', () => {
 
   it('report names the field when a file is not a bench result, and wants one or two files', async () => {
     const bad = join(dir, 'bad.json');
-    writeFileSync(bad, JSON.stringify({ tool: '@infersignal/bench', stages: [], timeline: {}, alerts: [], leadTimes: [] }));
+    writeFileSync(
+      bad,
+      JSON.stringify({ tool: '@infersignal/bench', stages: [], timeline: {}, alerts: [], leadTimes: [] }),
+    );
     let { out, io: cliIo } = io();
     expect(await runCli(['report', bad, '-o', join(dir, 'x.html')], cliIo)).toBe(1);
     expect(out.stderr).toBe(`report: ${bad} is not an infersignal bench result (timeline must be an array)\n`);

@@ -19,7 +19,7 @@ export class XmlError extends Error {}
 
 const NAME = /^[A-Za-z_:][A-Za-z0-9_:.-]*/;
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern removes.
 const FORBIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/;
 
 function decode(raw: string, at: number): string {
@@ -68,12 +68,14 @@ export function parseXml(source: string): XmlElement {
       i = end + 3;
       continue;
     }
-    if (source.startsWith('<?', i) || source.startsWith('<!', i)) throw new XmlError(`unexpected markup near offset ${i}`);
+    if (source.startsWith('<?', i) || source.startsWith('<!', i))
+      throw new XmlError(`unexpected markup near offset ${i}`);
     if (source[i + 1] === '/') {
       const m = NAME.exec(source.slice(i + 2));
       if (!m) throw new XmlError(`bad end tag near offset ${i}`);
       const open = stack.pop();
-      if (!open || open.name !== m[0]) throw new XmlError(`end tag </${m[0]}> does not match <${open?.name ?? '(none)'}> near offset ${i}`);
+      if (!open || open.name !== m[0])
+        throw new XmlError(`end tag </${m[0]}> does not match <${open?.name ?? '(none)'}> near offset ${i}`);
       let j = i + 2 + m[0].length;
       while (/\s/.test(source[j] ?? '')) j++;
       if (source[j] !== '>') throw new XmlError(`bad end tag near offset ${i}`);

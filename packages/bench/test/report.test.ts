@@ -3,13 +3,30 @@ import { renderReportHtml, renderReportSvg, runBench, type BenchResult } from '@
 import { startQueueServer } from './helpers';
 import { findAll, parseXml, textOf, XmlError, type XmlElement } from './report-xml';
 
-const byAttr = (root: XmlElement, name: string, value?: string) => findAll(root, (e) => (value === undefined ? name in e.attrs : e.attrs[name] === value));
+const byAttr = (root: XmlElement, name: string, value?: string) =>
+  findAll(root, (e) => (value === undefined ? name in e.attrs : e.attrs[name] === value));
 
 /** A result written by hand for the cases a real run cannot promise (alerts and nothing failed, odd names). */
 function synthetic(overrides: Partial<BenchResult> = {}): BenchResult {
   const latency = { count: 10, min: 20, mean: 21, p50: 21, p90: 22, p99: 25, p999: 25, max: 25 };
   const errors = { timeout: 0, shed: 0, server: 0, client: 0, connection: 0, cutOff: 0, dropped: 0 };
-  const stage = { index: 0, name: '10 rps', model: 'open' as const, targetRate: 10, concurrency: null, startMs: 0, durationMs: 3000, requests: 30, responses: 30, ok: 30, errors, statuses: { '200': 30 }, offeredRate: 10, throughput: 10, latency };
+  const stage = {
+    index: 0,
+    name: '10 rps',
+    model: 'open' as const,
+    targetRate: 10,
+    concurrency: null,
+    startMs: 0,
+    durationMs: 3000,
+    requests: 30,
+    responses: 30,
+    ok: 30,
+    errors,
+    statuses: { '200': 30 },
+    offeredRate: 10,
+    throughput: 10,
+    latency,
+  };
   return {
     tool: '@infersignal/bench',
     target: 'http://127.0.0.1:1/v1/infer',
@@ -19,10 +36,31 @@ function synthetic(overrides: Partial<BenchResult> = {}): BenchResult {
     stoppedBy: null,
     stages: [stage],
     total: { ...stage, index: -1, name: 'total' },
-    timeline: [0, 1, 2].map((second) => ({ second, stage: 0, offered: 10, achieved: 10, errors: 0, shed: 0, timeouts: 0, p50: 21, p99: 25, levels: (second === 0 ? {} : { event_loop: 1 }) as Record<string, number> })),
-    alerts: [{ signal: 'event_loop', level: 'warn', labels: {}, atMs: 1200, source: 'callback', message: 'delay 0.2 > 0.1' }],
+    timeline: [0, 1, 2].map((second) => ({
+      second,
+      stage: 0,
+      offered: 10,
+      achieved: 10,
+      errors: 0,
+      shed: 0,
+      timeouts: 0,
+      p50: 21,
+      p99: 25,
+      levels: (second === 0 ? {} : { event_loop: 1 }) as Record<string, number>,
+    })),
+    alerts: [
+      { signal: 'event_loop', level: 'warn', labels: {}, atMs: 1200, source: 'callback', message: 'delay 0.2 > 0.1' },
+    ],
     firstFailure: null,
-    leadTimes: [{ signal: 'event_loop', level: 'warn', firedAtMs: 1200, leadSeconds: null, text: 'event_loop WARN fired 1.2 s; no request failed' }],
+    leadTimes: [
+      {
+        signal: 'event_loop',
+        level: 'warn',
+        firedAtMs: 1200,
+        leadSeconds: null,
+        text: 'event_loop WARN fired 1.2 s; no request failed',
+      },
+    ],
     scrapeErrors: 0,
     ...overrides,
   };
@@ -53,7 +91,13 @@ beforeAll(async () => {
   // Half the capacity, no metrics, no callback: nothing fails and nothing can alert.
   const quiet = await startQueueServer();
   try {
-    calm = await runBench({ target: `${quiet.url}/v1/infer`, body: { input: [1] }, rate: 50, durationMs: 1000, timeoutMs: 5000 });
+    calm = await runBench({
+      target: `${quiet.url}/v1/infer`,
+      body: { input: [1] },
+      rate: 50,
+      durationMs: 1000,
+      timeoutMs: 5000,
+    });
   } finally {
     await quiet.close();
   }
@@ -80,7 +124,9 @@ describe('the XML check used below is strict', () => {
   });
 
   it('reads entities, attributes and nesting', () => {
-    const root = parseXml('<?xml version="1.0"?>\n<svg a="&lt;&amp;&quot;"><g><text>x &#955; &#x3c1;</text></g><!-- c --></svg>');
+    const root = parseXml(
+      '<?xml version="1.0"?>\n<svg a="&lt;&amp;&quot;"><g><text>x &#955; &#x3c1;</text></g><!-- c --></svg>',
+    );
     expect(root.attrs.a).toBe('<&"');
     expect(textOf(root)).toBe('x λ ρ');
   });
@@ -91,7 +137,14 @@ describe('SVG report of a real run that sheds (queue wait warns first)', () => {
     expect(overload.firstFailure).toMatchObject({ errorClass: 'shed', detail: '503' });
     expect(overload.alerts.length).toBeGreaterThan(0);
     expect(overload.leadTimes.some((l) => l.leadSeconds !== null && l.leadSeconds > 0)).toBe(true);
-    expect(overload.settings).toMatchObject({ arrival: 'constant', timeoutMs: 5000, alertCallback: true, scrapeIntervalMs: 200, method: 'POST', streaming: false });
+    expect(overload.settings).toMatchObject({
+      arrival: 'constant',
+      timeoutMs: 5000,
+      alertCallback: true,
+      scrapeIntervalMs: 200,
+      method: 'POST',
+      streaming: false,
+    });
     // New in the result for the lanes: per-second values from the same scrape.
     const occupancy = overload.timeline.map((p) => p.values?.queue_occupancy).filter((v) => v !== undefined);
     expect(occupancy.length).toBeGreaterThanOrEqual(3);
@@ -103,7 +156,9 @@ describe('SVG report of a real run that sheds (queue wait warns first)', () => {
 
   it('parses as XML and has one marker per alert, one first-failure marker and the lead label of the JSON', () => {
     const svg = renderReportSvg([overload]);
-    expect(svg.startsWith('<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.startsWith('<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"')).toBe(
+      true,
+    );
     const root = parseXml(svg);
     expect(root.name).toBe('svg');
 
@@ -112,9 +167,17 @@ describe('SVG report of a real run that sheds (queue wait warns first)', () => {
     // Each record has its marker, at its time, with its lead to the millisecond.
     const failure = overload.firstFailure!;
     for (const record of overload.alerts) {
-      const marker = alerts.find((m) => m.attrs['data-signal'] === record.signal && m.attrs['data-level'] === record.level && m.attrs['data-source'] === record.source && Number(m.attrs['data-at-ms']) === Math.round(record.atMs * 1000) / 1000);
+      const marker = alerts.find(
+        (m) =>
+          m.attrs['data-signal'] === record.signal &&
+          m.attrs['data-level'] === record.level &&
+          m.attrs['data-source'] === record.source &&
+          Number(m.attrs['data-at-ms']) === Math.round(record.atMs * 1000) / 1000,
+      );
       expect(marker, `${record.signal} ${record.level} ${record.source}`).toBeDefined();
-      expect(Number(marker!.attrs['data-lead-seconds'])).toBe(Math.round(((failure.atMs - record.atMs) / 1000) * 1000) / 1000);
+      expect(Number(marker!.attrs['data-lead-seconds'])).toBe(
+        Math.round(((failure.atMs - record.atMs) / 1000) * 1000) / 1000,
+      );
     }
     const failures = byAttr(root, 'data-marker', 'first-failure');
     expect(failures).toHaveLength(1);
@@ -123,19 +186,28 @@ describe('SVG report of a real run that sheds (queue wait warns first)', () => {
     expect(textOf(failures[0])).toContain(`first failure (503) ${(failure.atMs / 1000).toFixed(2)} s`);
 
     // The headline: the earliest warning before the first failure, labelled with the JSON's numbers and text.
-    const best = [...overload.leadTimes].filter((l) => l.leadSeconds !== null).sort((a, b) => b.leadSeconds! - a.leadSeconds!)[0];
+    const best = [...overload.leadTimes]
+      .filter((l) => l.leadSeconds !== null)
+      .sort((a, b) => b.leadSeconds! - a.leadSeconds!)[0];
     const leads = byAttr(root, 'data-role', 'lead-time');
     expect(leads).toHaveLength(1);
     expect(leads[0].attrs['data-lead-seconds']).toBe(String(best.leadSeconds));
     expect(leads[0].attrs['data-signal']).toBe(best.signal);
-    expect(textOf(leads[0])).toContain(`${best.signal} ${best.level.toUpperCase()}: ${best.leadSeconds!.toFixed(1)} s lead`);
+    expect(textOf(leads[0])).toContain(
+      `${best.signal} ${best.level.toUpperCase()}: ${best.leadSeconds!.toFixed(1)} s lead`,
+    );
     expect(textOf(leads[0])).toContain(best.text);
     const statement = byAttr(root, 'data-statement', 'lead-time');
     expect(statement.map(textOf)).toEqual([best.text]);
 
     // The first marker of each (signal, level) is labelled with its lead.
     for (const lead of overload.leadTimes) {
-      const labelled = alerts.find((m) => m.attrs['data-signal'] === lead.signal && m.attrs['data-level'] === lead.level && m.attrs['data-lead-seconds'] === String(lead.leadSeconds));
+      const labelled = alerts.find(
+        (m) =>
+          m.attrs['data-signal'] === lead.signal &&
+          m.attrs['data-level'] === lead.level &&
+          m.attrs['data-lead-seconds'] === String(lead.leadSeconds),
+      );
       expect(labelled, `${lead.signal} ${lead.level}`).toBeDefined();
     }
   });
@@ -166,7 +238,9 @@ describe('runs where nothing failed or nothing alerted say so', () => {
     const root = parseXml(renderReportSvg([calm]));
     expect(byAttr(root, 'data-marker')).toHaveLength(0);
     expect(byAttr(root, 'data-role', 'lead-time')).toHaveLength(0);
-    expect(byAttr(root, 'data-statement', 'no-failures').map(textOf)).toEqual(['No request failed during this run: no first-failure marker.']);
+    expect(byAttr(root, 'data-statement', 'no-failures').map(textOf)).toEqual([
+      'No request failed during this run: no first-failure marker.',
+    ]);
     expect(byAttr(root, 'data-statement', 'no-alerts').map(textOf)).toEqual(['No alerts fired during this run.']);
     expect(byAttr(root, 'data-statement', 'no-errors').map(textOf)).toEqual(['No request failed: 0 errors, 0 shed.']);
     expect(byAttr(root, 'data-statement', 'no-signal-source')).toHaveLength(1);
@@ -184,9 +258,15 @@ describe('runs where nothing failed or nothing alerted say so', () => {
     expect(alerts[0].attrs['data-lead-seconds']).toBeUndefined();
     expect(byAttr(root, 'data-marker', 'first-failure')).toHaveLength(0);
     expect(byAttr(root, 'data-statement', 'no-failures')).toHaveLength(1);
-    expect(byAttr(root, 'data-statement', 'alerts-without-failure').map(textOf)).toEqual(['1 alert fired; no request failed, so there is no lead time.']);
+    expect(byAttr(root, 'data-statement', 'alerts-without-failure').map(textOf)).toEqual([
+      '1 alert fired; no request failed, so there is no lead time.',
+    ]);
     // The event-loop lane: OK in second 0, WARN after (a result without `settings` or `values` still draws).
-    const bands = findAll(byAttr(root, 'data-lane', 'event_loop')[0], (e) => 'data-from' in e.attrs).map((e) => [e.attrs['data-level'], e.attrs['data-from'], e.attrs['data-to']]);
+    const bands = findAll(byAttr(root, 'data-lane', 'event_loop')[0], (e) => 'data-from' in e.attrs).map((e) => [
+      e.attrs['data-level'],
+      e.attrs['data-from'],
+      e.attrs['data-to'],
+    ]);
     expect(bands).toEqual([
       ['ok', '0', '1'],
       ['warn', '1', '3'],
@@ -197,8 +277,18 @@ describe('runs where nothing failed or nothing alerted say so', () => {
     const odd = '</text><script>alert("x")</script>&amp;\u0001';
     const result = synthetic({
       target: 'http://127.0.0.1:1/v1/infer?a=1&b=<2>',
-      alerts: [{ signal: odd, level: 'critical', labels: {}, atMs: 500, source: 'prometheus', message: '"quoted" & <angled>' }],
-      leadTimes: [{ signal: odd, level: 'critical', firedAtMs: 500, leadSeconds: 0.5, text: `${odd} CRITICAL fired 0.5 s before the first 503` }],
+      alerts: [
+        { signal: odd, level: 'critical', labels: {}, atMs: 500, source: 'prometheus', message: '"quoted" & <angled>' },
+      ],
+      leadTimes: [
+        {
+          signal: odd,
+          level: 'critical',
+          firedAtMs: 500,
+          leadSeconds: 0.5,
+          text: `${odd} CRITICAL fired 0.5 s before the first 503`,
+        },
+      ],
       firstFailure: { atMs: 1000, errorClass: 'shed', detail: '503' },
     });
     const svg = renderReportSvg([result]);
@@ -216,9 +306,16 @@ describe('runs where nothing failed or nothing alerted say so', () => {
 
 describe('comparison mode and the HTML page', () => {
   it('overlays two runs: markers of each run tagged a and b, run b dashed', () => {
-    const root = parseXml(renderReportSvg([{ result: overload, label: 'before.json' }, { result: synthetic(), label: 'after.json' }]));
+    const root = parseXml(
+      renderReportSvg([
+        { result: overload, label: 'before.json' },
+        { result: synthetic(), label: 'after.json' },
+      ]),
+    );
     expect(root.attrs['data-runs']).toBe('2');
-    expect(byAttr(root, 'data-marker', 'alert').filter((m) => m.attrs['data-run'] === 'a')).toHaveLength(overload.alerts.length);
+    expect(byAttr(root, 'data-marker', 'alert').filter((m) => m.attrs['data-run'] === 'a')).toHaveLength(
+      overload.alerts.length,
+    );
     expect(byAttr(root, 'data-marker', 'alert').filter((m) => m.attrs['data-run'] === 'b')).toHaveLength(1);
     expect(byAttr(root, 'data-marker', 'first-failure').map((m) => m.attrs['data-run'])).toEqual(['a']);
     const achieved = byAttr(root, 'data-series', 'achieved');
@@ -238,7 +335,9 @@ describe('comparison mode and the HTML page', () => {
     expect(html).not.toMatch(/url\(|@import/);
     expect(html.match(/href="[^"]*"/g)).toEqual(['href="data:,"']);
     expect(html).toContain("default-src 'none'");
-    const data = JSON.parse(/<script type="application\/json" id="infersignal-data">([^<]*)<\/script>/.exec(html)![1]) as { id: string; result: BenchResult }[];
+    const data = JSON.parse(
+      /<script type="application\/json" id="infersignal-data">([^<]*)<\/script>/.exec(html)![1],
+    ) as { id: string; result: BenchResult }[];
     expect(data[0].result.alerts).toEqual(overload.alerts);
     expect(html).toContain('data-table="stages"');
     expect(html).toContain('data-table="config"');

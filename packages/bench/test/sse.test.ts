@@ -36,7 +36,15 @@ afterAll(() => server.close());
 describe('SSE streams (OpenAI-compatible)', () => {
   it('counts 10 tokens per stream, TTFT and inter-token latency, and one cut off in four', async () => {
     count = 0;
-    const result = await runBench({ target: `${server.url}/v1/chat/completions`, body: 'Say hi', model: 'tiny', connections: 2, durationMs: 60_000, maxRequests: 8, timeoutMs: 2000 });
+    const result = await runBench({
+      target: `${server.url}/v1/chat/completions`,
+      body: 'Say hi',
+      model: 'tiny',
+      connections: 2,
+      durationMs: 60_000,
+      maxRequests: 8,
+      timeoutMs: 2000,
+    });
     expect(result.kind).toBe('openai-chat');
     expect(lastBody).toMatchObject({ model: 'tiny', stream: true, messages: [{ role: 'user', content: 'Say hi' }] });
     expect(result.stoppedBy).toBe('maxRequests');
@@ -60,7 +68,14 @@ describe('SSE streams (OpenAI-compatible)', () => {
 
   it('a stream that ends without [DONE] is cut off; /v1/completions gets a prompt body', async () => {
     count = 0;
-    const result = await runBench({ target: `${server.url}/v1/completions`, body: 'Once', connections: 1, durationMs: 60_000, maxRequests: 2, timeoutMs: 2000 });
+    const result = await runBench({
+      target: `${server.url}/v1/completions`,
+      body: 'Once',
+      connections: 1,
+      durationMs: 60_000,
+      maxRequests: 2,
+      timeoutMs: 2000,
+    });
     expect(result.kind).toBe('openai-completions');
     expect(lastBody).toMatchObject({ prompt: 'Once', stream: true });
     expect(result.stages[0].errors.cutOff).toBe(2);

@@ -59,7 +59,8 @@ class Sink implements ResponseSink {
 }
 
 describe('ResponseParser', () => {
-  const chunked = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n';
+  const chunked =
+    'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n';
   const sized = 'HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\nConnection: close\r\n\r\nbusy';
 
   it('parses chunked and sized responses split at every byte', () => {
@@ -96,7 +97,8 @@ describe('ResponseParser', () => {
 
 describe('SseReader', () => {
   it('counts data events, ignores comments, sees [DONE] across arbitrary splits', () => {
-    const text = ': keep-alive\n\nevent: message\ndata: {"a":1}\n\ndata: {"a":2}\r\n\r\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n';
+    const text =
+      ': keep-alive\n\nevent: message\ndata: {"a":1}\n\ndata: {"a":2}\r\n\r\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n';
     for (let split = 1; split < text.length; split++) {
       let events = 0;
       let done = 0;
@@ -123,7 +125,9 @@ other_metric 12
     const samples = parseExposition(scrape(1, 0));
     expect(samples).toHaveLength(4);
     expect(samples[1].labels.infersignal_queue_name).toBe('in"fer');
-    expect(parseExposition(scrape(1, 0), new Set(['other_metric']))).toEqual([{ name: 'other_metric', labels: {}, value: 12 }]);
+    expect(parseExposition(scrape(1, 0), new Set(['other_metric']))).toEqual([
+      { name: 'other_metric', labels: {}, value: 12 },
+    ]);
   });
 
   it('records rises from the gauge and from the counter between scrapes, and computes lead time', () => {
@@ -132,12 +136,23 @@ other_metric 12
     t.observeScrape(parseExposition(scrape(1, 3)), 2000);
     t.observeScrape(parseExposition(scrape(2, 4)), 3000);
     t.observeScrape(parseExposition(scrape(0, 4)), 4000);
-    expect(t.records.map((r) => `${r.signal}:${r.level}@${r.atMs}`)).toEqual(['queue_wait:warn@2000', 'queue_wait:critical@3000', 'stream_interruptions:warn@3000']);
+    expect(t.records.map((r) => `${r.signal}:${r.level}@${r.atMs}`)).toEqual([
+      'queue_wait:warn@2000',
+      'queue_wait:critical@3000',
+      'stream_interruptions:warn@3000',
+    ]);
     t.observeEvent({ signal: 'queue_occupancy', level: 'warn', labels: { queue: 'infer' } }, 4500);
     expect(t.currentLevels()).toEqual({ queue_wait: 0, capacity: 0, queue_occupancy: 1 });
     const leads = leadTimes(t.records, { atMs: 16_200, errorClass: 'shed', detail: '503' });
-    expect(leads[0]).toMatchObject({ signal: 'queue_wait', level: 'warn', leadSeconds: 14.2, text: 'queue_wait WARN fired 14.2 s before the first 503' });
-    expect(leadTimes(t.records, { atMs: 1000, errorClass: 'timeout', detail: 'timeout' })[0].text).toBe('queue_wait WARN fired 1.0 s after the first timeout');
+    expect(leads[0]).toMatchObject({
+      signal: 'queue_wait',
+      level: 'warn',
+      leadSeconds: 14.2,
+      text: 'queue_wait WARN fired 14.2 s before the first 503',
+    });
+    expect(leadTimes(t.records, { atMs: 1000, errorClass: 'timeout', detail: 'timeout' })[0].text).toBe(
+      'queue_wait WARN fired 1.0 s after the first timeout',
+    );
     expect(leadTimes(t.records, null)[0].leadSeconds).toBeNull();
   });
 });

@@ -151,7 +151,13 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
   modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {} },
   stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
-  deviceMemory: { fragmentation: 0.65, fragmentationForSeconds: 0, driftWindowSamples: 60, driftMinGrowth: 0.05, driftMinR2: 0.8 },
+  deviceMemory: {
+    fragmentation: 0.65,
+    fragmentationForSeconds: 0,
+    driftWindowSamples: 60,
+    driftMinGrowth: 0.05,
+    driftMinR2: 0.8,
+  },
   glitch: { windowSeconds: 10, deltaSeconds: 0.25, minSamples: 20 },
   anomaly: { window: 60, zScore: 3 },
 });
@@ -181,7 +187,12 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     forSeconds: 'nonNegative',
     backpressure: 'boolean',
   },
-  eventLoop: { delayWarnSeconds: 'positive', delayCriticalSeconds: 'positive', sampleIntervalMs: 'positive', backpressure: 'boolean' },
+  eventLoop: {
+    delayWarnSeconds: 'positive',
+    delayCriticalSeconds: 'positive',
+    sampleIntervalMs: 'positive',
+    backpressure: 'boolean',
+  },
   connections: { saturationWarn: 'ratio', saturationCritical: 'ratio' },
   queue: {
     occupancyWarn: 'ratio',
@@ -194,7 +205,12 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     retryAfterSeconds: 'positive',
   },
   modelLoad: { spikeFactor: 'factor', baselineSamples: 'integer', baselineSeconds: 'map' },
-  stream: { interruptedRatio: 'ratio', interruptedRatioCritical: 'ratio', minSamples: 'integer', windowSize: 'integer' },
+  stream: {
+    interruptedRatio: 'ratio',
+    interruptedRatioCritical: 'ratio',
+    minSamples: 'integer',
+    windowSize: 'integer',
+  },
   deviceMemory: {
     fragmentation: 'ratio',
     fragmentationForSeconds: 'nonNegative',
@@ -217,7 +233,8 @@ const INTEGER_MAX: Record<string, number> = {
 
 function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
   if (rule === 'boolean') {
-    if (typeof value !== 'boolean') throw new InferSignalConfigError(field, `must be true or false, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'boolean')
+      throw new InferSignalConfigError(field, `must be true or false, got ${JSON.stringify(value)}`);
     return value;
   }
   return checkNumber(field, value, rule);
@@ -243,7 +260,8 @@ function checkNumber(field: string, value: unknown, rule: Exclude<Rule, 'boolean
     case 'integer': {
       // Window sizes allocate typed arrays up front: a cap keeps memory bounded and the error clear.
       const max = INTEGER_MAX[field.split('.').slice(-2).join('.')] ?? 1_000_000;
-      if (!Number.isInteger(value) || value < 1 || value > max) throw new InferSignalConfigError(field, `must be an integer within [1, ${max}], got ${value}`);
+      if (!Number.isInteger(value) || value < 1 || value > max)
+        throw new InferSignalConfigError(field, `must be an integer within [1, ${max}], got ${value}`);
       break;
     }
     case 'factor':
@@ -267,7 +285,11 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
   if (!isPlainObject(input)) throw new InferSignalConfigError(prefix, 'must be an object');
   const out = {} as Record<string, Record<string, unknown>>;
   for (const key of Object.keys(input)) {
-    if (!(key in RULES)) throw new InferSignalConfigError(`${prefix}.${key}`, `unknown key (expected one of ${Object.keys(RULES).join(', ')})`);
+    if (!(key in RULES))
+      throw new InferSignalConfigError(
+        `${prefix}.${key}`,
+        `unknown key (expected one of ${Object.keys(RULES).join(', ')})`,
+      );
   }
   for (const group of Object.keys(RULES) as (keyof Thresholds)[]) {
     const groupInput = (input as Record<string, unknown>)[group] ?? {};
@@ -275,7 +297,11 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
     if (!isPlainObject(groupInput)) throw new InferSignalConfigError(path, 'must be an object');
     const rules = RULES[group] as Record<string, Rule | 'map'>;
     for (const key of Object.keys(groupInput)) {
-      if (!(key in rules)) throw new InferSignalConfigError(`${path}.${key}`, `unknown key (expected one of ${Object.keys(rules).join(', ')})`);
+      if (!(key in rules))
+        throw new InferSignalConfigError(
+          `${path}.${key}`,
+          `unknown key (expected one of ${Object.keys(rules).join(', ')})`,
+        );
     }
     const defaults = DEFAULT_THRESHOLDS[group] as unknown as Record<string, unknown>;
     const resolved: Record<string, unknown> = {};
@@ -284,7 +310,8 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
       if (rule === 'map') {
         if (!isPlainObject(value)) throw new InferSignalConfigError(`${path}.${key}`, 'must be an object of numbers');
         const map: Record<string, number> = {};
-        for (const [name, seconds] of Object.entries(value)) map[name] = checkNumber(`${path}.${key}.${name}`, seconds, 'positive');
+        for (const [name, seconds] of Object.entries(value))
+          map[name] = checkNumber(`${path}.${key}.${name}`, seconds, 'positive');
         resolved[key] = map;
       } else {
         resolved[key] = checkValue(`${path}.${key}`, value, rule);
@@ -294,25 +321,46 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
   }
   const t = out as unknown as Thresholds;
   if (t.queue.occupancyWarn >= t.queue.occupancyCritical) {
-    throw new InferSignalConfigError(`${prefix}.queue.occupancyWarn`, `must be below queue.occupancyCritical (${t.queue.occupancyCritical})`);
+    throw new InferSignalConfigError(
+      `${prefix}.queue.occupancyWarn`,
+      `must be below queue.occupancyCritical (${t.queue.occupancyCritical})`,
+    );
   }
   if (t.queue.waitWarnSeconds >= t.queue.waitCriticalSeconds) {
-    throw new InferSignalConfigError(`${prefix}.queue.waitWarnSeconds`, `must be below queue.waitCriticalSeconds (${t.queue.waitCriticalSeconds})`);
+    throw new InferSignalConfigError(
+      `${prefix}.queue.waitWarnSeconds`,
+      `must be below queue.waitCriticalSeconds (${t.queue.waitCriticalSeconds})`,
+    );
   }
   if (t.stream.interruptedRatio >= t.stream.interruptedRatioCritical) {
-    throw new InferSignalConfigError(`${prefix}.stream.interruptedRatio`, `must be below stream.interruptedRatioCritical (${t.stream.interruptedRatioCritical})`);
+    throw new InferSignalConfigError(
+      `${prefix}.stream.interruptedRatio`,
+      `must be below stream.interruptedRatioCritical (${t.stream.interruptedRatioCritical})`,
+    );
   }
   if (t.capacity.utilizationWarn >= t.capacity.utilizationCritical) {
-    throw new InferSignalConfigError(`${prefix}.capacity.utilizationWarn`, `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical})`);
+    throw new InferSignalConfigError(
+      `${prefix}.capacity.utilizationWarn`,
+      `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical})`,
+    );
   }
   if (t.connections.saturationWarn >= t.connections.saturationCritical) {
-    throw new InferSignalConfigError(`${prefix}.connections.saturationWarn`, `must be below connections.saturationCritical (${t.connections.saturationCritical})`);
+    throw new InferSignalConfigError(
+      `${prefix}.connections.saturationWarn`,
+      `must be below connections.saturationCritical (${t.connections.saturationCritical})`,
+    );
   }
   if (t.eventLoop.delayWarnSeconds >= t.eventLoop.delayCriticalSeconds) {
-    throw new InferSignalConfigError(`${prefix}.eventLoop.delayWarnSeconds`, `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds})`);
+    throw new InferSignalConfigError(
+      `${prefix}.eventLoop.delayWarnSeconds`,
+      `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds})`,
+    );
   }
   if (t.stream.minSamples > t.stream.windowSize) {
-    throw new InferSignalConfigError(`${prefix}.stream.minSamples`, `must not exceed stream.windowSize (${t.stream.windowSize})`);
+    throw new InferSignalConfigError(
+      `${prefix}.stream.minSamples`,
+      `must not exceed stream.windowSize (${t.stream.windowSize})`,
+    );
   }
   return t;
 }

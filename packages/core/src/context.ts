@@ -23,7 +23,12 @@ export interface MonitorContext {
 }
 
 /** Records a duration in seconds unless it is negative or not finite. */
-export function recordSeconds(ctx: MonitorContext, histogram: { record(value: number, attributes?: Attributes): void }, seconds: number, attributes: Attributes): void {
+export function recordSeconds(
+  ctx: MonitorContext,
+  histogram: { record(value: number, attributes?: Attributes): void },
+  seconds: number,
+  attributes: Attributes,
+): void {
   if (seconds >= 0 && seconds !== Number.POSITIVE_INFINITY) histogram.record(seconds, attributes);
   else ctx.badDuration();
 }

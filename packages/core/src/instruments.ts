@@ -63,7 +63,10 @@ function hotPath(meter: Meter, mode: ExportMode) {
         ? []
         : [requests, streams, streamTokens].map((aggregate) => ({
             aggregate,
-            observable: meter.createObservableCounter(aggregate.spec.name, { unit: aggregate.spec.unit, description: aggregate.spec.description }),
+            observable: meter.createObservableCounter(aggregate.spec.name, {
+              unit: aggregate.spec.unit,
+              description: aggregate.spec.description,
+            }),
           })),
   };
 }
@@ -96,7 +99,10 @@ function gauges(meter: Meter) {
     eventLoopDelayMax: METRICS.eventLoopDelayMax,
     eventLoopUtilization: METRICS.eventLoopUtilization,
   };
-  return Object.fromEntries(Object.entries(specs).map(([key, spec]) => [key, gauge(meter, spec)])) as Record<keyof typeof specs, ObservableGauge>;
+  return Object.fromEntries(Object.entries(specs).map(([key, spec]) => [key, gauge(meter, spec)])) as Record<
+    keyof typeof specs,
+    ObservableGauge
+  >;
 }
 
 /** Core's OTel instruments, created once per monitor. */

@@ -173,7 +173,8 @@ export const METRICS = {
     name: 'infersignal.queue.saturation.time',
     type: 'gauge',
     unit: 's',
-    description: 'Seconds until ρ reaches 1 at its least-squares trend over capacity.trendWindowSeconds; observed only while ρ rises.',
+    description:
+      'Seconds until ρ reaches 1 at its least-squares trend over capacity.trendWindowSeconds; observed only while ρ rises.',
     attributes: [ATTR.queue],
     feeds: 'capacity.saturationWarnSeconds',
   },
@@ -384,7 +385,8 @@ export const METRICS = {
     name: 'infersignal.connections.capacity',
     type: 'gauge',
     unit: '{connection}',
-    description: 'Connections the server is sized for: the configured capacity, else server.maxConnections; not observed when neither is set.',
+    description:
+      'Connections the server is sized for: the configured capacity, else server.maxConnections; not observed when neither is set.',
     attributes: [ATTR.server],
   },
   connectionsOpened: {
@@ -398,7 +400,8 @@ export const METRICS = {
     name: 'infersignal.connections.rejected',
     type: 'counter',
     unit: '{connection}',
-    description: 'Connections the server closed at accept because server.maxConnections was reached (net.Server `drop`).',
+    description:
+      'Connections the server closed at accept because server.maxConnections was reached (net.Server `drop`).',
     attributes: [ATTR.server],
   },
   connectionsRequests: {
@@ -412,28 +415,32 @@ export const METRICS = {
     name: 'infersignal.connections.reuse.ratio',
     type: 'gauge',
     unit: '1',
-    description: 'Keep-alive reuse: share of the last reuseWindow requests that arrived on a connection which had already served one.',
+    description:
+      'Keep-alive reuse: share of the last reuseWindow requests that arrived on a connection which had already served one.',
     attributes: [ATTR.server],
   },
   tlsHandshakeDuration: {
     name: 'infersignal.tls.handshake.duration',
     type: 'histogram',
     unit: 's',
-    description: 'TLS handshake time, from TCP accept (`connection`) to `secureConnection`; successful handshakes only.',
+    description:
+      'TLS handshake time, from TCP accept (`connection`) to `secureConnection`; successful handshakes only.',
     attributes: [ATTR.server],
   },
   tlsHandshakeFailures: {
     name: 'infersignal.tls.handshake.failures',
     type: 'counter',
     unit: '{handshake}',
-    description: 'TLS handshakes that failed (`tlsClientError`), by error code (e.g. ERR_SSL_HTTP_REQUEST, ERR_TLS_HANDSHAKE_TIMEOUT, ECONNRESET).',
+    description:
+      'TLS handshakes that failed (`tlsClientError`), by error code (e.g. ERR_SSL_HTTP_REQUEST, ERR_TLS_HANDSHAKE_TIMEOUT, ECONNRESET).',
     attributes: [ATTR.server, ATTR.errorType],
   },
   tlsSessionReuseRatio: {
     name: 'infersignal.tls.session.reuse.ratio',
     type: 'gauge',
     unit: '1',
-    description: 'Share of the last reuseWindow successful TLS handshakes that resumed a session (tlsSocket.isSessionReused()).',
+    description:
+      'Share of the last reuseWindow successful TLS handshakes that resumed a session (tlsSocket.isSessionReused()).',
     attributes: [ATTR.server],
   },
   signalLevel: {
@@ -461,7 +468,8 @@ export const METRICS = {
     name: 'infersignal.export.dropped',
     type: 'counter',
     unit: '{export}',
-    description: 'Telemetry exports that failed (collector down, timed out) and were dropped, by signal (metrics, traces).',
+    description:
+      'Telemetry exports that failed (collector down, timed out) and were dropped, by signal (metrics, traces).',
     attributes: [ATTR.exportSignal],
   },
   webhookDropped: {
@@ -485,7 +493,9 @@ export const SPANS = {
 /** Bucket boundaries (seconds) for the histograms, aligned with the OTel GenAI conventions and extended to 60 s. */
 export const BUCKETS = {
   /** queue wait and TTFT: 1 ms to 60 s */
-  queueWait: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60],
+  queueWait: [
+    0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60,
+  ],
   /** inference and request duration */
   duration: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
   timePerOutputToken: [0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],

@@ -2,7 +2,14 @@ import type { Attributes, Meter, MeterProvider, TracerProvider } from '@opentele
 import type { Thresholds, ThresholdsInput } from './config';
 
 /** How a request ended. */
-export type Outcome = 'completed' | 'cancelled' | 'error' | 'rejected' | 'timeout' | 'unavailable' | 'deadline_exceeded';
+export type Outcome =
+  | 'completed'
+  | 'cancelled'
+  | 'error'
+  | 'rejected'
+  | 'timeout'
+  | 'unavailable'
+  | 'deadline_exceeded';
 
 /** How a stream ended. Everything but `completed` counts as interrupted. */
 export type StreamOutcome = 'completed' | 'cancelled' | 'error' | 'unavailable' | 'deadline_exceeded';
@@ -125,7 +132,10 @@ export interface QueueTracker {
    * Rejects with QueueFullError when maxWaiting is reached. If a ticket is
    * passed, it is used (and ended) instead of a new one.
    */
-  run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal; attributes?: Attributes }): Promise<T>;
+  run<T>(
+    fn: () => Promise<T> | T,
+    options?: { model?: string; ticket?: Ticket; signal?: AbortSignal; attributes?: Attributes },
+  ): Promise<T>;
   /** Current backpressure level (occupancy now, wait quantile as of the last tick). */
   level(): Level;
   readonly waiting: number;
@@ -188,8 +198,28 @@ export interface Snapshot {
   at: number;
   queues: Record<string, QueueSnapshot>;
   streams: Record<string, { level: Level; interruptedRatio: number; samples: number }>;
-  models: Record<string, { level: Level; baselineSeconds: number | null; lastSeconds: number | null; loads: number; failures: number; loading: number }>;
-  deviceMemory: Record<string, { level: Level; allocated: number | null; reserved: number | null; fragmentation: number | null; gapGrowthBytesPerSecond: number | null; drifting: boolean }>;
+  models: Record<
+    string,
+    {
+      level: Level;
+      baselineSeconds: number | null;
+      lastSeconds: number | null;
+      loads: number;
+      failures: number;
+      loading: number;
+    }
+  >;
+  deviceMemory: Record<
+    string,
+    {
+      level: Level;
+      allocated: number | null;
+      reserved: number | null;
+      fragmentation: number | null;
+      gapGrowthBytesPerSecond: number | null;
+      drifting: boolean;
+    }
+  >;
   /** Signals currently above ok. */
   active: AlertEvent[];
   internalErrors: number;
@@ -220,7 +250,9 @@ export interface WebhookSink {
 
 /** The `@opentelemetry/sdk-metrics` MetricProducer interface, matched structurally. */
 export interface CoreMetricProducerLike {
-  collect(options?: { timeoutMillis?: number }): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }>;
+  collect(options?: {
+    timeoutMillis?: number;
+  }): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }>;
 }
 
 export interface Monitor {
@@ -243,7 +275,14 @@ export interface Monitor {
    * Reports a level for a signal computed outside core (adapters, GPU sampler):
    * emits an alert event on change, like core's own signals.
    */
-  report(signal: SignalName, level: Level, value: number, threshold: number, labels?: Record<string, string>, message?: string): void;
+  report(
+    signal: SignalName,
+    level: Level,
+    value: number,
+    threshold: number,
+    labels?: Record<string, string>,
+    message?: string,
+  ): void;
   /** Counts an error caught in instrumentation or a user callback; warns once per source. */
   internalError(source: string, error: unknown): void;
   /** Caps a label value (model, route) to the cardinality limit: `_other` past it. */

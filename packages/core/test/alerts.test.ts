@@ -6,17 +6,29 @@ import { setup } from './helpers';
 
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => { s.closeAllConnections(); s.close(r); })));
+  await Promise.all(
+    servers.splice(0).map(
+      (s) =>
+        new Promise((r) => {
+          s.closeAllConnections();
+          s.close(r);
+        }),
+    ),
+  );
 });
 
-function receiver(handler: (body: Record<string, unknown>, req: IncomingMessage, respond: (status: number) => void) => void): Promise<string> {
+function receiver(
+  handler: (body: Record<string, unknown>, req: IncomingMessage, respond: (status: number) => void) => void,
+): Promise<string> {
   const server = createServer((req, res) => {
     let data = '';
     req.on('data', (c) => (data += c));
     req.on('end', () => handler(JSON.parse(data), req, (status) => res.writeHead(status).end()));
   });
   servers.push(server);
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`)),
+  );
 }
 
 function occupancyAlert(t: ReturnType<typeof setup>) {
@@ -28,7 +40,11 @@ function occupancyAlert(t: ReturnType<typeof setup>) {
 
 describe('alerts', () => {
   it('a listener that throws is counted, warned once, and other listeners still run', async () => {
-    const t = setup({ onAlert: () => { throw new Error('pager broke'); } });
+    const t = setup({
+      onAlert: () => {
+        throw new Error('pager broke');
+      },
+    });
     const seen: AlertEvent[] = [];
     t.monitor.onAlert((e) => seen.push(e));
     occupancyAlert(t);
@@ -55,7 +71,12 @@ describe('alerts', () => {
     expect(bodies).toHaveLength(1);
     expect(bodies[0].text).toBe('[CRITICAL] llm-gateway: queue_occupancy CRITICAL (queue=q): 1 > 0.85');
     expect((bodies[0].attachments as Array<{ color: string }>)[0].color).toBe('#e01e5a');
-    expect(bodies[0].infersignal).toMatchObject({ service: 'llm-gateway', signal: 'queue_occupancy', level: 'critical', value: 1 });
+    expect(bodies[0].infersignal).toMatchObject({
+      service: 'llm-gateway',
+      signal: 'queue_occupancy',
+      level: 'critical',
+      value: 1,
+    });
   });
 
   it('webhook answering 500 is retried with backoff, then dropped with a count', async () => {

@@ -8,7 +8,13 @@ import { setup } from './helpers';
  * monitor's injected clock: arrivals from `arrivalTimes` (ms), fixed
  * service time, detector tick every second.
  */
-function simulate(t: ReturnType<typeof setup>, arrivalTimes: number[], serviceMs: number, servers: number, onTick?: (second: number) => void) {
+function simulate(
+  t: ReturnType<typeof setup>,
+  arrivalTimes: number[],
+  serviceMs: number,
+  servers: number,
+  onTick?: (second: number) => void,
+) {
   const queue = t.monitor.queue('sim', { concurrency: servers, capacity: 10_000 });
   type Event = { at: number; kind: number; run: () => void };
   const events: Event[] = [];
@@ -23,7 +29,15 @@ function simulate(t: ReturnType<typeof setup>, arrivalTimes: number[], serviceMs
     events.push({ at: start + serviceMs, kind: 0, run: () => ticket.current!.end('completed') });
   }
   const end = Math.max(...events.map((e) => e.at));
-  for (let s = 1000; s <= end + 1000; s += 1000) events.push({ at: s, kind: 3, run: () => { t.monitor.tick(); onTick?.(s / 1000); } });
+  for (let s = 1000; s <= end + 1000; s += 1000)
+    events.push({
+      at: s,
+      kind: 3,
+      run: () => {
+        t.monitor.tick();
+        onTick?.(s / 1000);
+      },
+    });
   // Same instant: an end frees the server before the next arrival and start; ticks last.
   events.sort((a, b) => a.at - b.at || a.kind - b.kind);
   const base = t.now();
@@ -56,7 +70,10 @@ describe('predictive capacity', () => {
     const metrics = await t.collect();
     expect(metrics.points<number>(METRICS.queueUtilization.name)[0].value).toBeCloseTo(estimate.utilization, 9);
     expect(metrics.points<number>(METRICS.queueHeadroom.name)[0].value).toBeCloseTo(estimate.headroom!, 9);
-    expect(metrics.points<number>(METRICS.queueWaitPredicted.name)[0].value).toBeCloseTo(estimate.predictedWaitSeconds!, 9);
+    expect(metrics.points<number>(METRICS.queueWaitPredicted.name)[0].value).toBeCloseTo(
+      estimate.predictedWaitSeconds!,
+      9,
+    );
   });
 
   it('a ramp from 10/s to 60/s over 60 s: time to saturation counts down and the early warning precedes P95 wait > 200 ms', () => {
@@ -72,12 +89,16 @@ describe('predictive capacity', () => {
     let capacityWarnAt = Number.NaN;
     let waitWarnAt = Number.NaN;
     simulate(t, arrivals, 20, 1, (second) => {
-      if (Number.isNaN(capacityWarnAt) && t.alerts.some((a) => a.signal === 'capacity' && a.level !== 'ok')) capacityWarnAt = second;
-      if (Number.isNaN(waitWarnAt) && t.alerts.some((a) => a.signal === 'queue_wait' && a.level !== 'ok')) waitWarnAt = second;
+      if (Number.isNaN(capacityWarnAt) && t.alerts.some((a) => a.signal === 'capacity' && a.level !== 'ok'))
+        capacityWarnAt = second;
+      if (Number.isNaN(waitWarnAt) && t.alerts.some((a) => a.signal === 'queue_wait' && a.level !== 'ok'))
+        waitWarnAt = second;
       const tts = t.monitor.snapshot().queues.sim.timeToSaturationSeconds;
       if (tts !== null && tts > 0 && Number.isNaN(waitWarnAt)) countdown.push(tts);
     });
-    console.log(`capacity WARN at ${capacityWarnAt} s, queue-wait WARN at ${waitWarnAt} s: ${waitWarnAt - capacityWarnAt} s of lead; time to saturation ${countdown.map((s) => s.toFixed(0)).join(' ')}`);
+    console.log(
+      `capacity WARN at ${capacityWarnAt} s, queue-wait WARN at ${waitWarnAt} s: ${waitWarnAt - capacityWarnAt} s of lead; time to saturation ${countdown.map((s) => s.toFixed(0)).join(' ')}`,
+    );
     expect(waitWarnAt).toBeGreaterThan(0); // the queue does saturate (λ reaches 60 > 50 = 1/S)
     expect(capacityWarnAt).toBeLessThan(waitWarnAt);
     // The estimate counts down: over the ramp, later estimates are lower than earlier ones.

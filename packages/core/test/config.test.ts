@@ -16,7 +16,12 @@ describe('config validation', () => {
   it('defaults are the documented thresholds', () => {
     const t = resolveThresholds();
     expect(t).toEqual(DEFAULT_THRESHOLDS);
-    expect(t.queue).toMatchObject({ occupancyWarn: 0.7, occupancyCritical: 0.85, waitWarnSeconds: 0.2, waitCriticalSeconds: 0.5 });
+    expect(t.queue).toMatchObject({
+      occupancyWarn: 0.7,
+      occupancyCritical: 0.85,
+      waitWarnSeconds: 0.2,
+      waitCriticalSeconds: 0.5,
+    });
     expect(t.deviceMemory.fragmentation).toBe(0.65);
     expect(t.stream.interruptedRatio).toBe(0.005);
     expect(t.modelLoad.spikeFactor).toBe(3);
@@ -50,14 +55,45 @@ describe('config validation', () => {
   });
 
   it('fuzzed configs are either rejected at creation or run without throwing', () => {
-    const value = fc.oneof(fc.double(), fc.integer({ min: -5, max: 5000 }), fc.constant(undefined), fc.string(), fc.constant(null));
-    const group = fc.dictionary(fc.constantFrom('occupancyWarn', 'occupancyCritical', 'waitQuantile', 'waitWarnSeconds', 'minSamples', 'windowSize', 'interruptedRatio', 'fragmentation', 'spikeFactor', 'zScore', 'window'), value, { maxKeys: 4 });
-    const thresholds = fc.dictionary(fc.constantFrom('queue', 'stream', 'deviceMemory', 'modelLoad', 'anomaly', 'glitch'), group, { maxKeys: 3 });
+    const value = fc.oneof(
+      fc.double(),
+      fc.integer({ min: -5, max: 5000 }),
+      fc.constant(undefined),
+      fc.string(),
+      fc.constant(null),
+    );
+    const group = fc.dictionary(
+      fc.constantFrom(
+        'occupancyWarn',
+        'occupancyCritical',
+        'waitQuantile',
+        'waitWarnSeconds',
+        'minSamples',
+        'windowSize',
+        'interruptedRatio',
+        'fragmentation',
+        'spikeFactor',
+        'zScore',
+        'window',
+      ),
+      value,
+      { maxKeys: 4 },
+    );
+    const thresholds = fc.dictionary(
+      fc.constantFrom('queue', 'stream', 'deviceMemory', 'modelLoad', 'anomaly', 'glitch'),
+      group,
+      { maxKeys: 3 },
+    );
     fc.assert(
       fc.property(thresholds, (input) => {
-        let monitor;
+        let monitor: ReturnType<typeof createMonitor> | undefined;
         try {
-          monitor = createMonitor({ detectorIntervalMs: 0, eventLoop: false, thresholds: input as never, logger: { warn() {} } });
+          monitor = createMonitor({
+            detectorIntervalMs: 0,
+            eventLoop: false,
+            thresholds: input as never,
+            logger: { warn() {} },
+          });
         } catch (error) {
           return error instanceof InferSignalConfigError;
         }

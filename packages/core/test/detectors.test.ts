@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DriftDetector, FixedHistogram, P99GlitchDetector, SlidingWindow, ThresholdDetector, ZScoreDetector } from '../src/index';
+import {
+  DriftDetector,
+  FixedHistogram,
+  P99GlitchDetector,
+  SlidingWindow,
+  ThresholdDetector,
+  ZScoreDetector,
+} from '../src/index';
 
 describe('SlidingWindow', () => {
   it('keeps the last N samples and computes nearest-rank quantiles', () => {
@@ -15,13 +22,19 @@ describe('SlidingWindow', () => {
 
   it('never exceeds its capacity (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 64 }), fc.array(fc.double({ noNaN: true }), { maxLength: 300 }), (capacity, values) => {
-        const w = new SlidingWindow(capacity);
-        values.forEach((v, i) => w.push(v, i));
-        let seen = 0;
-        w.forEach(() => seen++);
-        return w.length === Math.min(capacity, values.length) && seen === w.length;
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 64 }),
+        fc.array(fc.double({ noNaN: true }), { maxLength: 300 }),
+        (capacity, values) => {
+          const w = new SlidingWindow(capacity);
+          for (const [i, v] of values.entries()) w.push(v, i);
+          let seen = 0;
+          w.forEach(() => {
+            seen++;
+          });
+          return w.length === Math.min(capacity, values.length) && seen === w.length;
+        },
+      ),
     );
   });
 });
@@ -37,11 +50,15 @@ describe('ZScoreDetector', () => {
 
   it('a constant series never alerts (property)', () => {
     fc.assert(
-      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e9, max: 1e9 }), fc.integer({ min: 1, max: 300 }), (c, n) => {
-        const z = new ZScoreDetector(60, 3);
-        for (let i = 0; i < n; i++) if (z.isAnomaly(z.update(c))) return false;
-        return true;
-      }),
+      fc.property(
+        fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e9, max: 1e9 }),
+        fc.integer({ min: 1, max: 300 }),
+        (c, n) => {
+          const z = new ZScoreDetector(60, 3);
+          for (let i = 0; i < n; i++) if (z.isAnomaly(z.update(c))) return false;
+          return true;
+        },
+      ),
     );
   });
 });
@@ -59,12 +76,15 @@ describe('P99GlitchDetector', () => {
 
   it('ΔL is never negative (property)', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: -1, max: 100, noNaN: true }), { minLength: 20, maxLength: 500 }), (values) => {
-        const g = new P99GlitchDetector(10_000, 512, 1);
-        values.forEach((v, i) => g.record(v, i));
-        const { deltaL } = g.evaluate(values.length);
-        return Number.isNaN(deltaL) || deltaL >= 0;
-      }),
+      fc.property(
+        fc.array(fc.double({ min: -1, max: 100, noNaN: true }), { minLength: 20, maxLength: 500 }),
+        (values) => {
+          const g = new P99GlitchDetector(10_000, 512, 1);
+          for (const [i, v] of values.entries()) g.record(v, i);
+          const { deltaL } = g.evaluate(values.length);
+          return Number.isNaN(deltaL) || deltaL >= 0;
+        },
+      ),
     );
   });
 });
@@ -83,7 +103,9 @@ describe('ThresholdDetector', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 60 }),
-        fc.array(fc.tuple(fc.double({ min: 0, max: 50, noNaN: true }), fc.integer({ min: 0, max: 3000 })), { maxLength: 100 }),
+        fc.array(fc.tuple(fc.double({ min: 0, max: 50, noNaN: true }), fc.integer({ min: 0, max: 3000 })), {
+          maxLength: 100,
+        }),
         (forSeconds, steps) => {
           const d = new ThresholdDetector({ warn: 10, critical: 20, forSeconds });
           let now = 0;

@@ -30,7 +30,10 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
     meterProvider: new MeterProvider({ readers: [reader] }),
     detectorIntervalMs: 250,
     logger: { warn: (m) => warnings.push(m) },
-    thresholds: { eventLoop: { delayWarnSeconds: 0.1, sampleIntervalMs: 250 }, glitch: { deltaSeconds: 0.1, windowSeconds: 10, minSamples: 20 } },
+    thresholds: {
+      eventLoop: { delayWarnSeconds: 0.1, sampleIntervalMs: 250 },
+      glitch: { deltaSeconds: 0.1, windowSeconds: 10, minSamples: 20 },
+    },
     onAlert: (event) => {
       alerts.push(event);
       if (event.signal === 'event_loop' && event.level !== 'ok') backpressureAtLoopAlert.push(queue.level());
@@ -42,7 +45,18 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
   for (let i = 0; i < 450; i++) {
     disturb(i, m);
     const n = i;
-    pending.push(queue.run(() => new Promise<void>((r) => setImmediate(() => { inside(n); r(); })), { model: 'mlp' }));
+    pending.push(
+      queue.run(
+        () =>
+          new Promise<void>((r) =>
+            setImmediate(() => {
+              inside(n);
+              r();
+            }),
+          ),
+        { model: 'mlp' },
+      ),
+    );
     await sleep(4);
   }
   await Promise.all(pending);
@@ -52,10 +66,16 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
 
 describe('event loop and P99-glitch attribution', () => {
   it('a handler that blocks the loop for 200 ms: loop delay P99 over threshold, backpressure WARN, glitch names the event loop', async () => {
-    const { alerts, backpressureAtLoopAlert, warnings, metrics } = await drive(() => {}, (i) => {
-      if (i === 300) busyWait(200);
-    });
-    const trail = alerts.map((a) => `${a.signal}:${a.level}:${a.value.toFixed(3)}:${String(a.details?.cause ?? '')}`).join(' | ') + ' ' + warnings.join(' / ');
+    const { alerts, backpressureAtLoopAlert, warnings, metrics } = await drive(
+      () => {},
+      (i) => {
+        if (i === 300) busyWait(200);
+      },
+    );
+    const trail =
+      alerts.map((a) => `${a.signal}:${a.level}:${a.value.toFixed(3)}:${String(a.details?.cause ?? '')}`).join(' | ') +
+      ' ' +
+      warnings.join(' / ');
     const loop = alerts.find((a) => a.signal === 'event_loop' && a.level !== 'ok');
     expect(loop, trail).toBeDefined();
     expect(loop!.value).toBeGreaterThan(0.1);

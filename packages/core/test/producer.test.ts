@@ -34,13 +34,29 @@ describe('producer export mode', () => {
       // The reader is created before the monitor, as in an application: the producer is bound lazily.
       const producer: MetricProducer = { collect: (o) => box.monitor!.metricProducer!.collect(o) };
       const reader = new TestReader(exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
-      box.monitor = createMonitor({ meterProvider: new MeterProvider({ readers: [reader] }), clock: () => now, detectorIntervalMs: 0, traces: false, eventLoop: false, exportMode });
+      box.monitor = createMonitor({
+        meterProvider: new MeterProvider({ readers: [reader] }),
+        clock: () => now,
+        detectorIntervalMs: 0,
+        traces: false,
+        eventLoop: false,
+        exportMode,
+      });
       drive(box.monitor, (ms) => (now += ms));
       return collect(reader);
     };
     const api = await run('api');
     const producer = await run('producer');
-    const hotPath = [METRICS.queueWait, METRICS.inferenceDuration, METRICS.requestDuration, METRICS.timeToFirstToken, METRICS.timePerOutputToken, METRICS.requests, METRICS.streams, METRICS.streamTokens];
+    const hotPath = [
+      METRICS.queueWait,
+      METRICS.inferenceDuration,
+      METRICS.requestDuration,
+      METRICS.timeToFirstToken,
+      METRICS.timePerOutputToken,
+      METRICS.requests,
+      METRICS.streams,
+      METRICS.streamTokens,
+    ];
     for (const spec of hotPath) {
       const a = normalise(api.metric(spec.name));
       const p = normalise(producer.metric(spec.name));

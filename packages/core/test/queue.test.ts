@@ -129,7 +129,9 @@ describe('queue wait', () => {
       return id * 2;
     };
     const results = await Promise.allSettled(Array.from({ length: 9 }, (_, id) => queue.run(task(id))));
-    const fulfilled = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value);
+    const fulfilled = results
+      .filter((r) => r.status === 'fulfilled')
+      .map((r) => (r as PromiseFulfilledResult<number>).value);
     const rejected = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
     expect(fulfilled).toEqual([0, 2, 4, 6, 8, 10, 12]);
     expect(rejected).toHaveLength(2);

@@ -94,7 +94,10 @@ describe('model load / reload', () => {
     expect(t.alerts.filter((a) => a.signal === 'model_load').map((a) => a.level)).toEqual(['warn', 'ok']);
     const metrics = await t.collect();
     expect(metrics.sum(METRICS.modelLoadSpikes.name)).toBe(1);
-    const reloads = metrics.points<Histogram>(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' });
+    const reloads = metrics.points<Histogram>(METRICS.modelLoadDuration.name, {
+      [ATTR.loadKind]: 'reload',
+      [ATTR.outcome]: 'success',
+    });
     expect(reloads[0].value.count).toBe(4);
     expect(reloads[0].value.sum).toBeCloseTo(0.21 + 0.19 + 0.7 + 0.205, 9);
   });
@@ -112,7 +115,9 @@ describe('model load / reload', () => {
     const failure = new Error('ENOENT: model.onnx');
     await expect(t.monitor.modelLoad('m', 'load', () => Promise.reject(failure))).rejects.toBe(failure);
     const metrics = await t.collect();
-    expect(metrics.points<Histogram>(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error' })[0].value.count).toBe(1);
+    expect(metrics.points<Histogram>(METRICS.modelLoadDuration.name, { [ATTR.outcome]: 'error' })[0].value.count).toBe(
+      1,
+    );
     expect(t.monitor.snapshot().models.m).toMatchObject({ failures: 1, loads: 0, loading: 0 });
   });
 });
@@ -122,13 +127,20 @@ describe('device memory', () => {
 
   it('reserved 10 GB with 3 GB allocated → fragmentation 0.7 → alert, exported as gauges', async () => {
     const t = setup();
-    const handle = t.monitor.deviceMemory({ allocated: () => 3 * GB, reserved: () => 10 * GB, intervalMs: 0, source: 'gpu0' });
+    const handle = t.monitor.deviceMemory({
+      allocated: () => 3 * GB,
+      reserved: () => 10 * GB,
+      intervalMs: 0,
+      source: 'gpu0',
+    });
     handle.sample();
     const alerts = t.alerts.filter((a) => a.signal === 'gpu_fragmentation');
     expect(alerts).toHaveLength(1);
     expect(alerts[0].value).toBeCloseTo(0.7, 9);
     const metrics = await t.collect();
-    expect(metrics.points<number>(METRICS.memoryFragmentation.name, { [ATTR.memorySource]: 'gpu0' })[0].value).toBeCloseTo(0.7, 9);
+    expect(
+      metrics.points<number>(METRICS.memoryFragmentation.name, { [ATTR.memorySource]: 'gpu0' })[0].value,
+    ).toBeCloseTo(0.7, 9);
     expect(metrics.points<number>(METRICS.memoryReserved.name)[0].value).toBe(10 * GB);
     expect(metrics.points<number>(METRICS.memoryAllocated.name)[0].value).toBe(3 * GB);
   });
@@ -164,7 +176,15 @@ describe('device memory', () => {
 
   it('sources that return undefined or throw produce no data and no invented zeros', async () => {
     const t = setup();
-    t.monitor.deviceMemory({ allocated: () => undefined, reserved: () => { throw new Error('nvml gone'); }, intervalMs: 0 }).sample();
+    t.monitor
+      .deviceMemory({
+        allocated: () => undefined,
+        reserved: () => {
+          throw new Error('nvml gone');
+        },
+        intervalMs: 0,
+      })
+      .sample();
     const metrics = await t.collect();
     expect(metrics.points(METRICS.memoryReserved.name)).toHaveLength(0);
     expect(metrics.points(METRICS.memoryFragmentation.name)).toHaveLength(0);

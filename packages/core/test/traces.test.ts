@@ -38,7 +38,12 @@ describe('traces', () => {
     const request = spans.find((s) => s.name === 'request')!;
     const span = spans.find((s) => s.name === SPANS.request)!;
     expect(span.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
-    expect(span.attributes).toEqual({ [ATTR.queue]: 'gen', [ATTR.model]: 'llama', [ATTR.queueWait]: 0.25, [ATTR.outcome]: 'completed' });
+    expect(span.attributes).toEqual({
+      [ATTR.queue]: 'gen',
+      [ATTR.model]: 'llama',
+      [ATTR.queueWait]: 0.25,
+      [ATTR.outcome]: 'completed',
+    });
     expect(trace.getSpan(context.active())).toBeUndefined();
   });
 

@@ -25,7 +25,15 @@ export interface InferSignalOptions extends HttpTrackingOptions {
   route?: (req: Request) => string | undefined;
 }
 
-const OPTION_KEYS: ReadonlySet<string> = new Set(['queue', 'queueOptions', 'model', 'route', 'shed', 'errorStatus', 'autoStart']);
+const OPTION_KEYS: ReadonlySet<string> = new Set([
+  'queue',
+  'queueOptions',
+  'model',
+  'route',
+  'shed',
+  'errorStatus',
+  'autoStart',
+]);
 const SOURCE = 'express';
 
 function routePattern(req: Request): string | undefined {
@@ -82,7 +90,8 @@ function accessorServes(req: Request): boolean {
  * lifecycle is core's; this is where Express shows it the request.
  */
 export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}): RequestHandler {
-  if (typeof monitor?.queue !== 'function') throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
+  if (typeof monitor?.queue !== 'function')
+    throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
   validateHttpTrackingOptions(options, OPTION_KEYS);
   const tracking = createHttpTracking(monitor, options, SOURCE);
@@ -93,7 +102,10 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
     // Mounted twice on one path (app-level and per route): the first one tracks the request.
     // Where the accessor serves req, ask core directly (the same answer, one lookup fewer).
     const viaAccessor = accessorServes(req);
-    if (viaAccessor ? trackedRequestOf(res) !== undefined : req.inferSignal !== undefined) return next();
+    if (viaAccessor ? trackedRequestOf(res) !== undefined : req.inferSignal !== undefined) {
+      next();
+      return;
+    }
     try {
       const route = tracking.label('route', routeOf, req, undefined);
       const model = tracking.label('model', modelOf, req, route);
@@ -139,7 +151,6 @@ function clientAborted(error: unknown, req: Request): boolean {
 
 declare global {
   // Express's own augmentation point (@types/express-serve-static-core, v4 and v5).
-  // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
     interface Request {
       /** Set by the InferSignal middleware on the requests it tracks (undefined elsewhere, or when shed). */

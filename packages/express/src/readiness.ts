@@ -12,7 +12,8 @@ export interface ReadinessOptions {
  * otherwise; the body is `monitor.snapshot()` as JSON either way.
  */
 export function readinessHandler(monitor: Monitor): RequestHandler {
-  if (typeof monitor?.snapshot !== 'function') throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
+  if (typeof monitor?.snapshot !== 'function')
+    throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   return function inferSignalReadiness(req: Request, res: Response): void {
     const { status, body } = readinessAnswer(monitor, 'express');
     res.statusCode = status;
@@ -29,7 +30,8 @@ export function readinessHandler(monitor: Monitor): RequestHandler {
  */
 export function readinessRouter(monitor: Monitor, options: ReadinessOptions = {}): RequestHandler {
   const path = options.path ?? '/healthz/ready';
-  if (typeof path !== 'string' || !path.startsWith('/')) throw new InferSignalConfigError('options.path', `must be a path starting with "/", got ${JSON.stringify(path)}`);
+  if (typeof path !== 'string' || !path.startsWith('/'))
+    throw new InferSignalConfigError('options.path', `must be a path starting with "/", got ${JSON.stringify(path)}`);
   const handler = readinessHandler(monitor);
   return function inferSignalReadinessRouter(req: Request, res: Response, next: NextFunction): void {
     if ((req.method === 'GET' || req.method === 'HEAD') && req.path === path) handler(req, res, next);

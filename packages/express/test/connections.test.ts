@@ -20,13 +20,32 @@ import { until } from '../../../test/support/async';
 function selfSigned(): { key: Buffer; cert: Buffer } | null {
   const dir = mkdtempSync(join(tmpdir(), 'infersignal-tls-'));
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { stdio: 'pipe', timeout: 20_000 });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'pipe', timeout: 20_000 },
+    );
     return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
   } catch (error) {
-    console.warn(`skipping TLS tests: openssl could not make a certificate (${error instanceof Error ? error.message : String(error)})`);
+    console.warn(
+      `skipping TLS tests: openssl could not make a certificate (${error instanceof Error ? error.message : String(error)})`,
+    );
     return null;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -70,7 +89,9 @@ function get(port: number, agent: Agent, ca: Buffer): Promise<string> {
 /** Plain HTTP bytes on the TLS port: the server answers with a TLS error (ERR_SSL_HTTP_REQUEST). */
 function plainHttp(port: number): Promise<void> {
   return new Promise((resolve) => {
-    const socket = netConnect(port, '127.0.0.1', () => socket.write('GET /v1/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
+    const socket = netConnect(port, '127.0.0.1', () =>
+      socket.write('GET /v1/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'),
+    );
     socket.on('error', () => undefined);
     socket.resume();
     socket.on('close', () => resolve());
@@ -81,7 +102,13 @@ function plainHttp(port: number): Promise<void> {
 function oldTls(port: number): Promise<string | undefined> {
   return new Promise((resolve) => {
     let code: string | undefined;
-    const socket = tlsConnect({ host: '127.0.0.1', port, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', rejectUnauthorized: false });
+    const socket = tlsConnect({
+      host: '127.0.0.1',
+      port,
+      minVersion: 'TLSv1',
+      maxVersion: 'TLSv1.1',
+      rejectUnauthorized: false,
+    });
     socket.on('error', (error: NodeJS.ErrnoException) => (code = error.code));
     socket.on('close', () => resolve(code));
   });
@@ -91,7 +118,13 @@ describe.skipIf(!credentials)('instrumentServer on an Express HTTPS server', () 
   it('times 50 handshakes, counts 5 bad clients by error code and measures session reuse', async () => {
     const { provider, reader } = createMeterProvider();
     const alerts: AlertEvent[] = [];
-    monitor = createMonitor({ meterProvider: provider, detectorIntervalMs: 0, traces: false, eventLoop: false, onAlert: (e) => alerts.push(e) });
+    monitor = createMonitor({
+      meterProvider: provider,
+      detectorIntervalMs: 0,
+      traces: false,
+      eventLoop: false,
+      onAlert: (e) => alerts.push(e),
+    });
     const app = express();
     app.use(inferSignal(monitor));
     app.get('/v1/infer', (_req, res) => {
@@ -113,7 +146,11 @@ describe.skipIf(!credentials)('instrumentServer on an Express HTTPS server', () 
     const refused = [await oldTls(port), await oldTls(port)];
     expect(refused.every((code) => typeof code === 'string')).toBe(true);
 
-    await until(() => connections.handshakeFailures === 5 && connections.open === 0, 5000, '5 failures and every connection closed');
+    await until(
+      () => connections.handshakeFailures === 5 && connections.open === 0,
+      5000,
+      '5 failures and every connection closed',
+    );
     const exported = await collect(reader);
     const attributes = { [SERVER]: 'api' };
 
@@ -129,8 +166,13 @@ describe.skipIf(!credentials)('instrumentServer on an Express HTTPS server', () 
 
     expect(exported.sum(METRICS.tlsHandshakeFailures.name, attributes)).toBe(5);
     expect(exported.sum(METRICS.tlsHandshakeFailures.name, { [ATTR.errorType]: 'ERR_SSL_HTTP_REQUEST' })).toBe(3);
-    expect(exported.sum(METRICS.tlsHandshakeFailures.name, { [ATTR.errorType]: 'ERR_SSL_UNSUPPORTED_PROTOCOL' })).toBe(2);
-    expect(exported.values(METRICS.tlsHandshakeFailures.name, ATTR.errorType)).toEqual(['ERR_SSL_HTTP_REQUEST', 'ERR_SSL_UNSUPPORTED_PROTOCOL']);
+    expect(exported.sum(METRICS.tlsHandshakeFailures.name, { [ATTR.errorType]: 'ERR_SSL_UNSUPPORTED_PROTOCOL' })).toBe(
+      2,
+    );
+    expect(exported.values(METRICS.tlsHandshakeFailures.name, ATTR.errorType)).toEqual([
+      'ERR_SSL_HTTP_REQUEST',
+      'ERR_SSL_UNSUPPORTED_PROTOCOL',
+    ]);
 
     // 49 of 50 handshakes resumed a session.
     expect(connections.handshakes).toBe(50);
@@ -185,7 +227,9 @@ describe('instrumentServer options', () => {
     const app = express();
     const plain = (await import('node:http')).createServer(app);
     expect(() => instrumentServer(monitor!, plain, { capacity: 0 })).toThrow(/connections\.capacity/);
-    expect(() => instrumentServer(monitor!, plain, { saturationWarn: 0.9, saturationCritical: 0.5 })).toThrow(/connections\.saturationCritical/);
+    expect(() => instrumentServer(monitor!, plain, { saturationWarn: 0.9, saturationCritical: 0.5 })).toThrow(
+      /connections\.saturationCritical/,
+    );
     expect(() => instrumentServer(monitor!, plain, { reuseWindow: 1.5 })).toThrow(/connections\.reuseWindow/);
     expect(() => instrumentServer(monitor!, plain, { capcity: 4 } as never)).toThrow(/connections\.capcity/);
     expect(() => instrumentServer(monitor!, {} as never)).toThrow(/"server"/);

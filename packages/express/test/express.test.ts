@@ -34,7 +34,12 @@ describe.each([
   function setup(): { app: Express; monitor: Monitor; reader: TestReader; warnings: string[] } {
     const { provider, reader } = createMeterProvider();
     const warnings: string[] = [];
-    monitor = createMonitor({ meterProvider: provider, detectorIntervalMs: 0, traces: false, logger: { warn: (m) => warnings.push(m) } });
+    monitor = createMonitor({
+      meterProvider: provider,
+      detectorIntervalMs: 0,
+      traces: false,
+      logger: { warn: (m) => warnings.push(m) },
+    });
     return { app: express(), monitor, reader, warnings };
   }
 
@@ -163,7 +168,9 @@ describe.each([
       throw new Error('sync boom');
     });
     app.get('/next', (_req: Request, _res: Response, next: NextFunction) => next(new Error('next boom')));
-    app.get('/teapot', (_req: Request, _res: Response, next: NextFunction) => next(Object.assign(new Error('teapot'), { status: 418 })));
+    app.get('/teapot', (_req: Request, _res: Response, next: NextFunction) =>
+      next(Object.assign(new Error('teapot'), { status: 418 })),
+    );
     app.use((error: Error & { status?: number }, _req: Request, res: Response, _next: NextFunction) => {
       res.status(error.status ?? 500).json({ handledByApp: error.message });
     });
@@ -205,7 +212,13 @@ describe.each([
     app.post('/v1/infer', (_req: Request, res: Response) => void res.json({}));
     const url = await start(app);
     for (const model of ['llama', 'mistral', 'llama']) {
-      await (await fetch(`${url}/v1/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) })).arrayBuffer();
+      await (
+        await fetch(`${url}/v1/infer`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model }),
+        })
+      ).arrayBuffer();
     }
     await until(() => monitor.snapshot().queues.http.completed === 3, 2000, 'completions');
     const out = await collect(reader);
@@ -276,7 +289,10 @@ describe.each([
     expect((await get('/v1/infer')).body).toEqual({ ok: true });
 
     const nodeWriteHead = Object.getPrototypeOf(express.response).writeHead as (...args: unknown[]) => unknown;
-    (app.response as unknown as { writeHead: unknown }).writeHead = function patched(this: Response, ...args: unknown[]) {
+    (app.response as unknown as { writeHead: unknown }).writeHead = function patched(
+      this: Response,
+      ...args: unknown[]
+    ) {
       this.setHeader('x-patched', '1');
       return nodeWriteHead.apply(this, args);
     };
@@ -288,7 +304,9 @@ describe.each([
     const out = await collect(reader);
     // Both tracked requests started at their head, 25 ms after arrival; the untracked ones are not counted.
     expect(out.count(METRICS.queueWait.name)).toBe(2);
-    expect(out.histograms(METRICS.queueWait.name).reduce((total, h) => total + (h.sum ?? 0), 0)).toBeGreaterThanOrEqual(0.045);
+    expect(out.histograms(METRICS.queueWait.name).reduce((total, h) => total + (h.sum ?? 0), 0)).toBeGreaterThanOrEqual(
+      0.045,
+    );
     expect(out.count(METRICS.inferenceDuration.name)).toBe(2);
     expect(out.sum(METRICS.requests.name)).toBe(2);
   });
@@ -327,6 +345,8 @@ describe('inferSignal options', () => {
   it('accepts a shared tracker', () => {
     const tracker = monitor.queue('shared', { capacity: 4 });
     expect(() => inferSignal(monitor, { queue: tracker })).not.toThrow();
-    expect(() => inferSignal(monitor, { queue: tracker, queueOptions: { capacity: 2 } })).toThrow(/options\.queueOptions/);
+    expect(() => inferSignal(monitor, { queue: tracker, queueOptions: { capacity: 2 } })).toThrow(
+      /options\.queueOptions/,
+    );
   });
 });

@@ -1,4 +1,11 @@
-import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyPluginCallback,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+} from 'fastify';
 import fp from 'fastify-plugin';
 import {
   HTTP_SHED_BODY,
@@ -60,7 +67,17 @@ declare module 'fastify' {
   }
 }
 
-const OPTION_KEYS: ReadonlySet<string> = new Set(['monitor', 'queue', 'queueOptions', 'model', 'shed', 'errorStatus', 'autoStart', 'readiness', 'connections']);
+const OPTION_KEYS: ReadonlySet<string> = new Set([
+  'monitor',
+  'queue',
+  'queueOptions',
+  'model',
+  'shed',
+  'errorStatus',
+  'autoStart',
+  'readiness',
+  'connections',
+]);
 const SOURCE = 'fastify';
 
 /** What the plugin stores on a request: core's lifecycle, whose route is always known here. */
@@ -68,18 +85,30 @@ type FastifyTracked = TrackedHttpRequest & InferSignalRequest;
 
 function validate(options: InferSignalFastifyOptions): void {
   if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
-  if (typeof options.monitor?.queue !== 'function') throw new InferSignalConfigError('options.monitor', 'must be a monitor from createMonitor()');
+  if (typeof options.monitor?.queue !== 'function')
+    throw new InferSignalConfigError('options.monitor', 'must be a monitor from createMonitor()');
   validateHttpTrackingOptions(options, OPTION_KEYS);
   const readiness = options.readiness;
   if (readiness !== undefined && typeof readiness !== 'boolean') {
-    if (typeof readiness !== 'object' || readiness === null) throw new InferSignalConfigError('options.readiness', 'must be a boolean or { path }');
+    if (typeof readiness !== 'object' || readiness === null)
+      throw new InferSignalConfigError('options.readiness', 'must be a boolean or { path }');
     if (readiness.path !== undefined && (typeof readiness.path !== 'string' || !readiness.path.startsWith('/'))) {
-      throw new InferSignalConfigError('options.readiness.path', `must be a path starting with "/", got ${JSON.stringify(readiness.path)}`);
+      throw new InferSignalConfigError(
+        'options.readiness.path',
+        `must be a path starting with "/", got ${JSON.stringify(readiness.path)}`,
+      );
     }
   }
   const connections = options.connections;
-  if (connections !== undefined && typeof connections !== 'boolean' && (typeof connections !== 'object' || connections === null)) {
-    throw new InferSignalConfigError('options.connections', 'must be a boolean or instrumentServer options ({ capacity, name, saturationWarn, saturationCritical, reuseWindow })');
+  if (
+    connections !== undefined &&
+    typeof connections !== 'boolean' &&
+    (typeof connections !== 'object' || connections === null)
+  ) {
+    throw new InferSignalConfigError(
+      'options.connections',
+      'must be a boolean or instrumentServer options ({ capacity, name, saturationWarn, saturationCritical, reuseWindow })',
+    );
   }
 }
 
@@ -102,31 +131,38 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
   // Sibling scopes may each register the plugin (one queue each); the decorator is made once.
   if (!fastify.hasRequestDecorator('inferSignal')) fastify.decorateRequest('inferSignal', null);
 
-  fastify.addHook('onRequest', function inferSignalOnRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
-    try {
-      const routeOptions = request.routeOptions;
-      const url = routeOptions.url;
-      // 404s have no route (and no inference); routes can opt out with config.inferSignal = false.
-      // A plugin registered in an enclosing scope too: the outer one (whose hook ran first) tracks the request.
-      if (url !== undefined && routeOptions.config?.inferSignal !== false && request.inferSignal == null) {
-        const route = monitor.label('route', url);
-        const model = tracking.label('model', modelOf, request, route);
-        const retryAfter = tracking.shed(model);
-        if (retryAfter !== undefined) {
-          // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
-          reply.code(503).header('retry-after', retryAfter).header('content-type', 'application/json; charset=utf-8').send(HTTP_SHED_BODY);
-          return;
+  fastify.addHook(
+    'onRequest',
+    function inferSignalOnRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
+      try {
+        const routeOptions = request.routeOptions;
+        const url = routeOptions.url;
+        // 404s have no route (and no inference); routes can opt out with config.inferSignal = false.
+        // A plugin registered in an enclosing scope too: the outer one (whose hook ran first) tracks the request.
+        if (url !== undefined && routeOptions.config?.inferSignal !== false && request.inferSignal == null) {
+          const route = monitor.label('route', url);
+          const model = tracking.label('model', modelOf, request, route);
+          const retryAfter = tracking.shed(model);
+          if (retryAfter !== undefined) {
+            // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
+            reply
+              .code(503)
+              .header('retry-after', retryAfter)
+              .header('content-type', 'application/json; charset=utf-8')
+              .send(HTTP_SHED_BODY);
+            return;
+          }
+          // The reply is the owner core hijacks before SSE takes over reply.raw.
+          request.inferSignal = tracking.track(model, route, reply.raw, reply) as FastifyTracked;
         }
-        // The reply is the owner core hijacks before SSE takes over reply.raw.
-        request.inferSignal = tracking.track(model, route, reply.raw, reply) as FastifyTracked;
+      } catch (error) {
+        // Instrumentation must never take a request down: count and carry on.
+        monitor.internalError(SOURCE, error);
       }
-    } catch (error) {
-      // Instrumentation must never take a request down: count and carry on.
-      monitor.internalError(SOURCE, error);
-    }
-    // Outside the try: the rest of the lifecycle runs inside next(), and its errors are Fastify's.
-    next();
-  });
+      // Outside the try: the rest of the lifecycle runs inside next(), and its errors are Fastify's.
+      next();
+    },
+  );
 
   // No onResponse or onRequestAbort hook: core's one `close` listener on
   // reply.raw sees both (finished in full, or cut off), hijacked SSE replies
@@ -134,17 +170,29 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
   // every request (two for onResponse, one for onRequestAbort), which the
   // server benchmark priced at several per cent of a hello-world request.
 
-  fastify.addHook('onError', function inferSignalOnError(request: FastifyRequest, reply: FastifyReply, _error: FastifyError, next: HookHandlerDoneFunction) {
-    // Once the head is out, the status can no longer say the request failed.
-    if (reply.raw.headersSent) request.inferSignal?.fail();
-    next();
-  });
+  fastify.addHook(
+    'onError',
+    function inferSignalOnError(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      _error: FastifyError,
+      next: HookHandlerDoneFunction,
+    ) {
+      // Once the head is out, the status can no longer say the request failed.
+      if (reply.raw.headersSent) request.inferSignal?.fail();
+      next();
+    },
+  );
 
   if (options.connections) {
     try {
       // At registration rather than onReady, so a bad option fails registration like the others; the server object is
       // the same, and its maxConnections is read at every connection, so setting it later still counts.
-      const instrumentation = instrumentServer(monitor, fastify.server, options.connections === true ? {} : options.connections);
+      const instrumentation = instrumentServer(
+        monitor,
+        fastify.server,
+        options.connections === true ? {} : options.connections,
+      );
       fastify.addHook('onClose', (_instance, next) => {
         instrumentation.stop();
         next();

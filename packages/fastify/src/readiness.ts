@@ -8,9 +8,14 @@ import { InferSignalConfigError, readinessAnswer, type Monitor } from '@infersig
  * plugin's `readiness` option registers it; use this for a route of your own.
  */
 export function readinessHandler(monitor: Monitor): RouteHandlerMethod {
-  if (typeof monitor?.snapshot !== 'function') throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
+  if (typeof monitor?.snapshot !== 'function')
+    throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   return function inferSignalReadiness(_request: FastifyRequest, reply: FastifyReply) {
     const { status, body } = readinessAnswer(monitor, 'fastify');
-    return reply.code(status).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(body);
+    return reply
+      .code(status)
+      .header('content-type', 'application/json; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(body);
   };
 }

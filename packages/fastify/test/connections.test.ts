@@ -22,7 +22,13 @@ afterEach(async () => {
 function setup(): { app: FastifyInstance; monitor: Monitor; reader: TestReader; alerts: AlertEvent[] } {
   const { provider, reader } = createMeterProvider();
   const alerts: AlertEvent[] = [];
-  monitor = createMonitor({ meterProvider: provider, detectorIntervalMs: 0, traces: false, eventLoop: false, onAlert: (event) => alerts.push(event) });
+  monitor = createMonitor({
+    meterProvider: provider,
+    detectorIntervalMs: 0,
+    traces: false,
+    eventLoop: false,
+    onAlert: (event) => alerts.push(event),
+  });
   app = Fastify({ forceCloseConnections: true });
   return { app, monitor, reader, alerts };
 }
@@ -37,7 +43,8 @@ function request(url: string, via: Agent): Promise<number> {
   });
 }
 
-const freeSockets = (via: Agent): number => Object.values(via.freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0);
+const freeSockets = (via: Agent): number =>
+  Object.values(via.freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0);
 
 describe('Fastify plugin: connections', () => {
   it('maxConnections 10, 20 concurrent keep-alive clients: 10 rejected, saturation alerts, then keep-alive reuse', async () => {
@@ -80,7 +87,9 @@ describe('Fastify plugin: connections', () => {
 
     held.open();
     const results = await first;
-    expect(results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value)).toEqual(Array(10).fill(200));
+    expect(
+      results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value),
+    ).toEqual(Array(10).fill(200));
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(refused).toHaveLength(10);
     for (const r of refused) expect(['ECONNRESET', 'EPIPE']).toContain((r.reason as NodeJS.ErrnoException).code);
@@ -119,7 +128,10 @@ describe('Fastify plugin: connections', () => {
 
   it('judges saturation against a configured capacity without maxConnections, and stops on close', async () => {
     const { app, monitor, alerts } = setup();
-    await app.register(inferSignal, { monitor, connections: { capacity: 4, saturationWarn: 0.5, saturationCritical: 0.75 } });
+    await app.register(inferSignal, {
+      monitor,
+      connections: { capacity: 4, saturationWarn: 0.5, saturationCritical: 0.75 },
+    });
     const held = gate();
     app.get('/v1/infer', async () => {
       await held.wait;
@@ -152,9 +164,13 @@ describe('Fastify plugin: connections', () => {
 
   it('fails registration on a bad connections option, naming the field', async () => {
     const { app, monitor } = setup();
-    await expect(app.register(inferSignal, { monitor, connections: { capcity: 4 } as never }).ready()).rejects.toThrow(/connections\.capcity/);
+    await expect(app.register(inferSignal, { monitor, connections: { capcity: 4 } as never }).ready()).rejects.toThrow(
+      /connections\.capcity/,
+    );
     const other = Fastify();
-    await expect(other.register(inferSignal, { monitor, connections: 'yes' as never }).ready()).rejects.toThrow(/options\.connections/);
+    await expect(other.register(inferSignal, { monitor, connections: 'yes' as never }).ready()).rejects.toThrow(
+      /options\.connections/,
+    );
     await other.close();
   });
 });

@@ -8,8 +8,6 @@ import { readEventsThenAbort } from '../../../test/support/http';
 // The client side and the assertions both adapters share; the servers are built here.
 import * as cases from '../../../test/support/adapter-cases';
 
-const OUTCOME = ATTR.outcome;
-
 let app: FastifyInstance | undefined;
 let monitor: Monitor | undefined;
 
@@ -23,7 +21,12 @@ afterEach(async () => {
 function setup(): { app: FastifyInstance; monitor: Monitor; reader: TestReader; warnings: string[] } {
   const { provider, reader } = createMeterProvider();
   const warnings: string[] = [];
-  monitor = createMonitor({ meterProvider: provider, detectorIntervalMs: 0, traces: false, logger: { warn: (m) => warnings.push(m) } });
+  monitor = createMonitor({
+    meterProvider: provider,
+    detectorIntervalMs: 0,
+    traces: false,
+    logger: { warn: (m) => warnings.push(m) },
+  });
   // forceCloseConnections: an aborted or hanging stream must not hold app.close().
   app = Fastify({ forceCloseConnections: true });
   return { app, monitor, reader, warnings };
@@ -56,34 +59,41 @@ describe('Fastify plugin', () => {
   // GET and POST with a parsed body: the second is the case Fastify's
   // onRequestAbort would miss (Node does not mark a fully read request
   // aborted); core's raw `close` listener counts both.
-  it.each(['GET', 'POST'] as const)('counts an SSE client (%s) that aborts after 3 events as cancelled, once, with one TTFT sample', async (method) => {
-    const { app, reader } = setup();
-    await app.register(inferSignal, { monitor: monitor! });
-    let endedAtClose: boolean | undefined;
-    const handlerDone = gate();
-    app.route({
-      method,
-      url: '/v1/stream',
-      handler: async (request) => {
-        const sse = request.inferSignal!.sse();
-        // Registered after the plugin's own listener: sees the state right after the close.
-        request.raw.socket.once('close', () => (endedAtClose = request.inferSignal!.ended));
-        for (let i = 0; i < 2000 && !sse.closed; i++) {
-          sse.send({ token: i });
-          await sleep(5);
-        }
-        handlerDone.open();
-      },
-    });
-    const url = await start(app);
-    const events = await readEventsThenAbort(`${url}/v1/stream`, 3, method === 'POST' ? { method, headers: { 'content-type': 'application/json' }, body: '{"prompt":"hi"}' } : {});
-    expect(events).toHaveLength(3);
-    expect(events[2]).toBe('data: {"token":2}');
-    await handlerDone.wait;
+  it.each(['GET', 'POST'] as const)(
+    'counts an SSE client (%s) that aborts after 3 events as cancelled, once, with one TTFT sample',
+    async (method) => {
+      const { app, reader } = setup();
+      await app.register(inferSignal, { monitor: monitor! });
+      let endedAtClose: boolean | undefined;
+      const handlerDone = gate();
+      app.route({
+        method,
+        url: '/v1/stream',
+        handler: async (request) => {
+          const sse = request.inferSignal!.sse();
+          // Registered after the plugin's own listener: sees the state right after the close.
+          request.raw.socket.once('close', () => (endedAtClose = request.inferSignal!.ended));
+          for (let i = 0; i < 2000 && !sse.closed; i++) {
+            sse.send({ token: i });
+            await sleep(5);
+          }
+          handlerDone.open();
+        },
+      });
+      const url = await start(app);
+      const events = await readEventsThenAbort(
+        `${url}/v1/stream`,
+        3,
+        method === 'POST' ? { method, headers: { 'content-type': 'application/json' }, body: '{"prompt":"hi"}' } : {},
+      );
+      expect(events).toHaveLength(3);
+      expect(events[2]).toBe('data: {"token":2}');
+      await handlerDone.wait;
 
-    expect(endedAtClose).toBe(true);
-    await cases.expectOneCancelledStream(reader);
-  });
+      expect(endedAtClose).toBe(true);
+      await cases.expectOneCancelledStream(reader);
+    },
+  );
 
   it('counts a completed SSE stream: events as tokens, one TTFT and one time-per-token sample', async () => {
     const { app, monitor, reader } = setup();
@@ -168,7 +178,10 @@ describe('Fastify plugin', () => {
   it('labels by route pattern (routeOptions.url), never by raw URL: 20 ids, one label', async () => {
     const { app, monitor, reader } = setup();
     await app.register(inferSignal, { monitor });
-    app.get('/v1/models/:id', async (request) => ({ id: (request.params as { id: string }).id, route: request.inferSignal!.route }));
+    app.get('/v1/models/:id', async (request) => ({
+      id: (request.params as { id: string }).id,
+      route: request.inferSignal!.route,
+    }));
     await cases.twentyIdsOneLabel({ url: await start(app), monitor, reader });
   });
 
@@ -185,7 +198,11 @@ describe('Fastify plugin', () => {
     app.post('/v1/models/:model/infer', async () => ({ ok: true }));
     const url = await start(app);
     for (const model of ['llama', 'mistral', 'llama', 'broken']) {
-      const response = await fetch(`${url}/v1/models/${model}/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const response = await fetch(`${url}/v1/models/${model}/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(response.status).toBe(200);
     }
     await until(() => monitor.snapshot().queues.http.completed === 4, 2000, 'completions');
@@ -215,22 +232,39 @@ describe('Fastify plugin', () => {
     await app.register(
       async (scope) => {
         await scope.register(inferSignal, { monitor, queue: 'chat' });
-        scope.get('/infer', async (request) => ((seen.chat = request.inferSignal != null), { ok: true }));
-        scope.get('/untracked', { config: { inferSignal: false } }, async (request) => ((seen.optOut = request.inferSignal != null), { ok: true }));
+        scope.get('/infer', async (request) => {
+          seen.chat = request.inferSignal != null;
+          return { ok: true };
+        });
+        scope.get('/untracked', { config: { inferSignal: false } }, async (request) => {
+          seen.optOut = request.inferSignal != null;
+          return { ok: true };
+        });
       },
       { prefix: '/chat' },
     );
     await app.register(
       async (scope) => {
         await scope.register(inferSignal, { monitor, queue: 'embed' });
-        scope.get('/infer', async (request) => ((seen.embed = request.inferSignal != null), { ok: true }));
+        scope.get('/infer', async (request) => {
+          seen.embed = request.inferSignal != null;
+          return { ok: true };
+        });
       },
       { prefix: '/embed' },
     );
-    app.get('/other', async (request) => ((seen.other = request.inferSignal != null), { ok: true }));
+    app.get('/other', async (request) => {
+      seen.other = request.inferSignal != null;
+      return { ok: true };
+    });
     const url = await start(app);
-    for (const path of ['/chat/infer', '/chat/untracked', '/embed/infer', '/embed/infer', '/other', '/missing']) await (await fetch(url + path)).arrayBuffer();
-    await until(() => monitor.snapshot().queues.embed?.completed === 2 && monitor.snapshot().queues.chat?.completed === 1, 2000, 'completions');
+    for (const path of ['/chat/infer', '/chat/untracked', '/embed/infer', '/embed/infer', '/other', '/missing'])
+      await (await fetch(url + path)).arrayBuffer();
+    await until(
+      () => monitor.snapshot().queues.embed?.completed === 2 && monitor.snapshot().queues.chat?.completed === 1,
+      2000,
+      'completions',
+    );
 
     expect(seen).toEqual({ chat: true, optOut: false, embed: true, other: false });
     const out = await collect(reader);

@@ -29,7 +29,11 @@ export function pidVisible(pid: number): boolean {
  * - others listed, none visible, never this PID → `device`: the sum of `used`;
  * - nobody listed → this process holds nothing on the GPU: 0.
  */
-export function attribute(readings: readonly Reading[], previous: MemoryAttribution | undefined, visible: (pid: number) => boolean = pidVisible): Attributed {
+export function attribute(
+  readings: readonly Reading[],
+  previous: MemoryAttribution | undefined,
+  visible: (pid: number) => boolean = pidVisible,
+): Attributed {
   let queried = 0;
   let others = 0;
   let self = false;
@@ -53,6 +57,7 @@ export function attribute(readings: readonly Reading[], previous: MemoryAttribut
   if (self) return { attribution: 'process', reserved: processBytes, others };
   if (previous === 'process') return { attribution: 'process', reserved: 0, others };
   if (previous === 'device') return { attribution: 'device', reserved: deviceUsed, others };
-  if (others === 0 || readings.some((r) => r.otherPids.some(visible))) return { attribution: undefined, reserved: 0, others };
+  if (others === 0 || readings.some((r) => r.otherPids.some(visible)))
+    return { attribution: undefined, reserved: 0, others };
   return { attribution: 'device', reserved: deviceUsed, others };
 }

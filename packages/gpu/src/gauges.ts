@@ -13,7 +13,8 @@ export interface DeviceGauges {
  * Attribute sets are one per device (index, uuid), so at most maxDevices.
  */
 export function registerDeviceGauges(meter: Meter, current: () => readonly DeviceSample[]): DeviceGauges {
-  const gauge = (spec: InstrumentSpec): ObservableGauge => meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
+  const gauge = (spec: InstrumentSpec): ObservableGauge =>
+    meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
   const used = gauge(METRICS.gpuMemoryUsed);
   const free = gauge(METRICS.gpuMemoryFree);
   const total = gauge(METRICS.gpuMemoryTotal);

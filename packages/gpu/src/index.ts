@@ -1,2 +1,9 @@
 export { createGpuSampler } from './sampler';
-export type { DeviceSample, GpuSampler, GpuSamplerOptions, GpuSamplerStats, GpuSamplerStatus, MemoryAttribution } from './types';
+export type {
+  DeviceSample,
+  GpuSampler,
+  GpuSamplerOptions,
+  GpuSamplerStats,
+  GpuSamplerStatus,
+  MemoryAttribution,
+} from './types';

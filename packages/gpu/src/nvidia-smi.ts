@@ -15,7 +15,10 @@ const MIB = 1024 * 1024;
 /** nvidia-smi's CSV output for a few GPUs and processes is far below this; more is garbage. */
 const MAX_OUTPUT_BYTES = 1024 * 1024;
 
-export const GPU_QUERY = ['--query-gpu=index,uuid,memory.total,memory.used,memory.free,utilization.gpu', '--format=csv,noheader,nounits'];
+export const GPU_QUERY = [
+  '--query-gpu=index,uuid,memory.total,memory.used,memory.free,utilization.gpu',
+  '--format=csv,noheader,nounits',
+];
 // gpu_uuid ties each process to its device (pid,used_memory alone cannot be attributed on a multi-GPU host).
 export const APPS_QUERY = ['--query-compute-apps=gpu_uuid,pid,used_memory', '--format=csv,noheader,nounits'];
 
@@ -85,14 +88,26 @@ export function parseGpuCsv(text: string): SmiGpu[] {
     if (!line) continue;
     const f = line.split(',').map((s) => s.trim());
     if (f.length !== 6) throw garbage('--query-gpu', line);
-    const [indexField, uuid, totalField, usedField, freeField, utilField] = f as [string, string, string, string, string, string];
+    const [indexField, uuid, totalField, usedField, freeField, utilField] = f as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const index = integer(indexField);
     if (index === undefined || !uuid || isWithheld(uuid)) throw garbage('--query-gpu', line);
     const total = integer(totalField);
     const used = integer(usedField);
     const free = integer(freeField);
     const utilization = integer(utilField);
-    for (const [value, field] of [[total, totalField], [used, usedField], [free, freeField], [utilization, utilField]] as const) {
+    for (const [value, field] of [
+      [total, totalField],
+      [used, usedField],
+      [free, freeField],
+      [utilization, utilField],
+    ] as const) {
       if (value === undefined && !isWithheld(field)) throw garbage('--query-gpu', line);
     }
     if (total === undefined || used === undefined || free === undefined) continue;
@@ -120,7 +135,8 @@ export function parseAppsCsv(text: string): SmiApp[] {
     const [gpuUuid, pidField, usedField] = f as [string, string, string];
     const pid = integer(pidField);
     const used = integer(usedField);
-    if (!gpuUuid || pid === undefined || (used === undefined && !isWithheld(usedField))) throw garbage('--query-compute-apps', line);
+    if (!gpuUuid || pid === undefined || (used === undefined && !isWithheld(usedField)))
+      throw garbage('--query-compute-apps', line);
     apps.push({ gpuUuid, pid, usedBytes: used === undefined ? undefined : used * MIB });
   }
   return apps;
@@ -137,15 +153,29 @@ export function runNvidiaSmi(path: string, args: readonly string[], timeoutMs: n
   return new Promise((resolve, reject) => {
     const started = performance.now();
     let spawnMs = 0;
-    const child = execFile(path, args, { timeout: timeoutMs, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8', windowsHide: true }, (error, stdout, stderr) => {
-      if (!error) return resolve({ stdout, spawnMs });
-      const e = error as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: number | string | null };
-      const detail = String(stderr || stdout || '').trim().slice(0, 200);
-      if (e.killed || e.signal === 'SIGTERM') reject(new SmiError('timeout', `nvidia-smi did not answer within ${timeoutMs} ms`));
-      else if (e.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') reject(new SmiError('garbage', `nvidia-smi printed more than ${MAX_OUTPUT_BYTES} bytes`));
-      else if (typeof e.code === 'number') reject(new SmiError('exit', `nvidia-smi exited with code ${e.code}${detail ? `: ${detail}` : ''}`));
-      else reject(new SmiError('spawn', `nvidia-smi could not run: ${e.message}`));
-    });
+    const child = execFile(
+      path,
+      args,
+      { timeout: timeoutMs, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8', windowsHide: true },
+      (error, stdout, stderr) => {
+        if (!error) return resolve({ stdout, spawnMs });
+        const e = error as NodeJS.ErrnoException & {
+          killed?: boolean;
+          signal?: string | null;
+          code?: number | string | null;
+        };
+        const detail = String(stderr || stdout || '')
+          .trim()
+          .slice(0, 200);
+        if (e.killed || e.signal === 'SIGTERM')
+          reject(new SmiError('timeout', `nvidia-smi did not answer within ${timeoutMs} ms`));
+        else if (e.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER')
+          reject(new SmiError('garbage', `nvidia-smi printed more than ${MAX_OUTPUT_BYTES} bytes`));
+        else if (typeof e.code === 'number')
+          reject(new SmiError('exit', `nvidia-smi exited with code ${e.code}${detail ? `: ${detail}` : ''}`));
+        else reject(new SmiError('spawn', `nvidia-smi could not run: ${e.message}`));
+      },
+    );
     spawnMs = performance.now() - started;
     child.stdin?.end();
   });

@@ -70,7 +70,15 @@ type NativeFn = (...args: unknown[]) => number;
 
 interface Layouts {
   memoryV1: { size: number; total: number; free: number; used: number };
-  memoryV2: { size: number; version: number; total: number; reserved: number; free: number; used: number; versionValue: number };
+  memoryV2: {
+    size: number;
+    version: number;
+    total: number;
+    reserved: number;
+    free: number;
+    used: number;
+    versionValue: number;
+  };
   utilization: { size: number; gpu: number };
   processInfo: { size: number; pid: number; usedGpuMemory: number };
 }
@@ -84,10 +92,20 @@ function structLayouts(koffi: typeof Koffi): Layouts {
   const memoryV1 = koffi.struct({ total: ull, free: ull, used: ull });
   const memoryV2 = koffi.struct({ version: 'unsigned int', total: ull, reserved: ull, free: ull, used: ull });
   const utilization = koffi.struct({ gpu: 'unsigned int', memory: 'unsigned int' });
-  const processInfo = koffi.struct({ pid: 'unsigned int', usedGpuMemory: ull, gpuInstanceId: 'unsigned int', computeInstanceId: 'unsigned int' });
+  const processInfo = koffi.struct({
+    pid: 'unsigned int',
+    usedGpuMemory: ull,
+    gpuInstanceId: 'unsigned int',
+    computeInstanceId: 'unsigned int',
+  });
   const at = (type: Koffi.TypeObject, member: string) => koffi.offsetof(type, member);
   layouts = {
-    memoryV1: { size: memoryV1.size, total: at(memoryV1, 'total'), free: at(memoryV1, 'free'), used: at(memoryV1, 'used') },
+    memoryV1: {
+      size: memoryV1.size,
+      total: at(memoryV1, 'total'),
+      free: at(memoryV1, 'free'),
+      used: at(memoryV1, 'used'),
+    },
     memoryV2: {
       size: memoryV2.size,
       version: at(memoryV2, 'version'),
@@ -99,7 +117,11 @@ function structLayouts(koffi: typeof Koffi): Layouts {
       versionValue: (memoryV2.size | (2 << 24)) >>> 0,
     },
     utilization: { size: utilization.size, gpu: at(utilization, 'gpu') },
-    processInfo: { size: processInfo.size, pid: at(processInfo, 'pid'), usedGpuMemory: at(processInfo, 'usedGpuMemory') },
+    processInfo: {
+      size: processInfo.size,
+      pid: at(processInfo, 'pid'),
+      usedGpuMemory: at(processInfo, 'usedGpuMemory'),
+    },
   };
   return layouts;
 }
@@ -200,7 +222,9 @@ export class NvmlLibrary {
           bind('int nvmlDeviceGetComputeRunningProcesses_v3(void *device, void *infoCount, void *infos)', false) ??
           bind('int nvmlDeviceGetComputeRunningProcesses_v2(void *device, void *infoCount, void *infos)', false),
       };
-      const errorString = bind('const char *nvmlErrorString(int result)', false) as unknown as ((code: number) => string) | undefined;
+      const errorString = bind('const char *nvmlErrorString(int result)', false) as unknown as
+        | ((code: number) => string)
+        | undefined;
       nvml = new NvmlLibrary(lib, fns, structLayouts(koffi), errorString);
     } catch (error) {
       lib.unload();

@@ -14,7 +14,18 @@ export interface ResolvedOptions {
   maxBackoffMs: number;
 }
 
-const KNOWN = new Set(['intervalMs', 'libraryPath', 'nvidiaSmiPath', 'nvidiaSmiTimeoutMs', 'devices', 'maxDevices', 'allocated', 'source', 'logger', 'maxBackoffMs']);
+const KNOWN = new Set([
+  'intervalMs',
+  'libraryPath',
+  'nvidiaSmiPath',
+  'nvidiaSmiTimeoutMs',
+  'devices',
+  'maxDevices',
+  'allocated',
+  'source',
+  'logger',
+  'maxBackoffMs',
+]);
 
 const defaultLogger: Logger = { warn: (message) => console.warn(message) };
 
@@ -32,7 +43,8 @@ function number(field: string, value: unknown, fallback: number, min: number, in
 
 function nonEmptyString(field: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '') fail(field, `must be a non-empty string, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || value === '')
+    fail(field, `must be a non-empty string, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -49,13 +61,17 @@ export function resolveOptions(options: GpuSamplerOptions, env: NodeJS.ProcessEn
     }
     devices = [...new Set(options.devices)];
   }
-  const nvidiaSmiPath = options.nvidiaSmiPath === false ? false : nonEmptyString('nvidiaSmiPath', options.nvidiaSmiPath);
-  if (options.allocated !== undefined && typeof options.allocated !== 'function') fail('allocated', 'must be a function returning bytes');
-  if (options.logger !== undefined && typeof options.logger?.warn !== 'function') fail('logger', 'must have a warn(message) method');
+  const nvidiaSmiPath =
+    options.nvidiaSmiPath === false ? false : nonEmptyString('nvidiaSmiPath', options.nvidiaSmiPath);
+  if (options.allocated !== undefined && typeof options.allocated !== 'function')
+    fail('allocated', 'must be a function returning bytes');
+  if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
+    fail('logger', 'must have a warn(message) method');
   const intervalMs = number('intervalMs', options.intervalMs, 1000, 0);
   return {
     intervalMs,
-    libraryPath: nonEmptyString('libraryPath', options.libraryPath) ?? (env.INFERSIGNAL_NVML_PATH || 'libnvidia-ml.so.1'),
+    libraryPath:
+      nonEmptyString('libraryPath', options.libraryPath) ?? (env.INFERSIGNAL_NVML_PATH || 'libnvidia-ml.so.1'),
     nvidiaSmiPath,
     nvidiaSmiTimeoutMs: number('nvidiaSmiTimeoutMs', options.nvidiaSmiTimeoutMs, 5000, 1),
     devices,

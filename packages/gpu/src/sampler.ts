@@ -23,7 +23,10 @@ export function createGpuSampler(monitor: Monitor, options: GpuSamplerOptions = 
     o.logger.warn(`${PREFIX} GPU metrics unavailable (${reason}); no GPU figures will be reported.`);
     return unavailableSampler(reason);
   }
-  if (reason) o.logger.warn(`${PREFIX} NVML unavailable (${reason}); falling back to nvidia-smi, which forks a process on every sample.`);
+  if (reason)
+    o.logger.warn(
+      `${PREFIX} NVML unavailable (${reason}); falling back to nvidia-smi, which forks a process on every sample.`,
+    );
   return new Sampler(monitor, o, source, reason);
 }
 
@@ -79,7 +82,13 @@ class Sampler implements GpuSampler {
   private ready = false;
   private warnedFailure = false;
   private warnedContainer = false;
-  private readonly counts: GpuSamplerStats = { samples: 0, failures: 0, consecutiveFailures: 0, nextDelayMs: 0, lastSampleMs: 0 };
+  private readonly counts: GpuSamplerStats = {
+    samples: 0,
+    failures: 0,
+    consecutiveFailures: 0,
+    nextDelayMs: 0,
+    lastSampleMs: 0,
+  };
 
   constructor(
     private readonly monitor: Monitor,
@@ -140,7 +149,9 @@ class Sampler implements GpuSampler {
         if (!this.warnedFailure) {
           this.warnedFailure = true;
           const why = result.error instanceof Error ? result.error.message : 'no selected GPU in the output';
-          this.o.logger.warn(`${PREFIX} ${this.status} sample failed (${why}); backing off (next in ${c.nextDelayMs} ms, at most ${this.o.maxBackoffMs} ms).`);
+          this.o.logger.warn(
+            `${PREFIX} ${this.status} sample failed (${why}); backing off (next in ${c.nextDelayMs} ms, at most ${this.o.maxBackoffMs} ms).`,
+          );
         }
         return;
       }

@@ -41,7 +41,10 @@ function select(available: readonly number[], selection: Selection): number[] {
   let chosen = available;
   if (selection.devices) {
     const missing = selection.devices.filter((i) => !available.includes(i));
-    if (missing.length) selection.notice(`device index(es) ${missing.join(', ')} not present (found ${available.join(', ') || 'none'}); skipped`);
+    if (missing.length)
+      selection.notice(
+        `device index(es) ${missing.join(', ')} not present (found ${available.join(', ') || 'none'}); skipped`,
+      );
     chosen = available.filter((i) => selection.devices!.includes(i));
   }
   if (chosen.length > selection.maxDevices) {
@@ -57,7 +60,10 @@ export function openNvmlSource(path: string, selection: Selection): GpuSource {
   const devices: NvmlDevice[] = [];
   try {
     const count = lib.deviceCount();
-    for (const index of select(Array.from({ length: count }, (_, i) => i), selection)) {
+    for (const index of select(
+      Array.from({ length: count }, (_, i) => i),
+      selection,
+    )) {
       try {
         devices.push(lib.device(index));
       } catch (error) {
@@ -119,14 +125,22 @@ export function openSmiSource(path: string, timeoutMs: number, selection: Select
     async read(pid) {
       let mainThreadMs = 0;
       try {
-        const [gpuRun, appsRun] = await Promise.all([runNvidiaSmi(path, GPU_QUERY, timeoutMs), runNvidiaSmi(path, APPS_QUERY, timeoutMs)]);
+        const [gpuRun, appsRun] = await Promise.all([
+          runNvidiaSmi(path, GPU_QUERY, timeoutMs),
+          runNvidiaSmi(path, APPS_QUERY, timeoutMs),
+        ]);
         const started = performance.now();
         mainThreadMs = gpuRun.spawnMs + appsRun.spawnMs;
         const gpus = parseGpuCsv(gpuRun.stdout);
         const apps = parseAppsCsv(appsRun.stdout);
         const quiet: Selection = noticed ? { ...selection, notice: () => {} } : selection;
         noticed = true;
-        const chosen = new Set(select(gpus.map((g) => g.index), quiet));
+        const chosen = new Set(
+          select(
+            gpus.map((g) => g.index),
+            quiet,
+          ),
+        );
         const at = Date.now();
         const readings: Reading[] = [];
         for (const gpu of gpus) {

@@ -41,7 +41,12 @@ export function writeNvmlConfig(path: string, config: FakeNvmlConfig): void {
   if (config.rc?.count !== undefined) lines.push(`rc.count=${config.rc.count}`);
   if (config.static) lines.push('static=1');
   config.devices.forEach((d, i) => {
-    lines.push(`dev${i}.uuid=${d.uuid}`, `dev${i}.total=${d.total}`, `dev${i}.free=${d.free}`, `dev${i}.used=${d.used}`);
+    lines.push(
+      `dev${i}.uuid=${d.uuid}`,
+      `dev${i}.total=${d.total}`,
+      `dev${i}.free=${d.free}`,
+      `dev${i}.used=${d.used}`,
+    );
     if (d.reserved !== undefined) lines.push(`dev${i}.reserved=${d.reserved}`);
     if (d.util !== undefined) lines.push(`dev${i}.util=${d.util}`);
     for (const [pid, bytes] of d.procs ?? []) lines.push(`dev${i}.proc=${pid}:${bytes}`);

@@ -57,8 +57,28 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
       '--query-gpu=index,uuid,memory.total,memory.used,memory.free,utilization.gpu --format=csv,noheader,nounits',
     ]);
     expect(sampler.devices().map(({ at: _at, ...d }) => d)).toEqual([
-      { index: 0, uuid: UUID0, totalBytes: 81559 * MiB, usedBytes: 20480 * MiB, freeBytes: 61079 * MiB, driverReservedBytes: undefined, utilization: 0.37, processes: 2, processBytes: 6144 * MiB },
-      { index: 1, uuid: UUID1, totalBytes: 40960 * MiB, usedBytes: 0, freeBytes: 40960 * MiB, driverReservedBytes: undefined, utilization: undefined, processes: 0, processBytes: undefined },
+      {
+        index: 0,
+        uuid: UUID0,
+        totalBytes: 81559 * MiB,
+        usedBytes: 20480 * MiB,
+        freeBytes: 61079 * MiB,
+        driverReservedBytes: undefined,
+        utilization: 0.37,
+        processes: 2,
+        processBytes: 6144 * MiB,
+      },
+      {
+        index: 1,
+        uuid: UUID1,
+        totalBytes: 40960 * MiB,
+        usedBytes: 0,
+        freeBytes: 40960 * MiB,
+        driverReservedBytes: undefined,
+        utilization: undefined,
+        processes: 0,
+        processBytes: undefined,
+      },
     ]);
     expect(sampler.reserved()).toBe(6144 * MiB);
     expect(sampler.attribution).toBe('process');
@@ -80,7 +100,13 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
   it('garbage output: no figures, one warning, delay doubling per failure; good output again recovers', async () => {
     const t = setupMonitor();
     const { messages, logger } = recordingLogger();
-    sampler = createGpuSampler(t.monitor, { libraryPath: missingLib, intervalMs: 0, logger, allocated: () => 1024 * MiB, maxBackoffMs: 5000 });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: missingLib,
+      intervalMs: 0,
+      logger,
+      allocated: () => 1024 * MiB,
+      maxBackoffMs: 5000,
+    });
     await sampler.sample();
     expect(sampler.reserved()).toBe(6144 * MiB);
 
@@ -134,7 +160,11 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
 
   it('samples on its timer off the request path; concurrent sample() calls share one run', async () => {
     const t = setupMonitor();
-    sampler = createGpuSampler(t.monitor, { libraryPath: missingLib, intervalMs: 20, logger: recordingLogger().logger });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: missingLib,
+      intervalMs: 20,
+      logger: recordingLogger().logger,
+    });
     for (let i = 0; i < 300 && sampler.stats().samples < 2; i++) await new Promise((r) => setTimeout(r, 10));
     expect(sampler.stats().samples).toBeGreaterThanOrEqual(2);
     sampler.close();
@@ -148,7 +178,13 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
     writeFileSync(file('apps.csv'), `${UUID0}, ${foreignPids(1)[0]}, 2048\n`);
     const t = setupMonitor();
     const { messages, logger } = recordingLogger();
-    sampler = createGpuSampler(t.monitor, { libraryPath: missingLib, intervalMs: 0, logger, devices: [0], allocated: () => 0 });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: missingLib,
+      intervalMs: 0,
+      logger,
+      devices: [0],
+      allocated: () => 0,
+    });
     await sampler.sample();
     await sampler.sample();
     expect(sampler.attribution).toBe('device');

@@ -4,20 +4,51 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
 import { createGpuSampler, type GpuSampler } from '@infersignal/gpu';
 import { compileFakeNvml, hasCompiler } from './fake-nvml/compile';
-import { GiB, MiB, foreignPids, recordingLogger, setupMonitor, tempDir, writeNvmlConfig, type FakeDevice } from './helpers';
+import {
+  GiB,
+  MiB,
+  foreignPids,
+  recordingLogger,
+  setupMonitor,
+  tempDir,
+  writeNvmlConfig,
+  type FakeDevice,
+} from './helpers';
 
 const compiler = hasCompiler();
-if (!compiler) console.log('[gpu] skipping the fake-NVML tests: no C compiler (`cc`) on PATH to build test/fake-nvml/fake_nvml.c');
+if (!compiler)
+  console.log('[gpu] skipping the fake-NVML tests: no C compiler (`cc`) on PATH to build test/fake-nvml/fake_nvml.c');
 
 const UUID0 = 'GPU-11111111-2222-3333-4444-555555555555';
 const UUID1 = 'GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee';
 const pid = process.pid;
 
 function device0(over: Partial<FakeDevice> = {}): FakeDevice {
-  return { uuid: UUID0, total: 80 * GiB, free: 60 * GiB, used: 19 * GiB + 512 * MiB, reserved: 512 * MiB, util: 37, procs: [[pid, 6 * GiB + 123], [4242, GiB]], ...over };
+  return {
+    uuid: UUID0,
+    total: 80 * GiB,
+    free: 60 * GiB,
+    used: 19 * GiB + 512 * MiB,
+    reserved: 512 * MiB,
+    util: 37,
+    procs: [
+      [pid, 6 * GiB + 123],
+      [4242, GiB],
+    ],
+    ...over,
+  };
 }
 function device1(over: Partial<FakeDevice> = {}): FakeDevice {
-  return { uuid: UUID1, total: 40 * GiB, free: 39 * GiB, used: 768 * MiB, reserved: 256 * MiB, util: 0, procs: [], ...over };
+  return {
+    uuid: UUID1,
+    total: 40 * GiB,
+    free: 39 * GiB,
+    used: 768 * MiB,
+    reserved: 256 * MiB,
+    util: 0,
+    procs: [],
+    ...over,
+  };
 }
 
 describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so.1', () => {
@@ -62,8 +93,28 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     expect(sampler.attribution).toBe('process');
     expect(sampler.reserved()).toBe(6 * GiB + 123);
     expect(sampler.devices().map(({ at: _at, ...d }) => d)).toEqual([
-      { index: 0, uuid: UUID0, totalBytes: 80 * GiB, usedBytes: 19 * GiB + 512 * MiB, freeBytes: 60 * GiB, driverReservedBytes: 512 * MiB, utilization: 0.37, processes: 2, processBytes: 6 * GiB + 123 },
-      { index: 1, uuid: UUID1, totalBytes: 40 * GiB, usedBytes: 768 * MiB, freeBytes: 39 * GiB, driverReservedBytes: 256 * MiB, utilization: 0, processes: 0, processBytes: undefined },
+      {
+        index: 0,
+        uuid: UUID0,
+        totalBytes: 80 * GiB,
+        usedBytes: 19 * GiB + 512 * MiB,
+        freeBytes: 60 * GiB,
+        driverReservedBytes: 512 * MiB,
+        utilization: 0.37,
+        processes: 2,
+        processBytes: 6 * GiB + 123,
+      },
+      {
+        index: 1,
+        uuid: UUID1,
+        totalBytes: 40 * GiB,
+        usedBytes: 768 * MiB,
+        freeBytes: 39 * GiB,
+        driverReservedBytes: 256 * MiB,
+        utilization: 0,
+        processes: 0,
+        processBytes: undefined,
+      },
     ]);
 
     let m = await t.collect();
@@ -83,7 +134,9 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     expect(m.metric(METRICS.gpuMemoryUsed.name)?.descriptor.unit).toBe('By');
 
     // The next sample moves the gauges; the collect itself calls no NVML function.
-    writeNvmlConfig(config, { devices: [device0({ used: 30 * GiB, free: 49 * GiB + 512 * MiB, procs: [[pid, 16 * GiB]] }), device1()] });
+    writeNvmlConfig(config, {
+      devices: [device0({ used: 30 * GiB, free: 49 * GiB + 512 * MiB, procs: [[pid, 16 * GiB]] }), device1()],
+    });
     await sampler.sample();
     writeFileSync(log, '');
     m = await t.collect();
@@ -98,7 +151,12 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
   it('calls the NVML entry points in order, with the v2 memory struct, and shuts NVML down on close', async () => {
     writeNvmlConfig(config, { devices: [device0()] });
     const t = setupMonitor();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger: recordingLogger().logger });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger: recordingLogger().logger,
+    });
     expect(calls()).toEqual([
       'nvmlInit_v2',
       'nvmlDeviceGetCount_v2',
@@ -118,7 +176,12 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
   it('falls back to nvmlDeviceGetMemoryInfo (v1) when v2 is refused, and does not retry v2', async () => {
     writeNvmlConfig(config, { devices: [device0({ rc: { memory_v2: 25 } })] });
     const t = setupMonitor();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger: recordingLogger().logger });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger: recordingLogger().logger,
+    });
     await sampler.sample();
     const memoryCalls = calls().filter((c) => c.startsWith('nvmlDeviceGetMemoryInfo'));
     expect(memoryCalls).toEqual(['nvmlDeviceGetMemoryInfo_v2', 'nvmlDeviceGetMemoryInfo', 'nvmlDeviceGetMemoryInfo']);
@@ -133,7 +196,12 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
   it('uses v1 when the library has no nvmlDeviceGetMemoryInfo_v2 symbol (driver before R510)', () => {
     writeNvmlConfig(config, { devices: [device0()] });
     const t = setupMonitor();
-    sampler = createGpuSampler(t.monitor, { libraryPath: libNoV2, intervalMs: 0, nvidiaSmiPath: false, logger: recordingLogger().logger });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: libNoV2,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger: recordingLogger().logger,
+    });
     expect(sampler.status).toBe('nvml');
     expect(calls().filter((c) => c.startsWith('nvmlDeviceGetMemoryInfo'))).toEqual(['nvmlDeviceGetMemoryInfo']);
     expect(sampler.devices()[0]).toMatchObject({ usedBytes: 20 * GiB, driverReservedBytes: undefined });
@@ -143,7 +211,12 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     const others: [number, number][] = Array.from({ length: 39 }, (_, i) => [100_000 + i, MiB * (i + 1)]);
     writeNvmlConfig(config, { devices: [device0({ procs: [...others, [pid, 3 * GiB + 7]] })] });
     const t = setupMonitor();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger: recordingLogger().logger });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger: recordingLogger().logger,
+    });
     const procCalls = () => calls().filter((c) => c === 'nvmlDeviceGetComputeRunningProcesses_v3').length;
     // 40 processes, 32 slots at first: INSUFFICIENT_SIZE, then a retry that fits.
     expect(procCalls()).toBe(2);
@@ -157,17 +230,37 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
   it('retries when the first process query answers INSUFFICIENT_SIZE (processes started in between)', () => {
     writeNvmlConfig(config, { devices: [device0({ rc: { procs_first: 7 } })] });
     const t = setupMonitor();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger: recordingLogger().logger });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger: recordingLogger().logger,
+    });
     expect(calls().filter((c) => c === 'nvmlDeviceGetComputeRunningProcesses_v3')).toHaveLength(2);
     expect(sampler.reserved()).toBe(6 * GiB + 123);
   });
 
   it('container: PID not among NVML processes → one warning, device-level memory labelled source=device', async () => {
     const [host1, host2] = foreignPids(2) as [number, number];
-    writeNvmlConfig(config, { devices: [device0({ procs: [[host1, 5 * GiB], [host2, GiB]] })] });
+    writeNvmlConfig(config, {
+      devices: [
+        device0({
+          procs: [
+            [host1, 5 * GiB],
+            [host2, GiB],
+          ],
+        }),
+      ],
+    });
     const t = setupMonitor();
     const { messages, logger } = recordingLogger();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger, allocated: () => 4 * GiB });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger,
+      allocated: () => 4 * GiB,
+    });
     await sampler.sample();
     await sampler.sample();
     expect(messages).toHaveLength(1);
@@ -185,7 +278,16 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     expect(Object.keys(t.monitor.snapshot().deviceMemory)).toEqual(['device']);
 
     // The process shows up after all (it was another tenant's memory): back to its own figure, its own label.
-    writeNvmlConfig(config, { devices: [device0({ procs: [[host1, 5 * GiB], [pid, 2 * GiB]] })] });
+    writeNvmlConfig(config, {
+      devices: [
+        device0({
+          procs: [
+            [host1, 5 * GiB],
+            [pid, 2 * GiB],
+          ],
+        }),
+      ],
+    });
     await sampler.sample();
     t.monitor.tick();
     expect(sampler.attribution).toBe('process');
@@ -201,11 +303,26 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     writeNvmlConfig(config, { devices: [device0({ procs: [[process.ppid, 5 * GiB]] })] });
     const t = setupMonitor();
     const { messages, logger } = recordingLogger();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger, allocated: () => 0 });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger,
+      allocated: () => 0,
+    });
     expect(sampler.attribution).toBeUndefined();
     expect(sampler.reserved()).toBe(0);
     expect(messages).toEqual([]);
-    writeNvmlConfig(config, { devices: [device0({ procs: [[process.ppid, 5 * GiB], [pid, 3 * GiB]] })] });
+    writeNvmlConfig(config, {
+      devices: [
+        device0({
+          procs: [
+            [process.ppid, 5 * GiB],
+            [pid, 3 * GiB],
+          ],
+        }),
+      ],
+    });
     await sampler.sample();
     expect(sampler.attribution).toBe('process');
     expect(sampler.reserved()).toBe(3 * GiB);
@@ -250,7 +367,12 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
   it('samples on its own unref()d timer', async () => {
     writeNvmlConfig(config, { devices: [device0()] });
     const t = setupMonitor();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 10, nvidiaSmiPath: false, logger: recordingLogger().logger });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 10,
+      nvidiaSmiPath: false,
+      logger: recordingLogger().logger,
+    });
     for (let i = 0; i < 200 && sampler.stats().samples < 4; i++) await new Promise((r) => setTimeout(r, 10));
     expect(sampler.stats().samples).toBeGreaterThanOrEqual(4);
     expect(sampler.stats().lastSampleMs).toBeLessThan(1);
@@ -264,14 +386,26 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     writeNvmlConfig(config, { devices: [device0(), device1(), device1({ uuid: 'GPU-third' })] });
     const t = setupMonitor();
     const { messages, logger } = recordingLogger();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger, maxDevices: 2 });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger,
+      maxDevices: 2,
+    });
     await sampler.sample();
     expect(sampler.devices().map((d) => d.index)).toEqual([0, 1]);
     expect(messages).toEqual(['infersignal/gpu: 3 GPUs found; sampling the first 2 (maxDevices)']);
     expect((await t.collect()).points(METRICS.gpuMemoryTotal.name)).toHaveLength(2);
     sampler.close();
 
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, logger, devices: [2, 5] });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      logger,
+      devices: [2, 5],
+    });
     expect(sampler.devices().map((d) => [d.index, d.uuid])).toEqual([[2, 'GPU-third']]);
     expect(messages[1]).toBe('infersignal/gpu: device index(es) 5 not present (found 0, 1, 2); skipped');
   });
@@ -280,7 +414,11 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     writeNvmlConfig(config, { devices: [device0()] });
     process.env.INFERSIGNAL_NVML_PATH = lib;
     try {
-      sampler = createGpuSampler(setupMonitor().monitor, { intervalMs: 0, nvidiaSmiPath: false, logger: recordingLogger().logger });
+      sampler = createGpuSampler(setupMonitor().monitor, {
+        intervalMs: 0,
+        nvidiaSmiPath: false,
+        logger: recordingLogger().logger,
+      });
       expect(sampler.status).toBe('nvml');
     } finally {
       delete process.env.INFERSIGNAL_NVML_PATH;
@@ -291,7 +429,13 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     writeNvmlConfig(config, { devices: [device0()], rc: { init: 9 } });
     const t = setupMonitor();
     const { messages, logger } = recordingLogger();
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 10, nvidiaSmiPath: false, logger, allocated: () => GiB });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 10,
+      nvidiaSmiPath: false,
+      logger,
+      allocated: () => GiB,
+    });
     expect(sampler.status).toBe('unavailable');
     expect(messages).toHaveLength(1);
     expect(messages[0]).toContain('nvmlInit_v2 failed: Driver Not Loaded (9)');
@@ -300,7 +444,9 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     t.monitor.tick();
     expect(sampler.reserved()).toBeUndefined();
     const m = await t.collect();
-    expect(m.names().filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.'))).toEqual([]);
+    expect(
+      m.names().filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.')),
+    ).toEqual([]);
   });
 
   it('rejects bad options naming the field', () => {

@@ -29,48 +29,55 @@ const probe = probeRealNvml();
 if (!probe.ok) console.log(`[gpu] skipping the real-hardware NVML test: ${probe.reason}`);
 
 describe('real NVIDIA GPU (runs only where libnvidia-ml.so.1 loads)', () => {
-  it.skipIf(!probe.ok)('reads every GPU through NVML, exports the same figures, and agrees with nvidia-smi', async () => {
-    const t = setupMonitor();
-    const { messages, logger } = recordingLogger();
-    const sampler = createGpuSampler(t.monitor, { intervalMs: 0, nvidiaSmiPath: false, logger });
-    try {
-      expect(sampler.status).toBe('nvml');
-      expect(messages).toEqual([]);
-      const timings: number[] = [];
-      for (let i = 0; i < 20; i++) {
-        await sampler.sample();
-        timings.push(sampler.stats().lastSampleMs);
-      }
-      timings.sort((a, b) => a - b);
-      const devices = sampler.devices();
-      console.log(`[gpu] real NVML: ${devices.length} GPU(s); one sample median ${timings[10]!.toFixed(3)} ms, max ${timings[19]!.toFixed(3)} ms of main thread`);
-      expect(devices.length).toBeGreaterThan(0);
-      const m = await t.collect();
-      for (const d of devices) {
-        expect(d.uuid).toMatch(/^(GPU|MIG)-/);
-        expect(d.totalBytes).toBeGreaterThan(0);
-        expect(d.usedBytes + d.freeBytes).toBeLessThanOrEqual(d.totalBytes);
-        if (d.utilization !== undefined) expect(d.utilization).toBeGreaterThanOrEqual(0);
-        const attrs = { [ATTR.deviceIndex]: d.index, [ATTR.deviceUuid]: d.uuid };
-        expect(m.value(METRICS.gpuMemoryTotal.name, attrs)).toBe(d.totalBytes);
-        expect(m.value(METRICS.gpuMemoryUsed.name, attrs)).toBe(d.usedBytes);
-      }
-      const smi = findOnPath('nvidia-smi');
-      if (smi) {
-        // nvidia-smi prints total memory in whole MiB; NVML's bytes must round to the same number.
-        const out = execFileSync(smi, ['--query-gpu=index,uuid,memory.total', '--format=csv,noheader,nounits'], { encoding: 'utf8' });
-        for (const line of out.trim().split('\n')) {
-          const [index, uuid, total] = line.split(',').map((s) => s.trim());
-          const d = devices.find((x) => x.index === Number(index));
-          if (!d) continue;
-          expect(d.uuid).toBe(uuid);
-          expect(Math.floor(d.totalBytes / MiB)).toBe(Number(total));
+  it.skipIf(!probe.ok)(
+    'reads every GPU through NVML, exports the same figures, and agrees with nvidia-smi',
+    async () => {
+      const t = setupMonitor();
+      const { messages, logger } = recordingLogger();
+      const sampler = createGpuSampler(t.monitor, { intervalMs: 0, nvidiaSmiPath: false, logger });
+      try {
+        expect(sampler.status).toBe('nvml');
+        expect(messages).toEqual([]);
+        const timings: number[] = [];
+        for (let i = 0; i < 20; i++) {
+          await sampler.sample();
+          timings.push(sampler.stats().lastSampleMs);
         }
-      } else {
-        console.log('[gpu] nvidia-smi not on PATH: cross-check against it skipped');
+        timings.sort((a, b) => a - b);
+        const devices = sampler.devices();
+        console.log(
+          `[gpu] real NVML: ${devices.length} GPU(s); one sample median ${timings[10]!.toFixed(3)} ms, max ${timings[19]!.toFixed(3)} ms of main thread`,
+        );
+        expect(devices.length).toBeGreaterThan(0);
+        const m = await t.collect();
+        for (const d of devices) {
+          expect(d.uuid).toMatch(/^(GPU|MIG)-/);
+          expect(d.totalBytes).toBeGreaterThan(0);
+          expect(d.usedBytes + d.freeBytes).toBeLessThanOrEqual(d.totalBytes);
+          if (d.utilization !== undefined) expect(d.utilization).toBeGreaterThanOrEqual(0);
+          const attrs = { [ATTR.deviceIndex]: d.index, [ATTR.deviceUuid]: d.uuid };
+          expect(m.value(METRICS.gpuMemoryTotal.name, attrs)).toBe(d.totalBytes);
+          expect(m.value(METRICS.gpuMemoryUsed.name, attrs)).toBe(d.usedBytes);
+        }
+        const smi = findOnPath('nvidia-smi');
+        if (smi) {
+          // nvidia-smi prints total memory in whole MiB; NVML's bytes must round to the same number.
+          const out = execFileSync(smi, ['--query-gpu=index,uuid,memory.total', '--format=csv,noheader,nounits'], {
+            encoding: 'utf8',
+          });
+          for (const line of out.trim().split('\n')) {
+            const [index, uuid, total] = line.split(',').map((s) => s.trim());
+            const d = devices.find((x) => x.index === Number(index));
+            if (!d) continue;
+            expect(d.uuid).toBe(uuid);
+            expect(Math.floor(d.totalBytes / MiB)).toBe(Number(total));
+          }
+        } else {
+          console.log('[gpu] nvidia-smi not on PATH: cross-check against it skipped');
+        }
+      } finally {
+        sampler.close();
       }
-    } finally {
-      sampler.close();
-    }
-  });
+    },
+  );
 });

@@ -6,7 +6,8 @@ import { compileFakeNvml, hasCompiler } from './fake-nvml/compile';
 import { GiB, setupMonitor, tempDir, writeNvmlConfig } from './helpers';
 
 const compiler = hasCompiler();
-if (!compiler) console.log('[gpu] skipping the fragmentation/drift tests: no C compiler (`cc`) on PATH to build the fake NVML');
+if (!compiler)
+  console.log('[gpu] skipping the fragmentation/drift tests: no C compiler (`cc`) on PATH to build the fake NVML');
 
 const MB = 1_000_000;
 const pid = process.pid;
@@ -39,20 +40,38 @@ describe.skipIf(!compiler)('GPU memory signals fed by the NVML sampler', () => {
   });
 
   function setProcessBytes(bytes: number): void {
-    writeNvmlConfig(config, { devices: [{ uuid: 'GPU-0', total: 80 * GiB, free: 80 * GiB - bytes - GiB, used: bytes + GiB, reserved: 0, util: 50, procs: [[pid, bytes]] }] });
+    writeNvmlConfig(config, {
+      devices: [
+        {
+          uuid: 'GPU-0',
+          total: 80 * GiB,
+          free: 80 * GiB - bytes - GiB,
+          used: bytes + GiB,
+          reserved: 0,
+          util: 50,
+          procs: [[pid, bytes]],
+        },
+      ],
+    });
   }
 
   it('reserved growing 50 MB per sample against flat allocated trips memory_drift when the window fills', async () => {
     const t = setupMonitor({ thresholds: { deviceMemory: { driftWindowSamples: 10 } } });
     setProcessBytes(3000 * MB);
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, allocated: () => 2000 * MB });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      allocated: () => 2000 * MB,
+    });
     const firstDrift: number[] = [];
     for (let k = 0; k < 15; k++) {
       setProcessBytes(3000 * MB + k * 50 * MB);
       t.advance(1000);
       await sampler.sample();
       t.monitor.tick();
-      if (t.alerts.some((a) => a.signal === 'memory_drift' && a.level !== 'ok') && firstDrift.length === 0) firstDrift.push(k);
+      if (t.alerts.some((a) => a.signal === 'memory_drift' && a.level !== 'ok') && firstDrift.length === 0)
+        firstDrift.push(k);
     }
     // The 10th sample (k = 9) fills the window: growth 450 MB ≥ 5 % of 3.45 GB, R² = 1.
     expect(firstDrift).toEqual([9]);
@@ -65,13 +84,22 @@ describe.skipIf(!compiler)('GPU memory signals fed by the NVML sampler', () => {
     const m = await t.collect();
     expect(m.value(METRICS.memoryReserved.name, { [ATTR.memorySource]: 'nvml:0' })).toBe(3700 * MB);
     expect(m.value(METRICS.memoryGapGrowth.name, { [ATTR.memorySource]: 'nvml:0' })).toBeCloseTo(50 * MB, 0);
-    expect(t.monitor.snapshot().deviceMemory['nvml:0']).toMatchObject({ reserved: 3700 * MB, allocated: 2000 * MB, drifting: true });
+    expect(t.monitor.snapshot().deviceMemory['nvml:0']).toMatchObject({
+      reserved: 3700 * MB,
+      allocated: 2000 * MB,
+      drifting: true,
+    });
   });
 
   it('a flat reserved figure with noise does not trip drift', async () => {
     const t = setupMonitor({ thresholds: { deviceMemory: { driftWindowSamples: 10 } } });
     setProcessBytes(3000 * MB);
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, allocated: () => 2000 * MB });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      allocated: () => 2000 * MB,
+    });
     const noise = [3, -7, 12, -2, 0, 9, -11, 4, -5, 6, -8, 1, 10, -3, 2];
     for (const n of noise) {
       setProcessBytes(3000 * MB + n * MB);
@@ -86,7 +114,12 @@ describe.skipIf(!compiler)('GPU memory signals fed by the NVML sampler', () => {
   it('reserved 10 GB with 3 GB allocated → fragmentation 0.7 → gpu_fragmentation alert; back to 4 GB → ok', async () => {
     const t = setupMonitor();
     setProcessBytes(10_000 * MB);
-    sampler = createGpuSampler(t.monitor, { libraryPath: lib, intervalMs: 0, nvidiaSmiPath: false, allocated: () => 3_000 * MB });
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: lib,
+      intervalMs: 0,
+      nvidiaSmiPath: false,
+      allocated: () => 3_000 * MB,
+    });
     t.advance(1000);
     await sampler.sample();
     t.monitor.tick();

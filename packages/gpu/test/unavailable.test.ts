@@ -20,10 +20,19 @@ describe('neither NVML nor nvidia-smi', () => {
   it('library missing: one warning, no throw, no metrics, no core registration', async () => {
     const t = setupMonitor();
     const { messages, logger } = recordingLogger();
-    const sampler = createGpuSampler(t.monitor, { libraryPath: '/nonexistent/libnvidia-ml.so.1', intervalMs: 5, logger, allocated: () => 123 });
+    const sampler = createGpuSampler(t.monitor, {
+      libraryPath: '/nonexistent/libnvidia-ml.so.1',
+      intervalMs: 5,
+      logger,
+      allocated: () => 123,
+    });
     expect(sampler.status).toBe('unavailable');
-    expect(sampler.reason).toMatch(/^NVML: \/nonexistent\/libnvidia-ml\.so\.1 could not be loaded: .*; nvidia-smi not found on PATH$/);
-    expect(messages).toEqual([`infersignal/gpu: GPU metrics unavailable (${sampler.reason}); no GPU figures will be reported.`]);
+    expect(sampler.reason).toMatch(
+      /^NVML: \/nonexistent\/libnvidia-ml\.so\.1 could not be loaded: .*; nvidia-smi not found on PATH$/,
+    );
+    expect(messages).toEqual([
+      `infersignal/gpu: GPU metrics unavailable (${sampler.reason}); no GPU figures will be reported.`,
+    ]);
 
     await expect(sampler.sample()).resolves.toBeUndefined();
     await new Promise((r) => setTimeout(r, 30));
@@ -33,7 +42,9 @@ describe('neither NVML nor nvidia-smi', () => {
     expect(sampler.memory).toBeUndefined();
     expect(sampler.stats().samples).toBe(0);
     const m = await t.collect();
-    expect(m.names().filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.'))).toEqual([]);
+    expect(
+      m.names().filter((name) => name.startsWith('infersignal.gpu.') || name.startsWith('infersignal.device.')),
+    ).toEqual([]);
     expect(t.monitor.snapshot().deviceMemory).toEqual({});
     expect(t.monitor.snapshot().internalErrors).toBe(0);
     expect(messages).toHaveLength(1);
@@ -45,7 +56,10 @@ describe('neither NVML nor nvidia-smi', () => {
     const seen: unknown[] = [];
     console.warn = (...args: unknown[]) => void seen.push(args);
     try {
-      const sampler = createGpuSampler(setupMonitor().monitor, { libraryPath: '/nonexistent/libnvidia-ml.so.1', intervalMs: 0 });
+      const sampler = createGpuSampler(setupMonitor().monitor, {
+        libraryPath: '/nonexistent/libnvidia-ml.so.1',
+        intervalMs: 0,
+      });
       expect(sampler.status).toBe('unavailable');
       expect(seen).toHaveLength(1);
     } finally {

@@ -86,7 +86,7 @@ export class CallRecorder {
     const { instrumentation } = this;
     try {
       const seconds = (instrumentation.options.clock() - this.arrival) / 1000;
-      instrumentation.histogram.record(seconds > 0 ? seconds : 0, attributesOf(this.entry, code));
+      instrumentation.histogram.record(Math.max(seconds, 0), attributesOf(this.entry, code));
       this.stream?.end(streamOutcomeOf(code));
       this.ticket?.end(outcomeOf(code));
     } catch (error) {

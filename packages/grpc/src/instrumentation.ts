@@ -99,7 +99,12 @@ export class Instrumentation {
  * so the app's copy of grpc-js is used and this package needs no runtime
  * import of it.
  */
-function shedStatus(code: number, retryAfterSeconds: number, request: Metadata | undefined, monitor: Monitor): ShedStatus {
+function shedStatus(
+  code: number,
+  retryAfterSeconds: number,
+  request: Metadata | undefined,
+  monitor: Monitor,
+): ShedStatus {
   const seconds = Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0 ? retryAfterSeconds : 1;
   let metadata: Metadata | undefined;
   if (request !== undefined) {
@@ -113,6 +118,9 @@ function shedStatus(code: number, retryAfterSeconds: number, request: Metadata |
       metadata = undefined;
     }
   }
-  const details = code === GRPC_STATUS.UNAVAILABLE ? 'server overloaded, retry later' : 'server overloaded: queue is critical, retry later';
+  const details =
+    code === GRPC_STATUS.UNAVAILABLE
+      ? 'server overloaded, retry later'
+      : 'server overloaded: queue is critical, retry later';
   return { code, details, metadata };
 }

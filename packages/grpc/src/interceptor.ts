@@ -1,5 +1,11 @@
 import type { Monitor } from '@infersignal/core';
-import type { Metadata, ServerInterceptingCall, ServerInterceptingCallInterface, ServerInterceptor, ServerMethodDefinition } from '@grpc/grpc-js';
+import type {
+  Metadata,
+  ServerInterceptingCall,
+  ServerInterceptingCallInterface,
+  ServerInterceptor,
+  ServerMethodDefinition,
+} from '@grpc/grpc-js';
 import type { CallRecorder } from './call-recorder';
 import { rememberTicket } from './call-ticket';
 import { Instrumentation } from './instrumentation';
@@ -25,15 +31,24 @@ export interface GrpcModule {
  * expires is answered by grpc-js below the interceptors, so it arrives as a
  * cancel after the deadline and is counted DEADLINE_EXCEEDED.
  */
-export function createServerInterceptor(monitor: Monitor, grpc: GrpcModule, options?: GrpcInstrumentationOptions): ServerInterceptor {
+export function createServerInterceptor(
+  monitor: Monitor,
+  grpc: GrpcModule,
+  options?: GrpcInstrumentationOptions,
+): ServerInterceptor {
   if (grpc === null || typeof grpc !== 'object' || typeof grpc.ServerInterceptingCall !== 'function') {
-    throw new TypeError('infersignal: createServerInterceptor needs the @grpc/grpc-js module (import * as grpc from "@grpc/grpc-js")');
+    throw new TypeError(
+      'infersignal: createServerInterceptor needs the @grpc/grpc-js module (import * as grpc from "@grpc/grpc-js")',
+    );
   }
   const instrumentation = new Instrumentation(monitor, options);
   const { autoStart } = instrumentation.options;
   const { ServerInterceptingCall: InterceptingCall } = grpc;
 
-  return function infersignalInterceptor(descriptor: ServerMethodDefinition<unknown, unknown>, call: ServerInterceptingCallInterface) {
+  return function infersignalInterceptor(
+    descriptor: ServerMethodDefinition<unknown, unknown>,
+    call: ServerInterceptingCallInterface,
+  ) {
     const entry = instrumentation.methods.get(descriptor.path, descriptor.requestStream, descriptor.responseStream);
     let recorder: CallRecorder | undefined;
 

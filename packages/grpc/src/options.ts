@@ -61,11 +61,21 @@ const defaultClock = (): number => performance.now();
 
 /** Validates the options (errors name the field) and resolves the queue tracker once. */
 export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOptions = {}): ResolvedOptions {
-  if (options === null || typeof options !== 'object') throw new InferSignalConfigError('grpc', 'options must be an object');
+  if (options === null || typeof options !== 'object')
+    throw new InferSignalConfigError('grpc', 'options must be an object');
   for (const key of Object.keys(options)) {
     if (!KNOWN.has(key)) throw new InferSignalConfigError(`grpc.${key}`, 'unknown option');
   }
-  const { queue = 'grpc', capacity, concurrency, model, shed = false, shedStatus = 'RESOURCE_EXHAUSTED', autoStart = true, clock = defaultClock } = options;
+  const {
+    queue = 'grpc',
+    capacity,
+    concurrency,
+    model,
+    shed = false,
+    shedStatus = 'RESOURCE_EXHAUSTED',
+    autoStart = true,
+    clock = defaultClock,
+  } = options;
 
   if (capacity !== undefined && !(Number.isInteger(capacity) && capacity > 0)) {
     throw new InferSignalConfigError('grpc.capacity', 'must be a positive integer');
@@ -73,33 +83,44 @@ export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOpt
   if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency > 0)) {
     throw new InferSignalConfigError('grpc.concurrency', 'must be a positive integer');
   }
-  if (model !== undefined && typeof model !== 'function') throw new InferSignalConfigError('grpc.model', 'must be a function');
+  if (model !== undefined && typeof model !== 'function')
+    throw new InferSignalConfigError('grpc.model', 'must be a function');
   if (typeof shed !== 'boolean') throw new InferSignalConfigError('grpc.shed', 'must be a boolean');
   if (typeof autoStart !== 'boolean') throw new InferSignalConfigError('grpc.autoStart', 'must be a boolean');
   if (typeof clock !== 'function') throw new InferSignalConfigError('grpc.clock', 'must be a function');
 
   let shedCode: number;
-  if (shedStatus === 'RESOURCE_EXHAUSTED' || shedStatus === GRPC_STATUS.RESOURCE_EXHAUSTED) shedCode = GRPC_STATUS.RESOURCE_EXHAUSTED;
+  if (shedStatus === 'RESOURCE_EXHAUSTED' || shedStatus === GRPC_STATUS.RESOURCE_EXHAUSTED)
+    shedCode = GRPC_STATUS.RESOURCE_EXHAUSTED;
   else if (shedStatus === 'UNAVAILABLE' || shedStatus === GRPC_STATUS.UNAVAILABLE) shedCode = GRPC_STATUS.UNAVAILABLE;
   else throw new InferSignalConfigError('grpc.shedStatus', 'must be RESOURCE_EXHAUSTED or UNAVAILABLE');
 
   let tracker: QueueTracker;
   if (typeof queue === 'string') {
-    if (queue.length === 0) throw new InferSignalConfigError('grpc.queue', 'must be a non-empty name or a QueueTracker');
+    if (queue.length === 0)
+      throw new InferSignalConfigError('grpc.queue', 'must be a non-empty name or a QueueTracker');
     const queueOptions: QueueOptions = {};
     if (capacity !== undefined) queueOptions.capacity = capacity;
     if (concurrency !== undefined) queueOptions.concurrency = concurrency;
     tracker = monitor.queue(queue, queueOptions);
     // monitor.queue() returns an existing queue of that name as it is.
     if (capacity !== undefined && tracker.capacity !== capacity) {
-      throw new InferSignalConfigError('grpc.capacity', `queue "${queue}" already exists with capacity ${tracker.capacity}`);
+      throw new InferSignalConfigError(
+        'grpc.capacity',
+        `queue "${queue}" already exists with capacity ${tracker.capacity}`,
+      );
     }
     if (concurrency !== undefined && tracker.concurrency !== concurrency) {
-      throw new InferSignalConfigError('grpc.concurrency', `queue "${queue}" already exists with concurrency ${tracker.concurrency}`);
+      throw new InferSignalConfigError(
+        'grpc.concurrency',
+        `queue "${queue}" already exists with concurrency ${tracker.concurrency}`,
+      );
     }
   } else if (queue !== null && typeof queue === 'object' && typeof queue.enqueue === 'function') {
-    if (capacity !== undefined) throw new InferSignalConfigError('grpc.capacity', 'set the capacity on the QueueTracker passed as `queue`');
-    if (concurrency !== undefined) throw new InferSignalConfigError('grpc.concurrency', 'set the concurrency on the QueueTracker passed as `queue`');
+    if (capacity !== undefined)
+      throw new InferSignalConfigError('grpc.capacity', 'set the capacity on the QueueTracker passed as `queue`');
+    if (concurrency !== undefined)
+      throw new InferSignalConfigError('grpc.concurrency', 'set the concurrency on the QueueTracker passed as `queue`');
     tracker = queue;
   } else {
     throw new InferSignalConfigError('grpc.queue', 'must be a non-empty name or a QueueTracker');

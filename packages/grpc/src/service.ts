@@ -15,6 +15,7 @@ import type { MethodEntry } from './methods';
 import type { GrpcInstrumentationOptions } from './options';
 import { GRPC_STATUS, statusOfError } from './status';
 
+// biome-ignore lint/suspicious/noExplicitAny: grpc-js handlers differ in parameter types; this is the one type they all fit.
 type AnyHandler = (...args: any[]) => unknown;
 type Unary = ServerUnaryCall<unknown, unknown>;
 type ClientStream = ServerReadableStream<unknown, unknown>;
@@ -69,7 +70,11 @@ function wrapHandler(instrumentation: Instrumentation, entry: MethodEntry, handl
       return runHandler(handler, this, recorder, call, undefined);
     };
   }
-  return function instrumentedUnaryResponseCall(this: unknown, call: Unary | ClientStream, callback: sendUnaryData<unknown>) {
+  return function instrumentedUnaryResponseCall(
+    this: unknown,
+    call: Unary | ClientStream,
+    callback: sendUnaryData<unknown>,
+  ) {
     const recorder = arrive(instrumentation, entry, call);
     if (recorder.shed !== undefined) {
       callback(recorder.shed, null);
@@ -84,7 +89,11 @@ function wrapHandler(instrumentation: Instrumentation, entry: MethodEntry, handl
   };
 }
 
-function arrive(instrumentation: Instrumentation, entry: MethodEntry, call: { readonly metadata: Metadata }): CallRecorder {
+function arrive(
+  instrumentation: Instrumentation,
+  entry: MethodEntry,
+  call: { readonly metadata: Metadata },
+): CallRecorder {
   const recorder = instrumentation.begin(entry, call.metadata);
   if (!instrumentation.options.autoStart) rememberTicket(call.metadata, recorder.ticket);
   return recorder;
@@ -99,7 +108,12 @@ function watchResponseStream(call: ResponseStream, recorder: CallRecorder): void
   const write = call.write;
   // Replaced on the instance; explicit parameters rather than rest
   // arguments, so counting a token allocates nothing.
-  call.write = function countedWrite(this: ResponseStream, chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+  call.write = function countedWrite(
+    this: ResponseStream,
+    chunk: unknown,
+    encoding?: unknown,
+    callback?: unknown,
+  ): boolean {
     recorder.message();
     return (write as AnyHandler).call(this, chunk, encoding, callback) as boolean;
   } as typeof call.write;
@@ -111,7 +125,13 @@ function watchResponseStream(call: ResponseStream, recorder: CallRecorder): void
   call.on('cancelled', () => recorder.cancelled(call.getDeadline()));
 }
 
-function runHandler(handler: AnyHandler, self: unknown, recorder: CallRecorder, call: unknown, callback: unknown): unknown {
+function runHandler(
+  handler: AnyHandler,
+  self: unknown,
+  recorder: CallRecorder,
+  call: unknown,
+  callback: unknown,
+): unknown {
   recorder.start();
   try {
     return callback === undefined ? handler.call(self, call) : handler.call(self, call, callback);

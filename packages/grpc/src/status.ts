@@ -32,7 +32,9 @@ export const MAX_STATUS = 16;
 
 /** A status code as recorded: integers 0..16, everything else UNKNOWN (keeps the attribute set bounded). */
 export function normalizeStatus(code: unknown): number {
-  return typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= MAX_STATUS ? code : GRPC_STATUS.UNKNOWN;
+  return typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= MAX_STATUS
+    ? code
+    : GRPC_STATUS.UNKNOWN;
 }
 
 /**
@@ -41,7 +43,8 @@ export function normalizeStatus(code: unknown): number {
  * `serverErrorToStatus`).
  */
 export function statusOfError(error: unknown): number {
-  if (error !== null && typeof error === 'object' && 'code' in error) return normalizeStatus((error as { code: unknown }).code);
+  if (error !== null && typeof error === 'object' && 'code' in error)
+    return normalizeStatus((error as { code: unknown }).code);
   return GRPC_STATUS.UNKNOWN;
 }
 

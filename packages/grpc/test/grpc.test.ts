@@ -17,7 +17,12 @@ afterEach(async () => {
   for (const item of open.splice(0)) await item.close();
 });
 
-async function setup(mode: (typeof MODES)[number], options?: Parameters<typeof startServer>[3], calls?: { handled: number }, hold?: Promise<void>) {
+async function setup(
+  mode: (typeof MODES)[number],
+  options?: Parameters<typeof startServer>[3],
+  calls?: { handled: number },
+  hold?: Promise<void>,
+) {
   const env = setupMonitor();
   open.push(env);
   const started: Started = await startServer(mode, env.monitor, inferenceImpl(calls, hold), options);
@@ -26,7 +31,12 @@ async function setup(mode: (typeof MODES)[number], options?: Parameters<typeof s
 }
 
 function rpc(method: string, code: number) {
-  return { [ATTR.rpcSystem]: 'grpc', [ATTR.rpcService]: SERVICE, [ATTR.rpcMethod]: method, [ATTR.rpcGrpcStatusCode]: code };
+  return {
+    [ATTR.rpcSystem]: 'grpc',
+    [ATTR.rpcService]: SERVICE,
+    [ATTR.rpcMethod]: method,
+    [ATTR.rpcGrpcStatusCode]: code,
+  };
 }
 
 describe.each(MODES)('%s', (mode) => {
@@ -55,8 +65,12 @@ describe.each(MODES)('%s', (mode) => {
     expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.OK))).toBe(99);
     expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.CANCELLED))).toBe(1);
     expect(metrics.count(DURATION)).toBe(100);
-    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(99);
-    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(1);
+    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'completed' })).toBe(
+      99,
+    );
+    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Generate', [ATTR.outcome]: 'cancelled' })).toBe(
+      1,
+    );
 
     // Signal 4: 1 % interrupted is above the 0.5 % threshold.
     env.monitor.tick();
@@ -70,7 +84,12 @@ describe.each(MODES)('%s', (mode) => {
     const env = await setup(mode);
     const unary = await callUnary(env.client, 'Infer', { model: 'm', prompt: 'slow', simulateDelayMs: 200 }, 50);
     expect(unary.error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
-    const stream = await readStream(env.client.Generate({ model: 'm', prompt: 'slow', simulateFirstTokenDelayMs: 200 }, { deadline: Date.now() + 50 }));
+    const stream = await readStream(
+      env.client.Generate(
+        { model: 'm', prompt: 'slow', simulateFirstTokenDelayMs: 200 },
+        { deadline: Date.now() + 50 },
+      ),
+    );
     expect(stream.code).toBe(grpc.status.DEADLINE_EXCEEDED);
 
     await sleep(250); // both handlers have finished their 200 ms by now; their late answers must not count
@@ -93,7 +112,9 @@ describe.each(MODES)('%s', (mode) => {
     const hold = new Promise<void>((resolve) => (release = resolve));
     const calls = { handled: 0 };
     const env = await setup(mode, { shed: true, capacity: 1 }, calls, hold);
-    const pending = Array.from({ length: 5 }, (_, i) => callUnary(env.client, 'Infer', { model: 'm', prompt: `p${i}` }));
+    const pending = Array.from({ length: 5 }, (_, i) =>
+      callUnary(env.client, 'Infer', { model: 'm', prompt: `p${i}` }),
+    );
     // The admitted call holds the only slot until the other four were answered.
     const shed = await new Promise<Awaited<(typeof pending)[number]>[]>((resolve) => {
       const done: Awaited<(typeof pending)[number]>[] = [];
@@ -137,7 +158,15 @@ describe.each(MODES)('%s', (mode) => {
 
   it('unary Infer: each status code is an attribute, mapped to the request outcome', async () => {
     const env = await setup(mode);
-    const codes = [0, 0, 0, GRPC_STATUS.INVALID_ARGUMENT, GRPC_STATUS.INTERNAL, GRPC_STATUS.UNAVAILABLE, GRPC_STATUS.RESOURCE_EXHAUSTED];
+    const codes = [
+      0,
+      0,
+      0,
+      GRPC_STATUS.INVALID_ARGUMENT,
+      GRPC_STATUS.INTERNAL,
+      GRPC_STATUS.UNAVAILABLE,
+      GRPC_STATUS.RESOURCE_EXHAUSTED,
+    ];
     for (const code of codes) {
       const { error } = await callUnary(env.client, 'Infer', { model: 'm', prompt: 'x', simulateStatus: code });
       expect(error?.code ?? 0).toBe(code);
@@ -156,12 +185,16 @@ describe.each(MODES)('%s', (mode) => {
     // rpc.grpc.status_code is an int attribute, as the RPC conventions define it.
     expect(metrics.points(DURATION, rpc('Infer', 0))[0].attributes[ATTR.rpcGrpcStatusCode]).toBe(0);
     // Buckets come from core's BUCKETS.duration (instrument advice; a View can still override).
-    expect(metrics.points<Histogram>(DURATION, rpc('Infer', 0))[0].value.buckets.boundaries).toEqual([...BUCKETS.duration]);
+    expect(metrics.points<Histogram>(DURATION, rpc('Infer', 0))[0].value.buckets.boundaries).toEqual([
+      ...BUCKETS.duration,
+    ]);
   });
 
   it('a stream ended with an error status counts by its code', async () => {
     const env = await setup(mode);
-    const result = await readStream(env.client.Generate({ prompt: 'x', maxTokens: 3, simulateStatus: GRPC_STATUS.UNAVAILABLE }));
+    const result = await readStream(
+      env.client.Generate({ prompt: 'x', maxTokens: 3, simulateStatus: GRPC_STATUS.UNAVAILABLE }),
+    );
     expect(result).toEqual({ code: grpc.status.UNAVAILABLE, messages: 3 });
     await until(async () => (await env.collect()).sum(STREAMS) === 1);
     const metrics = await env.collect();
@@ -173,7 +206,9 @@ describe.each(MODES)('%s', (mode) => {
   it('client streaming and bidi calls', async () => {
     const env = await setup(mode);
     const summary = await new Promise<any>((resolve, reject) => {
-      const call = env.client.SubmitBatch((error: Error | null, response: unknown) => (error ? reject(error) : resolve(response)));
+      const call = env.client.SubmitBatch((error: Error | null, response: unknown) =>
+        error ? reject(error) : resolve(response),
+      );
       for (let i = 0; i < 3; i++) call.write({ prompt: `p${i}` });
       call.end();
     });

@@ -26,12 +26,24 @@ export interface Started {
 }
 
 /** A real grpc-js server on 127.0.0.1:0 instrumented one way or the other, and a client. */
-export async function startServer(mode: Mode, monitor: Monitor, implementation: grpc.UntypedServiceImplementation, options?: GrpcInstrumentationOptions): Promise<Started> {
+export async function startServer(
+  mode: Mode,
+  monitor: Monitor,
+  implementation: grpc.UntypedServiceImplementation,
+  options?: GrpcInstrumentationOptions,
+): Promise<Started> {
   const server =
-    mode === 'interceptor' ? new grpc.Server({ interceptors: [createServerInterceptor(monitor, grpc, options)] }) : new grpc.Server();
-  server.addService(Inference.service, mode === 'interceptor' ? implementation : instrumentService(monitor, Inference.service, implementation, options));
+    mode === 'interceptor'
+      ? new grpc.Server({ interceptors: [createServerInterceptor(monitor, grpc, options)] })
+      : new grpc.Server();
+  server.addService(
+    Inference.service,
+    mode === 'interceptor' ? implementation : instrumentService(monitor, Inference.service, implementation, options),
+  );
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
   );
   const client = new Inference(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   return {
@@ -52,7 +64,9 @@ export interface UnaryResult {
 export function callUnary(client: any, method: string, request: object, deadlineMs?: number): Promise<UnaryResult> {
   const options: grpc.CallOptions = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
   return new Promise((resolve) => {
-    client[method](request, options, (error: grpc.ServiceError | null, response: unknown) => resolve({ error, response }));
+    client[method](request, options, (error: grpc.ServiceError | null, response: unknown) =>
+      resolve({ error, response }),
+    );
   });
 }
 
@@ -80,7 +94,7 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export async function until(check: () => Promise<boolean> | boolean, timeoutMs = 3000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met within ' + timeoutMs + ' ms');
+    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
     await sleep(10);
   }
 }

@@ -9,14 +9,19 @@ import type * as grpc from '@grpc/grpc-js';
  *   the tokens); prompt `stall-after-2` sends 2 tokens, then waits for the
  *   client to go away.
  */
-export function inferenceImpl(calls: { handled: number } = { handled: 0 }, hold?: Promise<void>): grpc.UntypedServiceImplementation {
+export function inferenceImpl(
+  calls: { handled: number } = { handled: 0 },
+  hold?: Promise<void>,
+): grpc.UntypedServiceImplementation {
   return {
     Infer(call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) {
       calls.handled++;
       const { prompt, simulateDelayMs, simulateStatus, model } = call.request;
       if (prompt === 'throw') throw new Error('handler bug');
       const answer = () =>
-        simulateStatus ? callback({ code: simulateStatus, details: 'simulated' }) : callback(null, { model, output: `echo ${prompt}`, tokens: 2 });
+        simulateStatus
+          ? callback({ code: simulateStatus, details: 'simulated' })
+          : callback(null, { model, output: `echo ${prompt}`, tokens: 2 });
       if (hold) void hold.then(answer);
       else if (simulateDelayMs) setTimeout(answer, simulateDelayMs);
       else answer();

@@ -31,16 +31,29 @@ describe('options', () => {
     const { monitor } = monitorEnv();
     const impl = {};
     const service = Inference.service;
-    expect(configError(() => instrumentService(monitor, service, impl, { queueName: 'x' } as never)).field).toBe('grpc.queueName');
-    expect(configError(() => instrumentService(monitor, service, impl, { shedStatus: 'INTERNAL' as never })).field).toBe('grpc.shedStatus');
+    expect(configError(() => instrumentService(monitor, service, impl, { queueName: 'x' } as never)).field).toBe(
+      'grpc.queueName',
+    );
+    expect(
+      configError(() => instrumentService(monitor, service, impl, { shedStatus: 'INTERNAL' as never })).field,
+    ).toBe('grpc.shedStatus');
     expect(configError(() => instrumentService(monitor, service, impl, { capacity: 0 })).field).toBe('grpc.capacity');
-    expect(configError(() => instrumentService(monitor, service, impl, { concurrency: 1.5 })).field).toBe('grpc.concurrency');
+    expect(configError(() => instrumentService(monitor, service, impl, { concurrency: 1.5 })).field).toBe(
+      'grpc.concurrency',
+    );
     expect(configError(() => instrumentService(monitor, service, impl, { queue: '' })).field).toBe('grpc.queue');
-    expect(configError(() => instrumentService(monitor, service, impl, { model: 'Infer' as never })).field).toBe('grpc.model');
+    expect(configError(() => instrumentService(monitor, service, impl, { model: 'Infer' as never })).field).toBe(
+      'grpc.model',
+    );
     expect(configError(() => createServerInterceptor(monitor, grpc, { shed: 'yes' as never })).field).toBe('grpc.shed');
     monitor.queue('small', { capacity: 2 });
-    expect(configError(() => instrumentService(monitor, service, impl, { queue: 'small', capacity: 4 })).message).toContain('already exists with capacity 2');
-    expect(configError(() => instrumentService(monitor, service, impl, { queue: monitor.queue('small'), concurrency: 2 })).field).toBe('grpc.concurrency');
+    expect(
+      configError(() => instrumentService(monitor, service, impl, { queue: 'small', capacity: 4 })).message,
+    ).toContain('already exists with capacity 2');
+    expect(
+      configError(() => instrumentService(monitor, service, impl, { queue: monitor.queue('small'), concurrency: 2 }))
+        .field,
+    ).toBe('grpc.concurrency');
     // Same settings on an existing queue are fine (one queue for several services).
     expect(() => instrumentService(monitor, service, impl, { queue: 'small', capacity: 2 })).not.toThrow();
     expect(() => createServerInterceptor(monitor, {} as never)).toThrow(/needs the @grpc\/grpc-js module/);
@@ -49,7 +62,10 @@ describe('options', () => {
   it('keeps the implementation keys as written (camelCase originalName too) and leaves missing methods out', () => {
     const { monitor } = monitorEnv();
     const infer = () => {};
-    const wrapped = instrumentService(monitor, Inference.service, { infer, Generate: () => {} }) as Record<string, unknown>;
+    const wrapped = instrumentService(monitor, Inference.service, { infer, Generate: () => {} }) as Record<
+      string,
+      unknown
+    >;
     expect(Object.keys(wrapped).sort()).toEqual(['Generate', 'infer']);
     expect(wrapped.infer).not.toBe(infer);
   });
@@ -66,16 +82,21 @@ describe.each(MODES)('%s with autoStart: false', (mode) => {
         Infer(call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) {
           const ticket = callTicket(call);
           expect(ticket?.started).toBe(false);
-          tracker.run(() => new Promise((resolve) => setTimeout(resolve, 60)), { ticket }).then(
-            () => callback(null, { output: 'ok' }),
-            (error) => callback(error),
-          );
+          tracker
+            .run(() => new Promise((resolve) => setTimeout(resolve, 60)), { ticket })
+            .then(
+              () => callback(null, { output: 'ok' }),
+              (error) => callback(error),
+            );
         },
       },
       { queue: tracker, autoStart: false },
     );
     open.push(started);
-    const [a, b] = await Promise.all([callUnary(started.client, 'Infer', { prompt: 'a' }), callUnary(started.client, 'Infer', { prompt: 'b' })]);
+    const [a, b] = await Promise.all([
+      callUnary(started.client, 'Infer', { prompt: 'a' }),
+      callUnary(started.client, 'Infer', { prompt: 'b' }),
+    ]);
     expect([a.error, b.error]).toEqual([null, null]);
 
     const metrics = await env.collect();

@@ -9,7 +9,12 @@
  * the collector is away.
  */
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import { AggregationTemporality, InstrumentType, type PushMetricExporter, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InstrumentType,
+  type PushMetricExporter,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { StartLogger } from './types';
 
@@ -66,7 +71,9 @@ function guardCallback(failures: ExportFailures, signal: ExportSignal, done: Res
  * memory figures (found by the reliability suite, case 11).
  */
 export function gaugeTemporality(type: InstrumentType): AggregationTemporality | undefined {
-  return type === InstrumentType.OBSERVABLE_GAUGE || type === InstrumentType.GAUGE ? AggregationTemporality.DELTA : undefined;
+  return type === InstrumentType.OBSERVABLE_GAUGE || type === InstrumentType.GAUGE
+    ? AggregationTemporality.DELTA
+    : undefined;
 }
 
 export function guardMetricExporter(inner: PushMetricExporter, failures: ExportFailures): PushMetricExporter {
@@ -81,7 +88,8 @@ export function guardMetricExporter(inner: PushMetricExporter, failures: ExportF
     },
     forceFlush: () => inner.forceFlush(),
     shutdown: () => inner.shutdown(),
-    selectAggregationTemporality: (type: InstrumentType) => gaugeTemporality(type) ?? inner.selectAggregationTemporality?.(type) ?? AggregationTemporality.CUMULATIVE,
+    selectAggregationTemporality: (type: InstrumentType) =>
+      gaugeTemporality(type) ?? inner.selectAggregationTemporality?.(type) ?? AggregationTemporality.CUMULATIVE,
     selectAggregation: inner.selectAggregation?.bind(inner),
   };
 }

@@ -49,9 +49,24 @@ export interface ResolvedStart {
 type Env = Record<string, string | undefined>;
 
 const KNOWN_KEYS = new Set([
-  'serviceName', 'prometheus', 'otlp', 'traces', 'cardinalityLimit', 'registerGlobals', 'metricReaders',
-  'metricProducers', 'spanProcessors', 'logger', 'thresholds', 'onAlert', 'maxModels', 'maxQueues',
-  'detectorIntervalMs', 'clock', 'exportMode', 'eventLoop',
+  'serviceName',
+  'prometheus',
+  'otlp',
+  'traces',
+  'cardinalityLimit',
+  'registerGlobals',
+  'metricReaders',
+  'metricProducers',
+  'spanProcessors',
+  'logger',
+  'thresholds',
+  'onAlert',
+  'maxModels',
+  'maxQueues',
+  'detectorIntervalMs',
+  'clock',
+  'exportMode',
+  'eventLoop',
 ]);
 const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount']);
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs']);
@@ -92,7 +107,8 @@ function url(value: unknown, field: string): URL {
   if (typeof value !== 'string') fail(field, 'must be a URL string');
   try {
     const parsed = new URL(value);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') fail(field, `must be http(s), got ${parsed.protocol}`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      fail(field, `must be http(s), got ${parsed.protocol}`);
     return parsed;
   } catch (err) {
     if (err instanceof InferSignalConfigError) throw err;
@@ -121,8 +137,10 @@ function resolvePrometheus(option: unknown, env: Env): ResolvedPrometheus | unde
   if (option !== undefined && !isPlainObject(option)) fail('prometheus', 'must be an object or false');
   const o = (option ?? {}) as Record<string, unknown>;
   checkKeys(o, PROMETHEUS_KEYS, 'prometheus.');
-  if (o.host !== undefined && (typeof o.host !== 'string' || o.host === '')) fail('prometheus.host', 'must be a non-empty string');
-  if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/'))) fail('prometheus.path', 'must be a path starting with "/"');
+  if (o.host !== undefined && (typeof o.host !== 'string' || o.host === ''))
+    fail('prometheus.host', 'must be a non-empty string');
+  if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/')))
+    fail('prometheus.path', 'must be a path starting with "/"');
   if (o.mount !== undefined && typeof o.mount !== 'boolean') fail('prometheus.mount', 'must be a boolean');
   const envPort = envValue(env, 'OTEL_EXPORTER_PROMETHEUS_PORT');
   return {
@@ -177,9 +195,12 @@ function resolveOtlp(option: unknown, env: Env): ResolvedOtlp | undefined {
     ...(o.headers as Record<string, string> | undefined),
   };
 
-  const intervalMs = o.intervalMs === undefined ? DEFAULT_EXPORT_INTERVAL_MS : positiveMs(o.intervalMs, 'otlp.intervalMs');
+  const intervalMs =
+    o.intervalMs === undefined ? DEFAULT_EXPORT_INTERVAL_MS : positiveMs(o.intervalMs, 'otlp.intervalMs');
   const timeoutMs =
-    o.timeoutMs === undefined ? Math.min(DEFAULT_EXPORT_TIMEOUT_MS, intervalMs) : positiveMs(o.timeoutMs, 'otlp.timeoutMs');
+    o.timeoutMs === undefined
+      ? Math.min(DEFAULT_EXPORT_TIMEOUT_MS, intervalMs)
+      : positiveMs(o.timeoutMs, 'otlp.timeoutMs');
   // The periodic reader refuses a timeout longer than its period.
   if (timeoutMs > intervalMs) fail('otlp.timeoutMs', `must be ≤ otlp.intervalMs (${intervalMs}), got ${timeoutMs}`);
 
@@ -196,7 +217,8 @@ function resolveOtlp(option: unknown, env: Env): ResolvedOtlp | undefined {
 }
 
 export function resolveStartOptions(options: StartOptions, env: Env = process.env): ResolvedStart {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) fail('options', 'start() takes an options object');
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    fail('options', 'start() takes an options object');
   checkKeys(options, KNOWN_KEYS, '');
   if (options.serviceName !== undefined && (typeof options.serviceName !== 'string' || options.serviceName === '')) {
     fail('serviceName', 'must be a non-empty string');
@@ -206,11 +228,13 @@ export function resolveStartOptions(options: StartOptions, env: Env = process.en
     fail('registerGlobals', 'must be a boolean');
   }
   const limit = options.cardinalityLimit ?? DEFAULT_CARDINALITY_LIMIT;
-  if (!Number.isInteger(limit) || limit < 2) fail('cardinalityLimit', `must be an integer ≥ 2, got ${JSON.stringify(limit)}`);
+  if (!Number.isInteger(limit) || limit < 2)
+    fail('cardinalityLimit', `must be an integer ≥ 2, got ${JSON.stringify(limit)}`);
   for (const key of ['metricReaders', 'metricProducers', 'spanProcessors'] as const) {
     if (options[key] !== undefined && !Array.isArray(options[key])) fail(key, 'must be an array');
   }
-  if (options.logger !== undefined && typeof options.logger?.warn !== 'function') fail('logger', 'must have a warn(message) method');
+  if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
+    fail('logger', 'must have a warn(message) method');
 
   const otlp = resolveOtlp(options.otlp, env);
   return {

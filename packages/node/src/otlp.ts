@@ -31,7 +31,11 @@ export function otlpMetricReader(
 ): PeriodicExportingMetricReader {
   const exporter =
     config.protocol === 'grpc'
-      ? new GrpcMetricExporter({ url: config.metricsUrl, metadata: grpcMetadata(config.headers), timeoutMillis: config.timeoutMs })
+      ? new GrpcMetricExporter({
+          url: config.metricsUrl,
+          metadata: grpcMetadata(config.headers),
+          timeoutMillis: config.timeoutMs,
+        })
       : new ProtoMetricExporter({ url: config.metricsUrl, headers: config.headers, timeoutMillis: config.timeoutMs });
   return new PeriodicExportingMetricReader({
     exporter: guardMetricExporter(exporter, failures),
@@ -45,7 +49,11 @@ export function otlpMetricReader(
 export function otlpSpanProcessor(config: ResolvedOtlp, failures: ExportFailures): SpanProcessor {
   const exporter =
     config.protocol === 'grpc'
-      ? new GrpcTraceExporter({ url: config.tracesUrl, metadata: grpcMetadata(config.headers), timeoutMillis: config.timeoutMs })
+      ? new GrpcTraceExporter({
+          url: config.tracesUrl,
+          metadata: grpcMetadata(config.headers),
+          timeoutMillis: config.timeoutMs,
+        })
       : new ProtoTraceExporter({ url: config.tracesUrl, headers: config.headers, timeoutMillis: config.timeoutMs });
   return new BatchSpanProcessor(guardSpanExporter(exporter, failures), {
     // Bounded: past 2048 waiting spans new ones are dropped, not buffered.

@@ -18,12 +18,41 @@ export type PrometheusKind = 'counter' | 'updowncounter' | 'gauge' | 'histogram'
 
 /** The Collector translator's unit words (prometheus/otlptranslator unit maps). */
 const UNIT_WORDS: Record<string, string> = {
-  d: 'days', h: 'hours', min: 'minutes', s: 'seconds', ms: 'milliseconds', us: 'microseconds', ns: 'nanoseconds',
-  By: 'bytes', KiBy: 'kibibytes', MiBy: 'mebibytes', GiBy: 'gibibytes', TiBy: 'tibibytes',
-  KBy: 'kilobytes', MBy: 'megabytes', GBy: 'gigabytes', TBy: 'terabytes',
-  m: 'meters', V: 'volts', A: 'amperes', J: 'joules', W: 'watts', g: 'grams', Cel: 'celsius', Hz: 'hertz', '%': 'percent',
+  d: 'days',
+  h: 'hours',
+  min: 'minutes',
+  s: 'seconds',
+  ms: 'milliseconds',
+  us: 'microseconds',
+  ns: 'nanoseconds',
+  By: 'bytes',
+  KiBy: 'kibibytes',
+  MiBy: 'mebibytes',
+  GiBy: 'gibibytes',
+  TiBy: 'tibibytes',
+  KBy: 'kilobytes',
+  MBy: 'megabytes',
+  GBy: 'gigabytes',
+  TBy: 'terabytes',
+  m: 'meters',
+  V: 'volts',
+  A: 'amperes',
+  J: 'joules',
+  W: 'watts',
+  g: 'grams',
+  Cel: 'celsius',
+  Hz: 'hertz',
+  '%': 'percent',
 };
-const PER_UNIT_WORDS: Record<string, string> = { s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week', mo: 'month', y: 'year' };
+const PER_UNIT_WORDS: Record<string, string> = {
+  s: 'second',
+  m: 'minute',
+  h: 'hour',
+  d: 'day',
+  w: 'week',
+  mo: 'month',
+  y: 'year',
+};
 
 function tokens(text: string): string[] {
   return text.split(/[^a-zA-Z0-9]+/).filter(Boolean);
@@ -78,7 +107,9 @@ export class CollectorNamingSerializer extends PrometheusSerializer {
       renamed = collectorPrometheusName(name, unit, kind);
       this.names.set(key, renamed);
     }
-    return renamed === name ? metric : ({ ...metric, descriptor: { ...metric.descriptor, name: renamed } } as MetricData);
+    return renamed === name
+      ? metric
+      : ({ ...metric, descriptor: { ...metric.descriptor, name: renamed } } as MetricData);
   }
 
   override serialize(resourceMetrics: ResourceMetrics): string {

@@ -35,7 +35,15 @@ export interface OtlpOptions {
 /** Monitor options `start()` passes through to core's `createMonitor`. */
 export type PassThroughMonitorOptions = Pick<
   MonitorOptions,
-  'thresholds' | 'onAlert' | 'maxModels' | 'maxQueues' | 'detectorIntervalMs' | 'clock' | 'logger' | 'exportMode' | 'eventLoop'
+  | 'thresholds'
+  | 'onAlert'
+  | 'maxModels'
+  | 'maxQueues'
+  | 'detectorIntervalMs'
+  | 'clock'
+  | 'logger'
+  | 'exportMode'
+  | 'eventLoop'
 >;
 
 export interface StartOptions extends PassThroughMonitorOptions {

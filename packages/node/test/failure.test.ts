@@ -25,7 +25,7 @@ const onUnhandled = (reason: unknown) => unhandled.push(reason);
 beforeAll(() => process.on('unhandledRejection', onUnhandled));
 afterAll(() => process.off('unhandledRejection', onUnhandled));
 
-const cleanup: Array<() => Promise<unknown> | void> = [];
+const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
@@ -38,7 +38,6 @@ async function refusedEndpoint(): Promise<string> {
   await new Promise((r) => probe.close(r));
   return `http://127.0.0.1:${port}`;
 }
-
 
 async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -121,8 +120,12 @@ describe('collector down (connection refused) for the whole test', () => {
     // The dropped-export counter is itself a metric, equal to the stats.
     expect(stats.metricsDropped).toBeGreaterThanOrEqual(5);
     const { resourceMetrics } = await testReader.collect();
-    const dropped = resourceMetrics.scopeMetrics.flatMap((sm) => sm.metrics).find((m) => m.descriptor.name === EXPORT_DROPPED.name)!;
-    const bySignal = Object.fromEntries(dropped.dataPoints.map((p) => [p.attributes[EXPORT_DROPPED.attribute], p.value]));
+    const dropped = resourceMetrics.scopeMetrics
+      .flatMap((sm) => sm.metrics)
+      .find((m) => m.descriptor.name === EXPORT_DROPPED.name)!;
+    const bySignal = Object.fromEntries(
+      dropped.dataPoints.map((p) => [p.attributes[EXPORT_DROPPED.attribute], p.value]),
+    );
     expect(bySignal.metrics).toBe(s.exportStats().metricsDropped);
     expect(bySignal.traces).toBe(s.exportStats().tracesDropped);
 
@@ -159,9 +162,14 @@ describe('process exit', () => {
   const fixture = fileURLToPath(new URL('./fixtures/no-shutdown.ts', import.meta.url));
   const cwd = fileURLToPath(new URL('../../..', import.meta.url));
 
-  async function runChild(endpoint: string): Promise<{ code: number | null; ms: number; stdout: string; stderr: string }> {
+  async function runChild(
+    endpoint: string,
+  ): Promise<{ code: number | null; ms: number; stdout: string; stderr: string }> {
     const t0 = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, endpoint], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, endpoint], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -31,13 +31,19 @@ describe('start() options', () => {
     expect(fieldOf({ traces: 'yes' })).toBe('traces');
     expect(fieldOf({ logger: {} })).toBe('logger');
     expect(fieldOf({}, { OTEL_EXPORTER_PROMETHEUS_PORT: 'abc' })).toBe('OTEL_EXPORTER_PROMETHEUS_PORT');
-    expect(fieldOf({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toBe('OTEL_EXPORTER_OTLP_PROTOCOL');
-    expect(fieldOf({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'novalue' })).toBe('OTEL_EXPORTER_OTLP_HEADERS');
+    expect(
+      fieldOf({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }),
+    ).toBe('OTEL_EXPORTER_OTLP_PROTOCOL');
+    expect(fieldOf({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'novalue' })).toBe(
+      'OTEL_EXPORTER_OTLP_HEADERS',
+    );
   });
 
   it('throws from start() before anything is started, including core’s threshold errors', () => {
     expect(() => start({ prometheus: { port: -1 } })).toThrow(/prometheus\.port/);
-    expect(() => start({ prometheus: { port: 0 }, registerGlobals: false, thresholds: { queue: { occupancyWarn: -1 } } })).toThrow(InferSignalConfigError);
+    expect(() =>
+      start({ prometheus: { port: 0 }, registerGlobals: false, thresholds: { queue: { occupancyWarn: -1 } } }),
+    ).toThrow(InferSignalConfigError);
   });
 
   it('resolves safe defaults and the environment', () => {
@@ -50,7 +56,11 @@ describe('start() options', () => {
 
     const env = resolveStartOptions(
       { otlp: { headers: { b: '2' } } },
-      { OTEL_SERVICE_NAME: 'svc', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_EXPORTER_OTLP_HEADERS: 'a=1,b=1' },
+      {
+        OTEL_SERVICE_NAME: 'svc',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+        OTEL_EXPORTER_OTLP_HEADERS: 'a=1,b=1',
+      },
     );
     expect(env.serviceName).toBe('svc');
     expect(env.otlp).toMatchObject({
@@ -64,10 +74,16 @@ describe('start() options', () => {
     expect(env.traces).toBe(true);
     expect(env.shutdownTimeoutMs).toBe(10_000);
 
-    const grpc = resolveStartOptions({ serviceName: 'explicit' }, { OTEL_SERVICE_NAME: 'env', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+    const grpc = resolveStartOptions(
+      { serviceName: 'explicit' },
+      { OTEL_SERVICE_NAME: 'env', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+    );
     expect(grpc.serviceName).toBe('explicit');
     expect(grpc.otlp).toMatchObject({ protocol: 'grpc', metricsUrl: 'http://c:4317', tracesUrl: 'http://c:4317' });
     expect(resolveStartOptions({ otlp: false }, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).otlp).toBeUndefined();
-    expect(resolveStartOptions({ prometheus: { host: '0.0.0.0' } }, { OTEL_EXPORTER_PROMETHEUS_HOST: '::1' }).prometheus?.host).toBe('0.0.0.0');
+    expect(
+      resolveStartOptions({ prometheus: { host: '0.0.0.0' } }, { OTEL_EXPORTER_PROMETHEUS_HOST: '::1' }).prometheus
+        ?.host,
+    ).toBe('0.0.0.0');
   });
 });

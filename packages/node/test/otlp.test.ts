@@ -39,7 +39,9 @@ function metricsByName(received: Received[]) {
   for (const r of received.filter((x) => x.path === '/v1/metrics')) {
     const req = decodeMetricsRequest(r.body);
     for (const rm of req.resourceMetrics) {
-      for (const sm of rm.scopeMetrics) for (const m of sm.metrics) out.set(m.name, { ...m, resource: attrs(rm.resource?.attributes), scope: sm.scope?.name });
+      for (const sm of rm.scopeMetrics)
+        for (const m of sm.metrics)
+          out.set(m.name, { ...m, resource: attrs(rm.resource?.attributes), scope: sm.scope?.name });
     }
   }
   return out;
@@ -49,7 +51,9 @@ function spans(received: Received[]) {
   const out: any[] = [];
   for (const r of received.filter((x) => x.path === '/v1/traces')) {
     for (const rs of decodeTraceRequest(r.body).resourceSpans) {
-      for (const ss of rs.scopeSpans) for (const s of ss.spans) out.push({ ...s, attributes: attrs(s.attributes), resource: attrs(rs.resource?.attributes) });
+      for (const ss of rs.scopeSpans)
+        for (const s of ss.spans)
+          out.push({ ...s, attributes: attrs(s.attributes), resource: attrs(rs.resource?.attributes) });
     }
   }
   return out;
@@ -112,7 +116,10 @@ describe('OTLP/HTTP protobuf export', () => {
       requests.sum.dataPoints.map((p: any) => [attrs(p.attributes)[ATTR.outcome], p.asDouble ?? p.asInt]),
     );
     expect(byOutcome).toEqual({ completed: 9, error: 1 });
-    expect(metrics.get(METRICS.queueCapacity.name).gauge.dataPoints[0].asDouble ?? metrics.get(METRICS.queueCapacity.name).gauge.dataPoints[0].asInt).toBe(4);
+    expect(
+      metrics.get(METRICS.queueCapacity.name).gauge.dataPoints[0].asDouble ??
+        metrics.get(METRICS.queueCapacity.name).gauge.dataPoints[0].asInt,
+    ).toBe(4);
     // The export-failure counter is exported too, at zero.
     const dropped = metrics.get(EXPORT_DROPPED.name);
     expect(dropped.sum.dataPoints.map((p: any) => p.asDouble ?? p.asInt)).toEqual([0, 0]);
@@ -184,7 +191,13 @@ describe('OTLP/gRPC export', () => {
       prometheus: false,
       traces: false,
       registerGlobals: false,
-      otlp: { protocol: 'grpc', endpoint: `http://127.0.0.1:${port}`, headers: { 'x-tenant': 'acme' }, intervalMs: 60_000, timeoutMs: 3000 },
+      otlp: {
+        protocol: 'grpc',
+        endpoint: `http://127.0.0.1:${port}`,
+        headers: { 'x-tenant': 'acme' },
+        intervalMs: 60_000,
+        timeoutMs: 3000,
+      },
       detectorIntervalMs: 0,
     });
     const ticket = s.monitor.queue('q').enqueue('m');
@@ -199,7 +212,9 @@ describe('OTLP/gRPC export', () => {
     expect(call!.body[0]).toBe(0);
     const length = call!.body.readUInt32BE(1);
     const request = decodeMetricsRequest(call!.body.subarray(5, 5 + length));
-    const names = request.resourceMetrics.flatMap((rm: any) => rm.scopeMetrics.flatMap((sm: any) => sm.metrics.map((m: any) => m.name)));
+    const names = request.resourceMetrics.flatMap((rm: any) =>
+      rm.scopeMetrics.flatMap((sm: any) => sm.metrics.map((m: any) => m.name)),
+    );
     expect(names).toContain(METRICS.requests.name);
     expect(s.exportStats().metricsDropped).toBe(0);
   });

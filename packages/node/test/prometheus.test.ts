@@ -113,15 +113,35 @@ describe('Prometheus endpoint', () => {
     // Every core instrument that has data is exported under prometheusName(spec), and nothing else from core is.
     const specs = Object.values(METRICS) as InstrumentSpec[];
     const expectedNames = new Map(specs.map((spec) => [prometheusName(spec), spec]));
-    const coreFamilies = [...families.values()].filter((f) => f.samples.some((x) => x.labels.otel_scope_name === '@infersignal/core'));
+    const coreFamilies = [...families.values()].filter((f) =>
+      f.samples.some((x) => x.labels.otel_scope_name === '@infersignal/core'),
+    );
     for (const f of coreFamilies) expect(expectedNames.has(f.name), `unexpected family ${f.name}`).toBe(true);
     const exported = new Set(coreFamilies.map((f) => f.name));
     const mustHaveData: (keyof typeof METRICS)[] = [
-      'queueWait', 'inferenceDuration', 'requestDuration', 'requests', 'queueWaiting', 'queueInFlight', 'queueCapacity',
-      'queueOccupancy', 'backpressureLevel', 'modelLoadDuration', 'modelLoadBaseline', 'modelLoadSpikes', 'timeToFirstToken',
-      'timePerOutputToken', 'streams', 'streamTokens', 'memoryAllocated', 'memoryReserved', 'memoryFragmentation', 'internalErrors',
+      'queueWait',
+      'inferenceDuration',
+      'requestDuration',
+      'requests',
+      'queueWaiting',
+      'queueInFlight',
+      'queueCapacity',
+      'queueOccupancy',
+      'backpressureLevel',
+      'modelLoadDuration',
+      'modelLoadBaseline',
+      'modelLoadSpikes',
+      'timeToFirstToken',
+      'timePerOutputToken',
+      'streams',
+      'streamTokens',
+      'memoryAllocated',
+      'memoryReserved',
+      'memoryFragmentation',
+      'internalErrors',
     ];
-    for (const key of mustHaveData) expect(exported, `${key} → ${prometheusName(METRICS[key])}`).toContain(prometheusName(METRICS[key]));
+    for (const key of mustHaveData)
+      expect(exported, `${key} → ${prometheusName(METRICS[key])}`).toContain(prometheusName(METRICS[key]));
     for (const f of coreFamilies) {
       const spec = expectedNames.get(f.name)!;
       expect(f.type).toBe(spec.type === 'updowncounter' ? 'gauge' : spec.type);
@@ -149,11 +169,13 @@ describe('Prometheus endpoint', () => {
     // Inference: 4 × 100 ms completed, 1 × 0 ms cancelled; duration buckets.
     const inf = 'infersignal_inference_duration_seconds';
     expect(samples(families, inf, `${inf}_count`, { ...labels, infersignal_outcome: 'completed' })[0].value).toBe(4);
-    expect(samples(families, inf, `${inf}_sum`, { ...labels, infersignal_outcome: 'completed' })[0].value).toBeCloseTo(0.4, 9);
-    expect(samples(families, inf, `${inf}_bucket`, { ...labels, infersignal_outcome: 'completed' }).map((b) => b.labels.le)).toEqual([
-      ...HISTOGRAM_BUCKETS[METRICS.inferenceDuration.name].map(String),
-      '+Inf',
-    ]);
+    expect(samples(families, inf, `${inf}_sum`, { ...labels, infersignal_outcome: 'completed' })[0].value).toBeCloseTo(
+      0.4,
+      9,
+    );
+    expect(
+      samples(families, inf, `${inf}_bucket`, { ...labels, infersignal_outcome: 'completed' }).map((b) => b.labels.le),
+    ).toEqual([...HISTOGRAM_BUCKETS[METRICS.inferenceDuration.name].map(String), '+Inf']);
     const requests = 'infersignal_requests_total';
     expect(samples(families, requests, requests, { ...labels, infersignal_outcome: 'completed' })[0].value).toBe(4);
     expect(samples(families, requests, requests, { ...labels, infersignal_outcome: 'cancelled' })[0].value).toBe(1);
@@ -163,28 +185,46 @@ describe('Prometheus endpoint', () => {
     expect(samples(families, 'infersignal_queue_waiting', 'infersignal_queue_waiting', q)[0].value).toBe(1);
     expect(samples(families, 'infersignal_queue_in_flight', 'infersignal_queue_in_flight', q)[0].value).toBe(0);
     expect(samples(families, 'infersignal_queue_capacity', 'infersignal_queue_capacity', q)[0].value).toBe(10);
-    expect(samples(families, 'infersignal_queue_occupancy_ratio', 'infersignal_queue_occupancy_ratio', q)[0].value).toBeCloseTo(0.1, 9);
+    expect(
+      samples(families, 'infersignal_queue_occupancy_ratio', 'infersignal_queue_occupancy_ratio', q)[0].value,
+    ).toBeCloseTo(0.1, 9);
 
     // Streams: TTFT 40 ms on the 1 ms–60 s buckets, 10 tokens.
     const ttft = 'gen_ai_server_time_to_first_token_seconds';
     expect(samples(families, ttft, `${ttft}_sum`, { gen_ai_request_model: 'llama' })[0].value).toBeCloseTo(0.04, 9);
-    expect(samples(families, ttft, `${ttft}_bucket`, { gen_ai_request_model: 'llama' }).map((b) => b.labels.le)).toEqual([
-      ...HISTOGRAM_BUCKETS[METRICS.timeToFirstToken.name].map(String),
-      '+Inf',
-    ]);
+    expect(
+      samples(families, ttft, `${ttft}_bucket`, { gen_ai_request_model: 'llama' }).map((b) => b.labels.le),
+    ).toEqual([...HISTOGRAM_BUCKETS[METRICS.timeToFirstToken.name].map(String), '+Inf']);
     expect(samples(families, 'infersignal_stream_tokens_total', 'infersignal_stream_tokens_total')[0].value).toBe(10);
 
     // Model loads: 2 s then 7 s, buckets up to 10 min, one spike.
     const load = 'infersignal_model_load_duration_seconds';
     const loadBuckets = samples(families, load, `${load}_bucket`, { infersignal_model_load_kind: 'reload' });
-    expect(loadBuckets.map((b) => b.labels.le)).toEqual([...HISTOGRAM_BUCKETS[METRICS.modelLoadDuration.name].map(String), '+Inf']);
+    expect(loadBuckets.map((b) => b.labels.le)).toEqual([
+      ...HISTOGRAM_BUCKETS[METRICS.modelLoadDuration.name].map(String),
+      '+Inf',
+    ]);
     expect(loadBuckets.at(-2)!.labels.le).toBe('600');
-    expect(samples(families, load, `${load}_sum`, { infersignal_model_load_kind: 'reload' })[0].value).toBeCloseTo(7, 9);
-    expect(samples(families, 'infersignal_model_load_spikes_total', 'infersignal_model_load_spikes_total')[0].value).toBe(1);
+    expect(samples(families, load, `${load}_sum`, { infersignal_model_load_kind: 'reload' })[0].value).toBeCloseTo(
+      7,
+      9,
+    );
+    expect(
+      samples(families, 'infersignal_model_load_spikes_total', 'infersignal_model_load_spikes_total')[0].value,
+    ).toBe(1);
 
     // Device memory in bytes; fragmentation 1 − 120/400.
-    expect(samples(families, 'infersignal_device_memory_reserved_bytes', 'infersignal_device_memory_reserved_bytes')[0].value).toBe(400);
-    expect(samples(families, 'infersignal_device_memory_fragmentation_ratio', 'infersignal_device_memory_fragmentation_ratio')[0].value).toBeCloseTo(0.7, 9);
+    expect(
+      samples(families, 'infersignal_device_memory_reserved_bytes', 'infersignal_device_memory_reserved_bytes')[0]
+        .value,
+    ).toBe(400);
+    expect(
+      samples(
+        families,
+        'infersignal_device_memory_fragmentation_ratio',
+        'infersignal_device_memory_fragmentation_ratio',
+      )[0].value,
+    ).toBeCloseTo(0.7, 9);
 
     // Resource: service.name on target_info.
     expect(samples(families, 'target_info', 'target_info')[0].labels.service_name).toBe('prom-test');
@@ -221,7 +261,10 @@ describe('Prometheus endpoint', () => {
     await new Promise<void>((r) => squatter.listen(0, '127.0.0.1', r));
     const port = (squatter.address() as AddressInfo).port;
     const messages: string[] = [];
-    const logger = { warn: (m: string) => messages.push(`warn ${m}`), error: (m: string) => messages.push(`error ${m}`) };
+    const logger = {
+      warn: (m: string) => messages.push(`warn ${m}`),
+      error: (m: string) => messages.push(`error ${m}`),
+    };
     const clock = { now: 0 };
     const s = startTracked({ serviceName: 'p', prometheus: { port }, logger, clock: () => clock.now });
     expect(await s.prometheus!.ready).toBeNull();

@@ -48,6 +48,7 @@ export function classifyLoadError(err: unknown): LoadFailureReason {
   if (/File doesn't exist|no such file/i.test(text)) return 'missing';
   if (/opset/i.test(text)) return 'unsupported_opset';
   if (/protobuf parsing failed|invalid model|ModelProto|corrupt/i.test(text)) return 'corrupt';
-  if (/ExecutionProvider|backend not found|Failed to load shared library|adapter/i.test(text)) return 'provider_unavailable';
+  if (/ExecutionProvider|backend not found|Failed to load shared library|adapter/i.test(text))
+    return 'provider_unavailable';
   return 'unknown';
 }

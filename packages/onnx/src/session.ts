@@ -109,7 +109,15 @@ class Session implements MonitoredSession {
   async reload(source: ModelSource): Promise<LoadInfo> {
     // HotSwap serializes reloads, so the current generation is read after the previous swap.
     const slot = await this.swap.reload(() =>
-      loadSlot(this.monitor, this.runtime, this.model, 'reload', source, this.options, this.swap.current.info.generation + 1),
+      loadSlot(
+        this.monitor,
+        this.runtime,
+        this.model,
+        'reload',
+        source,
+        this.options,
+        this.swap.current.info.generation + 1,
+      ),
     );
     return slot.info;
   }
@@ -138,7 +146,10 @@ async function loadSlot(
     [ONNX_ATTR.providersUsed]: usedProviders(requested).join(','),
   };
   if (typeof source === 'string') {
-    const size = await stat(source).then((s) => s.size, () => null);
+    const size = await stat(source).then(
+      (s) => s.size,
+      () => null,
+    );
     if (size !== null) attributes[ONNX_ATTR.fileSize] = size;
   } else if (typeof source !== 'function') {
     attributes[ONNX_ATTR.fileSize] = source.byteLength;
@@ -174,7 +185,11 @@ async function loadSlot(
   return { session, info };
 }
 
-function createFrom(runtime: OrtRuntime, input: string | Uint8Array, options: CreateSessionOptions): Promise<InferenceSession> {
+function createFrom(
+  runtime: OrtRuntime,
+  input: string | Uint8Array,
+  options: CreateSessionOptions,
+): Promise<InferenceSession> {
   return typeof input === 'string'
     ? runtime.InferenceSession.create(input, options.sessionOptions)
     : runtime.InferenceSession.create(input, options.sessionOptions);
@@ -191,7 +206,9 @@ function validate(options: CreateSessionOptions): void {
     throw new TypeError(`@infersignal/onnx: options.concurrency must be an integer ≥ 1, got ${String(concurrency)}`);
   }
   if (options.runtime !== undefined && typeof options.runtime?.InferenceSession?.create !== 'function') {
-    throw new TypeError('@infersignal/onnx: options.runtime must be the onnxruntime-node module (InferenceSession.create missing)');
+    throw new TypeError(
+      '@infersignal/onnx: options.runtime must be the onnxruntime-node module (InferenceSession.create missing)',
+    );
   }
 }
 

@@ -12,7 +12,10 @@ export async function resolveSource(source: ModelSource): Promise<ResolvedSource
   const value = typeof source === 'function' ? await source() : source;
   if (typeof value === 'string') {
     // A failed stat is left to the runtime, whose error then says what is wrong with the path.
-    const size = await stat(value).then((s) => s.size, () => null);
+    const size = await stat(value).then(
+      (s) => s.size,
+      () => null,
+    );
     return { input: value, fileBytes: size };
   }
   const bytes = value instanceof Uint8Array ? value : new Uint8Array(value);

@@ -21,7 +21,11 @@ export interface OrtRuntime {
  * returns either (called inside the timed load, so slow storage shows up in
  * the load duration).
  */
-export type ModelSource = string | Uint8Array | ArrayBuffer | (() => Promise<string | Uint8Array | ArrayBuffer> | string | Uint8Array | ArrayBuffer);
+export type ModelSource =
+  | string
+  | Uint8Array
+  | ArrayBuffer
+  | (() => Promise<string | Uint8Array | ArrayBuffer> | string | Uint8Array | ArrayBuffer);
 
 /** Device memory sources (from `@infersignal/gpu` or your own). Omit on CPU: nothing is measured then. */
 export interface SessionMemoryOptions {

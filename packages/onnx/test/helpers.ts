@@ -41,7 +41,8 @@ export { maxAbsDiff, tinyMlp } from '../../../test/support/tiny-mlp';
 export const CHAIN_DIM = 512;
 const chainWeights = [0, 1].map((k) => {
   const w = new Float64Array(CHAIN_DIM * CHAIN_DIM);
-  for (let i = 0; i < CHAIN_DIM; i++) for (let j = 0; j < CHAIN_DIM; j++) w[i * CHAIN_DIM + j] = (((i * 7 + j * 13 + k * 5) % 17) - 8) / 256;
+  for (let i = 0; i < CHAIN_DIM; i++)
+    for (let j = 0; j < CHAIN_DIM; j++) w[i * CHAIN_DIM + j] = (((i * 7 + j * 13 + k * 5) % 17) - 8) / 256;
   return w;
 });
 

@@ -17,7 +17,14 @@ describe('createSession', () => {
     const session = await createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), { runtime: ort });
     const size = statSync(fixture('tiny-mlp.onnx')).size;
 
-    expect(session.loadInfo).toMatchObject({ kind: 'load', generation: 1, fileBytes: size, source: 'path', providersRequested: ['cpu'], providersUsed: ['cpu'] });
+    expect(session.loadInfo).toMatchObject({
+      kind: 'load',
+      generation: 1,
+      fileBytes: size,
+      source: 'path',
+      providersRequested: ['cpu'],
+      providersUsed: ['cpu'],
+    });
     expect(session.inputNames).toEqual(['x']);
     expect(session.outputNames).toEqual(['y']);
     // CPU and no memory source given: nothing is measured, nothing registered.
@@ -45,7 +52,9 @@ describe('createSession', () => {
 
     // Inference went through the queue: one completed request, no tensor data in any span attribute.
     const requests = await h.points(METRICS.requests.name);
-    expect(requests.map((p) => [p.attributes[ATTR.queue], p.attributes[ATTR.outcome], p.value])).toEqual([['onnx:mlp', 'completed', 1]]);
+    expect(requests.map((p) => [p.attributes[ATTR.queue], p.attributes[ATTR.outcome], p.value])).toEqual([
+      ['onnx:mlp', 'completed', 1],
+    ]);
     for (const s of h.spans.getFinishedSpans()) {
       for (const v of Object.values(s.attributes)) expect(typeof v === 'object' && v !== null).toBe(false);
     }
@@ -55,16 +64,39 @@ describe('createSession', () => {
   it('loads from bytes and reports the buffer size', async () => {
     h = harness();
     const bytes = fixtureBytes('tiny-mlp.onnx');
-    const session = await createSession(h.monitor, 'mlp', bytes, { runtime: ort, sessionOptions: { executionProviders: ['cpu'] } });
-    expect(session.loadInfo).toMatchObject({ source: 'buffer', fileBytes: bytes.byteLength, providersRequested: ['cpu'], providersUsed: ['cpu'] });
+    const session = await createSession(h.monitor, 'mlp', bytes, {
+      runtime: ort,
+      sessionOptions: { executionProviders: ['cpu'] },
+    });
+    expect(session.loadInfo).toMatchObject({
+      source: 'buffer',
+      fileBytes: bytes.byteLength,
+      providersRequested: ['cpu'],
+      providersUsed: ['cpu'],
+    });
     await session.release();
   });
 
   it.each([
-    ['corrupt bytes', () => new TextEncoder().encode('this is not an onnx model, just garbage bytes'), 'corrupt', /not a valid ONNX model.*protobuf parsing failed/],
-    ['a truncated file', () => fixtureBytes('matmul-chain.onnx').subarray(0, 4096), 'corrupt', /not a valid ONNX model/],
+    [
+      'corrupt bytes',
+      () => new TextEncoder().encode('this is not an onnx model, just garbage bytes'),
+      'corrupt',
+      /not a valid ONNX model.*protobuf parsing failed/,
+    ],
+    [
+      'a truncated file',
+      () => fixtureBytes('matmul-chain.onnx').subarray(0, 4096),
+      'corrupt',
+      /not a valid ONNX model/,
+    ],
     ['a missing file', () => fixture('no-such-model.onnx'), 'missing', /does not exist/],
-    ['an unsupported opset', () => fixture('unsupported-opset.onnx'), 'unsupported_opset', /opset this onnxruntime does not support.*Opset 99/],
+    [
+      'an unsupported opset',
+      () => fixture('unsupported-opset.onnx'),
+      'unsupported_opset',
+      /opset this onnxruntime does not support.*Opset 99/,
+    ],
   ] as const)('%s: clear ModelLoadError after an error outcome', async (_label, source, reason, message) => {
     h = harness();
     const err = await createSession(h.monitor, 'broken', source(), { runtime: ort }).catch((e: unknown) => e);
@@ -84,7 +116,10 @@ describe('createSession', () => {
 
   it('an execution provider that is not available fails as provider_unavailable', async () => {
     h = harness();
-    const err = await createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), { runtime: ort, sessionOptions: { executionProviders: ['no-such-ep'] } }).catch((e: unknown) => e);
+    const err = await createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), {
+      runtime: ort,
+      sessionOptions: { executionProviders: ['no-such-ep'] },
+    }).catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'ModelLoadError', reason: 'provider_unavailable' });
     const [span] = h.spans.getFinishedSpans().filter((s) => s.name === SPANS.modelLoad);
     expect(span.attributes[ONNX_ATTR.providersRequested]).toBe('no-such-ep');
@@ -116,6 +151,8 @@ describe('createSession', () => {
 
   it('rejects a bad concurrency at creation, naming the field', async () => {
     h = harness();
-    await expect(createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), { runtime: ort, concurrency: 0 })).rejects.toThrow(/options\.concurrency/);
+    await expect(
+      createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), { runtime: ort, concurrency: 0 }),
+    ).rejects.toThrow(/options\.concurrency/);
   });
 });

@@ -22,14 +22,21 @@ describe('session.run through the queue', () => {
     // against the few ms it takes to enqueue all 50 (which the last request does not wait for).
     const rows = 512;
     const xs = Array.from({ length: 50 }, (_, i) => inputs(100 + i, rows * CHAIN_DIM));
-    const results = await Promise.all(xs.map((x) => session.run({ x: new ort.Tensor('float32', x, [rows, CHAIN_DIM]) })));
+    const results = await Promise.all(
+      xs.map((x) => session.run({ x: new ort.Tensor('float32', x, [rows, CHAIN_DIM]) })),
+    );
 
     const wait = await h.histogram(METRICS.queueWait.name, { [ATTR.queue]: 'onnx:chain' });
-    const inference = await h.histogram(METRICS.inferenceDuration.name, { [ATTR.queue]: 'onnx:chain', [ATTR.outcome]: 'completed' });
+    const inference = await h.histogram(METRICS.inferenceDuration.name, {
+      [ATTR.queue]: 'onnx:chain',
+      [ATTR.outcome]: 'completed',
+    });
     expect(wait!.count).toBe(50);
     expect(inference!.count).toBe(50);
     const oneRun = (inference!.sum ?? 0) / inference!.count;
-    console.log(`one run ${(oneRun * 1000).toFixed(2)} ms, max queue wait ${(wait!.max! * 1000).toFixed(1)} ms (${(wait!.max! / oneRun).toFixed(1)}×)`);
+    console.log(
+      `one run ${(oneRun * 1000).toFixed(2)} ms, max queue wait ${(wait!.max! * 1000).toFixed(1)} ms (${(wait!.max! / oneRun).toFixed(1)}×)`,
+    );
     expect(oneRun).toBeGreaterThan(0.0003);
     // "One run" is the first-quartile run, an uncontended one: the cold first run
     // and runs slowed by a busy 2-core machine would otherwise move it.
@@ -38,7 +45,9 @@ describe('session.run through the queue', () => {
     // The batch size (first input dimension) rides on the span, never on metrics.
     expect(requestSpans.every((s) => s.attributes['infersignal.batch.size'] === rows)).toBe(true);
     // A span lasts the queue wait plus the run; the run alone is what is left after the wait.
-    const runs = requestSpans.map((s) => spanSeconds(s) - (s.attributes[ATTR.queueWait] as number)).sort((a, b) => a - b);
+    const runs = requestSpans
+      .map((s) => spanSeconds(s) - (s.attributes[ATTR.queueWait] as number))
+      .sort((a, b) => a - b);
     const oneRunTrimmed = runs[Math.floor(runs.length / 4)];
     expect(wait!.max!).toBeGreaterThanOrEqual(40 * oneRunTrimmed);
 
@@ -66,7 +75,9 @@ describe('session.run through the queue', () => {
   it('a run error is rethrown unchanged and counted as an error outcome', async () => {
     h = harness();
     const session = await createSession(h.monitor, 'chain', fixture('matmul-chain.onnx'), { runtime: ort });
-    const err = await session.run({ wrong: new ort.Tensor('float32', new Float32Array(4), [1, 4]) }).catch((e: unknown) => e);
+    const err = await session
+      .run({ wrong: new ort.Tensor('float32', new Float32Array(4), [1, 4]) })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/input 'x' is missing|wrong/);
     const requests = await h.points(METRICS.requests.name);

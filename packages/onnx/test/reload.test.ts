@@ -3,7 +3,18 @@ import * as ort from 'onnxruntime-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
 import { ModelLoadError, SessionReleasedError, createSession } from '@infersignal/onnx';
-import { CHAIN_DIM, fixture, fixtureBytes, harness, inputs, matmulChain, maxAbsDiff, sleep, tinyMlp, type Harness } from './helpers';
+import {
+  CHAIN_DIM,
+  fixture,
+  fixtureBytes,
+  harness,
+  inputs,
+  matmulChain,
+  maxAbsDiff,
+  sleep,
+  tinyMlp,
+  type Harness,
+} from './helpers';
 
 let h: Harness;
 afterEach(() => h?.close());
@@ -32,8 +43,14 @@ describe('session.reload', () => {
     expect(slow.generation).toBe(3);
     expect(session.loadInfo.generation).toBe(4);
 
-    const load = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'load', [ATTR.outcome]: 'success' });
-    const reload = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' });
+    const load = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.loadKind]: 'load',
+      [ATTR.outcome]: 'success',
+    });
+    const reload = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.loadKind]: 'reload',
+      [ATTR.outcome]: 'success',
+    });
     expect(load!.count).toBe(1);
     expect(reload!.count).toBe(3);
     // Each recorded duration covers the delay the loader measured.
@@ -63,7 +80,10 @@ describe('session.reload', () => {
     expect(err).toMatchObject({ kind: 'reload', reason: 'corrupt' });
     expect(session.session).toBe(before);
     expect(session.loadInfo.generation).toBe(1);
-    const failed = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'error' });
+    const failed = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.loadKind]: 'reload',
+      [ATTR.outcome]: 'error',
+    });
     expect(failed!.count).toBe(1);
     const { y } = await session.run({ x: new ort.Tensor('float32', new Float32Array([1, 1, 1, 1]), [1, 4]) });
     expect(maxAbsDiff(y.data as Float32Array, tinyMlp([1, 1, 1, 1]))).toBeLessThan(1e-5);
@@ -106,7 +126,9 @@ describe('session.release', () => {
     h = harness();
     const session = await createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), { runtime: ort });
     const current = session.session;
-    const runs = Array.from({ length: 5 }, (_, i) => session.run({ x: new ort.Tensor('float32', new Float32Array([i, 0, 0, 0]), [1, 4]) }));
+    const runs = Array.from({ length: 5 }, (_, i) =>
+      session.run({ x: new ort.Tensor('float32', new Float32Array([i, 0, 0, 0]), [1, 4]) }),
+    );
     const first = session.release();
     const second = session.release();
     expect(second).toBe(first);
@@ -115,8 +137,12 @@ describe('session.release', () => {
     const settled = await Promise.allSettled(runs);
     expect(settled.map((s) => s.status)).toEqual(Array(5).fill('fulfilled'));
     expect(session.pending).toBe(0);
-    await expect(session.run({ x: new ort.Tensor('float32', new Float32Array(4), [1, 4]) })).rejects.toBeInstanceOf(SessionReleasedError);
+    await expect(session.run({ x: new ort.Tensor('float32', new Float32Array(4), [1, 4]) })).rejects.toBeInstanceOf(
+      SessionReleasedError,
+    );
     await expect(session.reload(fixture('tiny-mlp.onnx'))).rejects.toBeInstanceOf(SessionReleasedError);
-    await expect(current.run({ x: new ort.Tensor('float32', new Float32Array(4), [1, 4]) })).rejects.toThrow(/disposed/);
+    await expect(current.run({ x: new ort.Tensor('float32', new Float32Array(4), [1, 4]) })).rejects.toThrow(
+      /disposed/,
+    );
   });
 });

@@ -63,8 +63,14 @@ const KUBERNETES: Options = {
 const COMMANDS: Record<string, { options: Options; about: string }> = {
   rules: { options: { ...COMMON, ...GENERATOR }, about: 'Prometheus recording and alerting rules (YAML)' },
   dashboard: { options: { ...COMMON, ...GENERATOR }, about: 'Grafana dashboard (JSON)' },
-  alertmanager: { options: { ...COMMON, ...ALERTMANAGER }, about: 'Alertmanager route and Slack-compatible webhook receiver (YAML)' },
-  kubernetes: { options: { ...COMMON, ...GENERATOR, ...KUBERNETES }, about: 'Deployment with readiness probe, PrometheusRule, KEDA ScaledObject, HPA (YAML files)' },
+  alertmanager: {
+    options: { ...COMMON, ...ALERTMANAGER },
+    about: 'Alertmanager route and Slack-compatible webhook receiver (YAML)',
+  },
+  kubernetes: {
+    options: { ...COMMON, ...GENERATOR, ...KUBERNETES },
+    about: 'Deployment with readiness probe, PrometheusRule, KEDA ScaledObject, HPA (YAML files)',
+  },
 };
 
 export const USAGE = `Usage: infersignal-rules <command> [options]
@@ -104,7 +110,8 @@ function num(values: Values, key: string): number | undefined {
   const value = str(values, key);
   if (value === undefined) return undefined;
   const parsed = Number(value);
-  if (value.trim() === '' || !Number.isFinite(parsed)) throw new UsageError(`--${key} must be a number, got ${JSON.stringify(value)}`);
+  if (value.trim() === '' || !Number.isFinite(parsed))
+    throw new UsageError(`--${key} must be a number, got ${JSON.stringify(value)}`);
   return parsed;
 }
 
@@ -123,7 +130,13 @@ async function readThresholds(file: string | undefined): Promise<ThresholdsInput
     throw new UsageError(`thresholds file ${file} is not JSON: ${(error as Error).message}`);
   }
   // A monitor config file ({ "thresholds": { … } }) is accepted as well as the bare thresholds.
-  if (parsed && typeof parsed === 'object' && !Array.isArray(parsed) && Object.keys(parsed).length === 1 && 'thresholds' in parsed) {
+  if (
+    parsed &&
+    typeof parsed === 'object' &&
+    !Array.isArray(parsed) &&
+    Object.keys(parsed).length === 1 &&
+    'thresholds' in parsed
+  ) {
     return (parsed as { thresholds: ThresholdsInput }).thresholds;
   }
   return parsed as ThresholdsInput;

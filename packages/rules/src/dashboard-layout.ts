@@ -38,6 +38,7 @@ export interface Dashboard {
   panels: DashboardPanel[];
 }
 
+// biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own template variable, not a JS template.
 export const DS = { type: 'prometheus', uid: '${datasource}' } as const;
 
 /** Selector bodies with the template variables (model and queue are multi-value regexes). */
@@ -65,9 +66,16 @@ export interface PanelSpec {
 }
 
 function thresholdSteps(lines: number[] = [], lowIsBad = false): Record<string, unknown> {
-  if (lowIsBad) return { mode: 'absolute', steps: [{ color: 'orange', value: null }, ...lines.map((value) => ({ color: 'green', value }))] };
+  if (lowIsBad)
+    return {
+      mode: 'absolute',
+      steps: [{ color: 'orange', value: null }, ...lines.map((value) => ({ color: 'green', value }))],
+    };
   const colors = ['orange', 'red'];
-  return { mode: 'absolute', steps: [{ color: 'green', value: null }, ...lines.map((value, i) => ({ color: colors[i] ?? 'red', value }))] };
+  return {
+    mode: 'absolute',
+    steps: [{ color: 'green', value: null }, ...lines.map((value, i) => ({ color: colors[i] ?? 'red', value }))],
+  };
 }
 
 export class Layout {
@@ -79,7 +87,14 @@ export class Layout {
 
   row(title: string): void {
     this.newLine();
-    this.panels.push({ id: this.id++, type: 'row', title, collapsed: false, gridPos: { x: 0, y: this.y, w: 24, h: 1 }, panels: [] });
+    this.panels.push({
+      id: this.id++,
+      type: 'row',
+      title,
+      collapsed: false,
+      gridPos: { x: 0, y: this.y, w: 24, h: 1 },
+      panels: [],
+    });
     this.y += 1;
   }
 
@@ -88,7 +103,10 @@ export class Layout {
     if (this.x + spec.w > 24) this.newLine();
     const type = spec.type ?? 'timeseries';
     const refIds = 'ABCDEFGHIJ';
-    const custom = type === 'timeseries' ? { thresholdsStyle: { mode: spec.lines ? 'line' : 'off' }, ...((spec.fieldConfig?.custom as object) ?? {}) } : (spec.fieldConfig?.custom as object | undefined);
+    const custom =
+      type === 'timeseries'
+        ? { thresholdsStyle: { mode: spec.lines ? 'line' : 'off' }, ...((spec.fieldConfig?.custom as object) ?? {}) }
+        : (spec.fieldConfig?.custom as object | undefined);
     this.panels.push({
       id: this.id++,
       type,

@@ -12,12 +12,14 @@ const rate = (series: string, selector: string) => `rate(${series}{${selector}}[
 
 export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
   const c = o.thresholds.capacity;
-  const perQueue = (fn: 'max' | 'min', key: Parameters<typeof metric>[0]) => `${fn} by (${LABEL.queue}) (${metric(key)}{${SEL.queue}})`;
+  const perQueue = (fn: 'max' | 'min', key: Parameters<typeof metric>[0]) =>
+    `${fn} by (${LABEL.queue}) (${metric(key)}{${SEL.queue}})`;
   const legend = `{{${LABEL.queue}}}`;
   l.row('Capacity');
   l.add({
     title: 'Utilization ρ = λ·S / c',
-    description: 'Worst replica per queue. In-process, ρ is judged only for queues with an explicit concurrency (otherwise c is the peak in flight). Lines: thresholds.capacity.utilizationWarn and utilizationCritical.',
+    description:
+      'Worst replica per queue. In-process, ρ is judged only for queues with an explicit concurrency (otherwise c is the peak in flight). Lines: thresholds.capacity.utilizationWarn and utilizationCritical.',
     w: 6,
     unit: 'percentunit',
     lines: [c.utilizationWarn, c.utilizationCritical],
@@ -26,7 +28,8 @@ export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
   });
   l.add({
     title: 'Headroom and arrival rate',
-    description: 'Headroom = sustainable rate c / S minus the arrival rate λ (worst replica; negative: overloaded). λ is the EWMA arrival rate, the busiest replica.',
+    description:
+      'Headroom = sustainable rate c / S minus the arrival rate λ (worst replica; negative: overloaded). λ is the EWMA arrival rate, the busiest replica.',
     w: 6,
     unit: 'reqps',
     targets: [
@@ -35,10 +38,12 @@ export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
       { expr: perQueue('max', 'queueCompletionRate'), legend: `completed ${legend}` },
     ],
   });
-  const waitSeries = (suffix: string) => `sum by (${LABEL.queue}) (${rate(`${metric('queueWait')}_${suffix}`, SEL.queue)})`;
+  const waitSeries = (suffix: string) =>
+    `sum by (${LABEL.queue}) (${rate(`${metric('queueWait')}_${suffix}`, SEL.queue)})`;
   l.add({
     title: 'Queue wait: predicted (M/M/c) vs measured mean',
-    description: 'Erlang C expected wait at the measured λ, S and c (not observed at ρ ≥ 1) against the measured mean wait; S is the mean service time. A measured wait far above the prediction means bursty arrivals or uneven service times.',
+    description:
+      'Erlang C expected wait at the measured λ, S and c (not observed at ρ ≥ 1) against the measured mean wait; S is the mean service time. A measured wait far above the prediction means bursty arrivals or uneven service times.',
     w: 6,
     unit: 's',
     targets: [
@@ -49,7 +54,8 @@ export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
   });
   l.add({
     title: 'Time to saturation',
-    description: 'Seconds until ρ reaches 1 at its least-squares trend (only while ρ rises; 0 when saturated). Line: thresholds.capacity.saturationWarnSeconds.',
+    description:
+      'Seconds until ρ reaches 1 at its least-squares trend (only while ρ rises; 0 when saturated). Line: thresholds.capacity.saturationWarnSeconds.',
     w: 6,
     unit: 's',
     lines: [c.saturationWarnSeconds],
@@ -65,7 +71,8 @@ export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
   l.row('Runtime: event loop and GC');
   l.add({
     title: 'Event-loop delay P99 / max',
-    description: 'Per sample period (thresholds.eventLoop.sampleIntervalMs). Lines: thresholds.eventLoop.delayWarnSeconds and delayCriticalSeconds.',
+    description:
+      'Per sample period (thresholds.eventLoop.sampleIntervalMs). Lines: thresholds.eventLoop.delayWarnSeconds and delayCriticalSeconds.',
     w: 6,
     unit: 's',
     lines: [e.delayWarnSeconds, e.delayCriticalSeconds],
@@ -76,7 +83,8 @@ export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
   });
   l.add({
     title: 'Event-loop utilization',
-    description: 'Share of the sample period the loop was busy. Near 100 % with a low delay: busy but keeping up; with a high delay: saturated.',
+    description:
+      'Share of the sample period the loop was busy. Near 100 % with a low delay: busy but keeping up; with a high delay: saturated.',
     w: 6,
     unit: 'percentunit',
     targets: [{ expr: perInstance('eventLoopUtilization'), legend: '{{instance}}' }],
@@ -87,14 +95,24 @@ export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
     description: 'Seconds of GC pause per second, by V8 GC kind.',
     w: 6,
     unit: 'percentunit',
-    targets: [{ expr: `sum by (instance, ${LABEL.gcType}) (${rate(`${metric('gcDuration')}_sum`, SEL.job)})`, legend: `{{${LABEL.gcType}}} {{instance}}` }],
+    targets: [
+      {
+        expr: `sum by (instance, ${LABEL.gcType}) (${rate(`${metric('gcDuration')}_sum`, SEL.job)})`,
+        legend: `{{${LABEL.gcType}}} {{instance}}`,
+      },
+    ],
     fieldConfig: { defaults: { min: 0, custom: { stacking: { mode: 'normal' }, fillOpacity: 30 } } },
   });
   l.add({
     title: 'GC pause P99',
     w: 6,
     unit: 's',
-    targets: [{ expr: `histogram_quantile(0.99, sum by (le, instance) (${rate(bucket('gcDuration'), SEL.job)}))`, legend: 'P99 {{instance}}' }],
+    targets: [
+      {
+        expr: `histogram_quantile(0.99, sum by (le, instance) (${rate(bucket('gcDuration'), SEL.job)}))`,
+        legend: 'P99 {{instance}}',
+      },
+    ],
   });
 }
 
@@ -102,11 +120,13 @@ export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {
   const t = o.thresholds.connections;
   const keys = `instance, ${LABEL.server}`;
   const legend = `{{${LABEL.server}}} {{instance}}`;
-  const sum = (key: Parameters<typeof metric>[0], filter = '') => `sum by (${keys}) (${metric(key)}{${SEL.job}}${filter})`;
+  const sum = (key: Parameters<typeof metric>[0], filter = '') =>
+    `sum by (${keys}) (${metric(key)}{${SEL.job}}${filter})`;
   l.row('Connections and TLS');
   l.add({
     title: 'Open connections vs capacity',
-    description: 'Capacity: instrumentServer\'s capacity option, else server.maxConnections (absent when neither is set).',
+    description:
+      "Capacity: instrumentServer's capacity option, else server.maxConnections (absent when neither is set).",
     w: 8,
     targets: [
       { expr: sum('connectionsOpen'), legend: `open ${legend}` },
@@ -124,7 +144,8 @@ export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {
   });
   l.add({
     title: 'Connections accepted and rejected',
-    description: 'Per second. Rejected: closed at accept because server.maxConnections was reached (the client sees ECONNRESET). Accepted is the connection churn.',
+    description:
+      'Per second. Rejected: closed at accept because server.maxConnections was reached (the client sees ECONNRESET). Accepted is the connection churn.',
     w: 8,
     unit: 'cps',
     targets: [
@@ -134,7 +155,8 @@ export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {
   });
   l.add({
     title: 'TLS handshake P50 / P95',
-    description: 'From TCP accept to secureConnection, successful handshakes only (includes time waiting for a busy event loop).',
+    description:
+      'From TCP accept to secureConnection, successful handshakes only (includes time waiting for a busy event loop).',
     w: 8,
     unit: 's',
     targets: [0.5, 0.95].map((q) => ({
@@ -148,11 +170,17 @@ export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {
     w: 8,
     unit: 'cps',
     lines: [o.tlsFailureRate],
-    targets: [{ expr: `sum by (${keys}, ${LABEL.errorType}) (${rate(metric('tlsHandshakeFailures'), SEL.job)})`, legend: `{{${LABEL.errorType}}} ${legend}` }],
+    targets: [
+      {
+        expr: `sum by (${keys}, ${LABEL.errorType}) (${rate(metric('tlsHandshakeFailures'), SEL.job)})`,
+        legend: `{{${LABEL.errorType}}} ${legend}`,
+      },
+    ],
   });
   l.add({
     title: 'Keep-alive and TLS session reuse',
-    description: 'Share of recent requests on an already-used connection, and of recent handshakes that resumed a TLS session. A drop means every request pays a new connection (and a full handshake).',
+    description:
+      'Share of recent requests on an already-used connection, and of recent handshakes that resumed a TLS session. A drop means every request pays a new connection (and a full handshake).',
     w: 8,
     unit: 'percentunit',
     targets: [

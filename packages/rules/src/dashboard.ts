@@ -35,8 +35,12 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
   const o = resolveOptions(options);
   const t = o.thresholds;
   const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
-  const quantile = (q: number, key: 'queueWait' | 'timeToFirstToken' | 'timePerOutputToken', keys: string, selector: string) =>
-    `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket(key), selector)}))`;
+  const quantile = (
+    q: number,
+    key: 'queueWait' | 'timeToFirstToken' | 'timePerOutputToken',
+    keys: string,
+    selector: string,
+  ) => `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket(key), selector)}))`;
   const quantiles = [...new Set([0.5, t.queue.waitQuantile, 0.99])].sort((a, b) => a - b);
   const l = new Layout();
 
@@ -47,7 +51,9 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     description: 'Time between arrival and the start of inference, per histogram bucket.',
     w: 12,
     unit: 's',
-    targets: [{ expr: `sum by (le) (${rate(bucket('queueWait'), SEL.queueModel)})`, legend: '{{le}}', format: 'heatmap' }],
+    targets: [
+      { expr: `sum by (le) (${rate(bucket('queueWait'), SEL.queueModel)})`, legend: '{{le}}', format: 'heatmap' },
+    ],
     options: { calculate: false, yAxis: { unit: 's' }, cellGap: 1, color: { scheme: 'Oranges', mode: 'scheme' } },
   });
   l.add({
@@ -69,7 +75,9 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     w: 8,
     unit: 'percentunit',
     lines: [t.queue.occupancyWarn, t.queue.occupancyCritical],
-    targets: [{ expr: `max by (${LABEL.queue}) (${metric('queueOccupancy')}{${SEL.queue}})`, legend: `{{${LABEL.queue}}}` }],
+    targets: [
+      { expr: `max by (${LABEL.queue}) (${metric('queueOccupancy')}{${SEL.queue}})`, legend: `{{${LABEL.queue}}}` },
+    ],
     fieldConfig: { defaults: { min: 0, max: 1 } },
   });
   l.add({
@@ -77,12 +85,23 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     description: '0 OK, 1 WARN, 2 CRITICAL (admit() sheds at CRITICAL).',
     w: 8,
     lines: [1, 2],
-    targets: [{ expr: `max by (${LABEL.queue}) (${metric('backpressureLevel')}{${SEL.queue}})`, legend: `{{${LABEL.queue}}}` }],
+    targets: [
+      { expr: `max by (${LABEL.queue}) (${metric('backpressureLevel')}{${SEL.queue}})`, legend: `{{${LABEL.queue}}}` },
+    ],
     fieldConfig: {
       defaults: {
         min: 0,
         max: 2,
-        mappings: [{ type: 'value', options: { '0': { text: 'OK', color: 'green' }, '1': { text: 'WARN', color: 'orange' }, '2': { text: 'CRITICAL', color: 'red' } } }],
+        mappings: [
+          {
+            type: 'value',
+            options: {
+              '0': { text: 'OK', color: 'green' },
+              '1': { text: 'WARN', color: 'orange' },
+              '2': { text: 'CRITICAL', color: 'red' },
+            },
+          },
+        ],
         custom: { drawStyle: 'line', lineInterpolation: 'stepAfter' },
       },
     },
@@ -92,9 +111,18 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     w: 8,
     unit: 'reqps',
     targets: [
-      { expr: `sum by (${LABEL.outcome}) (${rate(metric('requests'), SEL.queueModel)})`, legend: `{{${LABEL.outcome}}}` },
-      { expr: `sum by (${LABEL.queue}) (${metric('queueWaiting')}{${SEL.queue}})`, legend: `waiting {{${LABEL.queue}}}` },
-      { expr: `sum by (${LABEL.queue}) (${metric('queueInFlight')}{${SEL.queue}})`, legend: `in flight {{${LABEL.queue}}}` },
+      {
+        expr: `sum by (${LABEL.outcome}) (${rate(metric('requests'), SEL.queueModel)})`,
+        legend: `{{${LABEL.outcome}}}`,
+      },
+      {
+        expr: `sum by (${LABEL.queue}) (${metric('queueWaiting')}{${SEL.queue}})`,
+        legend: `waiting {{${LABEL.queue}}}`,
+      },
+      {
+        expr: `sum by (${LABEL.queue}) (${metric('queueInFlight')}{${SEL.queue}})`,
+        legend: `in flight {{${LABEL.queue}}}`,
+      },
     ],
   });
 
@@ -112,8 +140,14 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
         expr: `sum by (${LABEL.model}, ${LABEL.loadKind}) (${load('sum')}) / sum by (${LABEL.model}, ${LABEL.loadKind}) (${load('count')})`,
         legend: `{{${LABEL.loadKind}}} {{${LABEL.model}}}`,
       },
-      { expr: `max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}})`, legend: `baseline {{${LABEL.model}}}` },
-      { expr: `${t.modelLoad.spikeFactor} * max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}})`, legend: `spike line {{${LABEL.model}}}` },
+      {
+        expr: `max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}})`,
+        legend: `baseline {{${LABEL.model}}}`,
+      },
+      {
+        expr: `${t.modelLoad.spikeFactor} * max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}})`,
+        legend: `spike line {{${LABEL.model}}}`,
+      },
     ],
     fieldConfig: { defaults: { custom: { drawStyle: 'points', pointSize: 6 } } },
   });
@@ -121,7 +155,10 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     title: 'Load spikes and failures',
     w: 12,
     targets: [
-      { expr: `sum by (${LABEL.model}, ${LABEL.loadKind}) (increase(${metric('modelLoadSpikes')}{${SEL.model}}[$__rate_interval]))`, legend: `spikes {{${LABEL.loadKind}}} {{${LABEL.model}}}` },
+      {
+        expr: `sum by (${LABEL.model}, ${LABEL.loadKind}) (increase(${metric('modelLoadSpikes')}{${SEL.model}}[$__rate_interval]))`,
+        legend: `spikes {{${LABEL.loadKind}}} {{${LABEL.model}}}`,
+      },
       {
         expr: `sum by (${LABEL.model}, ${LABEL.outcome}) (increase(${metric('modelLoadDuration')}_count{${SEL.model}, ${LABEL.outcome}!="success"}[$__rate_interval]))`,
         legend: `failed {{${LABEL.model}}}`,
@@ -153,7 +190,10 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     lines: [t.stream.interruptedRatio, t.stream.interruptedRatioCritical],
     targets: [
       { expr: `${records.ratio}{${SEL.model}}`, legend: `${o.streamWindow} {{${LABEL.model}}}` },
-      { expr: `max by (${LABEL.model}) (${metric('streamInterruptedRatio')}{${SEL.model}})`, legend: `in-process {{${LABEL.model}}}` },
+      {
+        expr: `max by (${LABEL.model}) (${metric('streamInterruptedRatio')}{${SEL.model}})`,
+        legend: `in-process {{${LABEL.model}}}`,
+      },
     ],
   });
   l.add({
@@ -161,7 +201,10 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     w: 8,
     unit: 's',
     targets: [
-      ...[0.5, 0.95, 0.99].map((q) => ({ expr: quantile(q, 'timeToFirstToken', LABEL.model, SEL.model), legend: `TTFT ${percentileName(q)} {{${LABEL.model}}}` })),
+      ...[0.5, 0.95, 0.99].map((q) => ({
+        expr: quantile(q, 'timeToFirstToken', LABEL.model, SEL.model),
+        legend: `TTFT ${percentileName(q)} {{${LABEL.model}}}`,
+      })),
       { expr: quantile(0.95, 'timePerOutputToken', LABEL.model, SEL.model), legend: `TPOT P95 {{${LABEL.model}}}` },
     ],
   });
@@ -173,8 +216,14 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     w: 8,
     unit: 'bytes',
     targets: [
-      { expr: `sum by (${bySource}) (${metric('memoryAllocated')}{${SEL.job}})`, legend: `allocated {{instance}} {{${LABEL.memorySource}}}` },
-      { expr: `sum by (${bySource}) (${metric('memoryReserved')}{${SEL.job}})`, legend: `reserved {{instance}} {{${LABEL.memorySource}}}` },
+      {
+        expr: `sum by (${bySource}) (${metric('memoryAllocated')}{${SEL.job}})`,
+        legend: `allocated {{instance}} {{${LABEL.memorySource}}}`,
+      },
+      {
+        expr: `sum by (${bySource}) (${metric('memoryReserved')}{${SEL.job}})`,
+        legend: `reserved {{instance}} {{${LABEL.memorySource}}}`,
+      },
     ],
   });
   l.add({
@@ -183,7 +232,12 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     w: 8,
     unit: 'percentunit',
     lines: [t.deviceMemory.fragmentation],
-    targets: [{ expr: `max by (${bySource}) (${metric('memoryFragmentation')}{${SEL.job}})`, legend: `{{instance}} {{${LABEL.memorySource}}}` }],
+    targets: [
+      {
+        expr: `max by (${bySource}) (${metric('memoryFragmentation')}{${SEL.job}})`,
+        legend: `{{instance}} {{${LABEL.memorySource}}}`,
+      },
+    ],
     fieldConfig: { defaults: { min: 0, max: 1 } },
   });
   l.add({
@@ -194,7 +248,10 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     targets: [
       { expr: `${memoryGapRecord()}{${SEL.job}}`, legend: `gap {{instance}} {{${LABEL.memorySource}}}` },
       { expr: `deriv(${memoryGapRecord()}{${SEL.job}}[${o.driftWindow}])`, legend: `growth/s (deriv) {{instance}}` },
-      { expr: `max by (${bySource}) (${metric('memoryGapGrowth')}{${SEL.job}})`, legend: `growth/s (in-process) {{instance}}` },
+      {
+        expr: `max by (${bySource}) (${metric('memoryGapGrowth')}{${SEL.job}})`,
+        legend: `growth/s (in-process) {{instance}}`,
+      },
     ],
   });
 
@@ -207,7 +264,14 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     type: 'table',
     title: 'InferSignal alerts firing',
     w: 12,
-    targets: [{ expr: `ALERTS{alertstate="firing", alertname=~"${alertNames}", ${SEL.job}}`, legend: '{{alertname}}', format: 'table', instant: true }],
+    targets: [
+      {
+        expr: `ALERTS{alertstate="firing", alertname=~"${alertNames}", ${SEL.job}}`,
+        legend: '{{alertname}}',
+        format: 'table',
+        instant: true,
+      },
+    ],
     options: { showHeader: true },
   });
   l.add({
@@ -215,8 +279,14 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     description: '0 ok, 1 warn, 2 critical, as core judges them; internal errors caught by InferSignal.',
     w: 12,
     targets: [
-      { expr: `max by (${LABEL.signal}, ${LABEL.queue}, ${LABEL.model}) (${metric('signalLevel')}{${SEL.job}})`, legend: `{{${LABEL.signal}}} {{${LABEL.queue}}} {{${LABEL.model}}}` },
-      { expr: `sum by (${LABEL.errorSource}) (increase(${metric('internalErrors')}{${SEL.job}}[$__rate_interval]))`, legend: `errors {{${LABEL.errorSource}}}` },
+      {
+        expr: `max by (${LABEL.signal}, ${LABEL.queue}, ${LABEL.model}) (${metric('signalLevel')}{${SEL.job}})`,
+        legend: `{{${LABEL.signal}}} {{${LABEL.queue}}} {{${LABEL.model}}}`,
+      },
+      {
+        expr: `sum by (${LABEL.errorSource}) (increase(${metric('internalErrors')}{${SEL.job}}[$__rate_interval]))`,
+        legend: `errors {{${LABEL.errorSource}}}`,
+      },
     ],
   });
 
@@ -232,10 +302,29 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     time: { from: 'now-1h', to: 'now' },
     schemaVersion: 39,
     version: 1,
-    annotations: { list: [{ builtIn: 1, datasource: { type: 'grafana', uid: '-- Grafana --' }, enable: true, hide: true, name: 'Annotations & Alerts', type: 'dashboard' }] },
+    annotations: {
+      list: [
+        {
+          builtIn: 1,
+          datasource: { type: 'grafana', uid: '-- Grafana --' },
+          enable: true,
+          hide: true,
+          name: 'Annotations & Alerts',
+          type: 'dashboard',
+        },
+      ],
+    },
     templating: {
       list: [
-        { name: 'datasource', label: 'Data source', type: 'datasource', query: 'prometheus', current: {}, hide: 0, refresh: 1 },
+        {
+          name: 'datasource',
+          label: 'Data source',
+          type: 'datasource',
+          query: 'prometheus',
+          current: {},
+          hide: 0,
+          refresh: 1,
+        },
         variable('job', 'Job', `label_values(${metric('queueCapacity')}, job)`, true),
         variable('queue', 'Queue', `label_values(${metric('queueCapacity')}{job=~"$job"}, ${LABEL.queue})`, true),
         variable('model', 'Model', `label_values(${bucket('queueWait')}{job=~"$job"}, ${LABEL.model})`, true),
@@ -247,7 +336,9 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
 
 /** Every PromQL query of a dashboard, with the title of its panel. */
 export function panelQueries(dashboard: Dashboard): { panel: string; expr: string }[] {
-  return dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })));
+  return dashboard.panels.flatMap((panel) =>
+    (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })),
+  );
 }
 
 /** JSON text of the dashboard (Grafana → Dashboards → Import, or file provisioning). */

@@ -10,7 +10,9 @@ const PART = /(\d+)(ms|s|m|h|d|w|y)/g;
 /** Seconds of a Prometheus duration; throws naming `field` when it is not one. */
 export function parseDuration(value: string, field: string): number {
   if (typeof value !== 'string' || !DURATION.test(value)) {
-    throw new Error(`infersignal-rules: invalid option "${field}": expected a Prometheus duration such as 30s, 5m or 1h30m, got ${JSON.stringify(value)}`);
+    throw new Error(
+      `infersignal-rules: invalid option "${field}": expected a Prometheus duration such as 30s, 5m or 1h30m, got ${JSON.stringify(value)}`,
+    );
   }
   let seconds = 0;
   for (const [, amount, unit] of value.matchAll(PART)) seconds += Number(amount) * UNIT_SECONDS[unit];
@@ -22,7 +24,12 @@ export function formatDuration(seconds: number): string {
   let ms = Math.round(seconds * 1000);
   if (ms <= 0) return '0s';
   let out = '';
-  for (const [unit, size] of [['h', 3_600_000], ['m', 60_000], ['s', 1000], ['ms', 1]] as const) {
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+    ['ms', 1],
+  ] as const) {
     if (ms >= size) {
       out += `${Math.floor(ms / size)}${unit}`;
       ms %= size;

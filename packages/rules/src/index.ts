@@ -1,8 +1,22 @@
-export { buildRules, renderRules, alertingRules, queueWaitQuantileRecord, memoryGapRecord, streamRecords, RUNBOOK_ANCHORS, GENERATED_HEADER } from './rules';
+export {
+  buildRules,
+  renderRules,
+  alertingRules,
+  queueWaitQuantileRecord,
+  memoryGapRecord,
+  streamRecords,
+  RUNBOOK_ANCHORS,
+  GENERATED_HEADER,
+} from './rules';
 export type { RuleFile, RuleGroup, AlertingRule, RecordingRule, Severity } from './rules';
 export { buildDashboard, renderDashboard, panelQueries } from './dashboard';
 export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard';
-export { buildAlertmanagerConfig, renderAlertmanagerConfig, ALERTMANAGER_RECEIVER, PLACEHOLDER_WEBHOOK_URL } from './alertmanager';
+export {
+  buildAlertmanagerConfig,
+  renderAlertmanagerConfig,
+  ALERTMANAGER_RECEIVER,
+  PLACEHOLDER_WEBHOOK_URL,
+} from './alertmanager';
 export type { AlertmanagerOptions } from './alertmanager';
 export { buildKubernetesManifests } from './kubernetes';
 export type { KubernetesOptions } from './kubernetes';

@@ -77,16 +77,25 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
   };
   if (options.for !== undefined) parseDuration(options.for, 'for');
   const tailQuantile = options.tailQuantile ?? 0.99;
-  if (!(tailQuantile > 0 && tailQuantile < 1)) throw new Error(`infersignal-rules: invalid option "tailQuantile": must be within (0, 1), got ${tailQuantile}`);
+  if (!(tailQuantile > 0 && tailQuantile < 1))
+    throw new Error(`infersignal-rules: invalid option "tailQuantile": must be within (0, 1), got ${tailQuantile}`);
   const tailSeconds = options.tailSeconds ?? 0.3;
-  if (!(tailSeconds > 0)) throw new Error(`infersignal-rules: invalid option "tailSeconds": must be > 0, got ${tailSeconds}`);
+  if (!(tailSeconds > 0))
+    throw new Error(`infersignal-rules: invalid option "tailSeconds": must be > 0, got ${tailSeconds}`);
   const tlsFailureRate = options.tlsFailureRate ?? 0.1;
-  if (!(tlsFailureRate > 0 && Number.isFinite(tlsFailureRate))) throw new Error(`infersignal-rules: invalid option "tlsFailureRate": must be a finite number > 0, got ${tlsFailureRate}`);
+  if (!(tlsFailureRate > 0 && Number.isFinite(tlsFailureRate)))
+    throw new Error(
+      `infersignal-rules: invalid option "tlsFailureRate": must be a finite number > 0, got ${tlsFailureRate}`,
+    );
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
   return {
     thresholds,
     forOverride: options.for,
-    rateWindow: window(options.rateWindow, 'rateWindow', formatDuration(Math.max(thresholds.queue.waitWindowSeconds, 60))),
+    rateWindow: window(
+      options.rateWindow,
+      'rateWindow',
+      formatDuration(Math.max(thresholds.queue.waitWindowSeconds, 60)),
+    ),
     streamWindow: window(options.streamWindow, 'streamWindow', '10m'),
     eventWindow: window(options.eventWindow, 'eventWindow', '15m'),
     driftWindow,

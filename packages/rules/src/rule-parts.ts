@@ -42,7 +42,9 @@ export const SERVER_KEYS = ['job', 'instance', LABEL.server];
 
 /** Recording-rule name `level:metric:operations` (Prometheus naming practice). */
 export function recordName(levelLabels: string[], base: string, operation: string): string {
-  const level = levelLabels.map((label) => (label === LABEL.queue ? 'queue' : label === LABEL.model ? 'model' : label === LABEL.memorySource ? 'source' : label));
+  const level = levelLabels.map((label) =>
+    label === LABEL.queue ? 'queue' : label === LABEL.model ? 'model' : label === LABEL.memorySource ? 'source' : label,
+  );
   return `${level.join('_')}:${base}:${operation}`;
 }
 

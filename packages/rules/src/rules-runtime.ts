@@ -26,15 +26,36 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
   return {
     name: 'infersignal.capacity',
     rules: [
-      alert(o, 'InferSignalCapacityUtilizationHigh', 'capacity', 'warning', `${utilization} > ${c.utilizationWarn}`, hold,
+      alert(
+        o,
+        'InferSignalCapacityUtilizationHigh',
+        'capacity',
+        'warning',
+        `${utilization} > ${c.utilizationWarn}`,
+        hold,
         `Queue utilization above ${humanPercent(c.utilizationWarn)}`,
-        `${where} runs at utilization {{ $value | humanizePercentage }} (${model}), above ${humanPercent(c.utilizationWarn)} (thresholds.capacity.utilizationWarn) for ${hold}. Queue wait grows steeply from here: the early warning before it moves.`),
-      alert(o, 'InferSignalCapacityUtilizationCritical', 'capacity', 'critical', `${utilization} >= ${c.utilizationCritical}`, hold,
+        `${where} runs at utilization {{ $value | humanizePercentage }} (${model}), above ${humanPercent(c.utilizationWarn)} (thresholds.capacity.utilizationWarn) for ${hold}. Queue wait grows steeply from here: the early warning before it moves.`,
+      ),
+      alert(
+        o,
+        'InferSignalCapacityUtilizationCritical',
+        'capacity',
+        'critical',
+        `${utilization} >= ${c.utilizationCritical}`,
+        hold,
         `Queue utilization at or above ${humanPercent(c.utilizationCritical)}`,
-        `${where} runs at utilization {{ $value | humanizePercentage }}, at or above ${humanPercent(c.utilizationCritical)} (thresholds.capacity.utilizationCritical) for ${hold}. Arrivals match or exceed what the queue can serve; the backlog and queue wait will grow without bound.`),
-      alert(o, 'InferSignalTimeToSaturationLow', 'capacity', 'warning', `min ${by(...QUEUE_KEYS)} (${metric('queueTimeToSaturation')}) < ${c.saturationWarnSeconds}`, hold,
+        `${where} runs at utilization {{ $value | humanizePercentage }}, at or above ${humanPercent(c.utilizationCritical)} (thresholds.capacity.utilizationCritical) for ${hold}. Arrivals match or exceed what the queue can serve; the backlog and queue wait will grow without bound.`,
+      ),
+      alert(
+        o,
+        'InferSignalTimeToSaturationLow',
+        'capacity',
+        'warning',
+        `min ${by(...QUEUE_KEYS)} (${metric('queueTimeToSaturation')}) < ${c.saturationWarnSeconds}`,
+        hold,
         `Queue saturates within ${humanSeconds(c.saturationWarnSeconds)} at the current trend`,
-        `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), for ${hold}. Load is rising faster than the queue can absorb.`),
+        `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), for ${hold}. Load is rising faster than the queue can absorb.`,
+      ),
     ],
   };
 }
@@ -48,12 +69,26 @@ export function runtimeGroup(o: ResolvedOptions): RuleGroup {
   return {
     name: 'infersignal.runtime',
     rules: [
-      alert(o, 'InferSignalEventLoopDelayHigh', 'event_loop', 'warning', `${delay} > ${e.delayWarnSeconds}`, hold,
+      alert(
+        o,
+        'InferSignalEventLoopDelayHigh',
+        'event_loop',
+        'warning',
+        `${delay} > ${e.delayWarnSeconds}`,
+        hold,
         `Event-loop delay P99 above ${humanSeconds(e.delayWarnSeconds)}`,
-        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayWarnSeconds)} (thresholds.eventLoop.delayWarnSeconds) for ${hold}. Something runs synchronously on the main thread (inference, JSON of large bodies, GC): every request, timer and socket waits behind it.`),
-      alert(o, 'InferSignalEventLoopDelayCritical', 'event_loop', 'critical', `${delay} > ${e.delayCriticalSeconds}`, hold,
+        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayWarnSeconds)} (thresholds.eventLoop.delayWarnSeconds) for ${hold}. Something runs synchronously on the main thread (inference, JSON of large bodies, GC): every request, timer and socket waits behind it.`,
+      ),
+      alert(
+        o,
+        'InferSignalEventLoopDelayCritical',
+        'event_loop',
+        'critical',
+        `${delay} > ${e.delayCriticalSeconds}`,
+        hold,
         `Event-loop delay P99 above ${humanSeconds(e.delayCriticalSeconds)}`,
-        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayCriticalSeconds)} (thresholds.eventLoop.delayCriticalSeconds) for ${hold}. The process is saturated even if its queue is not: health checks, streams and timeouts stall.`),
+        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayCriticalSeconds)} (thresholds.eventLoop.delayCriticalSeconds) for ${hold}. The process is saturated even if its queue is not: health checks, streams and timeouts stall.`,
+      ),
     ],
   };
 }
@@ -68,19 +103,46 @@ export function connectionsGroup(o: ResolvedOptions): RuleGroup {
   return {
     name: 'infersignal.connections',
     rules: [
-      alert(o, 'InferSignalConnectionsSaturated', 'connections', 'warning', `${saturation} > ${t.saturationWarn}`, hold,
+      alert(
+        o,
+        'InferSignalConnectionsSaturated',
+        'connections',
+        'warning',
+        `${saturation} > ${t.saturationWarn}`,
+        hold,
         `Open connections above ${humanPercent(t.saturationWarn)} of capacity`,
-        `${where} holds {{ $value | humanizePercentage }} of the connections it is sized for (open / capacity, capacity = instrumentServer's capacity or server.maxConnections), above ${humanPercent(t.saturationWarn)} (thresholds.connections.saturationWarn) for ${hold}. At the limit, new clients are closed at accept.`),
-      alert(o, 'InferSignalConnectionsSaturatedCritical', 'connections', 'critical', `${saturation} > ${t.saturationCritical}`, hold,
+        `${where} holds {{ $value | humanizePercentage }} of the connections it is sized for (open / capacity, capacity = instrumentServer's capacity or server.maxConnections), above ${humanPercent(t.saturationWarn)} (thresholds.connections.saturationWarn) for ${hold}. At the limit, new clients are closed at accept.`,
+      ),
+      alert(
+        o,
+        'InferSignalConnectionsSaturatedCritical',
+        'connections',
+        'critical',
+        `${saturation} > ${t.saturationCritical}`,
+        hold,
         `Open connections above ${humanPercent(t.saturationCritical)} of capacity`,
-        `${where} holds {{ $value | humanizePercentage }} of its connection capacity, above ${humanPercent(t.saturationCritical)} (thresholds.connections.saturationCritical) for ${hold}. New connections are about to be rejected.`),
-      alert(o, 'InferSignalConnectionsRejected', 'connections', 'critical', eventExpr(metric('connectionsRejected'), SERVER_KEYS, o.rateWindow), undefined,
+        `${where} holds {{ $value | humanizePercentage }} of its connection capacity, above ${humanPercent(t.saturationCritical)} (thresholds.connections.saturationCritical) for ${hold}. New connections are about to be rejected.`,
+      ),
+      alert(
+        o,
+        'InferSignalConnectionsRejected',
+        'connections',
+        'critical',
+        eventExpr(metric('connectionsRejected'), SERVER_KEYS, o.rateWindow),
+        undefined,
         'Connections rejected at the connection limit',
-        `${where} closed new connections at accept in the last ${o.rateWindow} because server.maxConnections was reached: those clients saw ECONNRESET before sending a request, and no request metric counts them.`),
-      alert(o, 'InferSignalTlsHandshakeFailures', 'tls_handshake', 'warning',
-        `sum ${by(...SERVER_KEYS, LABEL.errorType)} (rate(${metric('tlsHandshakeFailures')}[${o.rateWindow}])) > ${o.tlsFailureRate}`, hold,
+        `${where} closed new connections at accept in the last ${o.rateWindow} because server.maxConnections was reached: those clients saw ECONNRESET before sending a request, and no request metric counts them.`,
+      ),
+      alert(
+        o,
+        'InferSignalTlsHandshakeFailures',
+        'tls_handshake',
+        'warning',
+        `sum ${by(...SERVER_KEYS, LABEL.errorType)} (rate(${metric('tlsHandshakeFailures')}[${o.rateWindow}])) > ${o.tlsFailureRate}`,
+        hold,
         `TLS handshakes failing faster than ${o.tlsFailureRate}/s`,
-        `${where} fails TLS handshakes with {{ $labels.${LABEL.errorType} }} at {{ printf "%.2f" $value }}/s (over ${o.rateWindow}), above ${o.tlsFailureRate}/s (option tlsFailureRate), for ${hold}. Clients cannot connect, or something probes the TLS port with the wrong protocol.`),
+        `${where} fails TLS handshakes with {{ $labels.${LABEL.errorType} }} at {{ printf "%.2f" $value }}/s (over ${o.rateWindow}), above ${o.tlsFailureRate}/s (option tlsFailureRate), for ${hold}. Clients cannot connect, or something probes the TLS port with the wrong protocol.`,
+      ),
     ],
   };
 }
@@ -93,9 +155,16 @@ export function breakerGroup(o: ResolvedOptions): RuleGroup {
   return {
     name: 'infersignal.circuit_breaker',
     rules: [
-      alert(o, 'InferSignalCircuitBreakerOpen', 'circuit_breaker', 'critical', `max ${by(...keys)} (max_over_time(${metric('breakerState')}[${o.rateWindow}])) == 2`, hold,
+      alert(
+        o,
+        'InferSignalCircuitBreakerOpen',
+        'circuit_breaker',
+        'critical',
+        `max ${by(...keys)} (max_over_time(${metric('breakerState')}[${o.rateWindow}])) == 2`,
+        hold,
         'Circuit breaker open',
-        `Circuit breaker {{ $labels.${LABEL.breakerName} }} of {{ $labels.instance }} ({{ $labels.job }}) was open in every ${o.rateWindow} for ${hold}: its backend keeps failing, and calls through the breaker fail fast instead of waiting.`),
+        `Circuit breaker {{ $labels.${LABEL.breakerName} }} of {{ $labels.instance }} ({{ $labels.job }}) was open in every ${o.rateWindow} for ${hold}: its backend keeps failing, and calls through the breaker fail fast instead of waiting.`,
+      ),
     ],
   };
 }

@@ -9,7 +9,19 @@ import { METRICS } from '@infersignal/core';
 import { COMPLETED_OUTCOME, LABEL, bucket, metric, recordBase } from './names';
 import { humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
-import { MODEL_KEYS, PROCESS_KEYS, QUEUE_KEYS, alert, by, eventExpr, recordName, type AlertingRule, type RecordingRule, type RuleFile, type RuleGroup } from './rule-parts';
+import {
+  MODEL_KEYS,
+  PROCESS_KEYS,
+  QUEUE_KEYS,
+  alert,
+  by,
+  eventExpr,
+  recordName,
+  type AlertingRule,
+  type RecordingRule,
+  type RuleFile,
+  type RuleGroup,
+} from './rule-parts';
 import { breakerGroup, capacityGroup, connectionsGroup, runtimeGroup } from './rules-runtime';
 
 export type { Severity, RecordingRule, AlertingRule, RuleGroup, RuleFile } from './rule-parts';
@@ -22,7 +34,11 @@ export function queueWaitQuantileRecord(quantile: number): string {
 
 /** Name of the recorded reserved − allocated gap per process and memory source. */
 export function memoryGapRecord(): string {
-  return recordName(PROCESS_KEYS, recordBase('memoryReserved'), `minus_${METRICS.memoryAllocated.name.split('.').pop()}`);
+  return recordName(
+    PROCESS_KEYS,
+    recordBase('memoryReserved'),
+    `minus_${METRICS.memoryAllocated.name.split('.').pop()}`,
+  );
 }
 
 function queueGroup(o: ResolvedOptions): RuleGroup {
@@ -43,24 +59,66 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
     name: 'infersignal.queue',
     rules: [
       ...recordings,
-      alert(o, 'InferSignalQueueWaitHigh', 'queue_wait', 'warning', `${wait} > ${q.waitWarnSeconds}`, hold,
+      alert(
+        o,
+        'InferSignalQueueWaitHigh',
+        'queue_wait',
+        'warning',
+        `${wait} > ${q.waitWarnSeconds}`,
+        hold,
         `${pq} queue wait above ${humanSeconds(q.waitWarnSeconds)}`,
-        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitWarnSeconds)} (thresholds.queue.waitWarnSeconds) for ${hold}. Requests wait before inference starts: the server is close to saturation.`),
-      alert(o, 'InferSignalQueueWaitCritical', 'queue_wait', 'critical', `${wait} > ${q.waitCriticalSeconds}`, hold,
+        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitWarnSeconds)} (thresholds.queue.waitWarnSeconds) for ${hold}. Requests wait before inference starts: the server is close to saturation.`,
+      ),
+      alert(
+        o,
+        'InferSignalQueueWaitCritical',
+        'queue_wait',
+        'critical',
+        `${wait} > ${q.waitCriticalSeconds}`,
+        hold,
         `${pq} queue wait above ${humanSeconds(q.waitCriticalSeconds)}`,
-        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitCriticalSeconds)} (thresholds.queue.waitCriticalSeconds) for ${hold}. The queue is saturated; shed or scale out.`),
-      alert(o, 'InferSignalQueueWaitTailHigh', 'queue_wait', 'warning', `${tail} > ${o.tailSeconds}`, hold,
+        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitCriticalSeconds)} (thresholds.queue.waitCriticalSeconds) for ${hold}. The queue is saturated; shed or scale out.`,
+      ),
+      alert(
+        o,
+        'InferSignalQueueWaitTailHigh',
+        'queue_wait',
+        'warning',
+        `${tail} > ${o.tailSeconds}`,
+        hold,
         `${percentileName(o.tailQuantile)} queue wait above ${humanSeconds(o.tailSeconds)}`,
-        `${percentileName(o.tailQuantile)} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(o.tailSeconds)} for ${hold}. The tail waits even if the median does not.`),
-      alert(o, 'InferSignalQueueOccupancyHigh', 'queue_occupancy', 'warning', `${occupancy} >= ${q.occupancyWarn}`, hold,
+        `${percentileName(o.tailQuantile)} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(o.tailSeconds)} for ${hold}. The tail waits even if the median does not.`,
+      ),
+      alert(
+        o,
+        'InferSignalQueueOccupancyHigh',
+        'queue_occupancy',
+        'warning',
+        `${occupancy} >= ${q.occupancyWarn}`,
+        hold,
         `Queue occupancy at or above ${humanPercent(q.occupancyWarn)}`,
-        `${queueWhere} is {{ $value | humanizePercentage }} full (waiting + in flight over capacity), at or above ${humanPercent(q.occupancyWarn)} (thresholds.queue.occupancyWarn) for ${hold}.`),
-      alert(o, 'InferSignalQueueOccupancyCritical', 'queue_occupancy', 'critical', `${occupancy} > ${q.occupancyCritical}`, hold,
+        `${queueWhere} is {{ $value | humanizePercentage }} full (waiting + in flight over capacity), at or above ${humanPercent(q.occupancyWarn)} (thresholds.queue.occupancyWarn) for ${hold}.`,
+      ),
+      alert(
+        o,
+        'InferSignalQueueOccupancyCritical',
+        'queue_occupancy',
+        'critical',
+        `${occupancy} > ${q.occupancyCritical}`,
+        hold,
         `Queue occupancy above ${humanPercent(q.occupancyCritical)}`,
-        `${queueWhere} is {{ $value | humanizePercentage }} full, above ${humanPercent(q.occupancyCritical)} (thresholds.queue.occupancyCritical) for ${hold}. New requests are about to be shed.`),
-      alert(o, 'InferSignalBackpressureCritical', 'queue_backpressure', 'critical', `max ${by(...QUEUE_KEYS)} (${metric('backpressureLevel')}) >= 2`, hold,
+        `${queueWhere} is {{ $value | humanizePercentage }} full, above ${humanPercent(q.occupancyCritical)} (thresholds.queue.occupancyCritical) for ${hold}. New requests are about to be shed.`,
+      ),
+      alert(
+        o,
+        'InferSignalBackpressureCritical',
+        'queue_backpressure',
+        'critical',
+        `max ${by(...QUEUE_KEYS)} (${metric('backpressureLevel')}) >= 2`,
+        hold,
         'Backpressure level CRITICAL',
-        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s.`),
+        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s.`,
+      ),
     ],
   };
 }
@@ -70,9 +128,16 @@ function modelLoadGroup(o: ResolvedOptions): RuleGroup {
   return {
     name: 'infersignal.model_load',
     rules: [
-      alert(o, 'InferSignalModelLoadSpike', 'model_load', 'warning', eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow), undefined,
+      alert(
+        o,
+        'InferSignalModelLoadSpike',
+        'model_load',
+        'warning',
+        eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow),
+        undefined,
         'Model load slower than its baseline',
-        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's baseline (thresholds.modelLoad.spikeFactor): storage, cache or device contention.`),
+        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's baseline (thresholds.modelLoad.spikeFactor): storage, cache or device contention.`,
+      ),
     ],
   };
 }
@@ -100,12 +165,26 @@ function streamGroup(o: ResolvedOptions): RuleGroup {
         record: records.ratio,
         expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}{${LABEL.outcome}!="${COMPLETED_OUTCOME}"}[${o.streamWindow}])) / ${records.count}`,
       },
-      alert(o, 'InferSignalStreamInterruptions', 'stream_interruptions', 'warning', `${records.ratio} > ${s.interruptedRatio} ${guard}`, hold,
+      alert(
+        o,
+        'InferSignalStreamInterruptions',
+        'stream_interruptions',
+        'warning',
+        `${records.ratio} > ${s.interruptedRatio} ${guard}`,
+        hold,
         `Interrupted streams above ${humanPercent(s.interruptedRatio)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted (cancelled, error, unavailable, deadline exceeded) over ${o.streamWindow}, above ${humanPercent(s.interruptedRatio)} (thresholds.stream.interruptedRatio), with at least ${s.minSamples} streams (thresholds.stream.minSamples).`),
-      alert(o, 'InferSignalStreamInterruptionsCritical', 'stream_interruptions', 'critical', `${records.ratio} > ${s.interruptedRatioCritical} ${guard}`, hold,
+        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted (cancelled, error, unavailable, deadline exceeded) over ${o.streamWindow}, above ${humanPercent(s.interruptedRatio)} (thresholds.stream.interruptedRatio), with at least ${s.minSamples} streams (thresholds.stream.minSamples).`,
+      ),
+      alert(
+        o,
+        'InferSignalStreamInterruptionsCritical',
+        'stream_interruptions',
+        'critical',
+        `${records.ratio} > ${s.interruptedRatioCritical} ${guard}`,
+        hold,
         `Interrupted streams above ${humanPercent(s.interruptedRatioCritical)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted over ${o.streamWindow}, above ${humanPercent(s.interruptedRatioCritical)} (thresholds.stream.interruptedRatioCritical), with at least ${s.minSamples} streams.`),
+        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted over ${o.streamWindow}, above ${humanPercent(s.interruptedRatioCritical)} (thresholds.stream.interruptedRatioCritical), with at least ${s.minSamples} streams.`,
+      ),
     ],
   };
 }
@@ -119,13 +198,26 @@ function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
     name: 'infersignal.device_memory',
     rules: [
       { record: gap, expr: `${reserved} - sum ${by(...PROCESS_KEYS)} (${metric('memoryAllocated')})` },
-      alert(o, 'InferSignalGpuFragmentation', 'gpu_fragmentation', 'warning', `max ${by(...PROCESS_KEYS)} (${metric('memoryFragmentation')}) > ${d.fragmentation}`,
+      alert(
+        o,
+        'InferSignalGpuFragmentation',
+        'gpu_fragmentation',
+        'warning',
+        `max ${by(...PROCESS_KEYS)} (${metric('memoryFragmentation')}) > ${d.fragmentation}`,
         holdFor(o, d.fragmentationForSeconds),
         `Device memory fragmentation above ${humanPercent(d.fragmentation)}`,
-        `Fragmentation (1 - allocated / reserved) of ${where} is {{ $value | humanizePercentage }}, above ${humanPercent(d.fragmentation)} (thresholds.deviceMemory.fragmentation): the allocator holds memory no tensor uses; large allocations may fail although memory looks free.`),
-      alert(o, 'InferSignalMemoryDrift', 'memory_drift', 'warning', `deriv(${gap}[${o.driftWindow}]) * ${o.driftWindowSeconds} / ${reserved} > ${d.driftMinGrowth}`, holdFor(o, 0),
+        `Fragmentation (1 - allocated / reserved) of ${where} is {{ $value | humanizePercentage }}, above ${humanPercent(d.fragmentation)} (thresholds.deviceMemory.fragmentation): the allocator holds memory no tensor uses; large allocations may fail although memory looks free.`,
+      ),
+      alert(
+        o,
+        'InferSignalMemoryDrift',
+        'memory_drift',
+        'warning',
+        `deriv(${gap}[${o.driftWindow}]) * ${o.driftWindowSeconds} / ${reserved} > ${d.driftMinGrowth}`,
+        holdFor(o, 0),
         'Reserved-minus-allocated device memory keeps growing',
-        `The reserved - allocated gap of ${where} grew by {{ $value | humanizePercentage }} of reserved memory over ${o.driftWindow} (linear fit), above ${humanPercent(d.driftMinGrowth)} (thresholds.deviceMemory.driftMinGrowth): a leak precursor.`),
+        `The reserved - allocated gap of ${where} grew by {{ $value | humanizePercentage }} of reserved memory over ${o.driftWindow} (linear fit), above ${humanPercent(d.driftMinGrowth)} (thresholds.deviceMemory.driftMinGrowth): a leak precursor.`,
+      ),
     ],
   };
 }
@@ -135,9 +227,16 @@ function internalGroup(o: ResolvedOptions): RuleGroup {
   return {
     name: 'infersignal.internal',
     rules: [
-      alert(o, 'InferSignalInternalErrors', 'internal_errors', 'warning', eventExpr(metric('internalErrors'), keys, o.eventWindow), undefined,
+      alert(
+        o,
+        'InferSignalInternalErrors',
+        'internal_errors',
+        'warning',
+        eventExpr(metric('internalErrors'), keys, o.eventWindow),
+        undefined,
         'InferSignal caught internal errors',
-        `InferSignal in {{ $labels.job }} caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`),
+        `InferSignal in {{ $labels.job }} caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`,
+      ),
     ],
   };
 }
@@ -165,7 +264,8 @@ export function alertingRules(file: RuleFile): AlertingRule[] {
   return file.groups.flatMap((group) => group.rules.filter((rule): rule is AlertingRule => 'alert' in rule));
 }
 
-export const GENERATED_HEADER = 'Generated by @infersignal/rules from the InferSignal thresholds. Do not edit by hand: change the thresholds and regenerate.';
+export const GENERATED_HEADER =
+  'Generated by @infersignal/rules from the InferSignal thresholds. Do not edit by hand: change the thresholds and regenerate.';
 
 /** YAML text of the rules, as `promtool check rules` and Prometheus read it. */
 export function renderRules(options: GeneratorOptions = {}): string {

@@ -33,8 +33,10 @@ describe('runRulesCli', () => {
     expect(text).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p90 > 0.2');
   });
 
-  it('--tls-failure-rate sets the TLS alert\'s rate guard', async () => {
-    expect((await cli('rules', '--tls-failure-rate', '0.5')).stdout).toContain('(rate(infersignal_tls_handshake_failures_total[1m])) > 0.5');
+  it("--tls-failure-rate sets the TLS alert's rate guard", async () => {
+    expect((await cli('rules', '--tls-failure-rate', '0.5')).stdout).toContain(
+      '(rate(infersignal_tls_handshake_failures_total[1m])) > 0.5',
+    );
   });
 
   it('accepts a monitor config file ({ "thresholds": … }) too', async () => {
@@ -58,7 +60,12 @@ describe('runRulesCli', () => {
     const out = join(dir, 'k8s');
     const run = await cli('kubernetes', '--out-dir', out, '--app', 'llm', '--max-replicas', '4');
     expect(run.code).toBe(0);
-    expect(readdirSync(out).sort()).toEqual(['deployment.yaml', 'hpa-prometheus-adapter.yaml', 'keda-scaledobject.yaml', 'prometheus-rule.yaml']);
+    expect(readdirSync(out).sort()).toEqual([
+      'deployment.yaml',
+      'hpa-prometheus-adapter.yaml',
+      'keda-scaledobject.yaml',
+      'prometheus-rule.yaml',
+    ]);
     expect(readFileSync(join(out, 'keda-scaledobject.yaml'), 'utf8')).toContain('maxReplicaCount: 4');
     expect((await cli('kubernetes')).code).toBe(2);
   });

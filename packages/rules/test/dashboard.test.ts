@@ -10,13 +10,22 @@ describe('buildDashboard', () => {
   const dashboard = JSON.parse(renderDashboard()) as ReturnType<typeof buildDashboard>;
 
   it('has a datasource variable, a model variable, and every query uses the datasource variable', () => {
-    const vars = (dashboard.templating as { list: { name: string; type: string; query: unknown; multi?: boolean }[] }).list;
+    const vars = (dashboard.templating as { list: { name: string; type: string; query: unknown; multi?: boolean }[] })
+      .list;
     expect(vars.map((v) => v.name)).toEqual(['datasource', 'job', 'queue', 'model']);
     expect(vars[0]).toMatchObject({ type: 'datasource', query: 'prometheus' });
-    expect(vars[3]).toMatchObject({ type: 'query', multi: true, query: { query: 'label_values(infersignal_queue_wait_duration_seconds_bucket{job=~"$job"}, gen_ai_request_model)' } });
+    expect(vars[3]).toMatchObject({
+      type: 'query',
+      multi: true,
+      query: {
+        query: 'label_values(infersignal_queue_wait_duration_seconds_bucket{job=~"$job"}, gen_ai_request_model)',
+      },
+    });
     for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
-      expect(panel.datasource).toEqual({ type: 'prometheus', uid: '${datasource}' });
-      for (const target of panel.targets ?? []) expect(target.datasource.uid).toBe('${datasource}');
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's template variable, literally.
+      const datasource = '${datasource}';
+      expect(panel.datasource).toEqual({ type: 'prometheus', uid: datasource });
+      for (const target of panel.targets ?? []) expect(target.datasource.uid).toBe(datasource);
     }
   });
 
@@ -47,12 +56,18 @@ describe('buildDashboard', () => {
 
   it('draws the thresholds as lines and filters by the model variable', () => {
     const steps = (title: RegExp, d = dashboard) =>
-      ((d.panels.find((p) => title.test(p.title))?.fieldConfig?.defaults as { thresholds: { steps: { value: number | null }[] } }).thresholds.steps).map((s) => s.value);
+      (
+        d.panels.find((p) => title.test(p.title))!.fieldConfig!.defaults as {
+          thresholds: { steps: { value: number | null }[] };
+        }
+      ).thresholds.steps.map((s) => s.value);
     expect(steps(/^Queue wait P50/)).toEqual([null, 0.2, 0.5]);
     expect(steps(/^Occupancy/)).toEqual([null, 0.7, 0.85]);
     expect(steps(/^Interrupted share/)).toEqual([null, 0.005, 0.05]);
     expect(steps(/^Fragmentation/)).toEqual([null, 0.65]);
-    const custom = buildDashboard({ thresholds: { queue: { waitQuantile: 0.9, waitWarnSeconds: 0.1, waitCriticalSeconds: 0.3 } } });
+    const custom = buildDashboard({
+      thresholds: { queue: { waitQuantile: 0.9, waitWarnSeconds: 0.1, waitCriticalSeconds: 0.3 } },
+    });
     expect(steps(/^Queue wait P50/, custom)).toEqual([null, 0.1, 0.3]);
     expect(custom.panels.find((p) => /^Queue wait P50/.test(p.title))?.title).toBe('Queue wait P50 / P90 / P99');
 
@@ -63,34 +78,51 @@ describe('buildDashboard', () => {
     );
     const queries = panelQueries(dashboard);
     expect(queries.length).toBeGreaterThan(20);
-    expect(queries.find((q) => q.panel === 'InferSignal alerts firing')?.expr).toMatch(/^ALERTS\{alertstate="firing", alertname=~"InferSignalQueueWaitHigh\|/);
+    expect(queries.find((q) => q.panel === 'InferSignal alerts firing')?.expr).toMatch(
+      /^ALERTS\{alertstate="firing", alertname=~"InferSignalQueueWaitHigh\|/,
+    );
   });
 
-  it('capacity, runtime and connection rows draw their thresholds and read core\'s instruments', () => {
+  it("capacity, runtime and connection rows draw their thresholds and read core's instruments", () => {
     const panel = (title: string, d = dashboard) => {
       const found = d.panels.find((p) => p.title === title);
       if (!found) throw new Error(`no panel ${title}`);
       return found;
     };
-    const steps = (title: string, d = dashboard) => (panel(title, d).fieldConfig?.defaults as { thresholds: { steps: { color: string; value: number | null }[] } }).thresholds.steps;
+    const steps = (title: string, d = dashboard) =>
+      (panel(title, d).fieldConfig!.defaults as { thresholds: { steps: { color: string; value: number | null }[] } })
+        .thresholds.steps;
     const exprs = (title: string) => panel(title).targets?.map((t) => t.expr);
     expect(steps('Utilization ρ = λ·S / c').map((s) => s.value)).toEqual([null, 0.8, 0.95]);
     // Time to saturation is bad below its line.
-    expect(steps('Time to saturation')).toEqual([{ color: 'orange', value: null }, { color: 'green', value: 60 }]);
+    expect(steps('Time to saturation')).toEqual([
+      { color: 'orange', value: null },
+      { color: 'green', value: 60 },
+    ]);
     expect(steps('Event-loop delay P99 / max').map((s) => s.value)).toEqual([null, 0.1, 0.5]);
     expect(steps('Connection saturation (open / capacity)').map((s) => s.value)).toEqual([null, 0.85, 0.95]);
     expect(steps('TLS handshake failures by error.type').map((s) => s.value)).toEqual([null, 0.1]);
-    const custom = buildDashboard({ thresholds: { capacity: { utilizationWarn: 0.6, saturationWarnSeconds: 30 }, eventLoop: { delayWarnSeconds: 0.05 } }, tlsFailureRate: 1 });
+    const custom = buildDashboard({
+      thresholds: {
+        capacity: { utilizationWarn: 0.6, saturationWarnSeconds: 30 },
+        eventLoop: { delayWarnSeconds: 0.05 },
+      },
+      tlsFailureRate: 1,
+    });
     expect(steps('Utilization ρ = λ·S / c', custom).map((s) => s.value)).toEqual([null, 0.6, 0.95]);
     expect(steps('Time to saturation', custom).map((s) => s.value)).toEqual([null, 30]);
     expect(steps('Event-loop delay P99 / max', custom).map((s) => s.value)).toEqual([null, 0.05, 0.5]);
     expect(steps('TLS handshake failures by error.type', custom).map((s) => s.value)).toEqual([null, 1]);
 
-    expect(exprs('Utilization ρ = λ·S / c')).toEqual(['max by (infersignal_queue_name) (infersignal_queue_utilization_ratio{job=~"$job", infersignal_queue_name=~"$queue"})']);
+    expect(exprs('Utilization ρ = λ·S / c')).toEqual([
+      'max by (infersignal_queue_name) (infersignal_queue_utilization_ratio{job=~"$job", infersignal_queue_name=~"$queue"})',
+    ]);
     expect(exprs('Queue wait: predicted (M/M/c) vs measured mean')?.[1]).toBe(
       'sum by (infersignal_queue_name) (rate(infersignal_queue_wait_duration_seconds_sum{job=~"$job", infersignal_queue_name=~"$queue"}[$__rate_interval])) / sum by (infersignal_queue_name) (rate(infersignal_queue_wait_duration_seconds_count{job=~"$job", infersignal_queue_name=~"$queue"}[$__rate_interval]))',
     );
-    expect(exprs('GC time share by type')).toEqual(['sum by (instance, v8js_gc_type) (rate(v8js_gc_duration_seconds_sum{job=~"$job"}[$__rate_interval]))']);
+    expect(exprs('GC time share by type')).toEqual([
+      'sum by (instance, v8js_gc_type) (rate(v8js_gc_duration_seconds_sum{job=~"$job"}[$__rate_interval]))',
+    ]);
     expect(exprs('Connection saturation (open / capacity)')).toEqual([
       'sum by (instance, infersignal_server_name) (infersignal_connections_open{job=~"$job"}) / sum by (instance, infersignal_server_name) (infersignal_connections_capacity{job=~"$job"} > 0)',
     ]);
@@ -98,6 +130,12 @@ describe('buildDashboard', () => {
       'histogram_quantile(0.95, sum by (le, instance, infersignal_server_name) (rate(infersignal_tls_handshake_duration_seconds_bucket{job=~"$job"}[$__rate_interval])))',
     );
     const alertsTable = panelQueries(dashboard).find((q) => q.panel === 'InferSignal alerts firing')?.expr ?? '';
-    for (const name of ['InferSignalCapacityUtilizationHigh', 'InferSignalEventLoopDelayCritical', 'InferSignalConnectionsRejected', 'InferSignalCircuitBreakerOpen']) expect(alertsTable).toContain(name);
+    for (const name of [
+      'InferSignalCapacityUtilizationHigh',
+      'InferSignalEventLoopDelayCritical',
+      'InferSignalConnectionsRejected',
+      'InferSignalCircuitBreakerOpen',
+    ])
+      expect(alertsTable).toContain(name);
   });
 });

@@ -19,13 +19,21 @@ let families: Map<string, string>;
 
 /** Every namespace core names metrics in (infersignal_, gen_ai_, nodejs_, v8js_, rpc_). */
 const PREFIXES = [...new Set(Object.values(METRICS).map((spec) => `${spec.name.split('.')[0]}_`))];
-const TLS_METRICS = [metricName('tlsHandshakeDuration'), metricName('tlsHandshakeFailures'), metricName('tlsSessionReuseRatio')];
+const TLS_METRICS = [
+  metricName('tlsHandshakeDuration'),
+  metricName('tlsHandshakeFailures'),
+  metricName('tlsSessionReuseRatio'),
+];
 
 /** The sample lines of a family whose labels include all of `labels`. */
 function samples(name: string, labels: Record<string, string> = {}): { line: string; value: number }[] {
   return text
     .split('\n')
-    .filter((line) => line.startsWith(`${name}{`) && Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
+    .filter(
+      (line) =>
+        line.startsWith(`${name}{`) &&
+        Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)),
+    )
     .map((line) => ({ line, value: Number(line.slice(line.lastIndexOf(' ') + 1)) }));
 }
 
@@ -44,7 +52,13 @@ function referencedMetrics(exprs: string[]): Set<string> {
 }
 
 beforeAll(async () => {
-  server = await startInstrumentedServer({ serviceTimeMs: 5, capacity: 8, detectorIntervalMs: 0, thresholds: RUNTIME_THRESHOLDS, connectionCapacity: 8 });
+  server = await startInstrumentedServer({
+    serviceTimeMs: 5,
+    capacity: 8,
+    detectorIntervalMs: 0,
+    thresholds: RUNTIME_THRESHOLDS,
+    connectionCapacity: 8,
+  });
   await exerciseEverySignal(server.signal);
   runtime = await exerciseRuntimeSignals(server);
   text = await (await fetch(server.metricsUrl)).text();
@@ -67,7 +81,14 @@ describe('generated names against a real exporter scrape', () => {
     expect(families.get(metricName('streams'))).toBe('counter');
     expect(families.get(metricName('internalErrors'))).toBe('counter');
     expect(families.get(metricName('queueOccupancy'))).toBe('gauge');
-    for (const key of ['queueUtilization', 'queueTimeToSaturation', 'eventLoopDelayP99', 'connectionsOpen', 'connectionsCapacity', 'breakerState'] as const) {
+    for (const key of [
+      'queueUtilization',
+      'queueTimeToSaturation',
+      'eventLoopDelayP99',
+      'connectionsOpen',
+      'connectionsCapacity',
+      'breakerState',
+    ] as const) {
       expect(families.get(metricName(key)), key).toBe('gauge');
     }
     expect(families.get(metricName('connectionsRejected'))).toBe('counter');
@@ -82,8 +103,15 @@ describe('generated names against a real exporter scrape', () => {
     ];
     const referenced = referencedMetrics(exprs);
     expect(referenced.size).toBeGreaterThan(35);
-    for (const name of ['nodejs_eventloop_delay_p99_seconds', 'v8js_gc_duration_seconds_sum', 'infersignal_breaker_state']) expect(referenced.has(name), name).toBe(true);
-    let missing = [...referenced].filter((name) => !families.has(name.replace(/_(bucket|count|sum)$/, '')) && !families.has(name));
+    for (const name of [
+      'nodejs_eventloop_delay_p99_seconds',
+      'v8js_gc_duration_seconds_sum',
+      'infersignal_breaker_state',
+    ])
+      expect(referenced.has(name), name).toBe(true);
+    let missing = [...referenced].filter(
+      (name) => !families.has(name.replace(/_(bucket|count|sum)$/, '')) && !families.has(name),
+    );
     if (!runtime?.tls) {
       console.warn('[rules] TLS metric names not checked against the scrape: no certificate (openssl missing)');
       missing = missing.filter((name) => !TLS_METRICS.some((tls) => name.startsWith(tls)));
@@ -123,8 +151,15 @@ describe('generated names against a real exporter scrape', () => {
     // No capacity option and maxConnections set: capacity is maxConnections (1).
     expect(samples(metricName('connectionsCapacity'), { [LABEL.server]: 'limited' }).map((s) => s.value)).toEqual([1]);
     if (runtime?.tls) {
-      expect(samples(metricName('tlsHandshakeFailures'), { [LABEL.server]: 'https', [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST' }).map((s) => s.value)).toEqual([1]);
-      expect(samples(`${metricName('tlsHandshakeDuration')}_count`, { [LABEL.server]: 'https' }).map((s) => s.value)).toEqual([1]);
+      expect(
+        samples(metricName('tlsHandshakeFailures'), {
+          [LABEL.server]: 'https',
+          [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST',
+        }).map((s) => s.value),
+      ).toEqual([1]);
+      expect(
+        samples(`${metricName('tlsHandshakeDuration')}_count`, { [LABEL.server]: 'https' }).map((s) => s.value),
+      ).toEqual([1]);
     } else {
       console.warn('[rules] TLS series not checked: no certificate (openssl missing)');
     }

@@ -52,7 +52,9 @@ function expected(alert: string, labels: Labels, value?: number): Record<string,
   const all = { ...labels, ...rule.labels };
   return {
     exp_labels: all,
-    exp_annotations: Object.fromEntries(Object.entries(rule.annotations).map(([key, text]) => [key, render(text, all, value)])),
+    exp_annotations: Object.fromEntries(
+      Object.entries(rule.annotations).map(([key, text]) => [key, render(text, all, value)]),
+    ),
   };
 }
 
@@ -81,26 +83,50 @@ const tests = [
     input_series: waitHistogram({ ...queue('default', 'mistral'), ...scope }, 0.75, 15),
     alert_rule_test: [
       check('4m', 'InferSignalQueueWaitCritical'),
-      check('6m', 'InferSignalQueueWaitCritical', [expected('InferSignalQueueWaitCritical', queue('default', 'mistral'), 0.7375)]),
-      check('6m', 'InferSignalQueueWaitTailHigh', [expected('InferSignalQueueWaitTailHigh', queue('default', 'mistral'), 0.7475)]),
+      check('6m', 'InferSignalQueueWaitCritical', [
+        expected('InferSignalQueueWaitCritical', queue('default', 'mistral'), 0.7375),
+      ]),
+      check('6m', 'InferSignalQueueWaitTailHigh', [
+        expected('InferSignalQueueWaitTailHigh', queue('default', 'mistral'), 0.7475),
+      ]),
     ],
   },
   {
     name: 'queue wait: P95 99ms never alerts',
     interval: '15s',
     input_series: waitHistogram({ ...queue('default', 'fast'), ...scope }, 0.1, 15),
-    alert_rule_test: ['InferSignalQueueWaitHigh', 'InferSignalQueueWaitCritical', 'InferSignalQueueWaitTailHigh'].map((name) => check('20m', name)),
+    alert_rule_test: ['InferSignalQueueWaitHigh', 'InferSignalQueueWaitCritical', 'InferSignalQueueWaitTailHigh'].map(
+      (name) => check('20m', name),
+    ),
   },
   {
     name: 'occupancy and backpressure: worst replica counts, 50% and level WARN do not alert',
     interval: '15s',
     input_series: [
-      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }), values: `0.3x${STEPS}` },
-      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }), values: `0.8x${STEPS}` },
-      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }), values: `0.9x${STEPS}` },
-      { series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }), values: `0.5x${STEPS}` },
-      { series: selector(metricName('backpressureLevel'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }), values: `1x${STEPS}` },
-      { series: selector(metricName('backpressureLevel'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }), values: `2x${STEPS}` },
+      {
+        series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }),
+        values: `0.3x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }),
+        values: `0.8x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }),
+        values: `0.9x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }),
+        values: `0.5x${STEPS}`,
+      },
+      {
+        series: selector(metricName('backpressureLevel'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }),
+        values: `1x${STEPS}`,
+      },
+      {
+        series: selector(metricName('backpressureLevel'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }),
+        values: `2x${STEPS}`,
+      },
     ],
     alert_rule_test: [
       check('4m', 'InferSignalQueueOccupancyHigh'),
@@ -110,17 +136,34 @@ const tests = [
         expected('InferSignalQueueOccupancyHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.8),
         expected('InferSignalQueueOccupancyHigh', { job: JOB, [LABEL.queue]: 'q2' }, 0.9),
       ]),
-      check('6m', 'InferSignalQueueOccupancyCritical', [expected('InferSignalQueueOccupancyCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.9)]),
-      check('6m', 'InferSignalBackpressureCritical', [expected('InferSignalBackpressureCritical', { job: JOB, [LABEL.queue]: 'q2' })]),
+      check('6m', 'InferSignalQueueOccupancyCritical', [
+        expected('InferSignalQueueOccupancyCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.9),
+      ]),
+      check('6m', 'InferSignalBackpressureCritical', [
+        expected('InferSignalBackpressureCritical', { job: JOB, [LABEL.queue]: 'q2' }),
+      ]),
     ],
   },
   {
     name: 'model load spikes: a new spike fires at once (new series too), an old flat count does not, the alert ends after the event window',
     interval: '15s',
     input_series: [
-      { series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'old', [LABEL.loadKind]: 'reload' }), values: `3x${STEPS}` },
-      { series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'grew', [LABEL.loadKind]: 'reload' }), values: `2x80 3x${STEPS - 81}` },
-      { series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'new', [LABEL.loadKind]: 'load' }), values: `_x80 1x${STEPS - 81}` },
+      {
+        series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'old', [LABEL.loadKind]: 'reload' }),
+        values: `3x${STEPS}`,
+      },
+      {
+        series: selector(metricName('modelLoadSpikes'), {
+          job: JOB,
+          [LABEL.model]: 'grew',
+          [LABEL.loadKind]: 'reload',
+        }),
+        values: `2x80 3x${STEPS - 81}`,
+      },
+      {
+        series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'new', [LABEL.loadKind]: 'load' }),
+        values: `_x80 1x${STEPS - 81}`,
+      },
     ],
     alert_rule_test: [
       // Prometheus has seen the old series for more than the 15m event window from here on.
@@ -144,8 +187,24 @@ const tests = [
           ['s4', 100, 0.25],
         ] as const
       ).flatMap(([model, completed, cancelled]) => [
-        { series: selector(metricName('streams'), { job: JOB, instance: 'a', [LABEL.model]: model, [LABEL.outcome]: 'completed' }), values: `0+${completed}x${STEPS}` },
-        { series: selector(metricName('streams'), { job: JOB, instance: 'a', [LABEL.model]: model, [LABEL.outcome]: model === 's2' ? 'error' : 'cancelled' }), values: `0+${cancelled}x${STEPS}` },
+        {
+          series: selector(metricName('streams'), {
+            job: JOB,
+            instance: 'a',
+            [LABEL.model]: model,
+            [LABEL.outcome]: 'completed',
+          }),
+          values: `0+${completed}x${STEPS}`,
+        },
+        {
+          series: selector(metricName('streams'), {
+            job: JOB,
+            instance: 'a',
+            [LABEL.model]: model,
+            [LABEL.outcome]: model === 's2' ? 'error' : 'cancelled',
+          }),
+          values: `0+${cancelled}x${STEPS}`,
+        },
       ]),
     ],
     alert_rule_test: [
@@ -155,38 +214,88 @@ const tests = [
         expected('InferSignalStreamInterruptions', { job: JOB, [LABEL.model]: 's1' }, 1 / 101),
         expected('InferSignalStreamInterruptions', { job: JOB, [LABEL.model]: 's2' }, 0.1),
       ]),
-      check('16m', 'InferSignalStreamInterruptionsCritical', [expected('InferSignalStreamInterruptionsCritical', { job: JOB, [LABEL.model]: 's2' }, 0.1)]),
+      check('16m', 'InferSignalStreamInterruptionsCritical', [
+        expected('InferSignalStreamInterruptionsCritical', { job: JOB, [LABEL.model]: 's2' }, 0.1),
+      ]),
     ],
   },
   {
     name: 'device memory: 70% fragmentation warns, 50% does not; a steadily growing gap drifts, a flat one does not',
     interval: '15s',
     input_series: [
-      { series: selector(metricName('memoryFragmentation'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }), values: `0.7x${STEPS}` },
-      { series: selector(metricName('memoryFragmentation'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }), values: `0.5x${STEPS}` },
-      { series: selector(metricName('memoryReserved'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }), values: `1000000000x${STEPS}` },
+      {
+        series: selector(metricName('memoryFragmentation'), {
+          job: JOB,
+          instance: 'a',
+          [LABEL.memorySource]: 'nvml:0',
+        }),
+        values: `0.7x${STEPS}`,
+      },
+      {
+        series: selector(metricName('memoryFragmentation'), {
+          job: JOB,
+          instance: 'b',
+          [LABEL.memorySource]: 'nvml:0',
+        }),
+        values: `0.5x${STEPS}`,
+      },
+      {
+        series: selector(metricName('memoryReserved'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }),
+        values: `1000000000x${STEPS}`,
+      },
       // gap grows 1 MB per 15 s: 120 MB over 30 min, 12 % of reserved
-      { series: selector(metricName('memoryAllocated'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }), values: `800000000-1000000x${STEPS}` },
-      { series: selector(metricName('memoryReserved'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }), values: `1000000000x${STEPS}` },
-      { series: selector(metricName('memoryAllocated'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }), values: `600000000x${STEPS}` },
+      {
+        series: selector(metricName('memoryAllocated'), { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }),
+        values: `800000000-1000000x${STEPS}`,
+      },
+      {
+        series: selector(metricName('memoryReserved'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }),
+        values: `1000000000x${STEPS}`,
+      },
+      {
+        series: selector(metricName('memoryAllocated'), { job: JOB, instance: 'b', [LABEL.memorySource]: 'nvml:0' }),
+        values: `600000000x${STEPS}`,
+      },
     ],
     alert_rule_test: [
       check('4m', 'InferSignalGpuFragmentation'),
-      check('6m', 'InferSignalGpuFragmentation', [expected('InferSignalGpuFragmentation', { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }, 0.7)]),
+      check('6m', 'InferSignalGpuFragmentation', [
+        expected('InferSignalGpuFragmentation', { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }, 0.7),
+      ]),
       check('4m', 'InferSignalMemoryDrift'),
-      check('20m', 'InferSignalMemoryDrift', [expected('InferSignalMemoryDrift', { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }, 0.12)]),
+      check('20m', 'InferSignalMemoryDrift', [
+        expected('InferSignalMemoryDrift', { job: JOB, instance: 'a', [LABEL.memorySource]: 'nvml:0' }, 0.12),
+      ]),
     ],
   },
   {
     name: 'capacity: utilization 85% warns and 95% is critical after the capacity.forSeconds hold, 80% does not; 30s to saturation warns, 90s does not',
     interval: '15s',
     input_series: [
-      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }), values: `0.5x${STEPS}` },
-      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }), values: `0.85x${STEPS}` },
-      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }), values: `0.95x${STEPS}` },
-      { series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }), values: `0.8x${STEPS}` },
-      { series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }), values: `30x${STEPS}` },
-      { series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }), values: `90x${STEPS}` },
+      {
+        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }),
+        values: `0.5x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }),
+        values: `0.85x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }),
+        values: `0.95x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }),
+        values: `0.8x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }),
+        values: `30x${STEPS}`,
+      },
+      {
+        series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }),
+        values: `90x${STEPS}`,
+      },
     ],
     alert_rule_test: [
       // Pending at the first evaluation, firing at the next one (15 s ≥ the 3 s hold).
@@ -197,8 +306,12 @@ const tests = [
         expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.85),
         expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q2' }, 0.95),
       ]),
-      check('1m', 'InferSignalCapacityUtilizationCritical', [expected('InferSignalCapacityUtilizationCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.95)]),
-      check('1m', 'InferSignalTimeToSaturationLow', [expected('InferSignalTimeToSaturationLow', { job: JOB, [LABEL.queue]: 'q1' }, 30)]),
+      check('1m', 'InferSignalCapacityUtilizationCritical', [
+        expected('InferSignalCapacityUtilizationCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.95),
+      ]),
+      check('1m', 'InferSignalTimeToSaturationLow', [
+        expected('InferSignalTimeToSaturationLow', { job: JOB, [LABEL.queue]: 'q1' }, 30),
+      ]),
     ],
   },
   {
@@ -210,7 +323,10 @@ const tests = [
         ['b', 0.6],
         ['c', 0.05],
       ] as const
-    ).map(([instance, delay]) => ({ series: selector(metricName('eventLoopDelayP99'), { job: JOB, instance, otel_scope_name: '@infersignal/core' }), values: `${delay}x${STEPS}` })),
+    ).map(([instance, delay]) => ({
+      series: selector(metricName('eventLoopDelayP99'), { job: JOB, instance, otel_scope_name: '@infersignal/core' }),
+      values: `${delay}x${STEPS}`,
+    })),
     alert_rule_test: [
       check('4m', 'InferSignalEventLoopDelayHigh'),
       check('4m', 'InferSignalEventLoopDelayCritical'),
@@ -218,7 +334,9 @@ const tests = [
         expected('InferSignalEventLoopDelayHigh', { job: JOB, instance: 'a' }, 0.2),
         expected('InferSignalEventLoopDelayHigh', { job: JOB, instance: 'b' }, 0.6),
       ]),
-      check('6m', 'InferSignalEventLoopDelayCritical', [expected('InferSignalEventLoopDelayCritical', { job: JOB, instance: 'b' }, 0.6)]),
+      check('6m', 'InferSignalEventLoopDelayCritical', [
+        expected('InferSignalEventLoopDelayCritical', { job: JOB, instance: 'b' }, 0.6),
+      ]),
     ],
   },
   {
@@ -232,8 +350,18 @@ const tests = [
         ['d', 'http', 5, 0],
       ] as const
     ).flatMap(([instance, server, open, capacity]) => [
-      { series: selector(metricName('connectionsOpen'), { job: JOB, instance, [LABEL.server]: server }), values: `${open}x${STEPS}` },
-      ...(capacity === undefined ? [] : [{ series: selector(metricName('connectionsCapacity'), { job: JOB, instance, [LABEL.server]: server }), values: `${capacity}x${STEPS}` }]),
+      {
+        series: selector(metricName('connectionsOpen'), { job: JOB, instance, [LABEL.server]: server }),
+        values: `${open}x${STEPS}`,
+      },
+      ...(capacity === undefined
+        ? []
+        : [
+            {
+              series: selector(metricName('connectionsCapacity'), { job: JOB, instance, [LABEL.server]: server }),
+              values: `${capacity}x${STEPS}`,
+            },
+          ]),
     ]),
     alert_rule_test: [
       check('4m', 'InferSignalConnectionsSaturated'),
@@ -242,16 +370,27 @@ const tests = [
         expected('InferSignalConnectionsSaturated', { job: JOB, instance: 'a', [LABEL.server]: 'http' }, 0.9),
         expected('InferSignalConnectionsSaturated', { job: JOB, instance: 'b', [LABEL.server]: 'https' }, 1),
       ]),
-      check('6m', 'InferSignalConnectionsSaturatedCritical', [expected('InferSignalConnectionsSaturatedCritical', { job: JOB, instance: 'b', [LABEL.server]: 'https' }, 1)]),
+      check('6m', 'InferSignalConnectionsSaturatedCritical', [
+        expected('InferSignalConnectionsSaturatedCritical', { job: JOB, instance: 'b', [LABEL.server]: 'https' }, 1),
+      ]),
     ],
   },
   {
     name: 'rejected connections: a first rejection and a new one fire at once, an old flat count does not, the alert ends one rate window later',
     interval: '15s',
     input_series: [
-      { series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'a', [LABEL.server]: 'http' }), values: `_x80 1x${STEPS - 81}` },
-      { series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'b', [LABEL.server]: 'http' }), values: `2x80 3x${STEPS - 81}` },
-      { series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'c', [LABEL.server]: 'http' }), values: `5x${STEPS}` },
+      {
+        series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'a', [LABEL.server]: 'http' }),
+        values: `_x80 1x${STEPS - 81}`,
+      },
+      {
+        series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'b', [LABEL.server]: 'http' }),
+        values: `2x80 3x${STEPS - 81}`,
+      },
+      {
+        series: selector(metricName('connectionsRejected'), { job: JOB, instance: 'c', [LABEL.server]: 'http' }),
+        values: `5x${STEPS}`,
+      },
     ],
     alert_rule_test: [
       check('18m', 'InferSignalConnectionsRejected'),
@@ -266,13 +405,33 @@ const tests = [
     name: 'TLS handshake failures: 0.2/s of one error type fires after the hold, 0.067/s stays under the 0.1/s guard',
     interval: '15s',
     input_series: [
-      { series: selector(metricName('tlsHandshakeFailures'), { job: JOB, instance: 'a', [LABEL.server]: 'https', [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST' }), values: `0+3x${STEPS}` },
-      { series: selector(metricName('tlsHandshakeFailures'), { job: JOB, instance: 'a', [LABEL.server]: 'https', [LABEL.errorType]: 'ECONNRESET' }), values: `0+1x${STEPS}` },
+      {
+        series: selector(metricName('tlsHandshakeFailures'), {
+          job: JOB,
+          instance: 'a',
+          [LABEL.server]: 'https',
+          [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST',
+        }),
+        values: `0+3x${STEPS}`,
+      },
+      {
+        series: selector(metricName('tlsHandshakeFailures'), {
+          job: JOB,
+          instance: 'a',
+          [LABEL.server]: 'https',
+          [LABEL.errorType]: 'ECONNRESET',
+        }),
+        values: `0+1x${STEPS}`,
+      },
     ],
     alert_rule_test: [
       check('4m', 'InferSignalTlsHandshakeFailures'),
       check('6m', 'InferSignalTlsHandshakeFailures', [
-        expected('InferSignalTlsHandshakeFailures', { job: JOB, instance: 'a', [LABEL.server]: 'https', [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST' }, 0.2),
+        expected(
+          'InferSignalTlsHandshakeFailures',
+          { job: JOB, instance: 'a', [LABEL.server]: 'https', [LABEL.errorType]: 'ERR_SSL_HTTP_REQUEST' },
+          0.2,
+        ),
       ]),
     ],
   },
@@ -281,26 +440,47 @@ const tests = [
     interval: '15s',
     input_series: [
       // Every 5th sample half-open (1): the probe failed and the breaker re-opened.
-      { series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }), values: Array.from({ length: STEPS }, (_, i) => (i % 5 === 4 ? 1 : 2)).join(' ') },
-      { series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'blip' }), values: `0x3 2x4 0x${STEPS - 9}` },
-      { series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'probing' }), values: `1x${STEPS}` },
+      {
+        series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }),
+        values: Array.from({ length: STEPS }, (_, i) => (i % 5 === 4 ? 1 : 2)).join(' '),
+      },
+      {
+        series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'blip' }),
+        values: `0x3 2x4 0x${STEPS - 9}`,
+      },
+      {
+        series: selector(metricName('breakerState'), { job: JOB, instance: 'a', [LABEL.breakerName]: 'probing' }),
+        values: `1x${STEPS}`,
+      },
     ],
     alert_rule_test: [
       check('3m', 'InferSignalCircuitBreakerOpen'),
-      check('6m', 'InferSignalCircuitBreakerOpen', [expected('InferSignalCircuitBreakerOpen', { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }, 2)]),
-      check('20m', 'InferSignalCircuitBreakerOpen', [expected('InferSignalCircuitBreakerOpen', { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }, 2)]),
+      check('6m', 'InferSignalCircuitBreakerOpen', [
+        expected('InferSignalCircuitBreakerOpen', { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }, 2),
+      ]),
+      check('20m', 'InferSignalCircuitBreakerOpen', [
+        expected('InferSignalCircuitBreakerOpen', { job: JOB, instance: 'a', [LABEL.breakerName]: 'backend' }, 2),
+      ]),
     ],
   },
   {
     name: 'internal errors: a first error fires, an old flat count does not, the alert ends after the event window',
     interval: '15s',
     input_series: [
-      { series: selector(metricName('internalErrors'), { job: JOB, instance: 'a', [LABEL.errorSource]: 'webhook' }), values: `_x80 1x${STEPS - 81}` },
-      { series: selector(metricName('internalErrors'), { job: JOB, instance: 'a', [LABEL.errorSource]: 'callback' }), values: `5x${STEPS}` },
+      {
+        series: selector(metricName('internalErrors'), { job: JOB, instance: 'a', [LABEL.errorSource]: 'webhook' }),
+        values: `_x80 1x${STEPS - 81}`,
+      },
+      {
+        series: selector(metricName('internalErrors'), { job: JOB, instance: 'a', [LABEL.errorSource]: 'callback' }),
+        values: `5x${STEPS}`,
+      },
     ],
     alert_rule_test: [
       check('18m', 'InferSignalInternalErrors'),
-      check('22m', 'InferSignalInternalErrors', [expected('InferSignalInternalErrors', { job: JOB, [LABEL.errorSource]: 'webhook' })]),
+      check('22m', 'InferSignalInternalErrors', [
+        expected('InferSignalInternalErrors', { job: JOB, [LABEL.errorSource]: 'webhook' }),
+      ]),
       check('40m', 'InferSignalInternalErrors'),
     ],
   },
@@ -319,7 +499,10 @@ describe('promtool test rules on the generated rules', () => {
 
   it.skipIf(!promtool)(promtool ? 'passes every case' : skipReason('promtool', 'promtool test rules'), () => {
     writeFileSync(join(dir, 'rules.yml'), renderRules());
-    writeFileSync(join(dir, 'tests.yml'), stringify({ rule_files: ['rules.yml'], evaluation_interval: '15s', tests }, { lineWidth: 0 }));
+    writeFileSync(
+      join(dir, 'tests.yml'),
+      stringify({ rule_files: ['rules.yml'], evaluation_interval: '15s', tests }, { lineWidth: 0 }),
+    );
     const run = runTool(promtool as string, ['test', 'rules', 'tests.yml'], dir);
     expect(run.stdout + run.stderr).toContain('SUCCESS');
     expect(run.code, run.stdout + run.stderr).toBe(0);

@@ -8,8 +8,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DEFAULT_THRESHOLDS, InferSignalConfigError, METRICS, prometheusName, type InstrumentSpec } from '@infersignal/core';
-import { LABEL, DEFAULT_RUNBOOK_URL, RUNBOOK_ANCHORS, alertingRules, buildRules, renderRules, type AlertingRule } from '@infersignal/rules';
+import {
+  DEFAULT_THRESHOLDS,
+  InferSignalConfigError,
+  METRICS,
+  prometheusName,
+  type InstrumentSpec,
+} from '@infersignal/core';
+import {
+  LABEL,
+  DEFAULT_RUNBOOK_URL,
+  RUNBOOK_ANCHORS,
+  alertingRules,
+  buildRules,
+  renderRules,
+  type AlertingRule,
+} from '@infersignal/rules';
 import { findBinary, runTool, skipReason } from './helpers/binaries';
 
 const promtool = findBinary('promtool');
@@ -26,33 +40,66 @@ function rule(name: string, options = {}): AlertingRule {
 
 describe('buildRules', () => {
   it('takes every number from the thresholds (defaults: P95 200/500 ms, occupancy 70/85 %, 0.5 % of ≥ 100 streams, 65 %)', () => {
-    expect(rule('InferSignalQueueWaitHigh').expr).toBe('job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.2');
-    expect(rule('InferSignalQueueWaitCritical').expr).toBe('job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.5');
-    expect(rule('InferSignalQueueWaitTailHigh').expr).toBe('job_queue_model:infersignal_queue_wait_duration_seconds:p99 > 0.3');
-    expect(rule('InferSignalQueueOccupancyHigh').expr).toBe('max by (job, infersignal_queue_name) (infersignal_queue_occupancy_ratio) >= 0.7');
+    expect(rule('InferSignalQueueWaitHigh').expr).toBe(
+      'job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.2',
+    );
+    expect(rule('InferSignalQueueWaitCritical').expr).toBe(
+      'job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.5',
+    );
+    expect(rule('InferSignalQueueWaitTailHigh').expr).toBe(
+      'job_queue_model:infersignal_queue_wait_duration_seconds:p99 > 0.3',
+    );
+    expect(rule('InferSignalQueueOccupancyHigh').expr).toBe(
+      'max by (job, infersignal_queue_name) (infersignal_queue_occupancy_ratio) >= 0.7',
+    );
     expect(rule('InferSignalQueueOccupancyCritical').expr).toContain('> 0.85');
     expect(rule('InferSignalStreamInterruptions').expr).toBe(
       'job_model:infersignal_streams:interrupted_ratio > 0.005 and on (job, gen_ai_request_model) job_model:infersignal_streams:increase >= 100',
     );
-    expect(rule('InferSignalGpuFragmentation').expr).toContain('(infersignal_device_memory_fragmentation_ratio) > 0.65');
-    expect(rule('InferSignalMemoryDrift').expr).toContain('* 1800 / sum by (job, instance, infersignal_memory_source) (infersignal_device_memory_reserved_bytes) > 0.05');
+    expect(rule('InferSignalGpuFragmentation').expr).toContain(
+      '(infersignal_device_memory_fragmentation_ratio) > 0.65',
+    );
+    expect(rule('InferSignalMemoryDrift').expr).toContain(
+      '* 1800 / sum by (job, instance, infersignal_memory_source) (infersignal_device_memory_reserved_bytes) > 0.05',
+    );
 
-    const custom = { thresholds: { queue: { waitQuantile: 0.9, waitWarnSeconds: 0.25, waitCriticalSeconds: 0.8, occupancyWarn: 0.6 }, stream: { interruptedRatio: 0.01, minSamples: 50 } } };
-    expect(rule('InferSignalQueueWaitHigh', custom).expr).toBe('job_queue_model:infersignal_queue_wait_duration_seconds:p90 > 0.25');
+    const custom = {
+      thresholds: {
+        queue: { waitQuantile: 0.9, waitWarnSeconds: 0.25, waitCriticalSeconds: 0.8, occupancyWarn: 0.6 },
+        stream: { interruptedRatio: 0.01, minSamples: 50 },
+      },
+    };
+    expect(rule('InferSignalQueueWaitHigh', custom).expr).toBe(
+      'job_queue_model:infersignal_queue_wait_duration_seconds:p90 > 0.25',
+    );
     expect(rule('InferSignalQueueWaitHigh', custom).annotations.summary).toBe('P90 queue wait above 250ms');
     expect(rule('InferSignalQueueWaitCritical', custom).expr).toContain('> 0.8');
     expect(rule('InferSignalQueueOccupancyHigh', custom).expr).toContain('>= 0.6');
-    expect(rule('InferSignalStreamInterruptions', custom).expr).toContain('> 0.01 and on (job, gen_ai_request_model) job_model:infersignal_streams:increase >= 50');
-    const records = buildRules(custom).groups[0].rules.filter((r) => 'record' in r).map((r) => ('record' in r ? r.record : ''));
+    expect(rule('InferSignalStreamInterruptions', custom).expr).toContain(
+      '> 0.01 and on (job, gen_ai_request_model) job_model:infersignal_streams:increase >= 50',
+    );
+    const records = buildRules(custom)
+      .groups[0].rules.filter((r) => 'record' in r)
+      .map((r) => ('record' in r ? r.record : ''));
     expect(records).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p90');
   });
 
   it('capacity, event-loop and connection alerts take their numbers from the thresholds (defaults: ρ 80/95 %, 60 s, 100/500 ms, 85/95 %)', () => {
-    expect(rule('InferSignalCapacityUtilizationHigh').expr).toBe('max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) > 0.8');
-    expect(rule('InferSignalCapacityUtilizationCritical').expr).toBe('max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) >= 0.95');
-    expect(rule('InferSignalTimeToSaturationLow').expr).toBe('min by (job, infersignal_queue_name) (infersignal_queue_saturation_time_seconds) < 60');
-    expect(rule('InferSignalEventLoopDelayHigh').expr).toBe('max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.1');
-    expect(rule('InferSignalEventLoopDelayCritical').expr).toBe('max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.5');
+    expect(rule('InferSignalCapacityUtilizationHigh').expr).toBe(
+      'max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) > 0.8',
+    );
+    expect(rule('InferSignalCapacityUtilizationCritical').expr).toBe(
+      'max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) >= 0.95',
+    );
+    expect(rule('InferSignalTimeToSaturationLow').expr).toBe(
+      'min by (job, infersignal_queue_name) (infersignal_queue_saturation_time_seconds) < 60',
+    );
+    expect(rule('InferSignalEventLoopDelayHigh').expr).toBe(
+      'max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.1',
+    );
+    expect(rule('InferSignalEventLoopDelayCritical').expr).toBe(
+      'max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.5',
+    );
     const saturation =
       'sum by (job, instance, infersignal_server_name) (infersignal_connections_open) / sum by (job, instance, infersignal_server_name) (infersignal_connections_capacity > 0)';
     expect(rule('InferSignalConnectionsSaturated').expr).toBe(`${saturation} > 0.85`);
@@ -63,9 +110,17 @@ describe('buildRules', () => {
     expect(rule('InferSignalTlsHandshakeFailures').expr).toBe(
       'sum by (job, instance, infersignal_server_name, error_type) (rate(infersignal_tls_handshake_failures_total[1m])) > 0.1',
     );
-    expect(rule('InferSignalCircuitBreakerOpen').expr).toBe('max by (job, instance, infersignal_breaker_name) (max_over_time(infersignal_breaker_state[1m])) == 2');
-    expect(rule('InferSignalCapacityUtilizationHigh').labels).toEqual({ severity: 'warning', infersignal_signal: 'capacity' });
-    expect(rule('InferSignalConnectionsRejected').labels).toEqual({ severity: 'critical', infersignal_signal: 'connections' });
+    expect(rule('InferSignalCircuitBreakerOpen').expr).toBe(
+      'max by (job, instance, infersignal_breaker_name) (max_over_time(infersignal_breaker_state[1m])) == 2',
+    );
+    expect(rule('InferSignalCapacityUtilizationHigh').labels).toEqual({
+      severity: 'warning',
+      infersignal_signal: 'capacity',
+    });
+    expect(rule('InferSignalConnectionsRejected').labels).toEqual({
+      severity: 'critical',
+      infersignal_signal: 'connections',
+    });
 
     const custom = {
       thresholds: {
@@ -80,22 +135,32 @@ describe('buildRules', () => {
     expect(rule('InferSignalCapacityUtilizationHigh', custom).annotations.summary).toBe('Queue utilization above 70%');
     expect(rule('InferSignalCapacityUtilizationCritical', custom).expr).toMatch(/ >= 0\.9$/);
     expect(rule('InferSignalTimeToSaturationLow', custom).expr).toMatch(/ < 120$/);
-    expect(rule('InferSignalTimeToSaturationLow', custom).annotations.summary).toBe('Queue saturates within 120s at the current trend');
+    expect(rule('InferSignalTimeToSaturationLow', custom).annotations.summary).toBe(
+      'Queue saturates within 120s at the current trend',
+    );
     expect(rule('InferSignalEventLoopDelayHigh', custom).expr).toMatch(/ > 0\.05$/);
-    expect(rule('InferSignalEventLoopDelayCritical', custom).annotations.summary).toBe('Event-loop delay P99 above 250ms');
+    expect(rule('InferSignalEventLoopDelayCritical', custom).annotations.summary).toBe(
+      'Event-loop delay P99 above 250ms',
+    );
     expect(rule('InferSignalConnectionsSaturated', custom).expr).toMatch(/ > 0\.6$/);
     expect(rule('InferSignalConnectionsSaturatedCritical', custom).expr).toMatch(/ > 0\.8$/);
     expect(rule('InferSignalConnectionsRejected', custom).expr).toContain('[2m])) > 0 or');
     expect(rule('InferSignalTlsHandshakeFailures', custom).expr).toMatch(/\[2m\]\)\) > 0\.5$/);
-    expect(rule('InferSignalCircuitBreakerOpen', custom).expr).toContain('max_over_time(infersignal_breaker_state[2m])');
+    expect(rule('InferSignalCircuitBreakerOpen', custom).expr).toContain(
+      'max_over_time(infersignal_breaker_state[2m])',
+    );
     expect(() => buildRules({ tlsFailureRate: 0 })).toThrow('"tlsFailureRate"');
-    expect(() => buildRules({ thresholds: { capacity: { utilizationWarn: 0.96 } } })).toThrow('thresholds.capacity.utilizationWarn');
+    expect(() => buildRules({ thresholds: { capacity: { utilizationWarn: 0.96 } } })).toThrow(
+      'thresholds.capacity.utilizationWarn',
+    );
   });
 
-  it('holds level alerts for the thresholds\' for, else 5m; --for overrides; events never wait', () => {
+  it("holds level alerts for the thresholds' for, else 5m; --for overrides; events never wait", () => {
     expect(rule('InferSignalQueueWaitHigh').for).toBe('5m');
     expect(rule('InferSignalQueueWaitHigh', { thresholds: { queue: { forSeconds: 90 } } }).for).toBe('1m30s');
-    expect(rule('InferSignalGpuFragmentation', { thresholds: { deviceMemory: { fragmentationForSeconds: 120 } } }).for).toBe('2m');
+    expect(
+      rule('InferSignalGpuFragmentation', { thresholds: { deviceMemory: { fragmentationForSeconds: 120 } } }).for,
+    ).toBe('2m');
     expect(rule('InferSignalQueueWaitHigh', { for: '2s' }).for).toBe('2s');
     expect(rule('InferSignalMemoryDrift', { for: '10m' }).for).toBe('10m');
     expect(rule('InferSignalModelLoadSpike').for).toBeUndefined();
@@ -111,15 +176,19 @@ describe('buildRules', () => {
   });
 
   it('references only names core exports (prometheusName of METRICS)', () => {
-    const known = new Set(Object.values(METRICS).flatMap((spec) => {
-      const name = prometheusName(spec as InstrumentSpec);
-      return [name, `${name}_bucket`, `${name}_count`, `${name}_sum`];
-    }));
+    const known = new Set(
+      Object.values(METRICS).flatMap((spec) => {
+        const name = prometheusName(spec as InstrumentSpec);
+        return [name, `${name}_bucket`, `${name}_count`, `${name}_sum`];
+      }),
+    );
     const exprs = buildRules().groups.flatMap((g) => g.rules.map((r) => r.expr.replace(/"[^"]*"/g, '""')));
     const labels = new Set<string>(Object.values(LABEL));
     // Every namespace core names metrics in (infersignal_, nodejs_, v8js_, gen_ai_, rpc_).
     const prefixes = [...new Set(Object.values(METRICS).map((spec) => `${spec.name.split('.')[0]}_`))];
-    const metricTokens = exprs.flatMap((expr) => [...expr.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)].map((m) => m[0])).filter((t) => prefixes.some((prefix) => t.startsWith(prefix)) && !labels.has(t));
+    const metricTokens = exprs
+      .flatMap((expr) => [...expr.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)].map((m) => m[0]))
+      .filter((t) => prefixes.some((prefix) => t.startsWith(prefix)) && !labels.has(t));
     expect(metricTokens.length).toBeGreaterThan(8);
     expect(metricTokens).toContain('nodejs_eventloop_delay_p99_seconds');
     for (const token of metricTokens) expect(known.has(token), `${token} is not a core metric`).toBe(true);
@@ -132,17 +201,25 @@ describe('buildRules', () => {
       expect(['warning', 'critical']).toContain(alert.labels.severity);
       expect(alert.labels.infersignal_signal).toMatch(/^[a-z_]+$/);
       expect(alert.annotations.runbook_url).toBe(`${DEFAULT_RUNBOOK_URL}#${RUNBOOK_ANCHORS[alert.alert]}`);
-      expect(runbook, `docs/runbook.md anchor ${RUNBOOK_ANCHORS[alert.alert]}`).toContain(`<a id="${RUNBOOK_ANCHORS[alert.alert]}"></a>`);
+      expect(runbook, `docs/runbook.md anchor ${RUNBOOK_ANCHORS[alert.alert]}`).toContain(
+        `<a id="${RUNBOOK_ANCHORS[alert.alert]}"></a>`,
+      );
       expect(runbook).toContain(alert.alert);
-      expect(rulesDoc, `docs/rules.md lists ${alert.alert}`).toContain(`[${alert.alert}](runbook.md#${RUNBOOK_ANCHORS[alert.alert]})`);
+      expect(rulesDoc, `docs/rules.md lists ${alert.alert}`).toContain(
+        `[${alert.alert}](runbook.md#${RUNBOOK_ANCHORS[alert.alert]})`,
+      );
     }
-    expect(rule('InferSignalQueueWaitHigh', { runbookUrl: 'https://runbooks.example/infersignal' }).annotations.runbook_url).toBe('https://runbooks.example/infersignal#queue-wait');
+    expect(
+      rule('InferSignalQueueWaitHigh', { runbookUrl: 'https://runbooks.example/infersignal' }).annotations.runbook_url,
+    ).toBe('https://runbooks.example/infersignal#queue-wait');
   });
 
   it('rejects invalid thresholds naming the field, and invalid options', () => {
     expect(() => buildRules({ thresholds: { queue: { waitQuantile: 1.5 } } })).toThrow(InferSignalConfigError);
     expect(() => buildRules({ thresholds: { queue: { waitQuantile: 1.5 } } })).toThrow('thresholds.queue.waitQuantile');
-    expect(() => buildRules({ thresholds: { queue: { waitWarnSecond: 1 } } as never })).toThrow('thresholds.queue.waitWarnSecond');
+    expect(() => buildRules({ thresholds: { queue: { waitWarnSecond: 1 } } as never })).toThrow(
+      'thresholds.queue.waitWarnSecond',
+    );
     expect(() => buildRules({ for: '5 minutes' })).toThrow('"for"');
     expect(() => buildRules({ rateWindow: '-1m' })).toThrow('"rateWindow"');
     expect(() => buildRules({ tailQuantile: 1 })).toThrow('"tailQuantile"');
@@ -154,18 +231,28 @@ describe('buildRules', () => {
     expect(parse(text)).toEqual(JSON.parse(JSON.stringify(buildRules({ for: '3m' }))));
   });
 
-  it.skipIf(!promtool)(promtool ? 'promtool check rules accepts default and custom thresholds' : skipReason('promtool', 'promtool check rules'), () => {
-    const variants = {
-      default: {},
-      custom: { thresholds: { queue: { waitQuantile: 0.9, forSeconds: 30 }, deviceMemory: { fragmentation: 0.5 } }, for: '1m', streamWindow: '5m', driftWindow: '1h' },
-    };
-    for (const [name, options] of Object.entries(variants)) {
-      const file = join(dir, `${name}.yml`);
-      writeFileSync(file, renderRules(options));
-      const run = runTool(promtool as string, ['check', 'rules', file]);
-      expect(run.code, run.stdout + run.stderr).toBe(0);
-      const count = buildRules(options).groups.reduce((n, g) => n + g.rules.length, 0);
-      expect(run.stdout).toContain(`SUCCESS: ${count} rules found`);
-    }
-  });
+  it.skipIf(!promtool)(
+    promtool
+      ? 'promtool check rules accepts default and custom thresholds'
+      : skipReason('promtool', 'promtool check rules'),
+    () => {
+      const variants = {
+        default: {},
+        custom: {
+          thresholds: { queue: { waitQuantile: 0.9, forSeconds: 30 }, deviceMemory: { fragmentation: 0.5 } },
+          for: '1m',
+          streamWindow: '5m',
+          driftWindow: '1h',
+        },
+      };
+      for (const [name, options] of Object.entries(variants)) {
+        const file = join(dir, `${name}.yml`);
+        writeFileSync(file, renderRules(options));
+        const run = runTool(promtool as string, ['check', 'rules', file]);
+        expect(run.code, run.stdout + run.stderr).toBe(0);
+        const count = buildRules(options).groups.reduce((n, g) => n + g.rules.length, 0);
+        expect(run.stdout).toContain(`SUCCESS: ${count} rules found`);
+      }
+    },
+  );
 });

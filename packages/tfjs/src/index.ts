@@ -5,4 +5,12 @@ export { watchTfMemory, tfMemorySources } from './memory';
 export type { TfMemoryOptions } from './memory';
 export { fileSystemHandler } from './io';
 export { ModelLoadError, ModelReleasedError } from './errors';
-export type { ModelInput, ModelOutput, MonitoredTfModel, TfModelLike, TfModelOptions, TfModelSource, TfRuntime } from './types';
+export type {
+  ModelInput,
+  ModelOutput,
+  MonitoredTfModel,
+  TfModelLike,
+  TfModelOptions,
+  TfModelSource,
+  TfRuntime,
+} from './types';

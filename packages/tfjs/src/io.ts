@@ -36,9 +36,15 @@ export function fileSystemHandler(modelJsonPath: string): io.IOHandler {
     async save(artifacts: io.ModelArtifacts): Promise<io.SaveResult> {
       await mkdir(dir, { recursive: true });
       const weightsName = `${basename(modelJsonPath, '.json')}.weights.bin`;
-      const parts = artifacts.weightData === undefined ? [] : Array.isArray(artifacts.weightData) ? artifacts.weightData : [artifacts.weightData];
+      const parts =
+        artifacts.weightData === undefined
+          ? []
+          : Array.isArray(artifacts.weightData)
+            ? artifacts.weightData
+            : [artifacts.weightData];
       const weights = Buffer.concat(parts.map((b) => Buffer.from(b)));
-      if (artifacts.modelTopology instanceof ArrayBuffer) throw new TypeError('fileSystemHandler saves JSON topologies only (got a binary GraphDef)');
+      if (artifacts.modelTopology instanceof ArrayBuffer)
+        throw new TypeError('fileSystemHandler saves JSON topologies only (got a binary GraphDef)');
       const json: io.ModelJSON = {
         modelTopology: artifacts.modelTopology ?? {},
         format: artifacts.format,

@@ -38,9 +38,11 @@ export function createTensorLeakDetector(
   const size = options.windowSize ?? 30;
   const minSlope = options.minSlope ?? 0.5;
   const minR2 = options.minR2 ?? 0.8;
-  if (!Number.isInteger(size) || size < 3) throw new TypeError(`@infersignal/tfjs: leak.windowSize must be an integer ≥ 3, got ${String(size)}`);
+  if (!Number.isInteger(size) || size < 3)
+    throw new TypeError(`@infersignal/tfjs: leak.windowSize must be an integer ≥ 3, got ${String(size)}`);
   if (!(minSlope > 0)) throw new TypeError(`@infersignal/tfjs: leak.minSlope must be > 0, got ${String(minSlope)}`);
-  if (!(minR2 >= 0 && minR2 <= 1)) throw new TypeError(`@infersignal/tfjs: leak.minR2 must be in [0, 1], got ${String(minR2)}`);
+  if (!(minR2 >= 0 && minR2 <= 1))
+    throw new TypeError(`@infersignal/tfjs: leak.minR2 must be in [0, 1], got ${String(minR2)}`);
   const labels = { model: options.model };
   // Core's window and least-squares fit; x is the request index (1 "second" per sample), so the slope is tensors per request.
   const window = new SlidingWindow(size);

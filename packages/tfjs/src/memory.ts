@@ -40,7 +40,11 @@ export function tfMemorySources(tf: Pick<TfRuntime, 'memory'>, reserved?: () => 
 }
 
 /** Registers `tf.memory()` as a core device-memory source. One per process is enough: the figures are process-wide. */
-export function watchTfMemory(monitor: Monitor, tf: Pick<TfRuntime, 'memory' | 'getBackend'>, options: TfMemoryOptions = {}): DeviceMemoryHandle {
+export function watchTfMemory(
+  monitor: Monitor,
+  tf: Pick<TfRuntime, 'memory' | 'getBackend'>,
+  options: TfMemoryOptions = {},
+): DeviceMemoryHandle {
   const sources = tfMemorySources(tf, options.reserved);
   return monitor.deviceMemory({
     ...sources,

@@ -2,19 +2,41 @@ import { HotSwap, type Monitor, type QueueTracker } from '@infersignal/core';
 import type { Tensor } from '@tensorflow/tfjs-core';
 import { ModelLoadError, ModelReleasedError } from './errors';
 import { createTensorLeakDetector, type TensorLeakDetector } from './leak';
-import type { ModelInput, ModelOutput, MonitoredTfModel, TfModelLike, TfModelOptions, TfModelSource, TfRuntime } from './types';
+import type {
+  ModelInput,
+  ModelOutput,
+  MonitoredTfModel,
+  TfModelLike,
+  TfModelOptions,
+  TfModelSource,
+  TfRuntime,
+} from './types';
 
 /** Loads a layers model (`tf.loadLayersModel`) timed by `monitor.modelLoad`, served through a core queue. */
-export function loadLayersModel(monitor: Monitor, name: string, tf: TfRuntime, source: TfModelSource, options: TfModelOptions = {}): Promise<MonitoredTfModel> {
+export function loadLayersModel(
+  monitor: Monitor,
+  name: string,
+  tf: TfRuntime,
+  source: TfModelSource,
+  options: TfModelOptions = {},
+): Promise<MonitoredTfModel> {
   const load = tf.loadLayersModel;
-  if (typeof load !== 'function') throw new TypeError('@infersignal/tfjs: tf.loadLayersModel is missing (pass @tensorflow/tfjs or tfjs-node)');
+  if (typeof load !== 'function')
+    throw new TypeError('@infersignal/tfjs: tf.loadLayersModel is missing (pass @tensorflow/tfjs or tfjs-node)');
   return loadModel(monitor, name, tf, (src) => load.call(tf, src, options.loadOptions), source, options);
 }
 
 /** Loads a graph model (`tf.loadGraphModel`) timed by `monitor.modelLoad`, served through a core queue. */
-export function loadGraphModel(monitor: Monitor, name: string, tf: TfRuntime, source: TfModelSource, options: TfModelOptions = {}): Promise<MonitoredTfModel> {
+export function loadGraphModel(
+  monitor: Monitor,
+  name: string,
+  tf: TfRuntime,
+  source: TfModelSource,
+  options: TfModelOptions = {},
+): Promise<MonitoredTfModel> {
   const load = tf.loadGraphModel;
-  if (typeof load !== 'function') throw new TypeError('@infersignal/tfjs: tf.loadGraphModel is missing (pass @tensorflow/tfjs or tfjs-node)');
+  if (typeof load !== 'function')
+    throw new TypeError('@infersignal/tfjs: tf.loadGraphModel is missing (pass @tensorflow/tfjs or tfjs-node)');
   return loadModel(monitor, name, tf, (src) => load.call(tf, src, options.loadOptions), source, options);
 }
 
@@ -34,14 +56,27 @@ export async function loadModel<M extends TfModelLike>(
   const first = await timedLoad(monitor, name, 'load', loader, source);
   const queue =
     options.queue ??
-    monitor.queue(options.queueName ?? `tfjs:${name}`, { concurrency: concurrency ?? 1, capacity: options.capacity, maxWaiting: options.maxWaiting });
-  const leak = options.leak === false ? null : createTensorLeakDetector(monitor, () => tf.memory().numTensors, { ...options.leak, model: name });
+    monitor.queue(options.queueName ?? `tfjs:${name}`, {
+      concurrency: concurrency ?? 1,
+      capacity: options.capacity,
+      maxWaiting: options.maxWaiting,
+    });
+  const leak =
+    options.leak === false
+      ? null
+      : createTensorLeakDetector(monitor, () => tf.memory().numTensors, { ...options.leak, model: name });
   return new TfModel(monitor, name, loader, queue, leak, first);
 }
 
 const ATTRIBUTES = { attributes: { 'infersignal.model.runtime': 'tfjs' } };
 
-function timedLoad<M>(monitor: Monitor, name: string, kind: 'load' | 'reload', loader: (source: TfModelSource) => Promise<M>, source: TfModelSource): Promise<M> {
+function timedLoad<M>(
+  monitor: Monitor,
+  name: string,
+  kind: 'load' | 'reload',
+  loader: (source: TfModelSource) => Promise<M>,
+  source: TfModelSource,
+): Promise<M> {
   return monitor.modelLoad(
     name,
     kind,
@@ -112,7 +147,8 @@ class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
 
   executeAsync(inputs: ModelInput, outputs?: string | string[]): Promise<Tensor | Tensor[]> {
     return this.call((m) => {
-      if (!m.executeAsync) throw new TypeError(`TF.js model "${this.name}" has no executeAsync() (a layers model? use predict)`);
+      if (!m.executeAsync)
+        throw new TypeError(`TF.js model "${this.name}" has no executeAsync() (a layers model? use predict)`);
       return m.executeAsync(inputs, outputs);
     });
   }

@@ -10,10 +10,10 @@ export type ModelOutput = Tensor | Tensor[] | NamedTensorMap;
  * fit it, and so does any object with `predict` and `dispose`.
  */
 export interface TfModelLike {
-  predict(inputs: any, config?: any): ModelOutput;
+  predict(inputs: unknown, config?: unknown): ModelOutput;
   dispose(): unknown;
-  execute?(inputs: any, outputs?: string | string[]): Tensor | Tensor[];
-  executeAsync?(inputs: any, outputs?: string | string[]): Promise<Tensor | Tensor[]>;
+  execute?(inputs: unknown, outputs?: string | string[]): Tensor | Tensor[];
+  executeAsync?(inputs: unknown, outputs?: string | string[]): Promise<Tensor | Tensor[]>;
 }
 
 /**

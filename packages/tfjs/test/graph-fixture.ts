@@ -49,7 +49,12 @@ export function graphDef(matmulInputs: [string, string] = ['x', 'w']) {
       { name: 'x', op: 'Placeholder', attr: { dtype: float, shape: { shape: dims(-1, 4) } } },
       constNode('w', 4, 3),
       constNode('b', 3),
-      { name: 'MatMul', op: 'MatMul', input: matmulInputs, attr: { T: float, transpose_a: { b: false }, transpose_b: { b: false } } },
+      {
+        name: 'MatMul',
+        op: 'MatMul',
+        input: matmulInputs,
+        attr: { T: float, transpose_a: { b: false }, transpose_b: { b: false } },
+      },
       { name: 'add', op: 'AddV2', input: ['MatMul', 'b'], attr: { T: float } },
       { name: 'y', op: 'Relu', input: ['add'], attr: { T: float } },
     ],
@@ -59,7 +64,11 @@ export function graphDef(matmulInputs: [string, string] = ['x', 'w']) {
 }
 
 /** Writes `dir/model.json` + `dir/weights.bin`; returns the model.json path. */
-export function writeGraphModel(dir: string, weights: GraphWeights = GRAPH_WEIGHTS, topology: object = graphDef()): string {
+export function writeGraphModel(
+  dir: string,
+  weights: GraphWeights = GRAPH_WEIGHTS,
+  topology: object = graphDef(),
+): string {
   mkdirSync(dir, { recursive: true });
   const values = new Float32Array(4 * 3 + 3);
   for (let i = 0; i < 4; i++) for (let j = 0; j < 3; j++) values[i * 3 + j] = weights.w(i, j);

@@ -5,7 +5,14 @@ import * as tf from '@tensorflow/tfjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
 import { ModelLoadError, fileSystemHandler, loadGraphModel } from '@infersignal/tfjs';
-import { GRAPH_WEIGHTS, SHIFTED_WEIGHTS, graphDef, graphReference, writeGraphModel, type GraphWeights } from './graph-fixture';
+import {
+  GRAPH_WEIGHTS,
+  SHIFTED_WEIGHTS,
+  graphDef,
+  graphReference,
+  writeGraphModel,
+  type GraphWeights,
+} from './graph-fixture';
 import { harness, maxAbsDiff, type Harness } from './helpers';
 
 let root: string;
@@ -37,7 +44,11 @@ describe('loadGraphModel (hand-written graph-model format, pure-JS CPU backend)'
   it('records the load; execute and predict go through the queue with the reference numbers', async () => {
     h = harness();
     const m = await loadGraphModel(h.monitor, 'graph', tf, fileSystemHandler(modelPath));
-    const load = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.model]: 'graph', [ATTR.loadKind]: 'load', [ATTR.outcome]: 'success' });
+    const load = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.model]: 'graph',
+      [ATTR.loadKind]: 'load',
+      [ATTR.outcome]: 'success',
+    });
     expect(load!.count).toBe(1);
     expect(load!.sum).toBeGreaterThan(0);
     expect(m.generation).toBe(1);
@@ -59,13 +70,16 @@ describe('loadGraphModel (hand-written graph-model format, pure-JS CPU backend)'
     tf.dispose([x, ...outputs]);
 
     const requests = await h.points(METRICS.requests.name);
-    expect(requests.map((p) => [p.attributes[ATTR.queue], p.attributes[ATTR.model], p.attributes[ATTR.outcome], p.value])).toEqual([
-      ['tfjs:graph', 'graph', 'completed', 4],
-    ]);
+    expect(
+      requests.map((p) => [p.attributes[ATTR.queue], p.attributes[ATTR.model], p.attributes[ATTR.outcome], p.value]),
+    ).toEqual([['tfjs:graph', 'graph', 'completed', 4]]);
     const wait = await h.histogram(METRICS.queueWait.name, { [ATTR.queue]: 'tfjs:graph' });
     expect(wait!.count).toBe(4);
     expect(wait!.max).toBeGreaterThan(0);
-    const inference = await h.histogram(METRICS.inferenceDuration.name, { [ATTR.queue]: 'tfjs:graph', [ATTR.outcome]: 'completed' });
+    const inference = await h.histogram(METRICS.inferenceDuration.name, {
+      [ATTR.queue]: 'tfjs:graph',
+      [ATTR.outcome]: 'completed',
+    });
     expect(inference!.count).toBe(4);
     await m.release();
   });
@@ -78,8 +92,16 @@ describe('loadGraphModel (hand-written graph-model format, pure-JS CPU backend)'
     expect(m.generation).toBe(2);
     expect(m.model).not.toBe(before);
 
-    const load = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.model]: 'graph', [ATTR.loadKind]: 'load', [ATTR.outcome]: 'success' });
-    const reload = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.model]: 'graph', [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' });
+    const load = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.model]: 'graph',
+      [ATTR.loadKind]: 'load',
+      [ATTR.outcome]: 'success',
+    });
+    const reload = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.model]: 'graph',
+      [ATTR.loadKind]: 'reload',
+      [ATTR.outcome]: 'success',
+    });
     expect(load!.count).toBe(1);
     expect(reload!.count).toBe(1);
     expect(reload!.sum).toBeGreaterThan(0);
@@ -110,9 +132,16 @@ describe('loadGraphModel (hand-written graph-model format, pure-JS CPU backend)'
     expect((err2 as Error).message).toMatch(/^Failed to load TF.js model "broken": /);
     expect((err2 as Error).cause).toBeInstanceOf(Error);
 
-    const failed = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.model]: 'broken', [ATTR.loadKind]: 'load', [ATTR.outcome]: 'error' });
+    const failed = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.model]: 'broken',
+      [ATTR.loadKind]: 'load',
+      [ATTR.outcome]: 'error',
+    });
     expect(failed!.count).toBe(2);
-    const succeeded = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.model]: 'broken', [ATTR.outcome]: 'success' });
+    const succeeded = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.model]: 'broken',
+      [ATTR.outcome]: 'success',
+    });
     expect(succeeded).toBeUndefined();
   });
 });

@@ -45,7 +45,12 @@ export async function saveTinyMlp(): Promise<string> {
   const model = tf.sequential({
     layers: [tf.layers.dense({ inputShape: [4], units: 8, activation: 'relu' }), tf.layers.dense({ units: 3 })],
   });
-  const weights = [tf.tensor2d(grid(4, 8, w1)), tf.tensor1d(grid(1, 8, (_, j) => b1(j))[0]), tf.tensor2d(grid(8, 3, w2)), tf.tensor1d(grid(1, 3, (_, j) => b2(j))[0])];
+  const weights = [
+    tf.tensor2d(grid(4, 8, w1)),
+    tf.tensor1d(grid(1, 8, (_, j) => b1(j))[0]),
+    tf.tensor2d(grid(8, 3, w2)),
+    tf.tensor1d(grid(1, 3, (_, j) => b2(j))[0]),
+  ];
   model.setWeights(weights);
   tf.dispose(weights);
   const path = join(mkdtempSync(join(tmpdir(), 'infersignal-tfjs-')), 'model.json');

@@ -1,7 +1,13 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
-import { TENSOR_LEAK_SIGNAL, createTensorLeakDetector, fileSystemHandler, loadLayersModel, watchTfMemory } from '@infersignal/tfjs';
+import {
+  TENSOR_LEAK_SIGNAL,
+  createTensorLeakDetector,
+  fileSystemHandler,
+  loadLayersModel,
+  watchTfMemory,
+} from '@infersignal/tfjs';
 import { harness, saveTinyMlp, type Harness } from './helpers';
 
 let modelPath: string;
@@ -70,7 +76,9 @@ describe('tensor-leak signal', () => {
     expect(events[0].value).toBeCloseTo(3, 9);
     expect(detector.slope).toBe(0);
     expect(detector.leaking).toBe(false);
-    expect(() => createTensorLeakDetector(h.monitor, () => 0, { model: 'm', windowSize: 1 })).toThrow(/leak\.windowSize/);
+    expect(() => createTensorLeakDetector(h.monitor, () => 0, { model: 'm', windowSize: 1 })).toThrow(
+      /leak\.windowSize/,
+    );
     expect(() => createTensorLeakDetector(h.monitor, () => 0, { model: 'm', minSlope: 0 })).toThrow(/leak\.minSlope/);
   });
 });
@@ -83,7 +91,11 @@ describe('watchTfMemory', () => {
     handle.sample();
     const bytes = tf.memory().numBytes;
     expect(bytes).toBeGreaterThanOrEqual(4000);
-    expect(h.monitor.snapshot().deviceMemory['tfjs:cpu']).toMatchObject({ allocated: bytes, reserved: null, fragmentation: null });
+    expect(h.monitor.snapshot().deviceMemory['tfjs:cpu']).toMatchObject({
+      allocated: bytes,
+      reserved: null,
+      fragmentation: null,
+    });
     const allocated = await h.points(METRICS.memoryAllocated.name);
     expect(allocated.map((p) => [p.attributes[ATTR.memorySource], p.value])).toEqual([['tfjs:cpu', bytes]]);
     expect(await h.points(METRICS.memoryReserved.name)).toEqual([]);

@@ -30,7 +30,10 @@ describe('loadLayersModel', () => {
   it('times the load, serves predict through the queue with correct numbers', async () => {
     h = harness();
     const m = await loadLayersModel(h.monitor, 'mlp', tf, fileSystemHandler(modelPath));
-    const load = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'load', [ATTR.outcome]: 'success' });
+    const load = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.loadKind]: 'load',
+      [ATTR.outcome]: 'success',
+    });
     expect(load!.count).toBe(1);
     expect(load!.sum).toBeGreaterThan(0);
     const x = tf.tensor2d(X);
@@ -38,7 +41,9 @@ describe('loadLayersModel', () => {
     await predictRows(y);
     tf.dispose([x, y]);
     const requests = await h.points(METRICS.requests.name);
-    expect(requests.map((p) => [p.attributes[ATTR.queue], p.attributes[ATTR.outcome], p.value])).toEqual([['tfjs:mlp', 'completed', 1]]);
+    expect(requests.map((p) => [p.attributes[ATTR.queue], p.attributes[ATTR.outcome], p.value])).toEqual([
+      ['tfjs:mlp', 'completed', 1],
+    ]);
     await m.release();
   });
 
@@ -50,8 +55,14 @@ describe('loadLayersModel', () => {
     await m.reload(delayed(fileSystemHandler(modelPath), 300, delays));
     await m.reload(delayed(fileSystemHandler(modelPath), 40, delays));
     expect(m.generation).toBe(4);
-    const load = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'load', [ATTR.outcome]: 'success' });
-    const reload = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.loadKind]: 'reload', [ATTR.outcome]: 'success' });
+    const load = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.loadKind]: 'load',
+      [ATTR.outcome]: 'success',
+    });
+    const reload = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.loadKind]: 'reload',
+      [ATTR.outcome]: 'success',
+    });
     expect(load!.count).toBe(1);
     expect(reload!.count).toBe(3);
     expect(load!.sum).toBeGreaterThanOrEqual(delays[0]);
@@ -71,7 +82,10 @@ describe('loadLayersModel', () => {
     expect(err).toBeInstanceOf(ModelLoadError);
     expect((err as Error).message).toMatch(/^Failed to load TF.js model "broken": .*JSON/);
     expect((err as Error).cause).toBeInstanceOf(SyntaxError);
-    const failed = await h.histogram(METRICS.modelLoadDuration.name, { [ATTR.model]: 'broken', [ATTR.outcome]: 'error' });
+    const failed = await h.histogram(METRICS.modelLoadDuration.name, {
+      [ATTR.model]: 'broken',
+      [ATTR.outcome]: 'error',
+    });
     expect(failed!.count).toBe(1);
 
     const m = await loadLayersModel(h.monitor, 'mlp', tf, fileSystemHandler(modelPath));

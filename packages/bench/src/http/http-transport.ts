@@ -23,7 +23,8 @@ function requestBytes(options: HttpTransportOptions, body: Buffer | null): Buffe
   }
   if (options.streaming && !names.has('accept')) head += 'Accept: text/event-stream\r\n';
   for (const [name, value] of Object.entries(options.headers)) {
-    if (/[\r\n]/.test(name) || /[\r\n]/.test(String(value))) throw new Error(`bench: header ${JSON.stringify(name)} contains a line break`);
+    if (/[\r\n]/.test(name) || /[\r\n]/.test(String(value)))
+      throw new Error(`bench: header ${JSON.stringify(name)} contains a line break`);
     head += `${name}: ${value}\r\n`;
   }
   head += '\r\n';
@@ -34,7 +35,8 @@ function requestBytes(options: HttpTransportOptions, body: Buffer | null): Buffe
 export function createHttpTransport(options: HttpTransportOptions): Transport {
   const port = Number(options.url.port || (options.url.protocol === 'https:' ? 443 : 80));
   const host = options.url.hostname.replace(/^\[|\]$/g, '');
-  if (options.url.protocol !== 'http:') throw new Error(`bench: only http:// targets are supported by the HTTP client (got ${options.url.protocol})`);
+  if (options.url.protocol !== 'http:')
+    throw new Error(`bench: only http:// targets are supported by the HTTP client (got ${options.url.protocol})`);
   const slots = new Set<HttpSlot>();
   return {
     streaming: options.streaming,
@@ -44,7 +46,9 @@ export function createHttpTransport(options: HttpTransportOptions): Transport {
       return requestBytes(options, Buffer.from(text, 'utf8'));
     },
     createSlot(events: SlotEvents): Slot {
-      const slot = new HttpSlot(host, port, options.streaming, options.method === 'HEAD', events, () => slots.delete(slot));
+      const slot = new HttpSlot(host, port, options.streaming, options.method === 'HEAD', events, () =>
+        slots.delete(slot),
+      );
       slots.add(slot);
       return slot;
     },

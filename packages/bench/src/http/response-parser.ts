@@ -17,6 +17,7 @@ export interface ResponseSink {
   onParseError(message: string): void;
 }
 
+// biome-ignore lint/suspicious/noConstEnum: file-local, so esbuild inlines it under isolatedModules; the parser switches on it per byte.
 const enum State {
   Head,
   Length,
@@ -81,7 +82,10 @@ export class ResponseParser {
           }
           const at = buf.indexOf(CRLFCRLF, Math.max(from, 0));
           if (at < 0) {
-            if (buf.length - from > MAX_HEAD) return this.fail('response head too large');
+            if (buf.length - from > MAX_HEAD) {
+              this.fail('response head too large');
+              return;
+            }
             this.pending = buf === chunk ? Buffer.from(chunk.subarray(pos)) : buf;
             return;
           }
@@ -111,7 +115,10 @@ export class ResponseParser {
           const nl = chunk.indexOf(10, pos);
           const end = nl < 0 ? len : nl;
           this.line += chunk.toString('latin1', pos, end);
-          if (this.line.length > MAX_LINE) return this.fail('chunk line too long');
+          if (this.line.length > MAX_LINE) {
+            this.fail('chunk line too long');
+            return;
+          }
           pos = nl < 0 ? len : nl + 1;
           if (nl >= 0) {
             const line = this.line.endsWith('\r') ? this.line.slice(0, -1) : this.line;
@@ -178,7 +185,10 @@ export class ResponseParser {
         // Only three header names matter; compare lengths first to skip the rest cheaply.
         if (nameLength === 14 || nameLength === 17 || nameLength === 10) {
           const name = head.slice(start, colon).toLowerCase();
-          const value = head.slice(colon + 1, end).trim().toLowerCase();
+          const value = head
+            .slice(colon + 1, end)
+            .trim()
+            .toLowerCase();
           if (name === 'content-length') length = parseInt(value, 10);
           else if (name === 'transfer-encoding') chunked = value.includes('chunked');
           else if (name === 'connection') {

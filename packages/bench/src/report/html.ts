@@ -78,14 +78,18 @@ function inlineJson(value: unknown): string {
 /** One self-contained page: styles, script and the runs' data inline; no URL is ever fetched. */
 export function renderHtml(model: ReportModel): string {
   const compare = model.runs.length > 1;
-  const title = compare ? `InferSignal bench: ${model.runs.map((r) => r.label).join(' vs ')}` : `InferSignal bench: ${model.runs[0].result.target}`;
+  const title = compare
+    ? `InferSignal bench: ${model.runs.map((r) => r.label).join(' vs ')}`
+    : `InferSignal bench: ${model.runs[0].result.target}`;
   const sections = model.runs
     .map((view) => {
       const prefix = compare ? `${view.id} (${view.label}): ` : '';
       return `<section data-run="${escapeXml(view.id)}">${compare ? `<h2>${escapeXml(`${view.id}: ${view.label}`)}</h2>` : ''}${stageTable(view, prefix)}${alertTable(view, prefix)}${configTable(view, prefix)}</section>`;
     })
     .join('');
-  const started = model.runs.map((r) => `${compare ? `${r.id}: ` : ''}${r.result.target}, started ${r.result.startedAt}`).join(' · ');
+  const started = model.runs
+    .map((r) => `${compare ? `${r.id}: ` : ''}${r.result.target}, started ${r.result.startedAt}`)
+    .join(' · ');
   return `<!DOCTYPE html>
 <html lang="en">
 <head>

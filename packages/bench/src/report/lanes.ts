@@ -28,24 +28,54 @@ const memory: LaneSeries[] = [
  * listed once as "not reported", never drawn empty.
  */
 export const STANDARD_LANES: readonly LaneSpec[] = [
-  { signal: 'queue_wait', title: 'queue wait', series: [{ key: SAMPLE_KEYS.queueWaitMean, label: 'mean wait', unit: 'seconds' }] },
-  { signal: 'queue_occupancy', title: 'queue occupancy', series: [{ key: SAMPLE_KEYS.queueOccupancy, label: 'occupancy', unit: 'ratio' }] },
-  { signal: 'stream_interruptions', title: 'stream interruptions', series: [{ key: SAMPLE_KEYS.streamInterrupted, label: 'interrupted', unit: 'ratio' }] },
-  { signal: 'model_load', title: 'model load spikes', series: [{ key: SAMPLE_KEYS.modelLoadSpikes, label: 'spikes', unit: 'count' }] },
+  {
+    signal: 'queue_wait',
+    title: 'queue wait',
+    series: [{ key: SAMPLE_KEYS.queueWaitMean, label: 'mean wait', unit: 'seconds' }],
+  },
+  {
+    signal: 'queue_occupancy',
+    title: 'queue occupancy',
+    series: [{ key: SAMPLE_KEYS.queueOccupancy, label: 'occupancy', unit: 'ratio' }],
+  },
+  {
+    signal: 'stream_interruptions',
+    title: 'stream interruptions',
+    series: [{ key: SAMPLE_KEYS.streamInterrupted, label: 'interrupted', unit: 'ratio' }],
+  },
+  {
+    signal: 'model_load',
+    title: 'model load spikes',
+    series: [{ key: SAMPLE_KEYS.modelLoadSpikes, label: 'spikes', unit: 'count' }],
+  },
   { signal: 'gpu_fragmentation', title: 'device memory', series: memory },
-  { signal: 'event_loop', title: 'event-loop delay', series: [{ key: SAMPLE_KEYS.eventLoopDelayP99, label: 'P99', unit: 'seconds' }] },
+  {
+    signal: 'event_loop',
+    title: 'event-loop delay',
+    series: [{ key: SAMPLE_KEYS.eventLoopDelayP99, label: 'P99', unit: 'seconds' }],
+  },
 ];
 
 /** Other signals core knows: drawn only when the run saw them. */
 const EXTRA_LANES: readonly LaneSpec[] = [
-  { signal: 'capacity', title: 'capacity (ρ)', series: [{ key: SAMPLE_KEYS.queueUtilization, label: 'ρ', unit: 'number' }] },
+  {
+    signal: 'capacity',
+    title: 'capacity (ρ)',
+    series: [{ key: SAMPLE_KEYS.queueUtilization, label: 'ρ', unit: 'number' }],
+  },
   { signal: 'memory_drift', title: 'memory drift', series: memory.slice(0, 2) },
   { signal: 'latency_glitch', title: 'P99 glitch', series: [] },
   { signal: 'latency_anomaly', title: 'latency anomaly', series: [] },
 ];
 
 export function laneSpec(signal: string): LaneSpec {
-  return [...STANDARD_LANES, ...EXTRA_LANES].find((l) => l.signal === signal) ?? { signal, title: signal.replace(/_/g, ' '), series: [] };
+  return (
+    [...STANDARD_LANES, ...EXTRA_LANES].find((l) => l.signal === signal) ?? {
+      signal,
+      title: signal.replace(/_/g, ' '),
+      series: [],
+    }
+  );
 }
 
 export function isStandard(signal: string): boolean {

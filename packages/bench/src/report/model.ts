@@ -88,7 +88,13 @@ export function buildModel(runs: RunView[]): ReportModel {
   if (runs.length === 0) throw new Error('report: no run to draw');
   let domainMs = 1000;
   for (const { result } of runs) {
-    domainMs = Math.max(domainMs, result.durationMs, result.timeline.length * 1000, result.firstFailure?.atMs ?? 0, ...result.alerts.map((a) => a.atMs));
+    domainMs = Math.max(
+      domainMs,
+      result.durationMs,
+      result.timeline.length * 1000,
+      result.firstFailure?.atMs ?? 0,
+      ...result.alerts.map((a) => a.atMs),
+    );
   }
   const domainSeconds = Math.ceil(domainMs / 1000 - 1e-9);
 
@@ -110,7 +116,11 @@ export function buildModel(runs: RunView[]): ReportModel {
           if (level !== undefined) return level;
           return source && point ? 0 : null;
         });
-        return { run: r.id, levels, seen: seenByRun[i].has(signal) || (isStandard(signal) && valuesSeen(r.result, spec)) };
+        return {
+          run: r.id,
+          levels,
+          seen: seenByRun[i].has(signal) || (isStandard(signal) && valuesSeen(r.result, spec)),
+        };
       }),
     };
   });
@@ -125,7 +135,8 @@ export function buildModel(runs: RunView[]): ReportModel {
       alerts.push({ run: id, record, leadSeconds: leadOf(record, result.firstFailure), labelled: !labelled.has(key) });
       labelled.add(key);
     }
-    if (result.firstFailure) failures.push({ run: id, failure: result.firstFailure, what: describeFailure(result.firstFailure) });
+    if (result.firstFailure)
+      failures.push({ run: id, failure: result.firstFailure, what: describeFailure(result.firstFailure) });
     const lead = headlineLead(result);
     if (lead) headlines.push({ run: id, lead });
   }

@@ -14,11 +14,16 @@ export interface ReportRun {
 }
 
 function views(runs: readonly (BenchResult | ReportRun)[]): RunView[] {
-  if (runs.length < 1 || runs.length > 2) throw new Error(`report: give one run, or two to compare (got ${runs.length})`);
+  if (runs.length < 1 || runs.length > 2)
+    throw new Error(`report: give one run, or two to compare (got ${runs.length})`);
   return runs.map((r, i) => {
     const run: ReportRun = 'tool' in r ? { result: r } : r;
     assertResult(run.result, run.label ?? `run ${i + 1}`);
-    return { id: String.fromCharCode(97 + i), label: run.label ?? (runs.length > 1 ? `run ${String.fromCharCode(97 + i)}` : 'run'), result: run.result };
+    return {
+      id: String.fromCharCode(97 + i),
+      label: run.label ?? (runs.length > 1 ? `run ${String.fromCharCode(97 + i)}` : 'run'),
+      result: run.result,
+    };
   });
 }
 
@@ -36,7 +41,9 @@ export function reportFormat(path: string): ReportFormat {
   const ext = extname(path).toLowerCase();
   if (ext === '.html' || ext === '.htm') return 'html';
   if (ext === '.svg') return 'svg';
-  throw new Error(`report: ${JSON.stringify(path)} must end in .html or .svg (a PNG needs a browser: open the HTML and take a screenshot)`);
+  throw new Error(
+    `report: ${JSON.stringify(path)} must end in .html or .svg (a PNG needs a browser: open the HTML and take a screenshot)`,
+  );
 }
 
 /** Writes the report; the format follows the file extension (`.html` or `.svg`). */
@@ -55,7 +62,8 @@ function assertResult(value: unknown, source: string): asserts value is BenchRes
   };
   if (!r || typeof r !== 'object') fail('not an object');
   if (r!.tool !== '@infersignal/bench') fail('tool must be "@infersignal/bench"');
-  for (const field of ['stages', 'timeline', 'alerts', 'leadTimes'] as const) if (!Array.isArray(r![field])) fail(`${field} must be an array`);
+  for (const field of ['stages', 'timeline', 'alerts', 'leadTimes'] as const)
+    if (!Array.isArray(r![field])) fail(`${field} must be an array`);
   if (typeof r!.durationMs !== 'number') fail('durationMs must be a number');
   if (!r!.total || typeof r!.total !== 'object') fail('total is missing');
 }

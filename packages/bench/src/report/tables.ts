@@ -51,7 +51,18 @@ export function stageTable(view: RunView, prefix: string): string {
   if (result.stages.length > 1) rows.push(stageRow(result.total));
   let out = table(
     `${prefix}summary per stage (latency of successful requests)`,
-    ['stage', 'load', 'requests', 'sent/s', 'ok/s', 'P50', 'P90', 'P99', 'max', ...ERROR_COLUMNS.map(([, label]) => label)],
+    [
+      'stage',
+      'load',
+      'requests',
+      'sent/s',
+      'ok/s',
+      'P50',
+      'P90',
+      'P99',
+      'max',
+      ...ERROR_COLUMNS.map(([, label]) => label),
+    ],
     rows,
     ` data-table="stages" data-run="${escapeXml(view.id)}"`,
   );
@@ -60,8 +71,28 @@ export function stageTable(view: RunView, prefix: string): string {
     const all = streamed.length > 1 ? [...streamed, result.total] : streamed;
     out += table(
       `${prefix}streams`,
-      ['stage', 'completed', 'cut off', 'TTFT P50', 'TTFT P99', 'inter-token P50', 'inter-token P99', 'tokens/s per stream'],
-      all.filter((s) => s.stream).map((s) => [s.name, String(s.stream!.completed), String(s.stream!.cutOff), formatMs(s.stream!.ttft.p50), formatMs(s.stream!.ttft.p99), formatMs(s.stream!.interToken.p50), formatMs(s.stream!.interToken.p99), formatNumber(s.stream!.tokensPerSecond)]),
+      [
+        'stage',
+        'completed',
+        'cut off',
+        'TTFT P50',
+        'TTFT P99',
+        'inter-token P50',
+        'inter-token P99',
+        'tokens/s per stream',
+      ],
+      all
+        .filter((s) => s.stream)
+        .map((s) => [
+          s.name,
+          String(s.stream!.completed),
+          String(s.stream!.cutOff),
+          formatMs(s.stream!.ttft.p50),
+          formatMs(s.stream!.ttft.p99),
+          formatMs(s.stream!.interToken.p50),
+          formatMs(s.stream!.interToken.p99),
+          formatNumber(s.stream!.tokensPerSecond),
+        ]),
     );
   }
   return out;
@@ -69,15 +100,29 @@ export function stageTable(view: RunView, prefix: string): string {
 
 export function alertTable(view: RunView, prefix: string): string {
   const { result } = view;
-  if (result.alerts.length === 0) return `<p class="statement" data-statement="no-alerts-table">${escapeXml(prefix)}No alerts fired during this run.</p>`;
+  if (result.alerts.length === 0)
+    return `<p class="statement" data-statement="no-alerts-table">${escapeXml(prefix)}No alerts fired during this run.</p>`;
   const failure = result.firstFailure;
   const sorted = [...result.alerts].sort((a, b) => a.atMs - b.atMs);
   const rows = sorted.slice(0, MAX_ALERT_ROWS).map((a) => {
     const lead = failure ? (failure.atMs - a.atMs) / 1000 : null;
-    return [formatAt(a.atMs), a.signal, a.level.toUpperCase(), a.source, lead === null ? 'no failure' : lead >= 0 ? `${lead.toFixed(1)} s before` : `${(-lead).toFixed(1)} s after`, a.message ?? ''];
+    return [
+      formatAt(a.atMs),
+      a.signal,
+      a.level.toUpperCase(),
+      a.source,
+      lead === null ? 'no failure' : lead >= 0 ? `${lead.toFixed(1)} s before` : `${(-lead).toFixed(1)} s after`,
+      a.message ?? '',
+    ];
   });
-  let out = table(`${prefix}alerts (${result.alerts.length})`, ['at', 'signal', 'level', 'source', 'vs first failure', 'message'], rows, ` data-table="alerts" data-run="${escapeXml(view.id)}"`);
-  if (sorted.length > MAX_ALERT_ROWS) out += `<p class="note">${sorted.length - MAX_ALERT_ROWS} more alerts are in the JSON and on the chart.</p>`;
+  let out = table(
+    `${prefix}alerts (${result.alerts.length})`,
+    ['at', 'signal', 'level', 'source', 'vs first failure', 'message'],
+    rows,
+    ` data-table="alerts" data-run="${escapeXml(view.id)}"`,
+  );
+  if (sorted.length > MAX_ALERT_ROWS)
+    out += `<p class="note">${sorted.length - MAX_ALERT_ROWS} more alerts are in the JSON and on the chart.</p>`;
   return out;
 }
 
@@ -105,10 +150,18 @@ export function configTable(view: RunView, prefix: string): string {
       ['max requests', String(s.maxRequests)],
       ['max duration', `${formatNumber(s.maxDurationMs / 1000)} s`],
       ['streaming', s.streaming ? 'yes' : 'no'],
-      ['metrics scraped', s.metricsUrl ? `${s.metricsUrl} every ${formatNumber((s.scrapeIntervalMs ?? 0) / 1000)} s` : 'no'],
+      [
+        'metrics scraped',
+        s.metricsUrl ? `${s.metricsUrl} every ${formatNumber((s.scrapeIntervalMs ?? 0) / 1000)} s` : 'no',
+      ],
       ['in-process alerts', s.alertCallback ? 'subscribed' : 'no'],
     );
   } else rows.push(['settings', 'not in this result (written by an older version)']);
   rows.push(['failed scrapes', String(result.scrapeErrors)], ['alert records', String(result.alerts.length)]);
-  return table(`${prefix}run configuration`, ['setting', 'value'], rows, ` data-table="config" data-run="${escapeXml(view.id)}"`);
+  return table(
+    `${prefix}run configuration`,
+    ['setting', 'value'],
+    rows,
+    ` data-table="config" data-run="${escapeXml(view.id)}"`,
+  );
 }

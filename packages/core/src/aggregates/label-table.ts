@@ -5,7 +5,7 @@ const MAX_LABEL_LENGTH = 128;
 export function sanitizeLabel(value: unknown, fallback = 'unknown'): string {
   if (value === undefined || value === null || value === '') return fallback;
   let text = typeof value === 'string' ? value : String(value);
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern removes.
   if (/[\u0000-\u001f\u007f]/.test(text)) text = text.replace(/[\u0000-\u001f\u007f]/g, '');
   return text.length > MAX_LABEL_LENGTH ? text.slice(0, MAX_LABEL_LENGTH) : text;
 }

@@ -93,7 +93,13 @@ function key(signal: string, labels: Record<string, string>): string {
   return k;
 }
 
-function defaultMessage(signal: string, level: Level, value: number, threshold: number, labels: Record<string, string>): string {
+function defaultMessage(
+  signal: string,
+  level: Level,
+  value: number,
+  threshold: number,
+  labels: Record<string, string>,
+): string {
   const where = Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(' ');

@@ -56,7 +56,8 @@ export class WebhookDelivery implements WebhookSink {
     } catch {
       throw new TypeError(`infersignal: invalid webhook url ${JSON.stringify(url)}`);
     }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`infersignal: webhook url must be http(s), got ${parsed.protocol}`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new TypeError(`infersignal: webhook url must be http(s), got ${parsed.protocol}`);
     this.timeoutMs = options.timeoutMs ?? 5000;
     this.retries = options.retries ?? 3;
     this.backoffMs = options.backoffMs ?? 500;
@@ -156,9 +157,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
     timer.unref?.();
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

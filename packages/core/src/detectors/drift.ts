@@ -12,7 +12,9 @@ export interface LinearFit {
 /** Least-squares line through (t seconds, value) pairs of a window (samples at or after `since`). */
 export function linearFit(window: SlidingWindow, since = Number.NEGATIVE_INFINITY): LinearFit {
   let n = 0;
-  window.forEach(() => n++, since);
+  window.forEach(() => {
+    n++;
+  }, since);
   if (n < 2) return { slope: 0, r2: 0, count: n, growth: 0 };
   let t0 = Number.NaN;
   let sumT = 0;
@@ -64,7 +66,8 @@ export class DriftDetector {
   evaluate(reference: number): LinearFit & { drifting: boolean } {
     const fit = linearFit(this.window);
     const full = fit.count >= this.samples;
-    const drifting = full && fit.slope > 0 && fit.r2 >= this.minR2 && fit.growth >= this.minGrowth * Math.abs(reference);
+    const drifting =
+      full && fit.slope > 0 && fit.r2 >= this.minR2 && fit.growth >= this.minGrowth * Math.abs(reference);
     return { ...fit, drifting };
   }
 }

@@ -12,7 +12,8 @@ export class SlidingWindow {
   private size = 0;
 
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`SlidingWindow capacity must be an integer >= 1, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`SlidingWindow capacity must be an integer >= 1, got ${capacity}`);
     this.values = new Float64Array(capacity);
     this.times = new Float64Array(capacity);
     this.scratch = new Float64Array(capacity);

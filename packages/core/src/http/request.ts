@@ -169,14 +169,20 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     // `complete` (own property) first: a request received in full was not cut off mid-body, and
     // readableAborted is a getter four prototypes up on Express's re-parented request.
     const req = res.req as IncomingMessage | undefined;
-    if (req !== undefined && req.complete !== true && req.readableAborted) return this.settle(this.failed ? 'error' : 'cancelled');
+    if (req !== undefined && req.complete !== true && req.readableAborted) {
+      this.settle(this.failed ? 'error' : 'cancelled');
+      return;
+    }
     this.settle(this.failed || res.statusCode >= this.settings.errorStatus ? 'error' : 'completed');
   }
 
   closed(): void {
     const res = this.res;
     if (res === undefined) return;
-    if (res.writableFinished) return this.finished();
+    if (res.writableFinished) {
+      this.finished();
+      return;
+    }
     // Tell a handler still waiting in run() or generating that nobody listens.
     this.cutOff = true;
     this.controller?.abort();
@@ -203,7 +209,13 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
  * arrival). `owner`: see HttpReplyOwner. Adapters call it through
  * HttpTracking.track().
  */
-export function trackHttpRequest(settings: HttpRequestSettings, ticket: Ticket, route: string | undefined, res: ServerResponse, owner?: HttpReplyOwner): TrackedHttpRequest {
+export function trackHttpRequest(
+  settings: HttpRequestSettings,
+  ticket: Ticket,
+  route: string | undefined,
+  res: ServerResponse,
+  owner?: HttpReplyOwner,
+): TrackedHttpRequest {
   return new HttpRequestLifecycle(settings, ticket, route, res, owner);
 }
 
@@ -257,8 +269,7 @@ function startOnHead(res: ServerResponse, ticket: Ticket): void {
   const writeHead = res.writeHead as unknown as WriteHead;
   res.writeHead = function writeHeadStartingInference(this: ServerResponse) {
     ticket.start();
-    // `arguments` passes writeHead's overloads through untouched, without a rest array.
-    // eslint-disable-next-line prefer-rest-params
+    // biome-ignore lint/complexity/noArguments: passes writeHead's overloads through untouched, without a rest array.
     return writeHead.apply(this, arguments as unknown as unknown[]);
   } as ServerResponse['writeHead'];
 }
@@ -269,14 +280,14 @@ function startOnHead(res: ServerResponse, ticket: Ticket): void {
  * own classes are never patched.
  */
 function hookPrototype(proto: ServerResponse): WriteHead | null {
-  if (!ServerResponse.prototype.isPrototypeOf(proto) || !Object.isExtensible(proto)) return null;
+  if (!Object.prototype.isPrototypeOf.call(ServerResponse.prototype, proto) || !Object.isExtensible(proto)) return null;
   // The prototype's own writeHead if it had one; otherwise looked up at each call, so a later patch below it still runs.
   const own = Object.hasOwn(proto, 'writeHead') ? (proto.writeHead as unknown as WriteHead) : undefined;
   const hook = function writeHeadStartingInference(this: ServerResponse) {
     const request = trackedRequests.get(this);
     if (request?.settings.autoStart === true) request.ticket.start();
     const writeHead = own ?? (Object.getPrototypeOf(proto) as ServerResponse).writeHead;
-    // eslint-disable-next-line prefer-rest-params
+    // biome-ignore lint/complexity/noArguments: passes writeHead's overloads through untouched, without a rest array.
     return (writeHead as unknown as WriteHead).apply(this, arguments as unknown as unknown[]);
   };
   proto.writeHead = hook as unknown as ServerResponse['writeHead'];

@@ -44,7 +44,7 @@ const SSE_HEADERS: Record<string, string> = {
 };
 
 function formatData(data: unknown): string {
-  const text = typeof data === 'string' ? data : JSON.stringify(data) ?? '';
+  const text = typeof data === 'string' ? data : (JSON.stringify(data) ?? '');
   // Each line of the payload needs its own `data:` prefix, or the client
   // would read the rest as unknown fields.
   return text.includes('\n') ? `data: ${text.split(/\r?\n/).join('\ndata: ')}\n` : `data: ${text}\n`;

@@ -18,7 +18,10 @@ export interface HttpTrackingOptions {
 }
 
 /** Body of a shed request's 503; the same bytes every time. */
-export const HTTP_SHED_BODY = JSON.stringify({ error: 'overloaded', message: 'The server is at critical backpressure; retry later.' });
+export const HTTP_SHED_BODY = JSON.stringify({
+  error: 'overloaded',
+  message: 'The server is at critical backpressure; retry later.',
+});
 
 /**
  * Checks the options every HTTP adapter shares, plus the `model` and `route`
@@ -26,19 +29,28 @@ export const HTTP_SHED_BODY = JSON.stringify({ error: 'overloaded', message: 'Th
  * knows (others are refused, listed in the message). Throws
  * InferSignalConfigError naming the field, at registration.
  */
-export function validateHttpTrackingOptions(options: HttpTrackingOptions & { model?: unknown; route?: unknown }, keys: ReadonlySet<string>): void {
+export function validateHttpTrackingOptions(
+  options: HttpTrackingOptions & { model?: unknown; route?: unknown },
+  keys: ReadonlySet<string>,
+): void {
   for (const key of Object.keys(options)) {
-    if (!keys.has(key)) throw new InferSignalConfigError(`options.${key}`, `unknown option (expected one of ${[...keys].join(', ')})`);
+    if (!keys.has(key))
+      throw new InferSignalConfigError(`options.${key}`, `unknown option (expected one of ${[...keys].join(', ')})`);
   }
   for (const key of ['model', 'route'] as const) {
-    if (options[key] !== undefined && typeof options[key] !== 'function') throw new InferSignalConfigError(`options.${key}`, 'must be a function of the request');
+    if (options[key] !== undefined && typeof options[key] !== 'function')
+      throw new InferSignalConfigError(`options.${key}`, 'must be a function of the request');
   }
   for (const key of ['shed', 'autoStart'] as const) {
-    if (options[key] !== undefined && typeof options[key] !== 'boolean') throw new InferSignalConfigError(`options.${key}`, 'must be a boolean');
+    if (options[key] !== undefined && typeof options[key] !== 'boolean')
+      throw new InferSignalConfigError(`options.${key}`, 'must be a boolean');
   }
   const status = options.errorStatus;
   if (status !== undefined && (!Number.isInteger(status) || status < 100 || status > 600)) {
-    throw new InferSignalConfigError('options.errorStatus', `must be an HTTP status (100–600), got ${JSON.stringify(status)}`);
+    throw new InferSignalConfigError(
+      'options.errorStatus',
+      `must be an HTTP status (100–600), got ${JSON.stringify(status)}`,
+    );
   }
   if (typeof options.queue === 'object' && options.queue !== null && options.queueOptions !== undefined) {
     throw new InferSignalConfigError('options.queueOptions', 'only applies when options.queue is a name');
@@ -59,7 +71,12 @@ export interface HttpTracking {
    * there is no function or it returns undefined. A function that throws is
    * counted as internal error `<source>.<kind>` and gives `fallback`.
    */
-  label<Req>(kind: 'model' | 'route', fn: ((req: Req) => string | undefined) | undefined, req: Req, fallback: string | undefined): string | undefined;
+  label<Req>(
+    kind: 'model' | 'route',
+    fn: ((req: Req) => string | undefined) | undefined,
+    req: Req,
+    fallback: string | undefined,
+  ): string | undefined;
   /**
    * With shedding on and the queue saying shed: records the request as
    * `rejected` and returns the Retry-After header value (whole seconds, at
@@ -72,7 +89,12 @@ export interface HttpTracking {
    * request twice (mounted twice, nested scopes) checks trackedRequestOf(res)
    * or its own request slot first.
    */
-  track(model: string | undefined, route: string | undefined, res: ServerResponse, owner?: HttpReplyOwner): TrackedHttpRequest;
+  track(
+    model: string | undefined,
+    route: string | undefined,
+    res: ServerResponse,
+    owner?: HttpReplyOwner,
+  ): TrackedHttpRequest;
 }
 
 class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
@@ -86,13 +108,19 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
     options: HttpTrackingOptions,
     readonly source: string,
   ) {
-    this.tracker = typeof options.queue === 'object' ? options.queue : monitor.queue(options.queue ?? 'http', options.queueOptions);
+    this.tracker =
+      typeof options.queue === 'object' ? options.queue : monitor.queue(options.queue ?? 'http', options.queueOptions);
     this.errorStatus = options.errorStatus ?? 500;
     this.autoStart = options.autoStart ?? true;
     this.shedding = options.shed === true;
   }
 
-  label<Req>(kind: 'model' | 'route', fn: ((req: Req) => string | undefined) | undefined, req: Req, fallback: string | undefined): string | undefined {
+  label<Req>(
+    kind: 'model' | 'route',
+    fn: ((req: Req) => string | undefined) | undefined,
+    req: Req,
+    fallback: string | undefined,
+  ): string | undefined {
     if (fn === undefined) return fallback;
     try {
       const value = fn(req);
@@ -111,7 +139,12 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
     return String(Math.max(1, Math.ceil(admission.retryAfterSeconds)));
   }
 
-  track(model: string | undefined, route: string | undefined, res: ServerResponse, owner?: HttpReplyOwner): TrackedHttpRequest {
+  track(
+    model: string | undefined,
+    route: string | undefined,
+    res: ServerResponse,
+    owner?: HttpReplyOwner,
+  ): TrackedHttpRequest {
     return trackHttpRequest(this, this.tracker.enqueue(model), route, res, owner);
   }
 }

@@ -48,7 +48,9 @@ export class GlitchAttributor {
       if (!history) this.history.set(name, (history = new SlidingWindow(this.window)));
       const mean = history.length ? history.mean() : value;
       let sumSquares = 0;
-      history.forEach((v) => (sumSquares += (v - mean) ** 2));
+      history.forEach((v) => {
+        sumSquares += (v - mean) ** 2;
+      });
       const sd = Math.max(history.length ? Math.sqrt(sumSquares / history.length) : 0, SIGMA_FLOOR[name] ?? 1e-9);
       latest[name] = { value, baseline: mean, zScore: (value - mean) / sd };
       history.push(value);
@@ -59,7 +61,11 @@ export class GlitchAttributor {
   attribute(loadsInWindow: string[]): GlitchAttribution {
     const factors = this.latest;
     if (loadsInWindow.length > 0) {
-      return { cause: 'model_load', rule: `model load/reload overlapping the window: ${loadsInWindow.join(', ')}`, factors };
+      return {
+        cause: 'model_load',
+        rule: `model load/reload overlapping the window: ${loadsInWindow.join(', ')}`,
+        factors,
+      };
     }
     let cause = 'unknown';
     let best = 2;
@@ -69,6 +75,13 @@ export class GlitchAttributor {
         cause = name;
       }
     }
-    return { cause, rule: cause === 'unknown' ? 'no factor ≥ 2σ above its baseline' : `largest z-score (${best.toFixed(1)}σ above its baseline)`, factors };
+    return {
+      cause,
+      rule:
+        cause === 'unknown'
+          ? 'no factor ≥ 2σ above its baseline'
+          : `largest z-score (${best.toFixed(1)}σ above its baseline)`,
+      factors,
+    };
   }
 }

@@ -88,8 +88,17 @@ export class CapacityModel {
     // Sized for ticks as fast as 50 ms over the trend window; the fit uses the window by time.
     this.utilizationTrend = new SlidingWindow(Math.min(8192, Math.max(64, Math.ceil(t.trendWindowSeconds * 20))));
     this.estimate = {
-      arrivalRate: 0, arrivalRateWindowed: 0, completionRate: 0, serviceTime: Number.NaN, serviceTimeP90: Number.NaN,
-      concurrency: concurrency(), utilization: 0, headroom: Number.NaN, predictedWait: 0, timeToSaturation: Number.POSITIVE_INFINITY, level: 'ok',
+      arrivalRate: 0,
+      arrivalRateWindowed: 0,
+      completionRate: 0,
+      serviceTime: Number.NaN,
+      serviceTimeP90: Number.NaN,
+      concurrency: concurrency(),
+      utilization: 0,
+      headroom: Number.NaN,
+      predictedWait: 0,
+      timeToSaturation: Number.POSITIVE_INFINITY,
+      level: 'ok',
     };
   }
 
@@ -145,18 +154,26 @@ export class CapacityModel {
     const trendStart = now - t.trendWindowSeconds * 1000;
     const trend = linearFit(this.utilizationTrend, trendStart);
     // A slope needs some history: half the window, at most 10 s.
-    const trendFull = trend.count >= 3 && now - this.oldest(this.utilizationTrend, trendStart) >= Math.min(t.trendWindowSeconds * 500, 10_000);
-    e.timeToSaturation = e.utilization >= 1 ? 0 : trendFull && trend.slope > 0 ? (1 - e.utilization) / trend.slope : Number.POSITIVE_INFINITY;
+    const trendFull =
+      trend.count >= 3 &&
+      now - this.oldest(this.utilizationTrend, trendStart) >= Math.min(t.trendWindowSeconds * 500, 10_000);
+    e.timeToSaturation =
+      e.utilization >= 1
+        ? 0
+        : trendFull && trend.slope > 0
+          ? (1 - e.utilization) / trend.slope
+          : Number.POSITIVE_INFINITY;
     this.ticks++;
     // Warm-up: a rate from one or two ticks, or S from a handful of requests, is noise.
     const warm = this.ticks >= MIN_TICKS && service.count >= MIN_SERVICE_SAMPLES;
-    const raw: Level = !this.judged || !warm
-      ? 'ok'
-      : e.utilization >= t.utilizationCritical
-        ? 'critical'
-        : e.utilization > t.utilizationWarn || e.timeToSaturation < t.saturationWarnSeconds
-          ? 'warn'
-          : 'ok';
+    const raw: Level =
+      !this.judged || !warm
+        ? 'ok'
+        : e.utilization >= t.utilizationCritical
+          ? 'critical'
+          : e.utilization > t.utilizationWarn || e.timeToSaturation < t.saturationWarnSeconds
+            ? 'warn'
+            : 'ok';
     e.level = this.hold(raw, now, t.forSeconds * 1000);
     return e;
   }

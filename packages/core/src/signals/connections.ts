@@ -1,4 +1,12 @@
-import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, Observable, ObservableGauge } from '@opentelemetry/api';
+import type {
+  Attributes,
+  BatchObservableResult,
+  Counter,
+  Histogram,
+  Meter,
+  Observable,
+  ObservableGauge,
+} from '@opentelemetry/api';
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -131,11 +139,13 @@ function histogram(meter: Meter, spec: InstrumentSpec): Histogram {
 }
 
 function registryOf(monitor: Monitor): Registry {
-  let registry = registries.get(monitor);
+  const registry = registries.get(monitor);
   if (registry) return registry;
   const meter = monitor.meter;
-  const counter = (spec: InstrumentSpec) => meter.createCounter(spec.name, { unit: spec.unit, description: spec.description });
-  const gauge = (spec: InstrumentSpec) => meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
+  const counter = (spec: InstrumentSpec) =>
+    meter.createCounter(spec.name, { unit: spec.unit, description: spec.description });
+  const gauge = (spec: InstrumentSpec) =>
+    meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
   const created: Registry = {
     opened: counter(METRICS.connectionsOpened),
     rejected: counter(METRICS.connectionsRejected),
@@ -164,11 +174,18 @@ function registryOf(monitor: Monitor): Registry {
   return created;
 }
 
-function ratioOption(options: InstrumentServerOptions, key: 'saturationWarn' | 'saturationCritical', fallback: number): number {
+function ratioOption(
+  options: InstrumentServerOptions,
+  key: 'saturationWarn' | 'saturationCritical',
+  fallback: number,
+): number {
   const value = options[key];
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
-    throw new InferSignalConfigError(`connections.${key}`, `must be a number > 0 (a share of capacity), got ${JSON.stringify(value)}`);
+    throw new InferSignalConfigError(
+      `connections.${key}`,
+      `must be a number > 0 (a share of capacity), got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
@@ -217,7 +234,11 @@ class ServerTracker implements ServerInstrumentation {
     // Defaults from the monitor's thresholds (one source: the rules generator reads the same).
     this.warn = ratioOption(options, 'saturationWarn', monitor.thresholds.connections.saturationWarn);
     this.critical = ratioOption(options, 'saturationCritical', monitor.thresholds.connections.saturationCritical);
-    if (this.critical < this.warn) throw new InferSignalConfigError('connections.saturationCritical', `must be >= saturationWarn (${this.warn}), got ${this.critical}`);
+    if (this.critical < this.warn)
+      throw new InferSignalConfigError(
+        'connections.saturationCritical',
+        `must be >= saturationWarn (${this.warn}), got ${this.critical}`,
+      );
     const window = positiveIntegerOption(options, 'reuseWindow') ?? 1000;
     this.reuse = new ShareWindow(window);
     this.sessionReuse = new ShareWindow(window);
@@ -331,7 +352,10 @@ class ServerTracker implements ServerInstrumentation {
       const connection = this.pending.get(`${socket.remoteAddress}|${socket.remotePort}`);
       if (connection !== undefined) this.endHandshake(connection);
       this.handshakeFailures++;
-      this.registry.handshakeFailures.add(1, this.errorAttributesOf(typeof error?.code === 'string' ? error.code : error?.name ?? 'unknown'));
+      this.registry.handshakeFailures.add(
+        1,
+        this.errorAttributesOf(typeof error?.code === 'string' ? error.code : (error?.name ?? 'unknown')),
+      );
     } catch (caught) {
       this.monitor.internalError('connections.tls', caught);
     }
@@ -369,10 +393,16 @@ class ServerTracker implements ServerInstrumentation {
     const level = this.detector.update(ratio, performance.now());
     if (level === this.reported) return;
     this.reported = level;
-    this.monitor.report(SIGNAL, level, ratio, level === 'critical' ? this.critical : this.warn, this.labels,
+    this.monitor.report(
+      SIGNAL,
+      level,
+      ratio,
+      level === 'critical' ? this.critical : this.warn,
+      this.labels,
       level === 'ok'
         ? undefined
-        : `server ${this.name}: ${this.open} of ${capacity} connections open (${Math.round(ratio * 100)} %), ${this.rejected} rejected at the limit so far`);
+        : `server ${this.name}: ${this.open} of ${capacity} connections open (${Math.round(ratio * 100)} %), ${this.rejected} rejected at the limit so far`,
+    );
   }
 
   observe(result: BatchObservableResult): void {
@@ -418,24 +448,46 @@ class ServerTracker implements ServerInstrumentation {
  * counted. Calling it again for the same server returns the same handle.
  * Invalid options throw an InferSignalConfigError naming the field.
  */
-export function instrumentServer(monitor: Monitor, server: InstrumentableServer, options: InstrumentServerOptions = {}): ServerInstrumentation {
-  if (typeof monitor?.report !== 'function' || typeof monitor.internalError !== 'function' || monitor.meter === undefined) {
+export function instrumentServer(
+  monitor: Monitor,
+  server: InstrumentableServer,
+  options: InstrumentServerOptions = {},
+): ServerInstrumentation {
+  if (
+    typeof monitor?.report !== 'function' ||
+    typeof monitor.internalError !== 'function' ||
+    monitor.meter === undefined
+  ) {
     throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   }
   if (typeof server?.on !== 'function' || typeof server.address !== 'function' || typeof server.off !== 'function') {
     throw new InferSignalConfigError('server', 'must be an http.Server or https.Server');
   }
-  if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('connections', 'options must be an object');
+  if (typeof options !== 'object' || options === null)
+    throw new InferSignalConfigError('connections', 'options must be an object');
   for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new InferSignalConfigError(`connections.${key}`, `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`);
+    if (!OPTION_KEYS.has(key))
+      throw new InferSignalConfigError(
+        `connections.${key}`,
+        `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`,
+      );
   }
   const existing = trackers.get(server);
   if (existing) return existing;
   const name = options.name ?? (server instanceof TlsServer ? 'https' : 'http');
-  if (typeof name !== 'string' || name === '' || name.length > 64) throw new InferSignalConfigError('connections.name', `must be a non-empty string of at most 64 characters, got ${JSON.stringify(name)}`);
+  if (typeof name !== 'string' || name === '' || name.length > 64)
+    throw new InferSignalConfigError(
+      'connections.name',
+      `must be a non-empty string of at most 64 characters, got ${JSON.stringify(name)}`,
+    );
   const registry = registryOf(monitor);
-  if (registry.byName.has(name)) throw new InferSignalConfigError('connections.name', `"${name}" already names another instrumented server of this monitor; pass a distinct name`);
-  if (registry.byName.size >= MAX_SERVERS) throw new InferSignalConfigError('connections', `more than ${MAX_SERVERS} instrumented servers`);
+  if (registry.byName.has(name))
+    throw new InferSignalConfigError(
+      'connections.name',
+      `"${name}" already names another instrumented server of this monitor; pass a distinct name`,
+    );
+  if (registry.byName.size >= MAX_SERVERS)
+    throw new InferSignalConfigError('connections', `more than ${MAX_SERVERS} instrumented servers`);
   const tracker = new ServerTracker(monitor, registry, server, name, options);
   registry.byName.set(name, tracker);
   trackers.set(server, tracker);

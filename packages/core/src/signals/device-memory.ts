@@ -36,7 +36,12 @@ export class DeviceMemory implements DeviceMemoryHandle {
     this.attributes = { [ATTR.memorySource]: source };
     this.labels = { source };
     // Fragmentation has a single level: above the bound is WARN (critical set out of reach).
-    this.fragmentationDetector = new ThresholdDetector({ warn: t.fragmentation, critical: Number.POSITIVE_INFINITY, forSeconds: t.fragmentationForSeconds, hysteresis: 0.05 });
+    this.fragmentationDetector = new ThresholdDetector({
+      warn: t.fragmentation,
+      critical: Number.POSITIVE_INFINITY,
+      forSeconds: t.fragmentationForSeconds,
+      hysteresis: 0.05,
+    });
     this.drift = new DriftDetector(t.driftWindowSamples, t.driftMinGrowth, t.driftMinR2);
     const intervalMs = options.intervalMs ?? 1000;
     if (intervalMs > 0) {
@@ -82,9 +87,17 @@ export class DeviceMemory implements DeviceMemoryHandle {
     const fit = this.drift.evaluate(this.reserved);
     this.gapGrowth = fit.count >= 2 ? fit.slope : null;
     this.drifting = fit.drifting;
-    ctx.hub.set('memory_drift', fit.drifting ? 'warn' : 'ok', fit.slope, t.driftMinGrowth, this.labels,
-      fit.drifting ? `reserved − allocated gap on ${this.source} grew ${(fit.growth / 2 ** 20).toFixed(1)} MiB over ${fit.count} samples (${(fit.slope / 2 ** 20).toFixed(2)} MiB/s, R² ${fit.r2.toFixed(2)})` : undefined,
-      fit.drifting ? { growthBytes: fit.growth, r2: fit.r2, samples: fit.count } : undefined);
+    ctx.hub.set(
+      'memory_drift',
+      fit.drifting ? 'warn' : 'ok',
+      fit.slope,
+      t.driftMinGrowth,
+      this.labels,
+      fit.drifting
+        ? `reserved − allocated gap on ${this.source} grew ${(fit.growth / 2 ** 20).toFixed(1)} MiB over ${fit.count} samples (${(fit.slope / 2 ** 20).toFixed(2)} MiB/s, R² ${fit.r2.toFixed(2)})`
+        : undefined,
+      fit.drifting ? { growthBytes: fit.growth, r2: fit.r2, samples: fit.count } : undefined,
+    );
   }
 
   stop(): void {

@@ -1,5 +1,12 @@
 import type { Attributes } from '@opentelemetry/api';
-import { monitorEventLoopDelay, performance, PerformanceObserver, constants, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
+import {
+  monitorEventLoopDelay,
+  performance,
+  PerformanceObserver,
+  constants,
+  type EventLoopUtilization,
+  type IntervalHistogram,
+} from 'node:perf_hooks';
 import { recordSeconds, type MonitorContext } from '../context';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector } from '../detectors/threshold';
@@ -43,7 +50,11 @@ export class EventLoopSignal {
 
   constructor(private readonly ctx: MonitorContext) {
     const t = ctx.thresholds.eventLoop;
-    this.detector = new ThresholdDetector({ warn: t.delayWarnSeconds, critical: t.delayCriticalSeconds, hysteresis: 0.2 });
+    this.detector = new ThresholdDetector({
+      warn: t.delayWarnSeconds,
+      critical: t.delayCriticalSeconds,
+      hysteresis: 0.2,
+    });
     this.delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
     this.delay.enable();
     this.periodStart = performance.now();
@@ -70,7 +81,7 @@ export class EventLoopSignal {
   }
 
   private onGc(entry: import('node:perf_hooks').PerformanceEntry): void {
-    const kind = GC_TYPES[((entry as { detail?: { kind?: number } }).detail)?.kind ?? -1] ?? 'other';
+    const kind = GC_TYPES[(entry as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
     let attributes = this.gcAttributes.get(kind);
     if (!attributes) this.gcAttributes.set(kind, (attributes = { 'v8js.gc.type': kind }));
     const seconds = entry.duration / 1000;
@@ -81,7 +92,9 @@ export class EventLoopSignal {
   /** GC pause time (s) within the last `windowMs`. */
   gcPauseSeconds(now: number, windowMs: number): number {
     let total = 0;
-    this.gcPauses.forEach((s) => (total += s), now - windowMs);
+    this.gcPauses.forEach((s) => {
+      total += s;
+    }, now - windowMs);
     return total;
   }
 
@@ -117,8 +130,16 @@ export class EventLoopSignal {
       if (!Number.isNaN(this.p99)) {
         this.level = this.detector.update(this.p99, now);
         const t = this.ctx.thresholds.eventLoop;
-        this.ctx.hub.set('event_loop', this.level, this.p99, this.level === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds, this.labels,
-          this.level === 'ok' ? undefined : `event-loop delay P99 ${(this.p99 * 1000).toFixed(0)} ms (max ${(this.max * 1000).toFixed(0)} ms, utilization ${(this.utilization * 100).toFixed(0)} %)`);
+        this.ctx.hub.set(
+          'event_loop',
+          this.level,
+          this.p99,
+          this.level === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds,
+          this.labels,
+          this.level === 'ok'
+            ? undefined
+            : `event-loop delay P99 ${(this.p99 * 1000).toFixed(0)} ms (max ${(this.max * 1000).toFixed(0)} ms, utilization ${(this.utilization * 100).toFixed(0)} %)`,
+        );
       }
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);

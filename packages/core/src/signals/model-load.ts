@@ -49,7 +49,10 @@ export class ModelLoads {
   async time<T>(kind: LoadKind, fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {
     const ctx = this.ctx;
     const started = ctx.clock();
-    const span = ctx.tracer?.startSpan(SPANS.modelLoad, { attributes: { ...this.attrs(kind, ''), ...options?.attributes }, startTime: started });
+    const span = ctx.tracer?.startSpan(SPANS.modelLoad, {
+      attributes: { ...this.attrs(kind, ''), ...options?.attributes },
+      startTime: started,
+    });
     this.loading++;
     let result: T;
     try {
@@ -98,9 +101,17 @@ export class ModelLoads {
       const spike = seconds > factor * baseline;
       if (spike) ctx.instruments.modelLoadSpikes.add(1, this.attrs(kind, ''));
       this.level = spike ? 'warn' : 'ok';
-      ctx.hub.set('model_load', this.level, seconds, factor * baseline, this.labels,
-        spike ? `model ${this.model} ${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline` : undefined,
-        spike ? { kind, baselineSeconds: baseline, ratio: seconds / baseline } : undefined);
+      ctx.hub.set(
+        'model_load',
+        this.level,
+        seconds,
+        factor * baseline,
+        this.labels,
+        spike
+          ? `model ${this.model} ${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline`
+          : undefined,
+        spike ? { kind, baselineSeconds: baseline, ratio: seconds / baseline } : undefined,
+      );
     }
     this.history.push(seconds);
     if (this.history.length > ctx.thresholds.modelLoad.baselineSamples) this.history.shift();

@@ -8,11 +8,28 @@ import { ThresholdDetector, worstLevel } from '../detectors/threshold';
 import { ZScoreDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
 import { ATTR, BUCKETS, SPANS } from '../names';
-import type { Admission, Level, Outcome, QueueOptions, QueueSnapshot, QueueTracker, StreamHandle, Ticket } from '../types';
+import type {
+  Admission,
+  Level,
+  Outcome,
+  QueueOptions,
+  QueueSnapshot,
+  QueueTracker,
+  StreamHandle,
+  Ticket,
+} from '../types';
 import { CapacityModel } from './capacity';
 import { Stream, type StreamModel } from './stream';
 
-const OUTCOMES: readonly Outcome[] = ['completed', 'cancelled', 'error', 'rejected', 'timeout', 'unavailable', 'deadline_exceeded'];
+const OUTCOMES: readonly Outcome[] = [
+  'completed',
+  'cancelled',
+  'error',
+  'rejected',
+  'timeout',
+  'unavailable',
+  'deadline_exceeded',
+];
 
 /** Per (queue, model) state: attribute objects made once, and core's own aggregates. */
 class QueueModel {
@@ -172,14 +189,26 @@ export class Queue implements QueueTracker {
     this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
     this.maxWaiting = options.maxWaiting ?? Math.max(0, this.capacity - this.concurrency);
     this.models = new LabelTable(ctx.maxModels + 1, (model) => new QueueModel(name, model));
-    this.occupancyDetector = new ThresholdDetector({ warn: t.queue.occupancyWarn, critical: t.queue.occupancyCritical, hysteresis: 0.05 });
-    this.waitDetector = new ThresholdDetector({ warn: t.queue.waitWarnSeconds, critical: t.queue.waitCriticalSeconds, forSeconds: t.queue.forSeconds });
+    this.occupancyDetector = new ThresholdDetector({
+      warn: t.queue.occupancyWarn,
+      critical: t.queue.occupancyCritical,
+      hysteresis: 0.05,
+    });
+    this.waitDetector = new ThresholdDetector({
+      warn: t.queue.waitWarnSeconds,
+      critical: t.queue.waitCriticalSeconds,
+      forSeconds: t.queue.forSeconds,
+    });
     this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
     this.anomaly = new ZScoreDetector(t.anomaly.window, t.anomaly.zScore);
     this.labels = { queue: name };
     // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
     const explicit = options.concurrency !== undefined;
-    this.capacity_ = new CapacityModel(() => (explicit ? this.concurrency : Math.max(1, this.peakInFlight)), t, explicit);
+    this.capacity_ = new CapacityModel(
+      () => (explicit ? this.concurrency : Math.max(1, this.peakInFlight)),
+      t,
+      explicit,
+    );
   }
 
   get occupancy(): number {
@@ -232,7 +261,10 @@ export class Queue implements QueueTracker {
     return new Stream(this.streamModel(model), this.ctx, arrival);
   }
 
-  async run<T>(fn: () => Promise<T> | T, options?: { model?: string; ticket?: Ticket; signal?: AbortSignal; attributes?: Attributes }): Promise<T> {
+  async run<T>(
+    fn: () => Promise<T> | T,
+    options?: { model?: string; ticket?: Ticket; signal?: AbortSignal; attributes?: Attributes },
+  ): Promise<T> {
     const own = options?.ticket === undefined;
     const ticket = (options?.ticket ?? this.enqueue(options?.model)) as RequestTicket;
     if (options?.attributes) ticket.setAttributes(options.attributes);
@@ -308,25 +340,71 @@ export class Queue implements QueueTracker {
     const occupancy = this.occupancy;
     const occupancyLevel = this.occupancyDetector.update(occupancy, now);
     const hub = this.ctx.hub;
-    hub.set('queue_wait', waitLevel, waitValue, waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds, this.labels);
-    hub.set('queue_occupancy', occupancyLevel, occupancy, occupancyLevel === 'critical' ? t.queue.occupancyCritical : t.queue.occupancyWarn, this.labels);
+    hub.set(
+      'queue_wait',
+      waitLevel,
+      waitValue,
+      waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
+      this.labels,
+    );
+    hub.set(
+      'queue_occupancy',
+      occupancyLevel,
+      occupancy,
+      occupancyLevel === 'critical' ? t.queue.occupancyCritical : t.queue.occupancyWarn,
+      this.labels,
+    );
     this.level_ = worstLevel(waitLevel, occupancyLevel);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
-    hub.set('capacity', c.level, c.utilization, c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn, this.labels,
+    hub.set(
+      'capacity',
+      c.level,
+      c.utilization,
+      c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
+      this.labels,
       c.level === 'ok' ? undefined : capacityMessage(this.name, c),
-      c.level === 'ok' ? undefined : { arrivalRate: c.arrivalRate, serviceTime: c.serviceTime, concurrency: c.concurrency, headroom: c.headroom, predictedWait: c.predictedWait, timeToSaturation: c.timeToSaturation });
+      c.level === 'ok'
+        ? undefined
+        : {
+            arrivalRate: c.arrivalRate,
+            serviceTime: c.serviceTime,
+            concurrency: c.concurrency,
+            headroom: c.headroom,
+            predictedWait: c.predictedWait,
+            timeToSaturation: c.timeToSaturation,
+          },
+    );
 
     const glitch = this.glitch.evaluate(now);
     const glitchLevel: Level = glitch.deltaL > t.glitch.deltaSeconds ? 'warn' : 'ok';
     if (glitchLevel === 'warn' && hub.level('latency_glitch', this.labels) === 'ok') {
       const attribution = this.ctx.attributeGlitch(now, t.glitch.windowSeconds * 1000);
-      hub.set('latency_glitch', glitchLevel, glitch.deltaL, t.glitch.deltaSeconds, this.labels,
+      hub.set(
+        'latency_glitch',
+        glitchLevel,
+        glitch.deltaL,
+        t.glitch.deltaSeconds,
+        this.labels,
         `P99 glitch (queue=${this.name}): max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
-        { p99: glitch.p99, max: glitch.max, samples: glitch.count, cause: attribution.cause, rule: attribution.rule, factors: attribution.factors });
+        {
+          p99: glitch.p99,
+          max: glitch.max,
+          samples: glitch.count,
+          cause: attribution.cause,
+          rule: attribution.rule,
+          factors: attribution.factors,
+        },
+      );
     } else if (glitchLevel === 'ok') {
-      hub.set('latency_glitch', 'ok', Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL, t.glitch.deltaSeconds, this.labels);
+      hub.set(
+        'latency_glitch',
+        'ok',
+        Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL,
+        t.glitch.deltaSeconds,
+        this.labels,
+      );
     }
 
     if (!Number.isNaN(this.waitQuantile)) {
@@ -350,10 +428,11 @@ export class Queue implements QueueTracker {
 
   /** Core's own per-model aggregates (for a producer-based export path). */
   modelAggregates(): Array<{ model: string; queueWait: FixedHistogram; inferenceDuration: FixedHistogram }> {
-    return this.models.values().map((slot) => ({ model: slot.model, queueWait: slot.queueWait, inferenceDuration: slot.inferenceDuration }));
+    return this.models
+      .values()
+      .map((slot) => ({ model: slot.model, queueWait: slot.queueWait, inferenceDuration: slot.inferenceDuration }));
   }
 }
-
 
 function capacityMessage(queue: string, c: import('./capacity').CapacityEstimate): string {
   const saturation = Number.isFinite(c.timeToSaturation) ? `, saturation in ${c.timeToSaturation.toFixed(0)} s` : '';

@@ -27,10 +27,16 @@ export class StreamModel {
     private readonly ctx: MonitorContext,
   ) {
     this.attributes = { [ATTR.model]: model };
-    this.outcomeAttributes = Object.fromEntries(OUTCOMES.map((o) => [o, { [ATTR.model]: model, [ATTR.outcome]: o }])) as unknown as Record<StreamOutcome, Attributes>;
+    this.outcomeAttributes = Object.fromEntries(
+      OUTCOMES.map((o) => [o, { [ATTR.model]: model, [ATTR.outcome]: o }]),
+    ) as unknown as Record<StreamOutcome, Attributes>;
     const t = ctx.thresholds.stream;
     this.ring = new Uint8Array(t.windowSize);
-    this.detector = new ThresholdDetector({ warn: t.interruptedRatio, critical: t.interruptedRatioCritical, hysteresis: 0 });
+    this.detector = new ThresholdDetector({
+      warn: t.interruptedRatio,
+      critical: t.interruptedRatioCritical,
+      hysteresis: 0,
+    });
   }
 
   push(interrupted: boolean): void {
@@ -56,7 +62,13 @@ export class StreamModel {
     const ratio = this.interruptedRatio;
     this.level = this.detector.update(ratio, now);
     const t = this.ctx.thresholds.stream;
-    this.ctx.hub.set('stream_interruptions', this.level, ratio, this.level === 'critical' ? t.interruptedRatioCritical : t.interruptedRatio, { model: this.model });
+    this.ctx.hub.set(
+      'stream_interruptions',
+      this.level,
+      ratio,
+      this.level === 'critical' ? t.interruptedRatioCritical : t.interruptedRatio,
+      { model: this.model },
+    );
   }
 }
 
@@ -82,7 +94,12 @@ export class Stream implements StreamHandle {
     try {
       this.firstAt = this.ctx.clock();
       this.lastAt = this.firstAt;
-      recordSeconds(this.ctx, this.ctx.instruments.timeToFirstToken, (this.firstAt - this.arrival) / 1000, this.state.attributes);
+      recordSeconds(
+        this.ctx,
+        this.ctx.instruments.timeToFirstToken,
+        (this.firstAt - this.arrival) / 1000,
+        this.state.attributes,
+      );
     } catch (error) {
       this.ctx.internalError('stream.firstToken', error);
     }
@@ -110,7 +127,12 @@ export class Stream implements StreamHandle {
       this.ctx.instruments.streams.add(1, attributes);
       // One time-per-output-token sample per stream: mean gap between tokens after the first.
       if (this.tokens > 1) {
-        recordSeconds(this.ctx, this.ctx.instruments.timePerOutputToken, (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1), this.state.attributes);
+        recordSeconds(
+          this.ctx,
+          this.ctx.instruments.timePerOutputToken,
+          (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1),
+          this.state.attributes,
+        );
       }
       this.state.push(outcome !== 'completed');
     } catch (error) {

@@ -15,7 +15,9 @@ const SOURCE = fileURLToPath(new URL('./fake_nvml.c', import.meta.url));
 export function compileFakeNvml(defines: readonly string[] = []): string {
   const dir = mkdtempSync(join(tmpdir(), 'infersignal-fake-nvml-'));
   const out = join(dir, 'libnvidia-ml.so.1');
-  execFileSync('cc', ['-shared', '-fPIC', '-O2', ...defines.map((d) => `-D${d}`), '-o', out, SOURCE], { stdio: 'pipe' });
+  execFileSync('cc', ['-shared', '-fPIC', '-O2', ...defines.map((d) => `-D${d}`), '-o', out, SOURCE], {
+    stdio: 'pipe',
+  });
   return out;
 }
 

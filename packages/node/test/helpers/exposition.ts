@@ -57,7 +57,12 @@ export function parseExposition(body: string): Map<string, Family> {
 }
 
 /** Samples of `name` whose labels include every `match` pair. */
-export function samples(families: Map<string, Family>, family: string, name: string, match: Record<string, string> = {}): Sample[] {
+export function samples(
+  families: Map<string, Family>,
+  family: string,
+  name: string,
+  match: Record<string, string> = {},
+): Sample[] {
   return (families.get(family)?.samples ?? []).filter(
     (s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v),
   );

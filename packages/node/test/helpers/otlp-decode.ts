@@ -7,7 +7,19 @@
  * side is decoded here, independently of the code that encoded it.
  */
 
-type FieldType = 'string' | 'bytes' | 'bool' | 'uint' | 'int' | 'double' | 'fixed64' | 'sfixed64' | 'fixed32' | 'packedFixed64' | 'packedDouble' | Schema;
+type FieldType =
+  | 'string'
+  | 'bytes'
+  | 'bool'
+  | 'uint'
+  | 'int'
+  | 'double'
+  | 'fixed64'
+  | 'sfixed64'
+  | 'fixed32'
+  | 'packedFixed64'
+  | 'packedDouble'
+  | Schema;
 interface Field {
   name: string;
   type: FieldType;
@@ -70,7 +82,11 @@ const Metric: Schema = {
   7: { name: 'sum', type: Sum },
   9: { name: 'histogram', type: Histogram },
 };
-const ScopeMetrics: Schema = { 1: { name: 'scope', type: Scope }, 2: { name: 'metrics', type: Metric, repeated: true }, 3: { name: 'schemaUrl', type: 'string' } };
+const ScopeMetrics: Schema = {
+  1: { name: 'scope', type: Scope },
+  2: { name: 'metrics', type: Metric, repeated: true },
+  3: { name: 'schemaUrl', type: 'string' },
+};
 const ResourceMetrics: Schema = {
   1: { name: 'resource', type: Resource },
   2: { name: 'scopeMetrics', type: ScopeMetrics, repeated: true },
@@ -92,7 +108,11 @@ const Span: Schema = {
   15: { name: 'status', type: Status },
   16: { name: 'flags', type: 'fixed32' },
 };
-const ScopeSpans: Schema = { 1: { name: 'scope', type: Scope }, 2: { name: 'spans', type: Span, repeated: true }, 3: { name: 'schemaUrl', type: 'string' } };
+const ScopeSpans: Schema = {
+  1: { name: 'scope', type: Scope },
+  2: { name: 'spans', type: Span, repeated: true },
+  3: { name: 'schemaUrl', type: 'string' },
+};
 const ResourceSpans: Schema = {
   1: { name: 'resource', type: Resource },
   2: { name: 'scopeSpans', type: ScopeSpans, repeated: true },
@@ -151,7 +171,6 @@ class Reader {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Decoded = Record<string, any>;
 
 function decode(buf: Uint8Array, schema: Schema): Decoded {

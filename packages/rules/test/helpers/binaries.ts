@@ -63,7 +63,12 @@ export interface Daemon {
 }
 
 /** Starts a long-running binary and resolves once `readyUrl` answers 200 (bounded by timeoutMs). */
-export async function startDaemon(binary: string, args: string[], readyUrl: string, timeoutMs = 15_000): Promise<Daemon> {
+export async function startDaemon(
+  binary: string,
+  args: string[],
+  readyUrl: string,
+  timeoutMs = 15_000,
+): Promise<Daemon> {
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {
@@ -105,7 +110,12 @@ export async function startDaemon(binary: string, args: string[], readyUrl: stri
 }
 
 /** Polls `check` until it returns a value (not undefined) or the deadline passes. */
-export async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>, intervalMs = 250): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+  intervalMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

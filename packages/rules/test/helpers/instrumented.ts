@@ -43,7 +43,10 @@ export async function startInstrumentedServer(options: InstrumentedServerOptions
     detectorIntervalMs: options.detectorIntervalMs ?? 250,
     logger: { warn: () => {} },
     // The first load sets no baseline: a fixed one makes the test's 20 ms load a spike.
-    thresholds: { ...options.thresholds, modelLoad: { ...options.thresholds?.modelLoad, baselineSeconds: { llama: 0.001 } } },
+    thresholds: {
+      ...options.thresholds,
+      modelLoad: { ...options.thresholds?.modelLoad, baselineSeconds: { llama: 0.001 } },
+    },
   });
   const address = await signal.prometheus?.ready;
   if (!address) throw new Error('the Prometheus exporter did not start');
@@ -91,7 +94,12 @@ export async function exerciseEverySignal(signal: InferSignal): Promise<void> {
   stream.end('completed');
   monitor.stream('llama').end('cancelled');
   let allocated = 600;
-  const memory = monitor.deviceMemory({ allocated: () => (allocated -= 10), reserved: () => 1000, intervalMs: 0, source: 'test' });
+  const memory = monitor.deviceMemory({
+    allocated: () => (allocated -= 10),
+    reserved: () => 1000,
+    intervalMs: 0,
+    source: 'test',
+  });
   memory.sample();
   memory.sample();
   memory.sample();

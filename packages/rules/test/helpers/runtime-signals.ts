@@ -56,13 +56,34 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 export function selfSigned(): { key: Buffer; cert: Buffer } | null {
   const dir = mkdtempSync(join(tmpdir(), 'infersignal-rules-tls-'));
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { stdio: 'pipe', timeout: 20_000 });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'pipe', timeout: 20_000 },
+    );
     return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
   } catch (error) {
-    console.warn(`[rules] TLS instruments not exercised: openssl could not make a certificate (${error instanceof Error ? error.message : String(error)})`);
+    console.warn(
+      `[rules] TLS instruments not exercised: openssl could not make a certificate (${error instanceof Error ? error.message : String(error)})`,
+    );
     return null;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -102,7 +123,9 @@ async function produceGarbageUntilGc(app: InstrumentedServer): Promise<void> {
 }
 
 function listen(server: Server): Promise<number> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
+  );
 }
 
 function closeServer(server: Server): Promise<void> {
@@ -148,7 +171,9 @@ export async function exerciseRuntimeSignals(app: InstrumentedServer): Promise<R
     const credentials = selfSigned();
     let secure: ServerInstrumentation | undefined;
     if (credentials) {
-      const tlsServer = createHttpsServer({ key: credentials.key, cert: credentials.cert }, (_req, res) => res.end('ok'));
+      const tlsServer = createHttpsServer({ key: credentials.key, cert: credentials.cert }, (_req, res) =>
+        res.end('ok'),
+      );
       secure = instrumentServer(monitor, tlsServer, { name: 'https' });
       const tlsPort = await listen(tlsServer);
       cleanup.push(() => closeServer(tlsServer));
@@ -169,7 +194,9 @@ export async function exerciseRuntimeSignals(app: InstrumentedServer): Promise<R
     }
 
     const breaker = METRICS.breakerState;
-    monitor.meter.createGauge(breaker.name, { unit: breaker.unit, description: breaker.description }).record(2, { [ATTR.breakerName]: 'backend' });
+    monitor.meter
+      .createGauge(breaker.name, { unit: breaker.unit, description: breaker.description })
+      .record(2, { [ATTR.breakerName]: 'backend' });
 
     return { tls: credentials !== null, limited, secure, close };
   } catch (error) {

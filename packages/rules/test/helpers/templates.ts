@@ -35,15 +35,18 @@ export function render(template: string, labels: Record<string, string>, value?:
     if (value === undefined) throw new Error('annotation uses $value; pass the expected value');
     return value.toFixed(Number(digits));
   });
-  return fixed.replace(/\{\{\s*\$(labels\.(\w+)|value)(?:\s*\|\s*(\w+))?\s*\}\}/g, (_match, _what, label: string | undefined, fn: string | undefined) => {
-    if (label !== undefined) {
-      if (!(label in labels)) throw new Error(`annotation uses label "${label}" the alert does not carry`);
-      return labels[label];
-    }
-    if (value === undefined) throw new Error('annotation uses $value; pass the expected value');
-    if (fn === 'humanizeDuration') return humanizeDuration(value);
-    if (fn === 'humanizePercentage') return humanizePercentage(value);
-    if (fn === undefined) return String(value);
-    throw new Error(`template function ${fn} not supported by the test renderer`);
-  });
+  return fixed.replace(
+    /\{\{\s*\$(labels\.(\w+)|value)(?:\s*\|\s*(\w+))?\s*\}\}/g,
+    (_match, _what, label: string | undefined, fn: string | undefined) => {
+      if (label !== undefined) {
+        if (!(label in labels)) throw new Error(`annotation uses label "${label}" the alert does not carry`);
+        return labels[label];
+      }
+      if (value === undefined) throw new Error('annotation uses $value; pass the expected value');
+      if (fn === 'humanizeDuration') return humanizeDuration(value);
+      if (fn === 'humanizePercentage') return humanizePercentage(value);
+      if (fn === undefined) return String(value);
+      throw new Error(`template function ${fn} not supported by the test renderer`);
+    },
+  );
 }
