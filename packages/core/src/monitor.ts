@@ -8,6 +8,7 @@ import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer, AggregateCounter, AggregateHistogram } from './export/producer';
 import { createInstruments, type Instruments } from './instruments';
 import { ATTR } from './names';
+import { SCOPE } from './version';
 import { GlitchAttributor } from './signals/attribution';
 import { DeviceMemory } from './signals/device-memory';
 import { EventLoopSignal } from './signals/event-loop';
@@ -33,32 +34,65 @@ import type {
 } from './types';
 
 const OPTION_KEYS = new Set([
-  'serviceName', 'meterProvider', 'tracerProvider', 'thresholds', 'onAlert', 'maxModels', 'maxQueues', 'detectorIntervalMs', 'traces', 'clock', 'logger', 'eventLoop', 'exportMode',
+  'serviceName',
+  'meterProvider',
+  'tracerProvider',
+  'thresholds',
+  'onAlert',
+  'maxModels',
+  'maxQueues',
+  'detectorIntervalMs',
+  'traces',
+  'clock',
+  'logger',
+  'eventLoop',
+  'exportMode',
 ]);
 const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
-const LABEL_ATTRIBUTE: Record<string, string> = { queue: ATTR.queue, model: ATTR.model, source: ATTR.memorySource, server: ATTR.server };
+const LABEL_ATTRIBUTE: Record<string, string> = {
+  queue: ATTR.queue,
+  model: ATTR.model,
+  source: ATTR.memorySource,
+  server: ATTR.server,
+};
 const MAX_ERROR_SOURCES = 64;
 
 function positiveInteger(field: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw new InferSignalConfigError(field, `must be an integer >= 1, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1)
+    throw new InferSignalConfigError(field, `must be an integer >= 1, got ${JSON.stringify(value)}`);
   return value;
 }
 
 function validateOptions(options: MonitorOptions): void {
   if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
-  for (const key of Object.keys(options)) if (!OPTION_KEYS.has(key)) throw new InferSignalConfigError(key, `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`);
-  if (options.serviceName !== undefined && (typeof options.serviceName !== 'string' || options.serviceName === '')) throw new InferSignalConfigError('serviceName', 'must be a non-empty string');
-  if (options.onAlert !== undefined && typeof options.onAlert !== 'function') throw new InferSignalConfigError('onAlert', 'must be a function');
-  if (options.clock !== undefined && typeof options.clock !== 'function') throw new InferSignalConfigError('clock', 'must be a function returning milliseconds');
-  if (options.detectorIntervalMs !== undefined && (typeof options.detectorIntervalMs !== 'number' || !(options.detectorIntervalMs >= 0))) {
-    throw new InferSignalConfigError('detectorIntervalMs', `must be a number >= 0, got ${JSON.stringify(options.detectorIntervalMs)}`);
+  for (const key of Object.keys(options))
+    if (!OPTION_KEYS.has(key))
+      throw new InferSignalConfigError(key, `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`);
+  if (options.serviceName !== undefined && (typeof options.serviceName !== 'string' || options.serviceName === ''))
+    throw new InferSignalConfigError('serviceName', 'must be a non-empty string');
+  if (options.onAlert !== undefined && typeof options.onAlert !== 'function')
+    throw new InferSignalConfigError('onAlert', 'must be a function');
+  if (options.clock !== undefined && typeof options.clock !== 'function')
+    throw new InferSignalConfigError('clock', 'must be a function returning milliseconds');
+  if (
+    options.detectorIntervalMs !== undefined &&
+    (typeof options.detectorIntervalMs !== 'number' || !(options.detectorIntervalMs >= 0))
+  ) {
+    throw new InferSignalConfigError(
+      'detectorIntervalMs',
+      `must be a number >= 0, got ${JSON.stringify(options.detectorIntervalMs)}`,
+    );
   }
   if (options.exportMode !== undefined && options.exportMode !== 'api' && options.exportMode !== 'producer') {
-    throw new InferSignalConfigError('exportMode', `must be 'api' or 'producer', got ${JSON.stringify(options.exportMode)}`);
+    throw new InferSignalConfigError(
+      'exportMode',
+      `must be 'api' or 'producer', got ${JSON.stringify(options.exportMode)}`,
+    );
   }
-  if (options.logger !== undefined && typeof options.logger?.warn !== 'function') throw new InferSignalConfigError('logger', 'must have a warn(message) method');
+  if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
+    throw new InferSignalConfigError('logger', 'must have a warn(message) method');
 }
 
 class MonitorImpl implements Monitor {
@@ -101,10 +135,13 @@ class MonitorImpl implements Monitor {
     const origin = performance.timeOrigin;
     this.clock = options.clock ?? (() => origin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
-    this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter('@infersignal/core', '0.1.0');
+    this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
     this.exportMode = options.exportMode ?? 'api';
     this.instruments = createInstruments(this.meter, this.exportMode);
-    const tracer = options.traces === false ? undefined : (options.tracerProvider ?? trace.getTracerProvider()).getTracer('@infersignal/core', '0.1.0');
+    const tracer =
+      options.traces === false
+        ? undefined
+        : (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE.name, SCOPE.version);
     this.hub = new AlertHub(
       this.clock,
       (error) => this.internalError('onAlert', error),
@@ -167,28 +204,52 @@ class MonitorImpl implements Monitor {
   }
 
   queue(name: string, options: QueueOptions = {}): QueueTracker {
-    if (typeof name !== 'string' || name === '') throw new InferSignalConfigError('queue.name', 'must be a non-empty string');
+    if (typeof name !== 'string' || name === '')
+      throw new InferSignalConfigError('queue.name', 'must be a non-empty string');
     const existing = this.queues.get(name);
     if (existing) return existing;
-    if (this.queues.size >= this.maxQueues) throw new InferSignalConfigError('maxQueues', `more than ${this.maxQueues} queues; raise maxQueues or reuse queues`);
+    if (this.queues.size >= this.maxQueues)
+      throw new InferSignalConfigError(
+        'maxQueues',
+        `more than ${this.maxQueues} queues; raise maxQueues or reuse queues`,
+      );
     for (const key of Object.keys(options)) {
-      if (key !== 'capacity' && key !== 'concurrency' && key !== 'maxWaiting') throw new InferSignalConfigError(`queue(${name}).${key}`, 'unknown option (expected capacity, concurrency, maxWaiting)');
+      if (key !== 'capacity' && key !== 'concurrency' && key !== 'maxWaiting')
+        throw new InferSignalConfigError(
+          `queue(${name}).${key}`,
+          'unknown option (expected capacity, concurrency, maxWaiting)',
+        );
     }
     const concurrency = positiveInteger(`queue(${name}).concurrency`, options.concurrency, 1);
-    const capacity = positiveInteger(`queue(${name}).capacity`, options.capacity, options.maxWaiting !== undefined ? concurrency + options.maxWaiting : 64);
+    const capacity = positiveInteger(
+      `queue(${name}).capacity`,
+      options.capacity,
+      options.maxWaiting !== undefined ? concurrency + options.maxWaiting : 64,
+    );
     if (options.maxWaiting !== undefined && (!Number.isInteger(options.maxWaiting) || options.maxWaiting < 0)) {
-      throw new InferSignalConfigError(`queue(${name}).maxWaiting`, `must be an integer >= 0, got ${JSON.stringify(options.maxWaiting)}`);
+      throw new InferSignalConfigError(
+        `queue(${name}).maxWaiting`,
+        `must be an integer >= 0, got ${JSON.stringify(options.maxWaiting)}`,
+      );
     }
-    const queue = new Queue(name, { ...options, concurrency: options.concurrency === undefined ? undefined : concurrency, capacity }, this.ctx,
+    const queue = new Queue(
+      name,
+      { ...options, concurrency: options.concurrency === undefined ? undefined : concurrency, capacity },
+      this.ctx,
       (model) => this.streamModels.get(this.ctx.modelLabel(model)),
-      () => (this.eventLoop && this.thresholds.eventLoop.backpressure ? this.eventLoop.level : 'ok'));
+      () => (this.eventLoop && this.thresholds.eventLoop.backpressure ? this.eventLoop.level : 'ok'),
+    );
     this.queues.set(name, queue);
     return queue;
   }
 
   modelLoad<T>(model: string, kind: 'load' | 'reload', fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {
-    if (typeof fn !== 'function') return Promise.reject(new TypeError('infersignal: modelLoad(model, kind, fn) needs a loader function'));
-    if (kind !== 'load' && kind !== 'reload') return Promise.reject(new TypeError(`infersignal: modelLoad kind must be 'load' or 'reload', got ${JSON.stringify(kind)}`));
+    if (typeof fn !== 'function')
+      return Promise.reject(new TypeError('infersignal: modelLoad(model, kind, fn) needs a loader function'));
+    if (kind !== 'load' && kind !== 'reload')
+      return Promise.reject(
+        new TypeError(`infersignal: modelLoad kind must be 'load' or 'reload', got ${JSON.stringify(kind)}`),
+      );
     return this.loads.get(this.ctx.modelLabel(model)).time(kind, fn, options);
   }
 
@@ -197,10 +258,14 @@ class MonitorImpl implements Monitor {
   }
 
   deviceMemory(options: DeviceMemoryOptions): DeviceMemoryHandle {
-    if (typeof options?.allocated !== 'function') throw new InferSignalConfigError('deviceMemory.allocated', 'must be a function returning bytes (or undefined)');
-    if (typeof options.reserved !== 'function') throw new InferSignalConfigError('deviceMemory.reserved', 'must be a function returning bytes (or undefined)');
-    if (options.intervalMs !== undefined && !(options.intervalMs >= 0)) throw new InferSignalConfigError('deviceMemory.intervalMs', `must be >= 0, got ${options.intervalMs}`);
-    if (this.memories.size >= 64) throw new InferSignalConfigError('deviceMemory', 'more than 64 device memory sources');
+    if (typeof options?.allocated !== 'function')
+      throw new InferSignalConfigError('deviceMemory.allocated', 'must be a function returning bytes (or undefined)');
+    if (typeof options.reserved !== 'function')
+      throw new InferSignalConfigError('deviceMemory.reserved', 'must be a function returning bytes (or undefined)');
+    if (options.intervalMs !== undefined && !(options.intervalMs >= 0))
+      throw new InferSignalConfigError('deviceMemory.intervalMs', `must be >= 0, got ${options.intervalMs}`);
+    if (this.memories.size >= 64)
+      throw new InferSignalConfigError('deviceMemory', 'more than 64 device memory sources');
     const handle = new DeviceMemory(options.source ?? 'default', options, this.ctx, (h) => this.memories.delete(h));
     this.memories.add(handle);
     return handle;
@@ -214,14 +279,24 @@ class MonitorImpl implements Monitor {
   webhook(url: string, options: WebhookOptions = {}): WebhookSink {
     const sink = new WebhookDelivery(url, this.serviceName, options, (reason, error) => {
       this.instruments.webhookDropped.add(1);
-      this.warnOnce(`webhook:${reason}`, `infersignal: webhook ${reason}; alert dropped${error ? ` (${error instanceof Error ? error.message : String(error)})` : ''}`);
+      this.warnOnce(
+        `webhook:${reason}`,
+        `infersignal: webhook ${reason}; alert dropped${error ? ` (${error instanceof Error ? error.message : String(error)})` : ''}`,
+      );
     });
     this.webhooks.add(sink);
     this.hub.subscribe((event) => sink.push(event));
     return sink;
   }
 
-  report(signal: SignalName, level: Level, value: number, threshold: number, labels: Record<string, string> = {}, message?: string): void {
+  report(
+    signal: SignalName,
+    level: Level,
+    value: number,
+    threshold: number,
+    labels: Record<string, string> = {},
+    message?: string,
+  ): void {
     try {
       this.hub.set(signal, level, value, threshold, labels, message);
     } catch (error) {
@@ -248,7 +323,10 @@ class MonitorImpl implements Monitor {
         if (this.errorAttributes.size < MAX_ERROR_SOURCES) this.errorAttributes.set(source, attributes);
       }
       this.instruments.internalErrors.add(1, attributes);
-      this.warnOnce(`error:${source}`, `infersignal: error in ${source} (counted in infersignal.internal.errors, reported once): ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+      this.warnOnce(
+        `error:${source}`,
+        `infersignal: error in ${source} (counted in infersignal.internal.errors, reported once): ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
     } catch {
       // Last line of defence: never throw from the error path.
     }
@@ -256,7 +334,10 @@ class MonitorImpl implements Monitor {
 
   private badDuration(): void {
     this.badDurations++;
-    this.internalError('clock', new RangeError('negative or non-finite duration (clock went backwards?); sample dropped'));
+    this.internalError(
+      'clock',
+      new RangeError('negative or non-finite duration (clock went backwards?); sample dropped'),
+    );
   }
 
   label(kind: 'model' | 'route', value: unknown): string {
@@ -265,7 +346,8 @@ class MonitorImpl implements Monitor {
 
   private loadsWithin(now: number, windowMs: number): string[] {
     const out: string[] = [];
-    for (const [model, state] of this.loads.entries()) if (state.loading > 0 || state.lastEndedAt >= now - windowMs) out.push(model);
+    for (const [model, state] of this.loads.entries())
+      if (state.loading > 0 || state.lastEndedAt >= now - windowMs) out.push(model);
     return out;
   }
 
@@ -278,7 +360,9 @@ class MonitorImpl implements Monitor {
       let occupancy = 0;
       for (const queue of this.queues.values()) occupancy = Math.max(occupancy, queue.occupancy);
       let fragmentation = Number.NaN;
-      for (const memory of this.memories) if (memory.fragmentation !== null) fragmentation = Math.max(Number.isNaN(fragmentation) ? 0 : fragmentation, memory.fragmentation);
+      for (const memory of this.memories)
+        if (memory.fragmentation !== null)
+          fragmentation = Math.max(Number.isNaN(fragmentation) ? 0 : fragmentation, memory.fragmentation);
       this.attributor.update({
         queue_occupancy: occupancy,
         event_loop_delay: this.eventLoop?.p99 ?? Number.NaN,
@@ -317,11 +401,19 @@ class MonitorImpl implements Monitor {
     for (const [name, queue] of this.queues) queues[name] = queue.snapshot();
     const streams: Snapshot['streams'] = {};
     for (const [model, state] of this.streamModels.entries()) {
-      if (state.samples > 0) streams[model] = { level: state.level, interruptedRatio: state.interruptedRatio, samples: state.samples };
+      if (state.samples > 0)
+        streams[model] = { level: state.level, interruptedRatio: state.interruptedRatio, samples: state.samples };
     }
     const models: Snapshot['models'] = {};
     for (const [model, state] of this.loads.entries()) {
-      models[model] = { level: state.level, baselineSeconds: state.baseline(), lastSeconds: state.lastSeconds, loads: state.loads, failures: state.failures, loading: state.loading };
+      models[model] = {
+        level: state.level,
+        baselineSeconds: state.baseline(),
+        lastSeconds: state.lastSeconds,
+        loads: state.loads,
+        failures: state.failures,
+        loading: state.loading,
+      };
     }
     const deviceMemory: Snapshot['deviceMemory'] = {};
     for (const memory of this.memories) {
@@ -367,7 +459,8 @@ class MonitorImpl implements Monitor {
         result.observe(i.queueServiceTimeP90, c.serviceTimeP90, attributes);
       }
       // S = 0 (a coarse or stalled clock) leaves ρ and headroom undefined: export nothing rather than NaN.
-      if (Number.isFinite(c.utilization) && c.serviceTime > 0) result.observe(i.queueUtilization, c.utilization, attributes);
+      if (Number.isFinite(c.utilization) && c.serviceTime > 0)
+        result.observe(i.queueUtilization, c.utilization, attributes);
       if (Number.isFinite(c.headroom)) result.observe(i.queueHeadroom, c.headroom, attributes);
       if (Number.isFinite(c.predictedWait)) result.observe(i.queueWaitPredicted, c.predictedWait, attributes);
       if (Number.isFinite(c.timeToSaturation)) result.observe(i.queueTimeToSaturation, c.timeToSaturation, attributes);
@@ -394,7 +487,8 @@ class MonitorImpl implements Monitor {
     }
     for (const { event } of this.hub.entries()) {
       const attributes: Attributes = { [ATTR.signal]: event.signal };
-      for (const [key, value] of Object.entries(event.labels)) attributes[LABEL_ATTRIBUTE[key] ?? `infersignal.label.${key}`] = value;
+      for (const [key, value] of Object.entries(event.labels))
+        attributes[LABEL_ATTRIBUTE[key] ?? `infersignal.label.${key}`] = value;
       result.observe(i.signalLevel, levelRank(event.level), attributes);
     }
   }

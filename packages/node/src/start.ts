@@ -11,7 +11,13 @@ import { createMonitor, type Monitor } from '@infersignal/core';
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { defaultResource, detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+  type Resource,
+} from '@opentelemetry/resources';
 import { MeterProvider, type IMetricReader, type MetricProducer } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ExportFailures, type ExportSignal } from './export-guard';
@@ -19,6 +25,7 @@ import { resolveStartOptions, type ResolvedStart } from './options';
 import { otlpMetricReader, otlpSpanProcessor } from './otlp';
 import { PrometheusReader, PrometheusServer } from './prometheus-reader';
 import type { InferSignal, MetricsHandler, StartLogger, StartOptions } from './types';
+import { SCOPE } from './version';
 import { inferenceViews } from './views';
 
 /** Not in core's METRICS yet (see the package README): export failures of this SDK. */
@@ -28,8 +35,6 @@ export const EXPORT_DROPPED = {
   description: 'OTLP exports that failed (collector down, timed out or refusing), by signal (metrics, traces).',
   attribute: 'infersignal.export.signal',
 } as const;
-
-const SCOPE = '@infersignal/node';
 
 function buildResource(serviceName: string): Resource {
   // Defaults < OTEL_RESOURCE_ATTRIBUTES < the resolved service name.
@@ -57,7 +62,9 @@ function registerGlobals(
     }
     if (trace.setGlobalTracerProvider(tracerProvider)) undo.push(() => trace.disable());
     else refused.push('TracerProvider');
-    const propagator = new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] });
+    const propagator = new CompositePropagator({
+      propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
+    });
     if (propagation.setGlobalPropagator(propagator)) undo.push(() => propagation.disable());
     else refused.push('propagator');
   }
@@ -112,12 +119,15 @@ export function start(options: StartOptions = {}): InferSignal {
   const box: { monitor?: Monitor } = {};
   const coreProducer: MetricProducer = {
     collect: async (collectOptions) =>
-      ((await box.monitor?.metricProducer?.collect(collectOptions)) as Awaited<ReturnType<MetricProducer['collect']>> | undefined) ?? {
+      ((await box.monitor?.metricProducer?.collect(collectOptions)) as
+        | Awaited<ReturnType<MetricProducer['collect']>>
+        | undefined) ?? {
         resourceMetrics: { resource: undefined as never, scopeMetrics: [] },
         errors: [],
       },
   };
-  const producers = exportMode === 'producer' ? [coreProducer, ...(options.metricProducers ?? [])] : options.metricProducers;
+  const producers =
+    exportMode === 'producer' ? [coreProducer, ...(options.metricProducers ?? [])] : options.metricProducers;
   const prometheusReader = config.prometheus ? new PrometheusReader(config.cardinalityLimit, producers) : undefined;
   const readers: IMetricReader[] = [...(options.metricReaders ?? [])];
   if (prometheusReader) readers.push(prometheusReader);
@@ -158,8 +168,11 @@ export function start(options: StartOptions = {}): InferSignal {
 
   if (config.otlp) {
     meterProvider
-      .getMeter(SCOPE)
-      .createObservableCounter(EXPORT_DROPPED.name, { unit: EXPORT_DROPPED.unit, description: EXPORT_DROPPED.description })
+      .getMeter(SCOPE.name, SCOPE.version)
+      .createObservableCounter(EXPORT_DROPPED.name, {
+        unit: EXPORT_DROPPED.unit,
+        description: EXPORT_DROPPED.description,
+      })
       .addCallback((result) => {
         for (const signal of ['metrics', 'traces'] as ExportSignal[]) {
           result.observe(failures.dropped[signal], { [EXPORT_DROPPED.attribute]: signal });

@@ -1,6 +1,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { FixedHistogram } from '../aggregates/histogram';
 import type { InstrumentSpec } from '../names';
+import { SCOPE } from '../version';
 
 /** Series kept per aggregate instrument; attribute objects are cached by core, so this is never reached in practice. */
 const MAX_SERIES = 2000;
@@ -107,7 +108,13 @@ export class CoreMetricProducer {
         });
       }
       metrics.push({
-        descriptor: { name: h.spec.name, description: h.spec.description, unit: h.spec.unit, type: 'HISTOGRAM', valueType: VALUE_TYPE_DOUBLE },
+        descriptor: {
+          name: h.spec.name,
+          description: h.spec.description,
+          unit: h.spec.unit,
+          type: 'HISTOGRAM',
+          valueType: VALUE_TYPE_DOUBLE,
+        },
         aggregationTemporality: TEMPORALITY_CUMULATIVE,
         dataPointType: DATA_POINT_HISTOGRAM,
         dataPoints,
@@ -116,9 +123,16 @@ export class CoreMetricProducer {
     for (const c of this.counters) {
       if (c.series.size === 0) continue;
       const dataPoints = [];
-      for (const [attributes, cell] of c.series) dataPoints.push({ startTime: this.startTime, endTime, attributes, value: cell.value });
+      for (const [attributes, cell] of c.series)
+        dataPoints.push({ startTime: this.startTime, endTime, attributes, value: cell.value });
       metrics.push({
-        descriptor: { name: c.spec.name, description: c.spec.description, unit: c.spec.unit, type: 'COUNTER', valueType: VALUE_TYPE_DOUBLE },
+        descriptor: {
+          name: c.spec.name,
+          description: c.spec.description,
+          unit: c.spec.unit,
+          type: 'COUNTER',
+          valueType: VALUE_TYPE_DOUBLE,
+        },
         aggregationTemporality: TEMPORALITY_CUMULATIVE,
         dataPointType: DATA_POINT_SUM,
         isMonotonic: true,
@@ -127,7 +141,10 @@ export class CoreMetricProducer {
     }
     return {
       // The reader keeps the SDK's own resource and merges these scope metrics into it.
-      resourceMetrics: { resource: undefined, scopeMetrics: metrics.length ? [{ scope: { name: '@infersignal/core', version: '0.1.0' }, metrics }] : [] },
+      resourceMetrics: {
+        resource: undefined,
+        scopeMetrics: metrics.length ? [{ scope: SCOPE, metrics }] : [],
+      },
       errors: [],
     };
   }
