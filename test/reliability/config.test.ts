@@ -86,13 +86,13 @@ describe('case 12: invalid configuration', () => {
 
     const m = createMonitor(quiet);
     expect(fieldOf(() => m.queue(''))).toBe('queue.name');
-    expect(fieldOf(() => m.queue('q', { concurrency: 0 }))).toBe('queue(q).concurrency');
-    expect(fieldOf(() => m.queue('q', { capacity: -3 }))).toBe('queue(q).capacity');
-    expect(fieldOf(() => m.queue('q', { maxWaiting: -1 }))).toBe('queue(q).maxWaiting');
-    expect(fieldOf(() => m.queue('q', { size: 3 } as never))).toBe('queue(q).size');
-    expect(fieldOf(() => m.deviceMemory({ allocated: 1 as never, reserved: () => 1 }))).toBe('deviceMemory.allocated');
+    expect(fieldOf(() => m.queue('q', { concurrency: 0 }))).toBe('options.concurrency');
+    expect(fieldOf(() => m.queue('q', { capacity: -3 }))).toBe('options.capacity');
+    expect(fieldOf(() => m.queue('q', { maxWaiting: -1 }))).toBe('options.maxWaiting');
+    expect(fieldOf(() => m.queue('q', { size: 3 } as never))).toBe('options.size');
+    expect(fieldOf(() => m.deviceMemory({ allocated: 1 as never, reserved: () => 1 }))).toBe('options.allocated');
     expect(fieldOf(() => m.deviceMemory({ allocated: () => 1, reserved: () => 1, intervalMs: -5 }))).toBe(
-      'deviceMemory.intervalMs',
+      'options.intervalMs',
     );
 
     const startCases: Array<[Record<string, unknown>, string]> = [
