@@ -1,17 +1,16 @@
 import { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
   HTTP_SHED_BODY,
-  InferSignalConfigError,
   createHttpTracking,
   trackedRequestOf,
   validateHttpTrackingOptions,
   type HttpRequestSignal,
   type HttpTrackingOptions,
-  type Monitor,
-} from '@infersignal/core';
+} from '@infersignal/http';
 
-/** What a handler sees as `req.inferSignal` (core's HTTP request lifecycle). */
+/** What a handler sees as `req.inferSignal` (the shared HTTP request lifecycle of `@infersignal/http`). */
 export type InferSignalRequest = HttpRequestSignal;
 
 export interface InferSignalOptions extends HttpTrackingOptions {
@@ -87,7 +86,7 @@ function accessorServes(req: Request): boolean {
  * Express 4/5 middleware: records each request's arrival in a core queue
  * tracker, exposes `req.inferSignal` (start, stream, SSE, run) and counts the
  * outcome once when the response finishes or the client goes away. The
- * lifecycle is core's; this is where Express shows it the request.
+ * lifecycle is `@infersignal/http`'s; this is where Express shows it the request.
  */
 export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}): RequestHandler {
   if (typeof monitor?.queue !== 'function')

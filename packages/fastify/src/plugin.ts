@@ -7,23 +7,22 @@ import type {
   HookHandlerDoneFunction,
 } from 'fastify';
 import fp from 'fastify-plugin';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
   HTTP_SHED_BODY,
-  InferSignalConfigError,
   createHttpTracking,
   instrumentServer,
   validateHttpTrackingOptions,
   type HttpRequestSignal,
   type HttpTrackingOptions,
   type InstrumentServerOptions,
-  type Monitor,
   type SseOptions,
   type SseStream,
   type TrackedHttpRequest,
-} from '@infersignal/core';
+} from '@infersignal/http';
 import { readinessHandler } from './readiness';
 
-/** What a handler sees as `request.inferSignal` (core's HTTP request lifecycle). */
+/** What a handler sees as `request.inferSignal` (the shared HTTP request lifecycle of `@infersignal/http`). */
 export interface InferSignalRequest extends HttpRequestSignal {
   /** Route pattern label (`request.routeOptions.url`); never the raw URL. */
   readonly route: string;
@@ -80,7 +79,7 @@ const OPTION_KEYS: ReadonlySet<string> = new Set([
 ]);
 const SOURCE = 'fastify';
 
-/** What the plugin stores on a request: core's lifecycle, whose route is always known here. */
+/** What the plugin stores on a request: the shared lifecycle, whose route is always known here. */
 type FastifyTracked = TrackedHttpRequest & InferSignalRequest;
 
 function validate(options: InferSignalFastifyOptions): void {
@@ -152,7 +151,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
               .send(HTTP_SHED_BODY);
             return;
           }
-          // The reply is the owner core hijacks before SSE takes over reply.raw.
+          // The reply is the owner the lifecycle hijacks before SSE takes over reply.raw.
           request.inferSignal = tracking.track(model, route, reply.raw, reply) as FastifyTracked;
         }
       } catch (error) {
@@ -164,7 +163,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
     },
   );
 
-  // No onResponse or onRequestAbort hook: core's one `close` listener on
+  // No onResponse or onRequestAbort hook: the lifecycle's one `close` listener on
   // reply.raw sees both (finished in full, or cut off), hijacked SSE replies
   // included. Each of those hooks makes Fastify add listeners of its own to
   // every request (two for onResponse, one for onRequestAbort), which the
@@ -198,7 +197,12 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
         next();
       });
     } catch (error) {
-      return done(error as Error);
+      // instrumentServer names its own options `options.*`; here they are `options.connections.*`.
+      return done(
+        error instanceof InferSignalConfigError && error.field.startsWith('options')
+          ? new InferSignalConfigError(error.field.replace(/^options/, 'options.connections'), error.detail)
+          : (error as Error),
+      );
     }
   }
 

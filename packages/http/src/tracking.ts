@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { InferSignalConfigError } from '../config';
-import type { Monitor, QueueOptions, QueueTracker } from '../types';
+import { InferSignalConfigError } from '@infersignal/core';
+import type { Monitor, QueueOptions, QueueTracker } from '@infersignal/core';
 import { trackHttpRequest, type HttpReplyOwner, type HttpRequestSettings, type TrackedHttpRequest } from './request';
 
 /** Options every HTTP adapter takes (each adapter adds its own). */
