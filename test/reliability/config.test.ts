@@ -114,7 +114,8 @@ describe('case 12: invalid configuration', () => {
       ).toBe(field);
 
     expect(fieldOf(() => expressSignal(m, { errorStatus: 99 }))).toBe('options.errorStatus');
-    expect(fieldOf(() => expressSignal(m, { model: 'gpt' as never }))).toBe('options.model');
+    expect(fieldOf(() => expressSignal(m, { model: 5 as never }))).toBe('options.model');
+    expect(fieldOf(() => expressSignal(m, { queue: { capacity: 0 } }))).toBe('options.queue.capacity');
     const app = Fastify();
     const registration = await app.register(fastifySignal, { monitor: m, readiness: { path: 'ready' } }).then(
       () => undefined,

@@ -28,6 +28,8 @@ export {
   resolveQueue,
 } from './options';
 export type { AdapterOptions, ModelOption, QueueOption, QueueSpec } from './options';
+export { createRequestGate } from './request-gate';
+export type { RequestGate, RequestGateSettings } from './request-gate';
 export { HotSwap, type HotSwapOptions } from './model-swap';
 export { SlidingWindow } from './detectors/sliding-window';
 export { ZScoreDetector } from './detectors/zscore';

@@ -5,7 +5,6 @@ import {
   HTTP_SHED_BODY,
   createHttpTracking,
   trackedRequestOf,
-  validateHttpTrackingOptions,
   type HttpRequestSignal,
   type HttpTrackingOptions,
 } from '@infersignal/http';
@@ -13,26 +12,18 @@ import {
 /** What a handler sees as `req.inferSignal` (the shared HTTP request lifecycle of `@infersignal/http`). */
 export type InferSignalRequest = HttpRequestSignal;
 
-export interface InferSignalOptions extends HttpTrackingOptions {
-  /**
-   * Model label of a request, read at arrival (mount the middleware after
-   * your body parser to read `req.body`). Default: the route pattern when
-   * the middleware is mounted on a route, else core's `default`.
-   */
-  model?: (req: Request) => string | undefined;
+/**
+ * The adapters' shared options (`queue`, `model`, `shed`, `autoStart`,
+ * `errorStatus`) and Express's `route`. `model` is read at arrival (mount
+ * the middleware after your body parser to read `req.body`); its default is
+ * the route pattern when the middleware is mounted on a route, else core's
+ * `default`.
+ */
+export interface InferSignalOptions extends HttpTrackingOptions<Request> {
   /** Route pattern label at arrival. Default `req.route.path` (known only when mounted on a route). */
   route?: (req: Request) => string | undefined;
 }
 
-const OPTION_KEYS: ReadonlySet<string> = new Set([
-  'queue',
-  'queueOptions',
-  'model',
-  'route',
-  'shed',
-  'errorStatus',
-  'autoStart',
-]);
 const SOURCE = 'express';
 
 function routePattern(req: Request): string | undefined {
@@ -91,10 +82,9 @@ function accessorServes(req: Request): boolean {
 export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}): RequestHandler {
   if (typeof monitor?.queue !== 'function')
     throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
-  if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
-  validateHttpTrackingOptions(options, OPTION_KEYS);
-  const tracking = createHttpTracking(monitor, options, SOURCE);
-  const modelOf = options.model;
+  if (options?.route !== undefined && typeof options.route !== 'function')
+    throw new InferSignalConfigError('options.route', 'must be a function of the request');
+  const tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: ['route'] });
   const routeOf = options.route ?? routePattern;
 
   return function inferSignalMiddleware(req: Request, res: Response, next: NextFunction): void {
@@ -107,7 +97,7 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
     }
     try {
       const route = tracking.label('route', routeOf, req, undefined);
-      const model = tracking.label('model', modelOf, req, route);
+      const model = tracking.model(req, route);
       const retryAfter = tracking.shed(model);
       if (retryAfter !== undefined) {
         res.statusCode = 503;

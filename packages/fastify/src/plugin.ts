@@ -12,7 +12,6 @@ import {
   HTTP_SHED_BODY,
   createHttpTracking,
   instrumentServer,
-  validateHttpTrackingOptions,
   type HttpRequestSignal,
   type HttpTrackingOptions,
   type InstrumentServerOptions,
@@ -34,13 +33,14 @@ export interface InferSignalRequest extends HttpRequestSignal {
   sse(options?: SseOptions): SseStream;
 }
 
-export interface InferSignalFastifyOptions extends HttpTrackingOptions {
+/**
+ * The adapters' shared options (`queue`, `model`, `shed`, `autoStart`,
+ * `errorStatus`), the monitor, and the plugin's routes and server
+ * instrumentation. `model` is read in onRequest (params, headers and query
+ * are parsed; the body is not yet); its default is the route pattern.
+ */
+export interface InferSignalFastifyOptions extends HttpTrackingOptions<FastifyRequest> {
   monitor: Monitor;
-  /**
-   * Model label of a request, read in onRequest (params, headers and query
-   * are parsed; the body is not yet). Default: the route pattern.
-   */
-  model?: (request: FastifyRequest) => string | undefined;
   /** Also register `GET <path>` (default `/healthz/ready`): 503 while CRITICAL, 200 + snapshot otherwise. */
   readiness?: boolean | { path?: string };
   /**
@@ -66,27 +66,18 @@ declare module 'fastify' {
   }
 }
 
-const OPTION_KEYS: ReadonlySet<string> = new Set([
-  'monitor',
-  'queue',
-  'queueOptions',
-  'model',
-  'shed',
-  'errorStatus',
-  'autoStart',
-  'readiness',
-  'connections',
-]);
+/** The plugin's own options, besides the shared ones. */
+const PLUGIN_KEYS = ['monitor', 'readiness', 'connections'];
 const SOURCE = 'fastify';
 
 /** What the plugin stores on a request: the shared lifecycle, whose route is always known here. */
 type FastifyTracked = TrackedHttpRequest & InferSignalRequest;
 
+/** The plugin's own options; the shared ones are checked by createHttpTracking. */
 function validate(options: InferSignalFastifyOptions): void {
   if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
   if (typeof options.monitor?.queue !== 'function')
     throw new InferSignalConfigError('options.monitor', 'must be a monitor from createMonitor()');
-  validateHttpTrackingOptions(options, OPTION_KEYS);
   const readiness = options.readiness;
   if (readiness !== undefined && typeof readiness !== 'boolean') {
     if (typeof readiness !== 'object' || readiness === null)
@@ -117,15 +108,15 @@ function validate(options: InferSignalFastifyOptions): void {
  * inside the scope of your inference routes to leave the rest untracked.
  */
 const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: FastifyInstance, options, done) => {
+  const monitor = options?.monitor;
+  let tracking: ReturnType<typeof createHttpTracking>;
   try {
     validate(options);
+    tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: PLUGIN_KEYS });
   } catch (error) {
     // Fails registration (ready()/listen() reject), naming the field.
     return done(error as Error);
   }
-  const monitor = options.monitor;
-  const tracking = createHttpTracking(monitor, options, SOURCE);
-  const modelOf = options.model;
 
   // Sibling scopes may each register the plugin (one queue each); the decorator is made once.
   if (!fastify.hasRequestDecorator('inferSignal')) fastify.decorateRequest('inferSignal', null);
@@ -140,7 +131,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
         // A plugin registered in an enclosing scope too: the outer one (whose hook ran first) tracks the request.
         if (url !== undefined && routeOptions.config?.inferSignal !== false && request.inferSignal == null) {
           const route = monitor.label('route', url);
-          const model = tracking.label('model', modelOf, request, route);
+          const model = tracking.model(request, route);
           const retryAfter = tracking.shed(model);
           if (retryAfter !== undefined) {
             // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.

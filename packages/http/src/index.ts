@@ -1,6 +1,6 @@
 // The HTTP request lifecycle the Express and Fastify adapters share: each adapter keeps only its framework's glue.
-export { createHttpTracking, validateHttpTrackingOptions, HTTP_SHED_BODY } from './tracking';
-export type { HttpTracking, HttpTrackingOptions } from './tracking';
+export { createHttpTracking, HTTP_SHED_BODY } from './tracking';
+export type { HttpTracking, HttpTrackingOptions, HttpTrackingSettings } from './tracking';
 export { trackedRequestOf } from './request';
 export type { HttpReplyOwner, HttpRequestSignal, TrackedHttpRequest } from './request';
 export { createSseStream } from './sse';

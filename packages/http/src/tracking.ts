@@ -1,20 +1,29 @@
 import type { ServerResponse } from 'node:http';
-import { InferSignalConfigError } from '@infersignal/core';
-import type { Monitor, QueueOptions, QueueTracker } from '@infersignal/core';
+import { InferSignalConfigError, type Monitor, type QueueTracker } from '@infersignal/core';
+import {
+  ADAPTER_OPTION_KEYS,
+  createRequestGate,
+  type AdapterOptions,
+  type RequestGate,
+} from '@infersignal/core/signals';
 import { trackHttpRequest, type HttpReplyOwner, type HttpRequestSettings, type TrackedHttpRequest } from './request';
 
-/** Options every HTTP adapter takes (each adapter adds its own). */
-export interface HttpTrackingOptions {
-  /** Queue the requests are tracked in: a name (created with `queueOptions`) or a tracker. Default `'http'`. */
-  queue?: string | QueueTracker;
-  /** Capacity and concurrency of the queue when `queue` is a name. */
-  queueOptions?: QueueOptions;
-  /** At CRITICAL backpressure answer 503 + Retry-After without running the handler. Default false. */
-  shed?: boolean;
+/**
+ * Options every HTTP adapter takes: the shared adapter dialect (`queue`,
+ * `model`, `shed`, `autoStart`) plus `errorStatus`. `Req` is what the
+ * adapter's model function is given (Express's or Fastify's request).
+ */
+export interface HttpTrackingOptions<Req = never> extends AdapterOptions<[Req]> {
   /** A finished response with this status or above counts as `error`. Default 500. */
   errorStatus?: number;
-  /** Count the response head as the start of inference when the handler never called start(). Default true. */
-  autoStart?: boolean;
+}
+
+/** What an adapter says about its registration. */
+export interface HttpTrackingSettings {
+  /** Name its internal errors are counted under (`express`, `fastify`). */
+  readonly source: string;
+  /** Options of its own besides HttpTrackingOptions' (checked by the adapter); any other key is refused. */
+  readonly keys?: Iterable<string>;
 }
 
 /** Body of a shed request's 503; the same bytes every time. */
@@ -22,40 +31,6 @@ export const HTTP_SHED_BODY = JSON.stringify({
   error: 'overloaded',
   message: 'The server is at critical backpressure; retry later.',
 });
-
-/**
- * Checks the options every HTTP adapter shares, plus the `model` and `route`
- * label functions where present; `keys` are all the options the adapter
- * knows (others are refused, listed in the message). Throws
- * InferSignalConfigError naming the field, at registration.
- */
-export function validateHttpTrackingOptions(
-  options: HttpTrackingOptions & { model?: unknown; route?: unknown },
-  keys: ReadonlySet<string>,
-): void {
-  for (const key of Object.keys(options)) {
-    if (!keys.has(key))
-      throw new InferSignalConfigError(`options.${key}`, `unknown option (expected one of ${[...keys].join(', ')})`);
-  }
-  for (const key of ['model', 'route'] as const) {
-    if (options[key] !== undefined && typeof options[key] !== 'function')
-      throw new InferSignalConfigError(`options.${key}`, 'must be a function of the request');
-  }
-  for (const key of ['shed', 'autoStart'] as const) {
-    if (options[key] !== undefined && typeof options[key] !== 'boolean')
-      throw new InferSignalConfigError(`options.${key}`, 'must be a boolean');
-  }
-  const status = options.errorStatus;
-  if (status !== undefined && (!Number.isInteger(status) || status < 100 || status > 600)) {
-    throw new InferSignalConfigError(
-      'options.errorStatus',
-      `must be an HTTP status (100–600), got ${JSON.stringify(status)}`,
-    );
-  }
-  if (typeof options.queue === 'object' && options.queue !== null && options.queueOptions !== undefined) {
-    throw new InferSignalConfigError('options.queueOptions', 'only applies when options.queue is a name');
-  }
-}
 
 /**
  * What one adapter registration (a middleware, a plugin) does per request,
@@ -67,10 +42,12 @@ export interface HttpTracking {
   readonly monitor: Monitor;
   readonly tracker: QueueTracker;
   /**
-   * The label of `fn(req)` through `monitor.label(kind)`, or `fallback` when
-   * there is no function or it returns undefined. A function that throws is
-   * counted as internal error `<source>.<kind>` and gives `fallback`.
+   * The model label of `req` (the `model` option's name or function), or
+   * `fallback`. A function that throws is counted as internal error
+   * `<source>.model` and gives `fallback`.
    */
+  model<Req>(req: Req, fallback: string | undefined): string | undefined;
+  /** The label of `fn(req)` through `monitor.label(kind)`, with the same fallback and error rule. */
   label<Req>(
     kind: 'model' | 'route',
     fn: ((req: Req) => string | undefined) | undefined,
@@ -98,21 +75,39 @@ export interface HttpTracking {
 }
 
 class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
-  readonly tracker: QueueTracker;
   readonly errorStatus: number;
+  // Plain fields (no getters over the gate): the lifecycle reads them per request.
+  readonly tracker: QueueTracker;
   readonly autoStart: boolean;
-  private readonly shedding: boolean;
+  readonly source: string;
+  private readonly gate: RequestGate;
 
   constructor(
     readonly monitor: Monitor,
-    options: HttpTrackingOptions,
-    readonly source: string,
+    options: HttpTrackingOptions<unknown>,
+    settings: HttpTrackingSettings,
   ) {
-    this.tracker =
-      typeof options.queue === 'object' ? options.queue : monitor.queue(options.queue ?? 'http', options.queueOptions);
-    this.errorStatus = options.errorStatus ?? 500;
-    this.autoStart = options.autoStart ?? true;
-    this.shedding = options.shed === true;
+    // Checked before the gate, which makes the queue.
+    const status = (options as HttpTrackingOptions<unknown> | null)?.errorStatus;
+    if (status !== undefined && (!Number.isInteger(status) || status < 100 || status > 600)) {
+      throw new InferSignalConfigError(
+        'options.errorStatus',
+        `must be an HTTP status (100–600), got ${JSON.stringify(status)}`,
+      );
+    }
+    this.errorStatus = status ?? 500;
+    this.gate = createRequestGate(monitor, options, {
+      source: settings.source,
+      queue: 'http',
+      keys: [...ADAPTER_OPTION_KEYS, 'errorStatus', ...(settings.keys ?? [])],
+    });
+    this.tracker = this.gate.tracker;
+    this.autoStart = this.gate.autoStart;
+    this.source = this.gate.source;
+  }
+
+  model<Req>(req: Req, fallback: string | undefined): string | undefined {
+    return this.gate.model(fallback, req);
   }
 
   label<Req>(
@@ -121,22 +116,12 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
     req: Req,
     fallback: string | undefined,
   ): string | undefined {
-    if (fn === undefined) return fallback;
-    try {
-      const value = fn(req);
-      if (value !== undefined) return this.monitor.label(kind, value);
-    } catch (error) {
-      this.monitor.internalError(`${this.source}.${kind}`, error);
-    }
-    return fallback;
+    return this.gate.label(kind, fn, fallback, req, undefined);
   }
 
   shed(model: string | undefined): string | undefined {
-    if (!this.shedding) return undefined;
-    const admission = this.tracker.admit();
-    if (admission.admit) return undefined;
-    this.tracker.reject(model);
-    return String(Math.max(1, Math.ceil(admission.retryAfterSeconds)));
+    const seconds = this.gate.shed(model);
+    return seconds === undefined ? undefined : String(Math.max(1, Math.ceil(seconds)));
   }
 
   track(
@@ -145,15 +130,21 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
     res: ServerResponse,
     owner?: HttpReplyOwner,
   ): TrackedHttpRequest {
-    return trackHttpRequest(this, this.tracker.enqueue(model), route, res, owner);
+    return trackHttpRequest(this, this.gate.enqueue(model), route, res, owner);
   }
 }
 
 /**
- * Builds an adapter registration's tracking from options already checked by
- * validateHttpTrackingOptions(): the queue (named queues are made here),
+ * Validates an adapter registration's options (the shared dialect and
+ * `errorStatus`, plus `settings.keys` as the adapter's own; unknown keys and
+ * bad values throw an InferSignalConfigError naming `options.<field>`) and
+ * builds its tracking: the queue (named queues are made here), the
  * defaults, and `source`, the name its internal errors are counted under.
  */
-export function createHttpTracking(monitor: Monitor, options: HttpTrackingOptions, source: string): HttpTracking {
-  return new HttpRequestTracking(monitor, options, source);
+export function createHttpTracking<Req>(
+  monitor: Monitor,
+  options: HttpTrackingOptions<Req>,
+  settings: HttpTrackingSettings,
+): HttpTracking {
+  return new HttpRequestTracking(monitor, options as HttpTrackingOptions<unknown>, settings);
 }
