@@ -123,8 +123,8 @@ describe('case 12: invalid configuration', () => {
     );
     expect((registration as InferSignalConfigError).field).toBe('options.readiness.path');
     await app.close();
-    expect(fieldOf(() => createGpuSampler(m, { intervalMs: -1 }))).toBe('gpu.intervalMs');
-    expect(fieldOf(() => createGpuSampler(m, { devices: [-1] }))).toBe('gpu.devices');
+    expect(fieldOf(() => createGpuSampler(m, { intervalMs: -1 }))).toBe('options.intervalMs');
+    expect(fieldOf(() => createGpuSampler(m, { devices: [-1] }))).toBe('options.devices');
     await m.close();
   });
 });

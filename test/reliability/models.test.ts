@@ -153,8 +153,7 @@ describe('case 10: reload under load', () => {
     const options = {
       runtime: counting.runtime,
       sessionOptions: { intraOpNumThreads: 1, interOpNumThreads: 1 },
-      concurrency: 2,
-      maxWaiting: 500,
+      queue: { concurrency: 2, maxWaiting: 500 },
     };
     const session = await createSession(t.monitor, 'chain', fixture('matmul-chain.onnx'), options);
     const server = await serve(() => session, t.monitor);

@@ -122,6 +122,28 @@ function isTracker(value: unknown): value is QueueTracker {
 }
 
 /**
+ * Checks a `queue` option without making the queue (a wrapper checks its
+ * options before a model load it would otherwise waste): a tracker, a
+ * non-empty name, or a spec with valid settings.
+ */
+export function checkQueueOption(value: unknown, field = 'options.queue'): void {
+  if (value === undefined || isTracker(value)) return;
+  if (typeof value === 'string') {
+    nameOption(field, value);
+    return;
+  }
+  if (!isPlainObject(value))
+    throw new InferSignalConfigError(
+      field,
+      'must be a queue name, a QueueTracker or { name, capacity, concurrency, maxWaiting }',
+    );
+  checkOptionKeys(value, QUEUE_SPEC_KEYS, field);
+  const { name, ...settings } = value as QueueSpec;
+  nameOption(`${field}.name`, name);
+  queueSettings(settings, field);
+}
+
+/**
  * The tracker of a `queue` option (`field` is its dotted path): a tracker
  * as is; a name or a spec through `monitor.queue()`, named `defaultName`
  * unless the spec names it. A spec whose settings differ from an existing
@@ -135,27 +157,16 @@ export function resolveQueue(
   defaults: QueueOptions = {},
 ): QueueTracker {
   if (isTracker(value)) return value;
-  if (value === undefined || typeof value === 'string') {
-    const name = nameOption(field, value, defaultName);
-    return monitor.queue(name, { ...defaults });
-  }
-  if (!isPlainObject(value))
-    throw new InferSignalConfigError(
-      field,
-      'must be a queue name, a QueueTracker or { name, capacity, concurrency, maxWaiting }',
-    );
-  checkOptionKeys(value, QUEUE_SPEC_KEYS, field);
-  const { name: specName, ...settings } = value as QueueSpec;
-  const name = nameOption(`${field}.name`, specName, defaultName);
-  const wanted = { ...defaults, ...settings };
   // Validated here so the error names this option's field, not monitor.queue()'s.
-  queueSettings(wanted, field);
-  const tracker = monitor.queue(name, wanted);
+  checkQueueOption(value, field);
+  if (value === undefined || typeof value === 'string') return monitor.queue(value ?? defaultName, { ...defaults });
+  const { name: specName, ...settings } = value;
+  const tracker = monitor.queue(specName ?? defaultName, { ...defaults, ...settings });
   for (const key of ['capacity', 'concurrency'] as const) {
     if (settings[key] !== undefined && tracker[key] !== settings[key])
       throw new InferSignalConfigError(
         `${field}.${key}`,
-        `queue "${name}" already exists with ${key} ${tracker[key]}; pass that tracker, or another name`,
+        `queue "${tracker.name}" already exists with ${key} ${tracker[key]}; pass that tracker, or another name`,
       );
   }
   return tracker;

@@ -23,6 +23,7 @@ export {
   booleanOption,
   checkModelOption,
   checkOptionKeys,
+  checkQueueOption,
   integerOption,
   nameOption,
   resolveQueue,
