@@ -81,3 +81,74 @@ describe("core's dependencies", () => {
     },
   );
 });
+
+/** The names an entry point exports (values and types), read from its source. */
+function exportedNames(entry: string): string[] {
+  const source = readFileSync(join(root, 'src', entry), 'utf8');
+  const names: string[] = [];
+  for (const match of source.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
+    for (const part of match[1]!.split(',')) {
+      const name = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)
+        .pop()!
+        .trim();
+      if (name) names.push(name);
+    }
+  }
+  expect(source).not.toMatch(/export\s+\*/);
+  return names.sort();
+}
+
+describe("core's public surface", () => {
+  it('the main entry is what applications call: 35 names, listed here so a new one is a decision', () => {
+    const names = exportedNames('index.ts');
+    expect(names).toEqual(
+      [
+        'ATTR',
+        'AlertEvent',
+        'AlertListener',
+        'BUCKETS',
+        'DEFAULT_THRESHOLDS',
+        'DeviceMemoryHandle',
+        'DeviceMemoryOptions',
+        'HISTOGRAM_BUCKETS',
+        'InferSignalConfigError',
+        'InstrumentSpec',
+        'Level',
+        'Logger',
+        'METRICS',
+        'MetricKey',
+        'MetricProducer',
+        'Monitor',
+        'MonitorOptions',
+        'Outcome',
+        'QueueFullError',
+        'QueueOptions',
+        'QueueTracker',
+        'RequestEndedError',
+        'SPANS',
+        'Snapshot',
+        'StreamHandle',
+        'StreamOutcome',
+        'Thresholds',
+        'ThresholdsInput',
+        'Ticket',
+        'WebhookOptions',
+        'WebhookSink',
+        'createMonitor',
+        'prometheusLabel',
+        'prometheusName',
+        'resolveThresholds',
+      ].sort(),
+    );
+  });
+
+  it('the signals entry holds the adapter-authoring API and nothing the main entry has', () => {
+    const main = new Set(exportedNames('index.ts'));
+    const signals = exportedNames('signals.ts');
+    expect(signals).toEqual(expect.arrayContaining(['Signal', 'SignalContext', 'createRequestGate', 'HotSwap']));
+    expect(signals.filter((name) => main.has(name))).toEqual([]);
+  });
+});
