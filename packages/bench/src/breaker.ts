@@ -26,11 +26,11 @@ const STATE_LEVEL: Record<BreakerState, Level> = { closed: 'ok', halfOpen: 'warn
 
 export interface BreakerOptions {
   name?: string;
-  /** Failure share (percent) of the rolling window that opens the breaker (seed default 30). */
+  /** Failure share (percent) of the rolling window that opens the breaker (default 30). */
   errorThresholdPercentage?: number;
-  /** Calls in the window before the breaker may open (seed default 20). */
+  /** Calls in the window before the breaker may open (default 20). */
   volumeThreshold?: number;
-  /** Time open before a half-open probe is let through (seed default 60 s). */
+  /** Time open before a half-open probe is let through (default 60 s). */
   resetTimeoutMs?: number;
   /** Per-call timeout counted as a failure (default 10 s; false: none). */
   timeoutMs?: number | false;
@@ -67,9 +67,10 @@ export interface Breaker<A extends unknown[], R> {
 const MAX_TRANSITIONS = 1000;
 
 /**
- * A circuit breaker around a model backend, built on opossum, with the seed
- * document's defaults (30 %, 20 calls, 60 s) and its state exported as
- * metrics and as the `circuit_breaker` signal.
+ * A circuit breaker around a model backend, built on opossum (defaults:
+ * opens above 30 % failures once 20 calls are in the window, half-opens
+ * after 60 s), its state exported as metrics and as the `circuit_breaker`
+ * level of the monitor's `circuitBreakers` signal.
  */
 export function createBreaker<A extends unknown[], R>(
   action: (...args: A) => Promise<R>,

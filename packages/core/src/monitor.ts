@@ -11,11 +11,11 @@ import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
 import { WebhookDelivery } from './alerts/webhook';
 import { InferSignalConfigError, resolveThresholds, type Thresholds } from './config';
-import type { CounterRecorder, Gauge, HistogramRecorder, Signal, SignalContext, SignalFactory } from './contract';
+import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
 import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer } from './export/producer';
 import { Instruments } from './instruments';
-import { ATTR, METRICS, type InstrumentSpec } from './names';
+import { ATTR, METRICS } from './names';
 import { integerOption } from './options';
 import { GlitchAttributionSignal } from './signals/attribution';
 import { DeviceMemorySignal } from './signals/device-memory';
@@ -23,6 +23,7 @@ import { EventLoopSignal } from './signals/event-loop';
 import { ModelLoadSignal } from './signals/model-load';
 import { QueueSignal } from './signals/queues';
 import { StreamSignal } from './signals/stream';
+import { Registration, type RegistrationHost } from './registration';
 import { SCOPE } from './version';
 import type {
   AlertListener,
@@ -99,73 +100,7 @@ function validateOptions(options: MonitorOptions): void {
     throw new InferSignalConfigError('logger', 'must have a warn(message) method');
 }
 
-/**
- * The context of one registered signal. One class for every registration,
- * so the hot-path calls through it (`recordSeconds`) stay monomorphic.
- */
-class Registration implements SignalContext {
-  readonly clock: () => number;
-  readonly thresholds: Thresholds;
-  readonly exportMode: 'api' | 'producer';
-  readonly tracer: Tracer | undefined;
-  readonly maxModels: number;
-  signal: Signal | undefined;
-
-  constructor(private readonly monitor: MonitorImpl) {
-    this.clock = monitor.clock;
-    this.thresholds = monitor.thresholds;
-    this.exportMode = monitor.exportMode;
-    this.tracer = monitor.tracer;
-    this.maxModels = monitor.maxModels;
-  }
-
-  histogram(spec: InstrumentSpec): HistogramRecorder {
-    return this.monitor.instruments.histogram(spec);
-  }
-
-  counter(spec: InstrumentSpec): CounterRecorder {
-    return this.monitor.instruments.counter(spec);
-  }
-
-  gauge(spec: InstrumentSpec): Gauge {
-    return this.monitor.instruments.gauge(spec);
-  }
-
-  recordSeconds(histogram: HistogramRecorder, seconds: number, attributes: Attributes): void {
-    if (seconds >= 0 && seconds !== Number.POSITIVE_INFINITY) histogram.record(seconds, attributes);
-    else this.monitor.badDuration();
-  }
-
-  report(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void {
-    this.monitor.announce(signal, level, value, threshold, labels, message, details);
-  }
-
-  announced(signal: SignalName, labels: Record<string, string>): Level {
-    return this.monitor.hub.level(signal, labels);
-  }
-
-  label(kind: 'model' | 'route', value: unknown): string {
-    return this.monitor.label(kind, value);
-  }
-
-  internalError(source: string, error: unknown): void {
-    this.monitor.internalError(source, error);
-  }
-
-  unregister(): void {
-    if (this.signal) this.monitor.remove(this.signal);
-  }
-}
-
-class MonitorImpl implements Monitor {
+class MonitorImpl implements Monitor, RegistrationHost {
   readonly serviceName: string;
   readonly thresholds: Thresholds;
   readonly meter: Meter;
