@@ -115,7 +115,7 @@ async function expressServer(): Promise<Built> {
   cleanup.push(() => t.close());
   const arrivals = new Arrivals();
   const app = newExpress();
-  app.use(expressSignal(t.monitor, { queue: 'q', queueOptions: { capacity: 2000 } }));
+  app.use(expressSignal(t.monitor, { queue: { name: 'q', capacity: 2000 } }));
   app.use((req, _res, next) => {
     arrivals.arrived(req.get('x-id'));
     next();
@@ -145,7 +145,7 @@ async function fastifyServer(): Promise<Built> {
   cleanup.push(() => t.close());
   const arrivals = new Arrivals();
   const app = newFastify();
-  await app.register(fastifySignal, { monitor: t.monitor, queue: 'q', queueOptions: { capacity: 2000 } });
+  await app.register(fastifySignal, { monitor: t.monitor, queue: { name: 'q', capacity: 2000 } });
   app.addHook('onRequest', async (request) => arrivals.arrived(request.headers['x-id'] as string | undefined));
   app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.post('/upload', async () => ({ ok: true }));

@@ -46,7 +46,7 @@ function startTelemetry(otlp: StartOptions['otlp'], warnings: string[]): InferSi
 
 async function fastifyOn(s: InferSignal): Promise<Listening> {
   const app = newFastify();
-  await app.register(inferSignal, { monitor: s.monitor, queueOptions: { capacity: 1000 } });
+  await app.register(inferSignal, { monitor: s.monitor, queue: { capacity: 1000 } });
   app.get('/infer', async (request) => {
     request.inferSignal?.start();
     await tick();

@@ -38,7 +38,7 @@ describe('case 8: webhook sink down / slow / 500 for the whole run', () => {
     const t = monitorWithReader({ onAlert: () => {} });
     cleanup.push(() => t.close());
     const app = newExpress();
-    app.use(expressSignal(t.monitor, { queue: 'q', queueOptions: { capacity: 1000 } }));
+    app.use(expressSignal(t.monitor, { queue: { name: 'q', capacity: 1000 } }));
     app.get('/infer', (_req, res) => void res.json({ ok: true }));
     const server = await listenExpress(app);
     cleanup.push(() => server.close());

@@ -469,7 +469,7 @@ export const METRICS = {
     type: 'counter',
     unit: '{export}',
     description:
-      'Telemetry exports that failed (collector down, timed out) and were dropped, by signal (metrics, traces).',
+      'OTLP exports that failed (collector down, timed out or refusing) and were dropped, by signal (metrics, traces); counted by @infersignal/node.',
     attributes: [ATTR.exportSignal],
   },
   webhookDropped: {

@@ -452,12 +452,12 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
   it('rejects bad options naming the field', () => {
     const { monitor } = setupMonitor();
     const bad: [object, string][] = [
-      [{ intervalMs: -1 }, 'gpu.intervalMs'],
-      [{ maxDevices: 0 }, 'gpu.maxDevices'],
-      [{ devices: [0, -1] }, 'gpu.devices'],
-      [{ libraryPath: '' }, 'gpu.libraryPath'],
-      [{ intervalMS: 10 }, 'gpu.intervalMS'],
-      [{ allocated: 5 }, 'gpu.allocated'],
+      [{ intervalMs: -1 }, 'options.intervalMs'],
+      [{ maxDevices: 0 }, 'options.maxDevices'],
+      [{ devices: [0, -1] }, 'options.devices'],
+      [{ libraryPath: '' }, 'options.libraryPath'],
+      [{ intervalMS: 10 }, 'options.intervalMS'],
+      [{ allocated: 5 }, 'options.allocated'],
     ];
     for (const [options, field] of bad) {
       let error: unknown;

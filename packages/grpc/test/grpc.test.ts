@@ -111,7 +111,7 @@ describe.each(MODES)('%s', (mode) => {
     let release!: () => void;
     const hold = new Promise<void>((resolve) => (release = resolve));
     const calls = { handled: 0 };
-    const env = await setup(mode, { shed: true, capacity: 1 }, calls, hold);
+    const env = await setup(mode, { shed: true, queue: { capacity: 1 } }, calls, hold);
     const pending = Array.from({ length: 5 }, (_, i) =>
       callUnary(env.client, 'Infer', { model: 'm', prompt: `p${i}` }),
     );
@@ -142,7 +142,7 @@ describe.each(MODES)('%s', (mode) => {
     let release!: () => void;
     const hold = new Promise<void>((resolve) => (release = resolve));
     const calls = { handled: 0 };
-    const env = await setup(mode, { shed: true, capacity: 1, shedStatus: 'UNAVAILABLE' }, calls, hold);
+    const env = await setup(mode, { shed: true, queue: { capacity: 1 }, shedStatus: 'UNAVAILABLE' }, calls, hold);
     const first = callUnary(env.client, 'Infer', { prompt: 'holds the slot' });
     await until(() => calls.handled === 1);
     const stream = await readStream(env.client.Generate({ prompt: 'shed me' }));
@@ -260,5 +260,37 @@ describe.each(MODES)('%s', (mode) => {
     expect(metrics.sum(REQUESTS, { [ATTR.model]: 'Infer', [ATTR.outcome]: 'completed' })).toBe(1);
     expect(env.monitor.snapshot().internalErrors).toBe(1);
     expect(metrics.sum(METRICS.internalErrors.name, { [ATTR.errorSource]: 'grpc.model' })).toBe(1);
+  });
+});
+
+describe.each(MODES)('%s in producer export mode', (mode) => {
+  it('rpc.server.call.duration goes through the monitor MetricProducer like every per-request metric', async () => {
+    const env = setupMonitor({ exportMode: 'producer' });
+    open.push(env);
+    const started = await startServer(mode, env.monitor, inferenceImpl());
+    open.push(started);
+    const answers = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => callUnary(started.client, 'Infer', { model: 'm', prompt: `p${i}` })),
+      callUnary(started.client, 'Infer', { model: 'm', prompt: 'bad', simulateStatus: GRPC_STATUS.INVALID_ARGUMENT }),
+    ]);
+    expect(answers.map((a) => a.error?.code ?? 0).sort()).toEqual([0, 0, 0, 0, 0, 0, GRPC_STATUS.INVALID_ARGUMENT]);
+
+    // Straight from the producer: the histogram is one of core's aggregates, not an SDK instrument.
+    const produced = await env.monitor.metricProducer!.collect();
+    const scopes = produced.resourceMetrics.scopeMetrics as Array<{
+      metrics: Array<{ descriptor: { name: string; unit: string }; dataPoints: Array<{ value: { count: number } }> }>;
+    }>;
+    const duration = scopes.flatMap((s) => s.metrics).find((m) => m.descriptor.name === DURATION);
+    expect(duration?.descriptor.unit).toBe('s');
+    expect(duration?.dataPoints.reduce((n, p) => n + p.value.count, 0)).toBe(7);
+
+    // And through a real MetricReader, with the buckets of the API path.
+    const metrics = await env.collect();
+    expect(metrics.count(DURATION, rpc('Infer', GRPC_STATUS.OK))).toBe(6);
+    expect(metrics.count(DURATION, rpc('Infer', GRPC_STATUS.INVALID_ARGUMENT))).toBe(1);
+    expect(metrics.histogram(DURATION, rpc('Infer', GRPC_STATUS.OK))!.buckets.boundaries).toEqual([
+      ...BUCKETS.duration,
+    ]);
+    expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer' })).toBe(7);
   });
 });

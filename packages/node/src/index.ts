@@ -1,4 +1,4 @@
-export { start, EXPORT_DROPPED } from './start';
+export { start } from './start';
 export { collectorPrometheusName } from './prometheus-naming';
 export type { PrometheusKind } from './prometheus-naming';
 export { resolveStartOptions } from './options';

@@ -7,7 +7,7 @@
  * exactly these readers and processors and no auto-instrumentation it did
  * not ask for.
  */
-import { createMonitor, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -27,14 +27,6 @@ import { PrometheusReader, PrometheusServer } from './prometheus-reader';
 import type { InferSignal, MetricsHandler, StartLogger, StartOptions } from './types';
 import { SCOPE } from './version';
 import { inferenceViews } from './views';
-
-/** Not in core's METRICS yet (see the package README): export failures of this SDK. */
-export const EXPORT_DROPPED = {
-  name: 'infersignal.export.dropped',
-  unit: '{export}',
-  description: 'OTLP exports that failed (collector down, timed out or refusing), by signal (metrics, traces).',
-  attribute: 'infersignal.export.signal',
-} as const;
 
 function buildResource(serviceName: string): Resource {
   // Defaults < OTEL_RESOURCE_ATTRIBUTES < the resolved service name.
@@ -169,13 +161,13 @@ export function start(options: StartOptions = {}): InferSignal {
   if (config.otlp) {
     meterProvider
       .getMeter(SCOPE.name, SCOPE.version)
-      .createObservableCounter(EXPORT_DROPPED.name, {
-        unit: EXPORT_DROPPED.unit,
-        description: EXPORT_DROPPED.description,
+      .createObservableCounter(METRICS.exportDropped.name, {
+        unit: METRICS.exportDropped.unit,
+        description: METRICS.exportDropped.description,
       })
       .addCallback((result) => {
         for (const signal of ['metrics', 'traces'] as ExportSignal[]) {
-          result.observe(failures.dropped[signal], { [EXPORT_DROPPED.attribute]: signal });
+          result.observe(failures.dropped[signal], { [ATTR.exportSignal]: signal });
         }
       });
   }

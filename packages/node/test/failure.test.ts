@@ -7,7 +7,8 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
 import { MetricReader } from '@opentelemetry/sdk-metrics';
-import { EXPORT_DROPPED, start, type InferSignal } from '@infersignal/node';
+import { ATTR, METRICS } from '@infersignal/core';
+import { start, type InferSignal } from '@infersignal/node';
 import { blackHole } from '../../../test/support/http';
 
 /** A plain pull reader: `collect()` on demand. */
@@ -122,10 +123,8 @@ describe('collector down (connection refused) for the whole test', () => {
     const { resourceMetrics } = await testReader.collect();
     const dropped = resourceMetrics.scopeMetrics
       .flatMap((sm) => sm.metrics)
-      .find((m) => m.descriptor.name === EXPORT_DROPPED.name)!;
-    const bySignal = Object.fromEntries(
-      dropped.dataPoints.map((p) => [p.attributes[EXPORT_DROPPED.attribute], p.value]),
-    );
+      .find((m) => m.descriptor.name === METRICS.exportDropped.name)!;
+    const bySignal = Object.fromEntries(dropped.dataPoints.map((p) => [p.attributes[ATTR.exportSignal], p.value]));
     expect(bySignal.metrics).toBe(s.exportStats().metricsDropped);
     expect(bySignal.traces).toBe(s.exportStats().tracesDropped);
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
 import { ATTR, METRICS, SPANS } from '@infersignal/core';
-import { EXPORT_DROPPED, start, type InferSignal } from '@infersignal/node';
+import { start, type InferSignal } from '@infersignal/node';
 import { attrs, decodeMetricsRequest, decodeTraceRequest } from './helpers/otlp-decode';
 
 interface Received {
@@ -121,7 +121,7 @@ describe('OTLP/HTTP protobuf export', () => {
         metrics.get(METRICS.queueCapacity.name).gauge.dataPoints[0].asInt,
     ).toBe(4);
     // The export-failure counter is exported too, at zero.
-    const dropped = metrics.get(EXPORT_DROPPED.name);
+    const dropped = metrics.get(METRICS.exportDropped.name);
     expect(dropped.sum.dataPoints.map((p: any) => p.asDouble ?? p.asInt)).toEqual([0, 0]);
 
     const all = spans(receiver.received);

@@ -16,7 +16,7 @@ describe('session.run through the queue', () => {
     const session = await createSession(h.monitor, 'chain', fixture('matmul-chain.onnx'), {
       runtime: ort,
       sessionOptions: { intraOpNumThreads: 1 },
-      maxWaiting: 60,
+      queue: { maxWaiting: 60 },
     });
     // 512 rows × two 512×512 MatMuls: a few ms per run on one CPU thread, long
     // against the few ms it takes to enqueue all 50 (which the last request does not wait for).

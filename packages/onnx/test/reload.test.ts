@@ -92,7 +92,7 @@ describe('session.reload', () => {
 
   it('reload under load loses no request, and the old session is released after its runs', async () => {
     h = harness();
-    const opts = { runtime: ort, sessionOptions: { intraOpNumThreads: 1 }, maxWaiting: 100 };
+    const opts = { runtime: ort, sessionOptions: { intraOpNumThreads: 1 }, queue: { maxWaiting: 100 } };
     const session = await createSession(h.monitor, 'chain', fixture('matmul-chain.onnx'), opts);
     const old = session.session;
     const rows = 4;

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ATTR, METRICS } from '@infersignal/core';
-import { ModelLoadError, ModelReleasedError, fileSystemHandler, loadLayersModel } from '@infersignal/tfjs';
+import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
+import { ModelLoadError, ModelReleasedError, fileSystemHandler, loadLayersModel, loadModel } from '@infersignal/tfjs';
 import { delayed, harness, maxAbsDiff, saveTinyMlp, tinyMlp, type Harness } from './helpers';
 
 let modelPath: string;
@@ -123,5 +123,33 @@ describe('loadLayersModel', () => {
     await first;
     expect(tf.memory().numTensors - baseline).toBe(0);
     await expect(m.predict(x)).rejects.toBeInstanceOf(ModelReleasedError);
+  });
+});
+
+describe('options', () => {
+  it('the shared dialect: unknown keys and bad values are refused, naming the field, before the load', async () => {
+    h = harness();
+    let loads = 0;
+    const loader = async () => {
+      loads++;
+      return { predict: () => tf.scalar(0), dispose: () => {} };
+    };
+    for (const [options, field] of [
+      [{ concurrency: 2 }, 'options.concurrency'],
+      [{ queueName: 'q' }, 'options.queueName'],
+      [{ queue: { concurrency: 0 } }, 'options.queue.concurrency'],
+      [{ queue: { name: '' } }, 'options.queue.name'],
+      [{ leak: { windowSize: 2 } }, 'options.leak.windowSize'],
+      [{ leak: { window: 5 } }, 'options.leak.window'],
+    ] as const) {
+      const error = await loadModel(h.monitor, 'm', tf, loader, 'x', options as never).catch((e: unknown) => e);
+      expect(error, field).toBeInstanceOf(InferSignalConfigError);
+      expect((error as InferSignalConfigError).field).toBe(field);
+    }
+    expect(loads).toBe(0);
+    expect(() => loadLayersModel(h.monitor, 'm', {} as never, 'x')).toThrow(/"tf"/);
+    const model = await loadModel(h.monitor, 'm', tf, loader, 'x', { queue: { name: 'shared', concurrency: 2 } });
+    expect([model.queue.name, model.queue.concurrency]).toEqual(['shared', 2]);
+    await model.release();
   });
 });

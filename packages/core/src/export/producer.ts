@@ -3,7 +3,7 @@ import { FixedHistogram } from '../aggregates/histogram';
 import type { InstrumentSpec } from '../names';
 import { SCOPE } from '../version';
 
-/** Series kept per aggregate instrument; attribute objects are cached by core, so this is never reached in practice. */
+/** Series kept per aggregate instrument; label values are capped before they get here, so this is a guard. */
 const MAX_SERIES = 2000;
 
 // Values of @opentelemetry/sdk-metrics enums, written out so core does not import the SDK.
@@ -19,52 +19,103 @@ function hrTime(ms: number): HrTime {
   return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
 }
 
+/** Shared default: an omitted attributes argument is one series, not a new object per call. */
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
+/** Other objects with the same attribute values, remembered so they hit by identity next time (bounded). */
+const MAX_ALIASES = 4 * MAX_SERIES;
+
+/** Attribute sets equal by value compare equal here. */
+function seriesKey(attributes: Attributes): string {
+  return JSON.stringify(
+    Object.keys(attributes)
+      .sort()
+      .map((key) => [key, attributes[key]]),
+  );
+}
+
+/**
+ * Series of one aggregate instrument, found by the identity of the
+ * attribute object: callers cache their attribute objects, so a record is
+ * one Map lookup, no hashing of attributes, no allocation. An object seen
+ * for the first time is matched by value, so a caller that builds a fresh
+ * object per call still lands in the right series (at the cost of a key).
+ */
+class SeriesTable<T> {
+  /** First attribute object of each series → its cell; what the producer exports. */
+  readonly series = new Map<Attributes, T>();
+  private readonly byValue = new Map<string, T>();
+  private readonly aliases = new Map<Attributes, T>();
+  dropped = 0;
+
+  constructor(private readonly create: () => T) {}
+
+  cell(attributes: Attributes): T | undefined {
+    return this.series.get(attributes) ?? this.aliases.get(attributes) ?? this.lookup(attributes);
+  }
+
+  private lookup(attributes: Attributes): T | undefined {
+    const key = seriesKey(attributes);
+    let cell = this.byValue.get(key);
+    if (cell !== undefined) {
+      if (this.aliases.size < MAX_ALIASES) this.aliases.set(attributes, cell);
+      return cell;
+    }
+    if (this.series.size >= MAX_SERIES) {
+      this.dropped++;
+      return undefined;
+    }
+    cell = this.create();
+    this.series.set(attributes, cell);
+    this.byValue.set(key, cell);
+    return cell;
+  }
+}
+
 /**
  * Producer-mode histogram: the same `record(value, attributes)` call as an
- * OTel histogram, but it only updates a typed-array histogram found by
- * the identity of the (cached) attribute object — no attribute hashing,
- * no allocation. The SDK reads it at collection time through the producer.
+ * OTel histogram, but it only updates a typed-array histogram of its
+ * series. The SDK reads it at collection time through the producer.
  */
 export class AggregateHistogram {
-  readonly series = new Map<Attributes, FixedHistogram>();
-  dropped = 0;
+  private readonly table: SeriesTable<FixedHistogram>;
 
   constructor(
     readonly spec: InstrumentSpec,
     readonly boundaries: readonly number[],
-  ) {}
+  ) {
+    this.table = new SeriesTable(() => new FixedHistogram(boundaries));
+  }
 
-  record(value: number, attributes: Attributes = {}): void {
-    let histogram = this.series.get(attributes);
-    if (histogram === undefined) {
-      if (this.series.size >= MAX_SERIES) {
-        this.dropped++;
-        return;
-      }
-      histogram = new FixedHistogram(this.boundaries);
-      this.series.set(attributes, histogram);
-    }
-    histogram.record(value);
+  get series(): ReadonlyMap<Attributes, FixedHistogram> {
+    return this.table.series;
+  }
+
+  get dropped(): number {
+    return this.table.dropped;
+  }
+
+  record(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
+    this.table.cell(attributes)?.record(value);
   }
 }
 
+/** Core's counter: a running sum per series, exported by the producer (or an observable counter in api export). */
 export class AggregateCounter {
-  readonly series = new Map<Attributes, { value: number }>();
-  dropped = 0;
+  private readonly table = new SeriesTable(() => ({ value: 0 }));
 
   constructor(readonly spec: InstrumentSpec) {}
 
-  add(value: number, attributes: Attributes = {}): void {
-    let cell = this.series.get(attributes);
-    if (cell === undefined) {
-      if (this.series.size >= MAX_SERIES) {
-        this.dropped++;
-        return;
-      }
-      cell = { value: 0 };
-      this.series.set(attributes, cell);
-    }
-    cell.value += value;
+  get series(): ReadonlyMap<Attributes, { value: number }> {
+    return this.table.series;
+  }
+
+  get dropped(): number {
+    return this.table.dropped;
+  }
+
+  add(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
+    const cell = this.table.cell(attributes);
+    if (cell !== undefined) cell.value += value;
   }
 }
 

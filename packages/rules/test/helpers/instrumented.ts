@@ -8,7 +8,8 @@
  * `connectionCapacity`), so the connection gauges exist too.
  */
 import { createServer, type Server } from 'node:http';
-import { instrumentServer, type ThresholdsInput } from '@infersignal/core';
+import type { ThresholdsInput } from '@infersignal/core';
+import { instrumentServer } from '@infersignal/http';
 import { start, type InferSignal } from '@infersignal/node';
 
 export interface InstrumentedServer {

@@ -22,7 +22,8 @@ import { createServer as createHttpsServer, get as httpsGet } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ATTR, METRICS, instrumentServer, type ServerInstrumentation, type ThresholdsInput } from '@infersignal/core';
+import { ATTR, METRICS, type ThresholdsInput } from '@infersignal/core';
+import { instrumentServer, type ServerInstrumentation } from '@infersignal/http';
 import type { InstrumentedServer } from './instrumented';
 import { metricName } from './names';
 
