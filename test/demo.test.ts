@@ -83,8 +83,9 @@ async function gone(pid: number, withinMs = 6000): Promise<boolean> {
 describe('pnpm demo', () => {
   it('short mode: stage rows with numbers, alerts, and the lead time of the first warning', async () => {
     const out = join(tmp, 'demo.json');
-    // A 16 s ramp (2.4 + 4.8 + 5.6 + 3.2 s): with start-up and probe, about 25 s.
-    const run = await runDemo({ DEMO_SECONDS: '16', DEMO_OUT: out }, 50_000);
+    // A 16 s ramp (2.4 + 4.8 + 5.6 + 3.2 s): with start-up and probe, about 25 s. The limits below only catch a
+    // demo that hangs.
+    const run = await runDemo({ DEMO_SECONDS: '16', DEMO_OUT: out }, 120_000);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     const { stdout } = run;
 
@@ -145,19 +146,19 @@ describe('pnpm demo', () => {
     }
     expect(stdout).toContain(`JSON result: ${out}`);
     expect(await gone(serverPid(stdout))).toBe(true);
-  }, 60_000);
+  }, 150_000);
 
   it('exits 1 with the reason when the server cannot start', async () => {
     // MODEL_PATH reaches the server through the environment: a missing model fails its start-up.
-    const run = await runDemo({ MODEL_PATH: join(tmp, 'missing.onnx'), DEMO_SECONDS: '8' }, 30_000);
+    const run = await runDemo({ MODEL_PATH: join(tmp, 'missing.onnx'), DEMO_SECONDS: '8' }, 60_000);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/failed to start/);
     expect(run.stderr).toMatch(/model file does not exist/);
-  }, 40_000);
+  }, 90_000);
 
   it('Ctrl-C during the run stops the server and exits 130', async () => {
     let sent = false;
-    const run = await runDemo({ DEMO_SECONDS: '16' }, 30_000, (text, child) => {
+    const run = await runDemo({ DEMO_SECONDS: '16' }, 60_000, (text, child) => {
       if (!sent && text.includes('measuring capacity')) {
         sent = true;
         child.kill('SIGINT');
@@ -167,5 +168,5 @@ describe('pnpm demo', () => {
     expect(run.code).toBe(130);
     expect(run.stdout).toContain('interrupted');
     expect(await gone(serverPid(run.stdout))).toBe(true);
-  }, 40_000);
+  }, 90_000);
 });

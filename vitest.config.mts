@@ -1,0 +1,67 @@
+import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+// Tests run against the packages' sources, so `pnpm test` needs no build
+// step to see a change; the build is checked separately by `pnpm build`.
+const packagesDir = fileURLToPath(new URL('./packages/', import.meta.url));
+const alias = Object.fromEntries(
+  readdirSync(packagesDir).map((name) => [`@infersignal/${name}`, `${packagesDir}${name}/src/index.ts`]),
+);
+
+/**
+ * Files that spend seconds of wall time on real processes, real load or
+ * real timers. They form their own project so they are handed to workers
+ * before the unit files (projects are queued by name) and overlap with them.
+ */
+const E2E = [
+  'test/benchmarks-smoke.test.ts',
+  'test/capacity-e2e.test.ts',
+  'test/report-browser.test.ts',
+  'test/reliability/collector.test.ts',
+  'packages/rules/test/e2e-prometheus.test.ts',
+  'packages/node/test/failure.test.ts',
+];
+/**
+ * The demo measures the server's capacity, then ramps to multiples of it:
+ * the CPU its server gets must not change between the two, so it runs last
+ * and alone, when no other test file starts or stops beside it.
+ */
+const ALONE = ['test/demo.test.ts'];
+
+// Most test files wait on sockets, timers or child processes part of the
+// time: one worker more than there are cores keeps the cores busy.
+const workers = availableParallelism() + 1;
+
+/** TensorFlow.js's pure-JS CPU backend greets each process that uses it with a banner about tfjs-node. */
+const TFJS_BANNER = 'Hi, looks like you are running TensorFlow.js in Node.js';
+
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    onConsoleLog: (log) => !log.includes(TFJS_BANNER),
+    // Time limits catch a test that hangs; no assertion rests on them, so they leave a loaded machine room.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: workers,
+    projects: [
+      { extends: true, test: { name: 'e2e', include: E2E } },
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: [...E2E, ...ALONE, '**/node_modules/**'],
+          // In-process tests share worker processes: loading the OTel SDK, the frameworks and the runtimes once
+          // per worker instead of once per file halves this project's time. What a file must not leave behind
+          // for the next one is checked after each file.
+          isolate: false,
+          setupFiles: ['test/support/shared-worker.ts'],
+        },
+      },
+      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+    ],
+  },
+});
