@@ -29,3 +29,17 @@ export function watchCpuWaits(everyMs = 5): { longestMs(): number; stop(): void 
     stop: () => clearInterval(timer),
   };
 }
+
+/**
+ * Runs `fn`; returns how long it took and how much of that the machine kept
+ * this thread waiting for a CPU (0 where the kernel does not tell): a bound
+ * on the code's own time applies to the difference.
+ */
+export async function timed(fn: () => Promise<unknown>): Promise<{ ms: number; waitedMs: number }> {
+  const waitedBefore = runQueueWaitMs();
+  const t0 = performance.now();
+  await fn();
+  const ms = performance.now() - t0;
+  const waitedAfter = runQueueWaitMs();
+  return { ms, waitedMs: waitedBefore === null || waitedAfter === null ? 0 : waitedAfter - waitedBefore };
+}
