@@ -103,7 +103,7 @@ describe('circuit breaker (opossum) with metrics', () => {
     expect(result.recovery!.probes).toBe(1);
     expect(result.recovery!.failedProbes).toBe(0);
     expect(result.recovery!.halfOpenAfterMs).toBeGreaterThanOrEqual(195);
-    expect(result.recovery!.closedAfterMs).toBeLessThan(1000);
+    expect(result.recovery!.closedAfterMs).toBeGreaterThanOrEqual(result.recovery!.halfOpenAfterMs!);
     expect(result.recovery!.rejectedWhileOpen).toBeGreaterThan(3);
     expect(result.transitions.map((t) => t.to)).toEqual(['open', 'halfOpen', 'closed']);
     expect(result.text).toContain('opened at 32.0 % injected failures (window error rate 31.8 % over 22 calls)');

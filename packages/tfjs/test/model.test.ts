@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
 import { ModelLoadError, ModelReleasedError, fileSystemHandler, loadLayersModel, loadModel } from '@infersignal/tfjs';
-import { delayed, harness, maxAbsDiff, saveTinyMlp, tinyMlp, type Harness } from './helpers';
+import { delayed, harness, maxAbsDiff, saveTinyMlp, taking, tinyMlp, type Harness } from './helpers';
 
 let modelPath: string;
 let h: Harness;
@@ -48,12 +48,13 @@ describe('loadLayersModel', () => {
   });
 
   it('a reload over 3× baseline raises exactly one spike alert; durations recorded', async () => {
-    h = harness();
-    const delays: number[] = [];
-    const m = await loadLayersModel(h.monitor, 'mlp', tf, delayed(fileSystemHandler(modelPath), 40, delays));
-    await m.reload(delayed(fileSystemHandler(modelPath), 40, delays));
-    await m.reload(delayed(fileSystemHandler(modelPath), 300, delays));
-    await m.reload(delayed(fileSystemHandler(modelPath), 40, delays));
+    // The monitor's clock is the test's; each load moves it by the load time it stands for.
+    const now = { ms: 1_000_000 };
+    h = harness({ clock: () => now.ms });
+    const m = await loadLayersModel(h.monitor, 'mlp', tf, taking(fileSystemHandler(modelPath), 40, now));
+    await m.reload(taking(fileSystemHandler(modelPath), 40, now));
+    await m.reload(taking(fileSystemHandler(modelPath), 300, now));
+    await m.reload(taking(fileSystemHandler(modelPath), 40, now));
     expect(m.generation).toBe(4);
     const load = await h.histogram(METRICS.modelLoadDuration.name, {
       [ATTR.loadKind]: 'load',
@@ -65,12 +66,14 @@ describe('loadLayersModel', () => {
     });
     expect(load!.count).toBe(1);
     expect(reload!.count).toBe(3);
-    expect(load!.sum).toBeGreaterThanOrEqual(delays[0]);
-    expect(reload!.max).toBeGreaterThanOrEqual(delays[2]);
+    expect(load!.sum).toBeCloseTo(0.04, 9);
+    expect(reload!.sum).toBeCloseTo(0.04 + 0.3 + 0.04, 9);
+    expect(reload!.max).toBeCloseTo(0.3, 9);
     const spikes = h.alerts.filter((a) => a.signal === 'model_load' && a.level !== 'ok');
     expect(spikes).toHaveLength(1);
     expect((spikes[0].details as { ratio: number; kind: string }).kind).toBe('reload');
-    expect((spikes[0].details as { ratio: number }).ratio).toBeGreaterThan(3);
+    // 0.3 s over the 0.04 s median of the loads before it.
+    expect((spikes[0].details as { ratio: number }).ratio).toBeCloseTo(7.5, 9);
     await m.release();
   });
 
