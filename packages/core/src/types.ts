@@ -253,6 +253,12 @@ export interface CoreMetricProducerLike {
   collect(options?: {
     timeoutMillis?: number;
   }): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }>;
+  /**
+   * A producer over the same aggregates for one reader, reporting delta
+   * points where `temporality` says so (asked at each collection). Each delta
+   * reader needs its own: it keeps what it last reported.
+   */
+  forTemporality(temporality: (instrument: 'histogram' | 'counter') => 'cumulative' | 'delta'): CoreMetricProducerLike;
 }
 
 export interface Monitor {
