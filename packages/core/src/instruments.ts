@@ -1,4 +1,11 @@
-import type { Counter, Histogram, Meter, Observable, ObservableGauge } from '@opentelemetry/api';
+import {
+  createNoopMeter,
+  type Counter,
+  type Histogram,
+  type Meter,
+  type Observable,
+  type ObservableGauge,
+} from '@opentelemetry/api';
 import { AggregateCounter, AggregateHistogram } from './export/producer';
 import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec } from './names';
 
@@ -71,8 +78,12 @@ function hotPath(meter: Meter, mode: ExportMode) {
   };
 }
 
-/** The observable gauges, read from core's state in one batch callback at collection. */
-function gauges(meter: Meter) {
+/**
+ * The observable gauges, read from core's state in one batch callback at
+ * collection. The Node runtime ones go to `runtimeMeter`: a no-op meter
+ * when another exporter (instrumentation-runtime-node) owns those names.
+ */
+function gauges(meter: Meter, runtimeMeter: Meter) {
   const specs = {
     queueWaiting: METRICS.queueWaiting,
     queueInFlight: METRICS.queueInFlight,
@@ -94,32 +105,46 @@ function gauges(meter: Meter) {
     queueHeadroom: METRICS.queueHeadroom,
     queueWaitPredicted: METRICS.queueWaitPredicted,
     queueTimeToSaturation: METRICS.queueTimeToSaturation,
+  };
+  const runtime = {
     eventLoopDelayP50: METRICS.eventLoopDelayP50,
     eventLoopDelayP99: METRICS.eventLoopDelayP99,
     eventLoopDelayMax: METRICS.eventLoopDelayMax,
     eventLoopUtilization: METRICS.eventLoopUtilization,
   };
-  return Object.fromEntries(Object.entries(specs).map(([key, spec]) => [key, gauge(meter, spec)])) as Record<
-    keyof typeof specs,
-    ObservableGauge
-  >;
+  const make = <K extends string>(on: Meter, group: Record<K, InstrumentSpec>) =>
+    Object.fromEntries(Object.entries(group).map(([key, spec]) => [key, gauge(on, spec as InstrumentSpec)])) as Record<
+      K,
+      ObservableGauge
+    >;
+  const own = make(meter, specs);
+  const node = make(runtimeMeter, runtime);
+  return {
+    all: { ...own, ...node },
+    exported: runtimeMeter === meter ? [...Object.values(own), ...Object.values(node)] : Object.values(own),
+  };
 }
 
-/** Core's OTel instruments, created once per monitor. */
-export function createInstruments(meter: Meter, mode: ExportMode = 'api') {
-  const observables = gauges(meter);
+/**
+ * Core's OTel instruments, created once per monitor. With `runtimeMetrics`
+ * false the event-loop gauges and the GC histogram are not exported (the
+ * event-loop signal still samples and judges the loop).
+ */
+export function createInstruments(meter: Meter, mode: ExportMode = 'api', runtimeMetrics = true) {
+  const runtimeMeter = runtimeMetrics ? meter : createNoopMeter();
+  const observables = gauges(meter, runtimeMeter);
   const hot = hotPath(meter, mode);
   return {
     ...hot,
-    ...observables,
-    /** Every observable instrument, for the monitor's batch callback. */
-    observables: [...Object.values(observables), ...hot.counterObservables.map((c) => c.observable)] as Observable[],
+    ...observables.all,
+    /** Every exported observable instrument, for the monitor's batch callback. */
+    observables: [...observables.exported, ...hot.counterObservables.map((c) => c.observable)] as Observable[],
     modelLoadDuration: histogram(meter, METRICS.modelLoadDuration),
     modelLoadSpikes: counter(meter, METRICS.modelLoadSpikes),
     alerts: counter(meter, METRICS.alerts),
     internalErrors: counter(meter, METRICS.internalErrors),
     webhookDropped: counter(meter, METRICS.webhookDropped),
-    gcDuration: histogram(meter, METRICS.gcDuration),
+    gcDuration: histogram(runtimeMeter, METRICS.gcDuration),
   };
 }
 

@@ -46,6 +46,7 @@ const OPTION_KEYS = new Set([
   'clock',
   'logger',
   'eventLoop',
+  'runtimeMetrics',
   'exportMode',
 ]);
 const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
@@ -116,6 +117,7 @@ class MonitorImpl implements Monitor {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly eventLoop: EventLoopSignal | undefined;
+  private readonly runtimeMetrics: boolean;
   private readonly attributor = new GlitchAttributor();
   private lastTick = Number.NaN;
   internalErrors = 0;
@@ -137,7 +139,10 @@ class MonitorImpl implements Monitor {
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
     this.exportMode = options.exportMode ?? 'api';
-    this.instruments = createInstruments(this.meter, this.exportMode);
+    if (options.runtimeMetrics !== undefined && typeof options.runtimeMetrics !== 'boolean')
+      throw new InferSignalConfigError('runtimeMetrics', 'must be a boolean');
+    this.runtimeMetrics = options.runtimeMetrics ?? true;
+    this.instruments = createInstruments(this.meter, this.exportMode, this.runtimeMetrics);
     const tracer =
       options.traces === false
         ? undefined
@@ -465,7 +470,7 @@ class MonitorImpl implements Monitor {
       if (Number.isFinite(c.predictedWait)) result.observe(i.queueWaitPredicted, c.predictedWait, attributes);
       if (Number.isFinite(c.timeToSaturation)) result.observe(i.queueTimeToSaturation, c.timeToSaturation, attributes);
     }
-    const loop = this.eventLoop;
+    const loop = this.runtimeMetrics ? this.eventLoop : undefined;
     if (loop && !Number.isNaN(loop.p99)) {
       result.observe(i.eventLoopDelayP50, loop.p50);
       result.observe(i.eventLoopDelayP99, loop.p99);

@@ -78,6 +78,13 @@ export interface MonitorOptions {
   exportMode?: 'api' | 'producer';
   /** Sample event-loop delay/utilization and GC pauses (default true). */
   eventLoop?: boolean;
+  /**
+   * Export the Node runtime instruments `nodejs.eventloop.*` and
+   * `v8js.gc.duration` (default true). Set false where
+   * `@opentelemetry/instrumentation-runtime-node` exports the same names: the
+   * event-loop signal still samples, judges and alerts.
+   */
+  runtimeMetrics?: boolean;
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
 }
