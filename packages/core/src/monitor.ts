@@ -1,4 +1,4 @@
-import { metrics, trace, type Attributes, type Meter } from '@opentelemetry/api';
+import { createNoopMeter, metrics, trace, type Attributes, type Meter } from '@opentelemetry/api';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
 import { WebhookDelivery } from './alerts/webhook';
@@ -138,6 +138,12 @@ class MonitorImpl implements Monitor {
     this.clock = options.clock ?? (() => origin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
+    // The metrics API has no proxy provider: a meter taken before an SDK registers stays a no-op for good.
+    if (this.meter === createNoopMeter())
+      this.warnOnce(
+        'noop-meter',
+        "infersignal: no OpenTelemetry MeterProvider was registered when the monitor was created (before sdk.start()?), so its metrics go nowhere; detectors and alerts still run. Create it after sdk.start(), pass { meterProvider }, or add @infersignal/node's InferSignalInstrumentation to NodeSDK's instrumentations.",
+      );
     this.exportMode = options.exportMode ?? 'api';
     if (options.runtimeMetrics !== undefined && typeof options.runtimeMetrics !== 'boolean')
       throw new InferSignalConfigError('runtimeMetrics', 'must be a boolean');
