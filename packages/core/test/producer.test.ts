@@ -38,7 +38,10 @@ describe('producer export mode', () => {
       let now = 0;
       const box: { monitor?: Monitor } = {};
       // The reader is created before the monitor, as in an application: the producer is bound lazily.
-      const producer: MetricProducer = { collect: (o) => box.monitor!.metricProducer!.collect(o) };
+      const producer: MetricProducer = {
+        collect: (o) => box.monitor!.metricProducer!.collect(o),
+        forTemporality: (t) => box.monitor!.metricProducer!.forTemporality(t),
+      };
       const reader = new TestReader(exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
       box.monitor = createMonitor({
         meterProvider: new MeterProvider({ readers: [reader] }),
@@ -126,7 +129,7 @@ describe('producer export mode', () => {
         .map(({ attributes, value }) =>
           typeof value === 'number'
             ? { attributes, value }
-            : { attributes, counts: value.buckets.counts, count: value.count, sum: value.sum.toFixed(9) },
+            : { attributes, counts: value.buckets.counts, count: value.count, sum: value.sum?.toFixed(9) },
         );
     for (const [i, spec] of [METRICS.queueWait, METRICS.requestDuration, METRICS.requests].entries()) {
       for (let c = 0; c < 3; c++) {
