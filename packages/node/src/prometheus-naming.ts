@@ -112,13 +112,31 @@ export class CollectorNamingSerializer extends PrometheusSerializer {
       : ({ ...metric, descriptor: { ...metric.descriptor, name: renamed } } as MetricData);
   }
 
+  /**
+   * Renames every metric, and drops InferSignal's copy of a name another
+   * scope also exports (its runtime gauges beside
+   * instrumentation-runtime-node's): one family written twice is an
+   * exposition Prometheus rejects.
+   */
   override serialize(resourceMetrics: ResourceMetrics): string {
+    const scopes = resourceMetrics.scopeMetrics.map((scope) => ({
+      scope: scope.scope,
+      metrics: scope.metrics.map((metric) => this.rename(metric)),
+    }));
+    const others = new Set<string>();
+    for (const { scope, metrics } of scopes)
+      if (!isOwn(scope.name)) for (const metric of metrics) others.add(metric.descriptor.name);
     return super.serialize({
       resource: resourceMetrics.resource,
-      scopeMetrics: resourceMetrics.scopeMetrics.map((scope) => ({
-        scope: scope.scope,
-        metrics: scope.metrics.map((metric) => this.rename(metric)),
-      })),
+      scopeMetrics:
+        others.size === 0
+          ? scopes
+          : scopes.map(({ scope, metrics }) => ({
+              scope,
+              metrics: isOwn(scope.name) ? metrics.filter((metric) => !others.has(metric.descriptor.name)) : metrics,
+            })),
     });
   }
 }
+
+const isOwn = (scope: string) => scope.startsWith('@infersignal/');
