@@ -59,7 +59,7 @@ beforeAll(async () => {
     thresholds: RUNTIME_THRESHOLDS,
     connectionCapacity: 8,
   });
-  await exerciseEverySignal(server.signal);
+  await exerciseEverySignal(server.monitor);
   runtime = await exerciseRuntimeSignals(server);
   text = await (await fetch(server.metricsUrl)).text();
   families = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => [name, type]));

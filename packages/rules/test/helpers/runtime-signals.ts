@@ -24,7 +24,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ATTR, METRICS, instrumentServer, type ServerInstrumentation, type ThresholdsInput } from '@infersignal/core';
 import type { InstrumentedServer } from './instrumented';
-import { metricName } from './names';
 
 /** Short windows so a few hundred milliseconds give every capacity and event-loop figure. */
 export const RUNTIME_THRESHOLDS: ThresholdsInput = {
@@ -99,7 +98,7 @@ export interface RuntimeExercise {
 }
 
 async function rampCapacity(app: InstrumentedServer): Promise<void> {
-  const monitor = app.signal.monitor;
+  const monitor = app.monitor;
   const queue = monitor.queue('capacity', { concurrency: 1, capacity: 64 });
   monitor.tick(); // the queue's first tick only starts counting
   for (const arrivals of RAMP) {
@@ -111,7 +110,7 @@ async function rampCapacity(app: InstrumentedServer): Promise<void> {
 }
 
 async function produceGarbageUntilGc(app: InstrumentedServer): Promise<void> {
-  const gc = `${metricName('gcDuration')}_count`;
+  const gc = `${app.names.metric('gcDuration')}_count`;
   let sink: unknown[] = [];
   await until('a GC pause in the scrape', async () => {
     // ~10 MB of short-lived objects: more than V8's young generation, so a scavenge follows.
@@ -141,7 +140,7 @@ function openSocket(port: number): Promise<Socket> {
 }
 
 export async function exerciseRuntimeSignals(app: InstrumentedServer): Promise<RuntimeExercise> {
-  const monitor = app.signal.monitor;
+  const monitor = app.monitor;
   const cleanup: (() => Promise<void> | void)[] = [];
   const close = async () => {
     for (const fn of cleanup.reverse()) await fn();
