@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { instrumentServer, type Monitor, type ThresholdsInput } from '@infersignal/core';
-import { startTelemetry } from './telemetry';
+import { startTelemetry, type Telemetry } from './telemetry';
 
 export interface AppOptions {
   serviceName?: string;
@@ -31,11 +31,17 @@ export interface App {
   close(): Promise<void>;
 }
 
+/** Starts the telemetry (the recipe), then the API on it. */
 export async function startApp(options: AppOptions = {}): Promise<App> {
   const telemetry = startTelemetry(options.serviceName ?? 'inference-server', {
     detectorIntervalMs: options.detectorIntervalMs,
     thresholds: options.thresholds,
   });
+  return serveApp(telemetry, options);
+}
+
+/** The API on telemetry that is already started. */
+export async function serveApp(telemetry: Telemetry, options: AppOptions = {}): Promise<App> {
   const queue = telemetry.monitor.queue('default', { capacity: options.capacity ?? 64, concurrency: 1 });
   const serviceTimeMs = options.serviceTimeMs ?? 20;
   const server = createServer((req, res) => {

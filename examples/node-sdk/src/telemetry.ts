@@ -17,6 +17,8 @@ import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runti
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { InferSignalInstrumentation, type InferSignalInstrumentationConfig } from '@infersignal/node';
 
+export type Telemetry = ReturnType<typeof startTelemetry>;
+
 export function startTelemetry(serviceName: string, config: InferSignalInstrumentationConfig = {}) {
   // InferSignal first: its monitor (queues, streams, model loads) can be used from here on.
   // runtimeMetrics stays false: instrumentation-runtime-node exports nodejs.eventloop.* and v8js.gc.duration.

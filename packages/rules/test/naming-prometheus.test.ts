@@ -16,10 +16,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { buildRules, type GeneratorOptions, type Naming, type RuleFile } from '@infersignal/rules';
-import { findBinary, freePort, skipReason, startDaemon, waitFor, type Daemon } from './helpers/binaries';
-import { exerciseEverySignal, startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
-import { RUNTIME_THRESHOLDS, exerciseRuntimeSignals, type RuntimeExercise } from './helpers/runtime-signals';
+import { buildRules, type GeneratorOptions, type Naming } from '@infersignal/rules';
+import { findBinary, freePort, skipReason, startDaemon, type Daemon } from './helpers/binaries';
+import { asBool, rulesOf, rulesWithoutData, type Query, type Rule } from './helpers/rule-data';
+import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
+import {
+  RUNTIME_THRESHOLDS,
+  exerciseEverySignal,
+  exerciseRuntimeSignals,
+  type RuntimeExercise,
+} from './helpers/runtime-signals';
 
 const prometheusBin = findBinary('prometheus');
 
@@ -32,28 +38,12 @@ const WINDOWS: GeneratorOptions = {
   driftWindow: '20s',
 };
 
-/** `a > 0.2` → `a > bool 0.2`: the series are compared, not filtered, so an expression has data whatever the threshold. */
-function asBool(expr: string): string {
-  return expr.replace(/(>=|<=|==|!=|>|<)\s*(?!bool\b)(-?\d[\d.]*(?:e[+-]?\d+)?)/g, '$1 bool $2');
-}
-
-interface Rule {
-  name: string;
-  expr: string;
-}
-
-function rulesOf(file: RuleFile): Rule[] {
-  return file.groups.flatMap((group) =>
-    group.rules.map((rule) => ({ name: 'alert' in rule ? rule.alert : rule.record, expr: rule.expr })),
-  );
-}
-
 interface Setup {
   naming: Naming;
   app: InstrumentedServer;
   runtime: RuntimeExercise;
   prometheus: Daemon;
-  query(promql: string): Promise<{ status: string; error?: string; data: { result: unknown[] } }>;
+  query: Query;
 }
 
 const setups = new Map<Naming, Setup>();
@@ -131,15 +121,7 @@ describe.skipIf(!prometheusBin)(
         const rules = rulesOf(buildRules({ ...WINDOWS, naming })).filter((rule) => setup.runtime.tls || !tlsRule(rule));
         if (!setup.runtime.tls) console.warn('[rules] TLS rule not checked: no certificate (openssl missing)');
         expect(rules.length).toBeGreaterThan(25);
-        const empty: string[] = [];
-        for (const rule of rules) {
-          const found = await waitFor(`${rule.name}`, 30_000, async () => {
-            const result = await setup.query(asBool(rule.expr));
-            expect(result.status, `${rule.name}: ${result.error}`).toBe('success');
-            return result.data.result.length > 0 ? true : undefined;
-          }).catch(() => false);
-          if (!found) empty.push(`${rule.name}: ${asBool(rule.expr)}`);
-        }
+        const empty = await rulesWithoutData(setup.query, rules);
         expect(empty, `${setup.prometheus.log().slice(-2000)}`).toEqual([]);
       });
     }

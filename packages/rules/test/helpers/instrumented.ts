@@ -146,26 +146,3 @@ async function startWithStart(options: InstrumentedServerOptions): Promise<Instr
     },
   };
 }
-
-/** Exercises every signal once, so each instrument has a series in the scrape. */
-export async function exerciseEverySignal(monitor: Monitor): Promise<void> {
-  await monitor.queue('default').run(() => new Promise((resolve) => setTimeout(resolve, 5)), { model: 'llama' });
-  await monitor.modelLoad('llama', 'load', () => new Promise((resolve) => setTimeout(resolve, 20)));
-  const stream = monitor.stream('llama');
-  stream.firstToken();
-  stream.token(4);
-  stream.end('completed');
-  monitor.stream('llama').end('cancelled');
-  let allocated = 600;
-  const memory = monitor.deviceMemory({
-    allocated: () => (allocated -= 10),
-    reserved: () => 1000,
-    intervalMs: 0,
-    source: 'test',
-  });
-  memory.sample();
-  memory.sample();
-  memory.sample();
-  monitor.internalError('rules-test', new Error('deliberate'));
-  monitor.tick();
-}
