@@ -4,8 +4,9 @@
  *
  * Not `PrometheusExporter` itself: its constructor reads `port || 9464`, so
  * port 0 (an OS-chosen port) is impossible; it binds every interface unless told
- * otherwise; a port already in use surfaces only through `diag`; and its
- * serializer cannot be swapped for the Collector-style names.
+ * otherwise; a port already in use surfaces only through `diag`; its
+ * serializer cannot be swapped for the Collector-style names; and the
+ * package pins exact SDK versions (prometheus-exposition.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +17,8 @@ import {
   type MetricProducer,
 } from '@opentelemetry/sdk-metrics';
 import { gaugeTemporality } from './export-guard';
-import { CollectorNamingSerializer } from './prometheus-naming';
+import { serializeExposition } from './prometheus-exposition';
+import { CollectorNames } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
 
@@ -27,7 +29,7 @@ export const prometheusTemporality = (type: InstrumentType): AggregationTemporal
   gaugeTemporality(type) ?? AggregationTemporality.CUMULATIVE;
 
 export class PrometheusReader extends MetricReader {
-  private readonly serializer = new CollectorNamingSerializer(undefined, false);
+  private readonly names = new CollectorNames();
 
   constructor(cardinalityLimit: number, metricProducers: MetricProducer[] | undefined) {
     super({
@@ -41,7 +43,7 @@ export class PrometheusReader extends MetricReader {
   readonly handler: MetricsHandler = (_req: IncomingMessage, res: ServerResponse) => {
     this.collect().then(
       ({ resourceMetrics }) => {
-        const body = this.serializer.serialize(resourceMetrics);
+        const body = serializeExposition(resourceMetrics, (metric) => this.names.of(metric));
         res.statusCode = 200;
         res.setHeader('content-type', CONTENT_TYPE);
         res.end(body);

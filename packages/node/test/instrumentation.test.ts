@@ -5,11 +5,9 @@
  * with InferSignal's producer, instrumentation-runtime-node beside it. The
  * scrape comes from the exporter's own request handler on a loopback port 0.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
@@ -20,7 +18,7 @@ import { NodeSDK } from '@opentelemetry/sdk-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { METRICS } from '@infersignal/core';
 import { InferSignalInstrumentation } from '@infersignal/node';
-import { findBinary, runTool } from '../../rules/test/helpers/binaries';
+import { findBinary } from '../../rules/test/helpers/binaries';
 import { parseExposition } from './helpers/exposition';
 import { decodeMetricsRequest } from './helpers/otlp-decode';
 
@@ -97,16 +95,8 @@ async function scrapeWithRuntime(
 }
 
 function promtoolCheck(text: string): { code: number | null; output: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'infersignal-byo-'));
-  try {
-    const file = join(dir, 'scrape.txt');
-    writeFileSync(file, text);
-    // promtool reads the exposition on stdin; a shell redirect keeps runTool's signature.
-    const run = runTool('/bin/sh', ['-c', `"${promtool}" check metrics < "${file}"`]);
-    return { code: run.code, output: run.stdout + run.stderr };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const run = spawnSync(promtool as string, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  return { code: run.status, output: run.stdout + run.stderr };
 }
 
 describe('InferSignalInstrumentation in an app’s own NodeSDK', () => {

@@ -1,10 +1,14 @@
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HISTOGRAM_BUCKETS, METRICS, prometheusName, type InstrumentSpec } from '@infersignal/core';
 import { collectorPrometheusName, start, type InferSignal, type PrometheusKind } from '@infersignal/node';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
+import { findBinary } from '../../rules/test/helpers/binaries';
 import { parseExposition, samples } from './helpers/exposition';
+
+const promtool = findBinary('promtool');
 
 const running: InferSignal[] = [];
 const servers: Server[] = [];
@@ -295,6 +299,11 @@ describe('Prometheus endpoint', () => {
         ).toHaveLength(1);
         expect(body).not.toMatch(new RegExp(`^${family}[_a-z]*\\{[^}]*otel_scope_name="@infersignal/core"`, 'm'));
       }
+      // The whole exposition is one Prometheus accepts (start() writes it itself, not exporter-prometheus).
+      if (promtool) {
+        const check = spawnSync(promtool, ['check', 'metrics'], { input: body, encoding: 'utf8' });
+        expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
+      } else console.warn('[node] promtool not found: the exposition was not checked with promtool check metrics');
     } finally {
       runtime.disable();
     }
