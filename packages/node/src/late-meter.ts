@@ -207,7 +207,8 @@ export class LateMeterProvider implements MeterProvider {
   bind(provider: MeterProvider): boolean {
     if (provider === this.provider) return false;
     const probe = provider.getMeter('@infersignal/node');
-    if (probe === createNoopMeter()) return false;
+    // By name too: the API's CommonJS and ESM builds each have their own no-op meter.
+    if (probe === createNoopMeter() || probe.constructor?.name === 'NoopMeter') return false;
     this.provider = provider;
     for (const [key, entry] of this.meters) {
       const name = key.slice(0, key.indexOf('\u0000'));
