@@ -1,21 +1,8 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { sourceAliases } from './test/support/source-aliases.mts';
 
-// Tests run against the packages' sources, so `pnpm test` needs no build
-// step to see a change; the build is checked separately by `pnpm build`.
-// Each package's index, and each `exports` subpath built from a source of
-// its own (`@infersignal/core/signals` → packages/core/src/signals.ts).
-const packagesDir = fileURLToPath(new URL('./packages/', import.meta.url));
-const alias = readdirSync(packagesDir).flatMap((name) => {
-  const dir = `${packagesDir}${name}`;
-  const manifest = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8')) as { exports?: Record<string, unknown> };
-  const subpaths = Object.keys(manifest.exports ?? {})
-    .filter((key) => key !== '.' && existsSync(`${dir}/src/${key.slice(2)}.ts`))
-    .map((key) => ({ find: `@infersignal/${name}/${key.slice(2)}`, replacement: `${dir}/src/${key.slice(2)}.ts` }));
-  return [...subpaths, { find: new RegExp(`^@infersignal/${name}$`), replacement: `${dir}/src/index.ts` }];
-});
+const alias = sourceAliases();
 
 /**
  * Files that spend seconds of wall time on real processes or real load.
@@ -69,7 +56,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
-          exclude: [...E2E, ...SERIAL, '**/node_modules/**'],
+          // The SDK 3 leg runs on Node 24 with its own config (`pnpm test:sdk3`).
+          exclude: [...configDefaults.exclude, ...E2E, ...SERIAL, 'test/otel-sdk3/**'],
           // In-process tests share worker processes: loading the OTel SDK, the frameworks and the runtimes once
           // per worker instead of once per file halves this project's time. What a file must not leave behind
           // for the next one is checked after each file.

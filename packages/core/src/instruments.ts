@@ -1,15 +1,38 @@
-import type { Attributes, BatchObservableResult, Histogram, Meter, Observable } from '@opentelemetry/api';
+import {
+  createNoopMeter,
+  type Attributes,
+  type BatchObservableResult,
+  type Histogram,
+  type Meter,
+  type Observable,
+} from '@opentelemetry/api';
 import { InferSignalConfigError } from './config';
 import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder } from './contract';
 import { AggregateCounter, AggregateHistogram } from './export/producer';
-import { HISTOGRAM_BUCKETS, type InstrumentSpec, type InstrumentType } from './names';
+import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec, type InstrumentType } from './names';
 
 export type ExportMode = 'api' | 'producer';
 
 /** A gauge as the monitor holds it: the spec a signal asked for and the OTel observable behind it. */
 interface ObservedGauge extends Gauge {
-  readonly observable: Observable;
+  /** Undefined where the gauge is not exported (a runtime gauge with `runtimeMetrics: false`). */
+  readonly observable: Observable | undefined;
 }
+
+/**
+ * The Node runtime's own figures. With `runtimeMetrics: false` another
+ * exporter (instrumentation-runtime-node) owns these names: they are made,
+ * so signals still record and judge, but not exported.
+ */
+const RUNTIME_NAMES: ReadonlySet<string> = new Set(
+  [
+    METRICS.eventLoopDelayP50,
+    METRICS.eventLoopDelayP99,
+    METRICS.eventLoopDelayMax,
+    METRICS.eventLoopUtilization,
+    METRICS.gcDuration,
+  ].map((spec) => spec.name),
+);
 
 /**
  * The instruments of one monitor, made once per metric name whoever asks
@@ -40,10 +63,16 @@ export class Instruments {
     readonly mode: ExportMode,
     /** Called when an observable was added, so the batch callback can be registered again with it. */
     private readonly onObservable: () => void,
+    private readonly runtimeMetrics = true,
   ) {}
+
+  private exported(spec: InstrumentSpec): boolean {
+    return this.runtimeMetrics || !RUNTIME_NAMES.has(spec.name);
+  }
 
   histogram(spec: InstrumentSpec): HistogramRecorder {
     return this.get(spec, 'histogram', () => {
+      if (!this.exported(spec)) return createNoopMeter().createHistogram(spec.name);
       const boundaries = HISTOGRAM_BUCKETS[spec.name];
       if (this.mode === 'producer') {
         const aggregate = new AggregateHistogram(spec, boundaries ?? DEFAULT_BOUNDARIES);
@@ -78,6 +107,7 @@ export class Instruments {
 
   gauge(spec: InstrumentSpec): Gauge {
     return this.get(spec, 'gauge', () => {
+      if (!this.exported(spec)) return { spec, observable: undefined };
       const observable = this.meter.createObservableGauge(spec.name, {
         unit: spec.unit,
         description: spec.description,
@@ -91,7 +121,8 @@ export class Instruments {
   observer(result: BatchObservableResult): GaugeObserver {
     return {
       observe(gauge: Gauge, value: number, attributes?: Attributes): void {
-        result.observe((gauge as ObservedGauge).observable, value, attributes);
+        const { observable } = gauge as ObservedGauge;
+        if (observable !== undefined) result.observe(observable, value, attributes);
       },
     };
   }

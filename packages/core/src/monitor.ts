@@ -1,4 +1,5 @@
 import {
+  createNoopMeter,
   metrics,
   trace,
   type Attributes,
@@ -56,6 +57,7 @@ const OPTION_KEYS = new Set([
   'clock',
   'logger',
   'eventLoop',
+  'runtimeMetrics',
   'exportMode',
 ]);
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
@@ -143,8 +145,21 @@ class MonitorImpl implements Monitor, RegistrationHost {
     this.clock = options.clock ?? (() => origin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
+    // The metrics API has no proxy provider: a meter taken before an SDK registers stays a no-op for good.
+    if (this.meter === createNoopMeter())
+      this.warnOnce(
+        'noop-meter',
+        "infersignal: no OpenTelemetry MeterProvider was registered when the monitor was created (before sdk.start()?), so its metrics go nowhere; detectors and alerts still run. Create it after sdk.start(), pass { meterProvider }, or add @infersignal/node's InferSignalInstrumentation to NodeSDK's instrumentations.",
+      );
     this.exportMode = options.exportMode ?? 'api';
-    this.instruments = new Instruments(this.meter, this.exportMode, () => this.observeAgain());
+    if (options.runtimeMetrics !== undefined && typeof options.runtimeMetrics !== 'boolean')
+      throw new InferSignalConfigError('runtimeMetrics', 'must be a boolean');
+    this.instruments = new Instruments(
+      this.meter,
+      this.exportMode,
+      () => this.observeAgain(),
+      options.runtimeMetrics ?? true,
+    );
     this.own = {
       alerts: this.instruments.counter(METRICS.alerts),
       internalErrors: this.instruments.counter(METRICS.internalErrors),

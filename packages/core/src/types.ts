@@ -79,6 +79,13 @@ export interface MonitorOptions {
   exportMode?: 'api' | 'producer';
   /** Sample event-loop delay/utilization and GC pauses (default true). */
   eventLoop?: boolean;
+  /**
+   * Export the Node runtime instruments `nodejs.eventloop.*` and
+   * `v8js.gc.duration` (default true). Set false where
+   * `@opentelemetry/instrumentation-runtime-node` exports the same names: the
+   * event-loop signal still samples, judges and alerts.
+   */
+  runtimeMetrics?: boolean;
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
 }
@@ -256,6 +263,12 @@ export interface CoreMetricProducerLike {
   collect(options?: {
     timeoutMillis?: number;
   }): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }>;
+  /**
+   * A producer over the same aggregates for one reader, reporting delta
+   * points where `temporality` says so (asked at each collection). Each delta
+   * reader needs its own: it keeps what it last reported.
+   */
+  forTemporality(temporality: (instrument: 'histogram' | 'counter') => 'cumulative' | 'delta'): CoreMetricProducerLike;
 }
 
 export interface Monitor {

@@ -142,4 +142,29 @@ describe('event loop and P99-glitch attribution', () => {
     const gc = metrics.metric(METRICS.gcDuration.name);
     expect(gc?.dataPoints.length ?? 0).toBeGreaterThan(0);
   });
+
+  it('runtimeMetrics: false leaves nodejs.eventloop.* and v8js.gc.duration to another exporter; the signal still alerts', async () => {
+    const reader = new TestReader();
+    const alerts: AlertEvent[] = [];
+    monitor = createMonitor({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      detectorIntervalMs: 0,
+      runtimeMetrics: false,
+      logger: { warn() {} },
+      thresholds: { eventLoop: { delayWarnSeconds: 0.05, sampleIntervalMs: 20 } },
+      onAlert: (e) => alerts.push(e),
+    });
+    monitor.queue('q'); // one of core's own gauges, still exported
+    let garbage: unknown[] = [];
+    for (let i = 0; i < 200_000; i++) garbage.push({ i, s: `x${i}` });
+    garbage = [];
+    void garbage;
+    busyWait(150);
+    await sleep(60);
+    expect(alerts.some((a) => a.signal === 'event_loop' && a.level !== 'ok')).toBe(true);
+    const names = (await collect(reader)).names();
+    expect(names).toContain(METRICS.queueCapacity.name);
+    expect(names.filter((name) => name.startsWith('nodejs.') || name.startsWith('v8js.'))).toEqual([]);
+    expect(() => createMonitor({ runtimeMetrics: 'no' as never })).toThrow(/runtimeMetrics/);
+  });
 });
