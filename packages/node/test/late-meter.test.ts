@@ -46,11 +46,12 @@ describe('LateMeterProvider', () => {
     expect(onB.value('g')).toBe(2);
     expect(onB.value('oc')).toBe(20);
     expect(onB.count('h')).toBe(0);
-    // A keeps what it had and gets nothing new: its callbacks were removed.
+    // A keeps what it had and gets nothing new: its callbacks were removed, so its gauge and observable
+    // counter still hold the values of the last collection (the SDK's cumulative last value), not B's.
     const second = await collect(a.reader);
     expect(second.sum('c')).toBe(2);
-    expect(second.points('g')).toEqual([]);
-    expect(second.points('oc')).toEqual([]);
+    expect(second.value('g')).toBe(1);
+    expect(second.value('oc')).toBe(10);
     expect(collections).toBe(2);
     // A meter asked for after binding starts on the bound provider.
     late.getMeter('later').createCounter('later.c').add(1);
