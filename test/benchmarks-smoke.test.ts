@@ -50,6 +50,7 @@ describe('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     ['gpu', 2],
     ['loadgen', 3],
     ['server', 3],
+    ['llama', 2],
   ];
   for (const [suite, goals] of cases) {
     it(`${suite} runs and prints its verdict line with figures`, { timeout: 60_000 }, async () => {
