@@ -61,7 +61,7 @@ export async function generate(
     return {
       ...response,
       usage: {
-        inputTokens: meter.usedInputTokens - inputBefore,
+        evaluatedTokens: meter.usedInputTokens - inputBefore,
         outputTokens: meter.usedOutputTokens - outputBefore,
       },
       contextShifts,
@@ -75,7 +75,7 @@ export async function generate(
     if (generated > handedOut) stream.token(generated - handedOut);
     stream.end(outcome as StreamOutcome);
     ticket.setAttributes({
-      [LLAMA_ATTR.inputTokens]: meter.usedInputTokens - inputBefore,
+      [LLAMA_ATTR.evaluatedTokens]: meter.usedInputTokens - inputBefore,
       [LLAMA_ATTR.outputTokens]: generated,
     });
     ticket.end(outcome);

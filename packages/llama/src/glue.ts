@@ -67,14 +67,15 @@ export interface KvCacheReading {
   tokens(): number;
   /** Tokens it can hold. */
   capacity(): number;
-  /** KV bytes per token, or null when the model's size per token could not be estimated. */
+  /** KV bytes per token, or null when there is nothing to report (size per token unknown, no generation yet). */
   bytesPerToken(): number | null;
 }
 
 /**
  * The KV cache as allocated-versus-reserved device memory, in bytes: allocated = tokens held × bytes per
  * token, reserved = capacity × bytes per token. Without a per-token size nothing is reported (undefined:
- * "not measured"), rather than tokens under a bytes unit.
+ * "not measured"), rather than tokens under a bytes unit; nor before the first generation, when an empty
+ * cache would read as fully "fragmented" on every idle start.
  */
 export function watchKvCache(
   monitor: Monitor,

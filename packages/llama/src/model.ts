@@ -59,7 +59,7 @@ export async function createLlamaModel(
   try {
     slot = await loadSlot(monitor, llama, name, 'load', source, options, 1);
   } catch (error) {
-    if (owned) await llama.dispose().catch(() => undefined);
+    if (owned) await disposeLlama(llama, monitor);
     throw error;
   }
   return new MonitoredModel(monitor, llama, owned, name, options, queue, slot);
@@ -116,7 +116,7 @@ class MonitoredModel implements MonitoredLlamaModel {
             {
               tokens: () => this.swap.current.tokens(),
               capacity: () => this.swap.current.capacity(),
-              bytesPerToken: () => this.swap.current.info.kvBytesPerToken,
+              bytesPerToken: () => (this.swap.current.used ? this.swap.current.info.kvBytesPerToken : null),
             },
             { source: kv?.source ?? `llama-kv:${name}`, intervalMs: kv?.intervalMs },
           );
@@ -237,7 +237,7 @@ class MonitoredModel implements MonitoredLlamaModel {
       this.kvCacheMemory?.stop();
       this.vramMemory?.stop();
       this.unobserve();
-      if (this.ownsLlama) await this.llama.dispose();
+      if (this.ownsLlama) await disposeLlama(this.llama, this.monitor);
     });
     return this.releasing;
   }
@@ -283,6 +283,34 @@ function sharedHandle(llama: Llama, watch: { handle: DeviceMemoryHandle; users: 
       }
     },
   };
+}
+
+/** How long `release()` waits for the Llama it made to dispose. */
+const LLAMA_DISPOSE_MS = 2000;
+
+/**
+ * Disposes a Llama this package made, bounded: in node-llama-cpp 3.21.1 a load that llama.cpp rejects
+ * (a missing tensor, a bad shape) leaves a prevent-disposal handle on the Llama, and once the failed
+ * model object is garbage-collected `llama.dispose()` never settles. Past the bound it is counted as an
+ * internal error and left to process exit.
+ */
+async function disposeLlama(llama: Llama, monitor: Monitor): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<true>((resolve) => {
+    timer = setTimeout(() => resolve(true), LLAMA_DISPOSE_MS);
+    timer.unref();
+  });
+  try {
+    if (await Promise.race([llama.dispose().then(() => false), timedOut]))
+      monitor.internalError(
+        'llama.dispose',
+        new Error(`llama.dispose() did not settle within ${LLAMA_DISPOSE_MS} ms (after a failed model load?)`),
+      );
+  } catch (error) {
+    monitor.internalError('llama.dispose', error);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function defaultLlama(options: LlamaMonitorOptions): Promise<Llama> {

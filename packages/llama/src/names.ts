@@ -7,8 +7,9 @@ import { ATTR } from './glue';
 export const LLAMA_ATTR = {
   /** Why tokens left a sequence's context: `generation` (the context filled while generating) or `prompt` (the prompt did not fit). */
   shiftReason: 'infersignal.kv_cache.shift.reason',
-  /** OTel GenAI semconv span attributes: prompt tokens evaluated (after prefix reuse) and tokens generated. */
-  inputTokens: 'gen_ai.usage.input_tokens',
+  /** Request span: prompt tokens llama.cpp evaluated, i.e. the prompt minus the prefix the sequence already held. */
+  evaluatedTokens: 'infersignal.llama.input_tokens.evaluated',
+  /** OTel GenAI semconv span attribute: tokens generated. */
   outputTokens: 'gen_ai.usage.output_tokens',
   /** Load span: the runtime, the GGUF file size, llama.cpp's GPU type (`false` on CPU), context shape. */
   runtime: 'infersignal.model.runtime',

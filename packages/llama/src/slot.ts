@@ -17,6 +17,8 @@ export interface SequenceEntry {
 /** A loaded model, its context and that context's sequences; HotSwap disposes a retired one after its last generation. */
 export class Slot {
   private readonly free: SequenceEntry[];
+  /** A generation has run on this context: until then its KV cache has no usage to judge. */
+  used = false;
 
   constructor(
     readonly model: LlamaModel,
@@ -35,6 +37,7 @@ export class Slot {
         `llama: no free sequence in the context of "${this.info.path}" (queue concurrency above sequences?)`,
       );
     entry.busy = true;
+    this.used = true;
     return entry;
   }
 

@@ -113,8 +113,11 @@ export interface CompleteOptions extends LlamaCompletionGenerationOptions {
 }
 
 export interface CompletionResult extends LlamaCompletionResponse {
-  /** Prompt tokens evaluated (after reusing the prefix the sequence already held) and tokens generated. */
-  usage: { inputTokens: number; outputTokens: number };
+  /**
+   * Tokens llama.cpp evaluated for the prompt (the prompt minus the prefix the sequence already held from
+   * an earlier generation, plus re-evaluations after a context shift) and tokens it generated.
+   */
+  usage: { evaluatedTokens: number; outputTokens: number };
   /** Context shifts during this generation. */
   contextShifts: number;
   /** The prompt was longer than the context allows and lost its start. */

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { getLlama, type Llama } from 'node-llama-cpp';
 import type { MonitorOptions } from '@infersignal/core';
 import { writeGguf, type GgufOptions } from '../../../scripts/make-gguf';
@@ -39,6 +41,20 @@ export async function cpuLlama(): Promise<{ llama: Llama; log: string[] }> {
     logger: (level, message) => log.push(`${level}: ${message}`),
   });
   return { llama, log };
+}
+
+/**
+ * `llama.dispose()`, bounded: node-llama-cpp 3.21.1 never settles it once a model whose load llama.cpp
+ * rejected has been garbage-collected (a prevent-disposal handle is left behind; see docs/llama.md).
+ */
+export async function disposeLlama(llama: Llama): Promise<void> {
+  await Promise.race([llama.dispose(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+}
+
+/** A garbage collection now (the flag set at run time: no `--expose-gc` on the test runner needed). */
+export function collectGarbage(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 /** Core's test monitor (manual clock, manual tick) unless options say otherwise. */

@@ -59,7 +59,7 @@ describe('KV cache as allocated versus reserved', () => {
       expect(snapshot.sequences.map((s) => s.tokens).sort()).toEqual([...bySequence.keys()].sort());
       // A fresh sequence holds its prompt (with <s>) and what it generated.
       expect(snapshot.sequences.map((s) => s.tokens).sort((x, y) => x - y)).toEqual(
-        [a, b].map((r) => r.usage.inputTokens + r.usage.outputTokens).sort((x, y) => x - y),
+        [a, b].map((r) => r.usage.evaluatedTokens + r.usage.outputTokens).sort((x, y) => x - y),
       );
       const held = snapshot.tokens;
       expect(snapshot).toMatchObject({ capacity: 512, bytesPerToken: KV_BYTES_PER_TOKEN, usage: held / 512 });
@@ -89,7 +89,12 @@ describe('KV cache as allocated versus reserved', () => {
     const t = monitorFor();
     const model = await open(t);
     try {
+      // Before the first generation there is no usage to judge: not measured, no alert on an idle start.
+      t.monitor.tick();
+      expect(t.monitor.snapshot().deviceMemory['llama-kv:tiny']).toMatchObject({ allocated: null, reserved: null });
+      expect(t.alerts).toEqual([]);
       await model.complete('short', { maxTokens: 10 });
+      t.advance(1000);
       t.monitor.tick();
       const warn = t.alerts.find((a) => a.signal === 'gpu_fragmentation');
       expect(warn).toMatchObject({ level: 'warn', labels: { source: 'llama-kv:tiny' } });
@@ -144,7 +149,7 @@ describe('KV cache as allocated versus reserved', () => {
       // 300 words ≈ 1,500 tokens; the context keeps 256 − 25 of them.
       const cut = await model.complete('word '.repeat(300), { maxTokens: 2 });
       expect(cut.promptTruncated).toBe(true);
-      expect(cut.usage.inputTokens).toBeLessThanOrEqual(256);
+      expect(cut.usage.evaluatedTokens).toBeLessThanOrEqual(256);
       expect(model.kvCache().shifts).toEqual({ generation: 0, prompt: 1 });
       expect((await t.collect()).value(SHIFTS, { [MODEL]: 'tiny', [REASON]: 'prompt' })).toBe(1);
       // Tokens given directly are counted as given.

@@ -1,9 +1,19 @@
 import { statSync } from 'node:fs';
-import type { Llama } from 'node-llama-cpp';
+import { LlamaLogLevel, type Llama } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InferSignalConfigError } from '@infersignal/core';
 import { LlamaLoadError, LlamaModelReleasedError, createLlamaModel } from '@infersignal/llama';
-import { CONTEXT, KV_BYTES_PER_TOKEN, MODEL, REQUESTS, cpuLlama, models, monitorFor } from './helpers';
+import {
+  CONTEXT,
+  KV_BYTES_PER_TOKEN,
+  MODEL,
+  REQUESTS,
+  collectGarbage,
+  cpuLlama,
+  disposeLlama,
+  models,
+  monitorFor,
+} from './helpers';
 
 const LOAD = 'infersignal.model.load.duration';
 
@@ -16,7 +26,7 @@ describe('load', () => {
     good = dir.write();
   });
   afterAll(async () => {
-    await llama.dispose();
+    await disposeLlama(llama);
     dir.cleanup();
   });
 
@@ -163,6 +173,28 @@ describe('load', () => {
     await expect(model.reload(good)).rejects.toBeInstanceOf(LlamaModelReleasedError);
     expect((await t.collect()).sum(REQUESTS, { 'infersignal.outcome': 'unavailable' })).toBe(1);
     expect(llama.disposed).toBe(false); // the caller's Llama stays theirs
+    await t.close();
+  });
+
+  it('release() ends even when node-llama-cpp cannot dispose the Llama it made after a failed load', async () => {
+    const t = monitorFor();
+    // No `llama` given: the wrapper makes one, and release() disposes it.
+    const model = await createLlamaModel(t.monitor, 'own', good, {
+      llamaOptions: { gpu: false, maxThreads: 1, logLevel: LlamaLogLevel.error, logger: () => {} },
+      contextOptions: CONTEXT,
+    });
+    const own = model.llama;
+    expect(own).not.toBe(llama);
+    // (Its reason may read `unknown` here: llama.cpp's log reaches one Llama instance per process, and this
+    // process has two.)
+    await expect(model.reload(dir.write({ defect: 'bad-shape' }))).rejects.toBeInstanceOf(LlamaLoadError);
+    // The failed model object, gone: node-llama-cpp's handle on it can now never be released.
+    collectGarbage();
+    const started = performance.now();
+    await model.release();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(t.monitor.snapshot().internalErrors).toBe(1);
+    expect(t.warnings.join('\n')).toMatch(/error in llama\.dispose .*did not settle within 2000 ms/);
     await t.close();
   });
 });

@@ -111,7 +111,8 @@ describe('sequence slots are the queue', () => {
   });
 
   it('sheds at a critical level and past maxWaiting, counting both as rejected', async () => {
-    const t = monitorFor();
+    // The level under test is the queue's own: no event-loop level (a busy machine's stalls) mixed in.
+    const t = monitorFor({ eventLoop: false });
     // One sequence, room for 4: occupancy 1 running + 3 waiting = 1.0 (critical above 0.85).
     const model = await open(t, { sequences: 1, capacity: 4, maxWaiting: 3, shed: true });
     try {

@@ -2,7 +2,7 @@ import type { Llama } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LlamaLoadError, createLlamaModel } from '@infersignal/llama';
 import type { GgufDefect } from '../../../scripts/make-gguf';
-import { CONTEXT, MODEL, REQUESTS, cpuLlama, gate, models, monitorFor, until } from './helpers';
+import { CONTEXT, MODEL, REQUESTS, cpuLlama, disposeLlama, gate, models, monitorFor, until } from './helpers';
 
 const LOAD = 'infersignal.model.load.duration';
 
@@ -13,7 +13,7 @@ describe('hot reload', () => {
     ({ llama } = await cpuLlama());
   });
   afterAll(async () => {
-    await llama.dispose();
+    await disposeLlama(llama);
     dir.cleanup();
   });
 
