@@ -114,8 +114,9 @@ export interface CompleteOptions extends LlamaCompletionGenerationOptions {
 
 export interface CompletionResult extends LlamaCompletionResponse {
   /**
-   * Tokens llama.cpp evaluated for the prompt (the prompt minus the prefix the sequence already held from
-   * an earlier generation, plus re-evaluations after a context shift) and tokens it generated.
+   * The sequence's token meter over this generation: prompt tokens evaluated (the prompt minus the prefix
+   * the sequence already held from an earlier generation, plus re-evaluations after a context shift; the
+   * meter counts the prompt's last token with the output) and tokens generated.
    */
   usage: { evaluatedTokens: number; outputTokens: number };
   /** Context shifts during this generation. */
