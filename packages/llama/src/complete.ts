@@ -12,6 +12,12 @@ export interface GenerationTally {
   promptTruncated: boolean;
 }
 
+export interface GenerationHooks {
+  done(result: GenerationTally): void;
+  /** An error in the measuring itself (never the generation's): counted, never thrown into the generation. */
+  internalError(source: string, error: unknown): void;
+}
+
 /**
  * One completion on a sequence the queue handed out. Token accounting comes from the runtime: `onToken`
  * marks the first token and counts tokens as they are handed out (grouped when bytes form one character);
@@ -25,7 +31,7 @@ export async function generate(
   ticket: Ticket,
   input: CompletionInput,
   options: CompleteOptions,
-  tally: (result: GenerationTally) => void,
+  hooks: GenerationHooks,
 ): Promise<CompletionResult> {
   const { sequence, completion } = entry;
   const meter = sequence.tokenMeter;
@@ -46,7 +52,13 @@ export async function generate(
   };
   const decide = (size: number, seq: LlamaContextSequence): number => {
     if (meter.usedOutputTokens > outputBefore) contextShifts++;
-    else promptTruncated = promptOverflows(input, seq, size);
+    else {
+      try {
+        promptTruncated = promptOverflows(input, seq, size);
+      } catch (error) {
+        hooks.internalError('llama.promptLength', error);
+      }
+    }
     return size;
   };
   const contextShiftSize = (seq: LlamaContextSequence): number | Promise<number> => {
@@ -79,7 +91,7 @@ export async function generate(
       [LLAMA_ATTR.outputTokens]: generated,
     });
     ticket.end(outcome);
-    tally({ contextShifts, promptTruncated });
+    hooks.done({ contextShifts, promptTruncated });
   }
 }
 
@@ -96,14 +108,16 @@ function resolveShiftSize(size: ShiftSize, sequence: LlamaContextSequence): numb
 
 /**
  * Whether node-llama-cpp will cut the prompt to fit: it keeps the last `contextSize − shift size` tokens,
- * the beginning-of-sequence token included. A string is tokenized only when its UTF-8 length could exceed
- * that (a token covers at least one byte), so short prompts cost nothing; node-llama-cpp may tokenize a
- * leading space differently, so the count can be off by one token right at the limit.
+ * the beginning-of-sequence token included, and tokenizes a string without its leading space when it
+ * prepends that token. A string is tokenized here only when its UTF-8 length could exceed the room (a
+ * token covers at least one byte), so short prompts cost nothing.
  */
 function promptOverflows(input: CompletionInput, sequence: LlamaContextSequence, shiftSize: number): boolean {
-  const room = sequence.context.contextSize - shiftSize - (sequence.model.tokens.shouldPrependBosToken ? 1 : 0);
+  const model = sequence.model;
+  const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null;
+  const room = sequence.context.contextSize - shiftSize - (bos ? 1 : 0);
   if (Array.isArray(input)) return input.length > room;
   if (typeof input !== 'string') return false;
   if (Buffer.byteLength(input) + 1 <= room) return false;
-  return sequence.model.tokenize(input).length > room;
+  return model.tokenize(input, false, bos ? 'trimLeadingSpace' : undefined).length > room;
 }

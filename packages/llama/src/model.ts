@@ -1,5 +1,5 @@
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp';
-import { generate, type GenerationTally } from './complete';
+import { generate, type GenerationHooks } from './complete';
 import { LlamaModelReleasedError } from './errors';
 import {
   ATTR,
@@ -71,7 +71,7 @@ class MonitoredModel implements MonitoredLlamaModel {
   private readonly instruments: LlamaInstruments;
   private readonly unobserve: () => void;
   private readonly shifts = { generation: 0, prompt: 0 };
-  private readonly tally: (result: GenerationTally) => void;
+  private readonly hooks: GenerationHooks;
   readonly kvCacheMemory: DeviceMemoryHandle | null;
   readonly vramMemory: DeviceMemoryHandle | null;
   private releasing: Promise<void> | null = null;
@@ -97,15 +97,18 @@ class MonitoredModel implements MonitoredLlamaModel {
       tokens: () => this.swap.current.tokens(),
       capacity: () => this.swap.current.capacity(),
     });
-    this.tally = ({ contextShifts, promptTruncated }) => {
-      if (contextShifts > 0) {
-        this.shifts.generation += contextShifts;
-        this.instruments.shift(this.label, 'generation', contextShifts);
-      }
-      if (promptTruncated) {
-        this.shifts.prompt++;
-        this.instruments.shift(this.label, 'prompt', 1);
-      }
+    this.hooks = {
+      done: ({ contextShifts, promptTruncated }) => {
+        if (contextShifts > 0) {
+          this.shifts.generation += contextShifts;
+          this.instruments.shift(this.label, 'generation', contextShifts);
+        }
+        if (promptTruncated) {
+          this.shifts.prompt++;
+          this.instruments.shift(this.label, 'prompt', 1);
+        }
+      },
+      internalError: (source, error) => monitor.internalError(source, error),
     };
     const kv = options.kvCache;
     this.kvCacheMemory =
@@ -146,7 +149,7 @@ class MonitoredModel implements MonitoredLlamaModel {
       return await this.swap.use(
         (slot) => {
           const entry = slot.acquire();
-          return generate(entry, ticket, input, options, this.tally).finally(() => slot.giveBack(entry));
+          return generate(entry, ticket, input, options, this.hooks).finally(() => slot.giveBack(entry));
         },
         (task) => this.queue.run(task, { ticket, signal }),
       );

@@ -152,9 +152,21 @@ describe('KV cache as allocated versus reserved', () => {
       expect(cut.usage.evaluatedTokens).toBeLessThanOrEqual(256);
       expect(model.kvCache().shifts).toEqual({ generation: 0, prompt: 1 });
       expect((await t.collect()).value(SHIFTS, { [MODEL]: 'tiny', [REASON]: 'prompt' })).toBe(1);
+      // At the limit, against what the runtime kept: 'a' × n is n byte tokens after <s>; the room is
+      // 256 − 25 (shift size) − 1 (<s>) = 230, and the sequence then holds <s>, the prompt kept, and the
+      // generated token (not yet evaluated).
+      const sequence = (await sequencesOf1(model))!;
+      for (const n of [230, 231]) {
+        const result = await model.complete('a'.repeat(n), { maxTokens: 1 });
+        const kept = sequence.nextTokenIndex - 1;
+        expect(result.promptTruncated).toBe(kept < n);
+        expect(kept).toBe(230);
+      }
+      expect(model.kvCache().shifts).toEqual({ generation: 0, prompt: 2 });
       // Tokens given directly are counted as given.
-      const tokens = model.model.tokenize('word '.repeat(60));
-      expect((await model.complete(tokens, { maxTokens: 1 })).promptTruncated).toBe(tokens.length > 256 - 25 - 1);
+      const tokens = model.model.tokenize('a'.repeat(231), false, 'trimLeadingSpace');
+      expect((await model.complete(tokens, { maxTokens: 1 })).promptTruncated).toBe(true);
+      expect((await model.complete(tokens.slice(1), { maxTokens: 1 })).promptTruncated).toBe(false);
     } finally {
       await model.release();
       await t.close();
