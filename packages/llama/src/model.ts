@@ -9,7 +9,6 @@ import {
   llamaInstruments,
   outcomeOf,
   sequenceQueue,
-  watchAsyncMemory,
   watchKvCache,
   type DeviceMemoryHandle,
   type LlamaInstruments,
@@ -18,6 +17,7 @@ import {
   type Ticket,
 } from './glue';
 import { type Slot, loadSlot } from './slot';
+import { watchVram } from './vram';
 import type {
   CompleteOptions,
   CompletionInput,
@@ -27,7 +27,6 @@ import type {
   LlamaLoadInfo,
   LlamaMonitorOptions,
   MonitoredLlamaModel,
-  VramWatchOptions,
 } from './types';
 
 /**
@@ -55,14 +54,15 @@ export async function createLlamaModel(
     },
     options.queue,
   );
-  let slot: Slot;
+  let slot: Slot | undefined;
   try {
     slot = await loadSlot(monitor, llama, name, 'load', source, options, 1);
+    return new MonitoredModel(monitor, llama, owned, name, options, queue, slot);
   } catch (error) {
+    await slot?.dispose().catch((e: unknown) => monitor.internalError('llama.dispose', e));
     if (owned) await disposeLlama(llama, monitor);
     throw error;
   }
-  return new MonitoredModel(monitor, llama, owned, name, options, queue, slot);
 }
 
 class MonitoredModel implements MonitoredLlamaModel {
@@ -244,48 +244,6 @@ class MonitoredModel implements MonitoredLlamaModel {
     });
     return this.releasing;
   }
-}
-
-/** One VRAM source per Llama instance (its figures are per process), shared by the models on it. */
-const vramWatches = new WeakMap<Llama, { handle: DeviceMemoryHandle; users: number }>();
-
-/**
- * VRAM where llama.cpp runs on a GPU: allocated = what node-llama-cpp accounts for its models and contexts
- * (`getLlamaMemoryUsage().gpuVram`), reserved = VRAM in use on the device (`getVramState().used`, every
- * process) unless `reserved` is given. A growing gap is memory llama.cpp's accounting does not explain.
- */
-function watchVram(monitor: Monitor, llama: Llama, options: VramWatchOptions = {}): DeviceMemoryHandle {
-  const existing = vramWatches.get(llama);
-  if (existing) {
-    existing.users++;
-    return sharedHandle(llama, existing);
-  }
-  const handle = watchAsyncMemory(
-    monitor,
-    async () => {
-      const [usage, state] = await Promise.all([llama.getLlamaMemoryUsage(), llama.getVramState()]);
-      return { allocated: usage.gpuVram, reserved: options.reserved ? options.reserved() : state.used };
-    },
-    { source: options.source ?? 'llama-vram', intervalMs: options.intervalMs },
-  );
-  const watch = { handle, users: 1 };
-  vramWatches.set(llama, watch);
-  return sharedHandle(llama, watch);
-}
-
-function sharedHandle(llama: Llama, watch: { handle: DeviceMemoryHandle; users: number }): DeviceMemoryHandle {
-  let stopped = false;
-  return {
-    sample: () => watch.handle.sample(),
-    stop: () => {
-      if (stopped) return;
-      stopped = true;
-      if (--watch.users === 0) {
-        watch.handle.stop();
-        vramWatches.delete(llama);
-      }
-    },
-  };
 }
 
 /** How long `release()` waits for the Llama it made to dispose. */
