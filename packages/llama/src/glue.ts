@@ -3,10 +3,9 @@
  * the timed load, the stream handle, the device-memory sources and the instruments core does not have
  * yet. Moving the package onto another core contract means changing this file, not the wrapper.
  */
-import type { Attributes, ObservableResult } from '@opentelemetry/api';
+import type { Attributes } from '@opentelemetry/api';
 import {
   ATTR,
-  HotSwap,
   InferSignalConfigError,
   QueueFullError,
   type DeviceMemoryHandle,
@@ -17,6 +16,14 @@ import {
   type StreamOutcome,
   type Ticket,
 } from '@infersignal/core';
+import {
+  HotSwap,
+  type CounterRecorder,
+  type Gauge,
+  type GaugeObserver,
+  type Signal,
+  type SignalContext,
+} from '@infersignal/core/signals';
 import { LLAMA_ATTR, LLAMA_METRICS } from './names';
 
 export { ATTR, HotSwap, InferSignalConfigError, QueueFullError };
@@ -146,56 +153,58 @@ export interface KvCacheGauges {
 export interface LlamaInstruments {
   shift(model: string, reason: 'generation' | 'prompt', count: number): void;
   /** Adds a model to the gauges; the returned function removes it. */
-  observe(model: KvCacheGauges): () => void;
+  watch(model: KvCacheGauges): () => void;
 }
 
 const instrumentsByMonitor = new WeakMap<Monitor, LlamaInstruments>();
 
-/** The package's own instruments, created once per monitor on its meter. */
-export function llamaInstruments(monitor: Monitor): LlamaInstruments {
-  let instruments = instrumentsByMonitor.get(monitor);
-  if (instruments) return instruments;
-  const meter = monitor.meter;
-  const spec = LLAMA_METRICS;
-  const shifts = meter.createCounter(spec.kvCacheShifts.name, {
-    unit: spec.kvCacheShifts.unit,
-    description: spec.kvCacheShifts.description,
-  });
-  const tokens = meter.createObservableGauge(spec.kvCacheTokens.name, {
-    unit: spec.kvCacheTokens.unit,
-    description: spec.kvCacheTokens.description,
-  });
-  const capacity = meter.createObservableGauge(spec.kvCacheCapacity.name, {
-    unit: spec.kvCacheCapacity.unit,
-    description: spec.kvCacheCapacity.description,
-  });
-  const models = new Set<KvCacheGauges>();
-  const shiftAttributes = new Map<string, Attributes>();
-  const observe = (read: (m: KvCacheGauges) => number) => (result: ObservableResult) => {
-    for (const model of models) {
+/** The KV-cache gauges and the context-shift counter, as one signal registered on the monitor. */
+class LlamaSignal implements Signal, LlamaInstruments {
+  readonly name = 'llama';
+  private readonly shifts: CounterRecorder;
+  private readonly tokens: Gauge;
+  private readonly capacity: Gauge;
+  private readonly models = new Set<KvCacheGauges>();
+  private readonly shiftAttributes = new Map<string, Attributes>();
+
+  constructor(private readonly ctx: SignalContext) {
+    this.shifts = ctx.counter(LLAMA_METRICS.kvCacheShifts);
+    this.tokens = ctx.gauge(LLAMA_METRICS.kvCacheTokens);
+    this.capacity = ctx.gauge(LLAMA_METRICS.kvCacheCapacity);
+  }
+
+  shift(model: string, reason: 'generation' | 'prompt', count: number): void {
+    const key = `${model}|${reason}`;
+    let attributes = this.shiftAttributes.get(key);
+    if (!attributes)
+      this.shiftAttributes.set(key, (attributes = { [ATTR.model]: model, [LLAMA_ATTR.shiftReason]: reason }));
+    this.shifts.add(count, attributes);
+  }
+
+  watch(model: KvCacheGauges): () => void {
+    this.models.add(model);
+    return () => this.models.delete(model);
+  }
+
+  observe(observer: GaugeObserver): void {
+    for (const model of this.models) {
       try {
-        result.observe(read(model), model.attributes);
+        observer.observe(this.tokens, model.tokens(), model.attributes);
+        observer.observe(this.capacity, model.capacity(), model.attributes);
       } catch (error) {
-        monitor.internalError('llama.kvCache', error);
+        this.ctx.internalError('llama.kvCache', error);
       }
     }
-  };
-  tokens.addCallback(observe((m) => m.tokens()));
-  capacity.addCallback(observe((m) => m.capacity()));
-  instruments = {
-    shift(model, reason, count) {
-      const key = `${model}|${reason}`;
-      let attributes = shiftAttributes.get(key);
-      if (!attributes)
-        shiftAttributes.set(key, (attributes = { [ATTR.model]: model, [LLAMA_ATTR.shiftReason]: reason }));
-      shifts.add(count, attributes);
-    },
-    observe(model) {
-      models.add(model);
-      return () => models.delete(model);
-    },
-  };
-  instrumentsByMonitor.set(monitor, instruments);
+  }
+}
+
+/** The package's own instruments, one signal per monitor. */
+export function llamaInstruments(monitor: Monitor): LlamaInstruments {
+  let instruments = instrumentsByMonitor.get(monitor);
+  if (!instruments) {
+    instruments = monitor.register((ctx) => new LlamaSignal(ctx));
+    instrumentsByMonitor.set(monitor, instruments);
+  }
   return instruments;
 }
 

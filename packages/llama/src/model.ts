@@ -92,7 +92,7 @@ class MonitoredModel implements MonitoredLlamaModel {
       releasedError: () => new LlamaModelReleasedError(name),
     });
     this.instruments = llamaInstruments(monitor);
-    this.unobserve = this.instruments.observe({
+    this.unobserve = this.instruments.watch({
       attributes: { [ATTR.model]: this.label },
       tokens: () => this.swap.current.tokens(),
       capacity: () => this.swap.current.capacity(),
