@@ -3,10 +3,12 @@ import { loadErrorDetail } from './errors';
 
 /**
  * How long a failed load waits for llama.cpp's reason. node-llama-cpp rejects with `Failed to load model`
- * and the log line with the reason arrives asynchronously, ~1 ms after the rejection here; the wait ends
- * as soon as it comes, so this bound only matters when the log is off (`logLevel` below error).
+ * and the log line with the reason arrives asynchronously from llama.cpp's thread, ~1 ms after the
+ * rejection on a quiet machine, far later on a busy one; the wait ends as soon as it comes. With the log
+ * off (`logLevel` disabled or fatal) no line can come and there is no wait.
  */
-const REASON_WAIT_MS = 250;
+const REASON_WAIT_MS = 5000;
+const LEVELS_WITHOUT_ERRORS: ReadonlySet<string> = new Set(['disabled', 'fatal']);
 
 /**
  * Tees a Llama instance's logger to read the reason of a failed load from llama.cpp's log, and runs this
@@ -18,7 +20,7 @@ class LoadLog {
   private onLine: (() => void) | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(llama: Llama) {
+  constructor(private readonly llama: Llama) {
     const previous = llama.logger;
     llama.logger = (level, message) => {
       if (this.lines && (level === 'error' || level === 'fatal')) {
@@ -45,7 +47,8 @@ class LoadLog {
     try {
       return await load();
     } catch (error) {
-      if (lines.length === 0 && needsReason(error)) await this.nextLine();
+      if (lines.length === 0 && needsReason(error) && !LEVELS_WITHOUT_ERRORS.has(this.llama.logLevel))
+        await this.nextLine();
       throw new LoadFailure(error, lines.at(-1) ?? null);
     } finally {
       this.lines = null;
