@@ -15,6 +15,11 @@ const E2E = [
   'test/reliability/collector.test.ts',
   'packages/rules/test/e2e-prometheus.test.ts',
   'packages/node/test/failure.test.ts',
+  'test/llama-demo.test.ts',
+  // llama.cpp's log callback is process-wide: a Llama left by another file in a shared worker would take
+  // the log lines that carry a failed load's reason. Each llama file gets a process of its own here.
+  'test/llama-example.test.ts',
+  'packages/llama/test/**/*.test.ts',
 ];
 /**
  * Files whose story is told in real time, in tens of milliseconds: 20 ms

@@ -6,7 +6,10 @@ import { collect, TestReader } from './otel';
 /**
  * Detectors on manual tick (`monitor.tick()`), a manual clock moved with
  * `advance`/`set` (pass `clock: undefined` for the real one), traces off,
- * alerts and logger warnings kept. Any option overrides these defaults.
+ * alerts and logger warnings kept. The event-loop signal is off: it samples
+ * the real loop on its own timer, so a busy machine's pauses would add
+ * alerts to tests about something else (its tests pass `eventLoop: true`).
+ * Any option overrides these defaults.
  * In producer export mode the reader pulls core's aggregates through the
  * monitor's producer, bound once the monitor exists.
  */
@@ -25,6 +28,7 @@ export function testMonitor(options: MonitorOptions = {}) {
     clock: () => now,
     detectorIntervalMs: 0,
     traces: false,
+    eventLoop: false,
     logger: { warn: (m) => warnings.push(m) },
     onAlert: (e) => alerts.push(e),
     ...options,

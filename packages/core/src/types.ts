@@ -169,6 +169,13 @@ export interface DeviceMemoryOptions {
   intervalMs?: number;
   /** Label of the source (e.g. `nvml:0`, `tfjs`). Default `default`. */
   source?: string;
+  /**
+   * Judge this source's fragmentation (default true). False for a pool whose
+   * free share is its normal state, such as a KV cache's unused token slots:
+   * the ratio is still exported and the gap's drift judged, but it raises no
+   * `gpu_fragmentation` alert and is not taken as a cause of a latency glitch.
+   */
+  fragmentationAlert?: boolean;
 }
 
 export interface DeviceMemoryHandle {

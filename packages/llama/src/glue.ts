@@ -90,6 +90,8 @@ export function watchKvCache(
   options: { source: string; intervalMs?: number },
 ): DeviceMemoryHandle {
   return monitor.deviceMemory({
+    // Free token slots are a KV cache's normal state, not fragmentation: only the gap's drift is judged.
+    fragmentationAlert: false,
     allocated: () => {
       const perToken = reading.bytesPerToken();
       return perToken === null ? undefined : reading.tokens() * perToken;

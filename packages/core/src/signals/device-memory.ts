@@ -8,7 +8,7 @@ import { checkOptionKeys, nameOption } from '../options';
 import type { DeviceMemoryHandle, DeviceMemoryOptions, Level, Snapshot } from '../types';
 
 const MAX_SOURCES = 64;
-const OPTION_KEYS = ['allocated', 'reserved', 'intervalMs', 'source'];
+const OPTION_KEYS = ['allocated', 'reserved', 'intervalMs', 'source', 'fragmentationAlert'];
 
 /**
  * Samples allocated and reserved device memory from plain functions off
@@ -59,6 +59,10 @@ export class DeviceMemory implements DeviceMemoryHandle {
     }
   }
 
+  get judgesFragmentation(): boolean {
+    return this.options.fragmentationAlert !== false;
+  }
+
   get timed(): boolean {
     return this.timer !== undefined;
   }
@@ -85,8 +89,10 @@ export class DeviceMemory implements DeviceMemoryHandle {
       return;
     }
     this.fragmentation = Math.max(0, 1 - this.allocated / this.reserved);
-    this.level = this.fragmentationDetector.update(this.fragmentation, now);
-    ctx.report('gpu_fragmentation', this.level, this.fragmentation, t.fragmentation, this.labels);
+    if (this.judgesFragmentation) {
+      this.level = this.fragmentationDetector.update(this.fragmentation, now);
+      ctx.report('gpu_fragmentation', this.level, this.fragmentation, t.fragmentation, this.labels);
+    }
 
     this.drift.update(this.reserved - this.allocated, now);
     const fit = this.drift.evaluate(this.reserved);
@@ -141,6 +147,8 @@ export class DeviceMemorySignal implements Signal {
       throw new InferSignalConfigError('options.reserved', 'must be a function returning bytes (or undefined)');
     if (options.intervalMs !== undefined && !(options.intervalMs >= 0))
       throw new InferSignalConfigError('options.intervalMs', `must be >= 0, got ${options.intervalMs}`);
+    if (options.fragmentationAlert !== undefined && typeof options.fragmentationAlert !== 'boolean')
+      throw new InferSignalConfigError('options.fragmentationAlert', 'must be a boolean');
     const source = nameOption('options.source', options.source, 'default');
     if (this.sources.size >= MAX_SOURCES)
       throw new InferSignalConfigError('options', `more than ${MAX_SOURCES} device memory sources`);
@@ -153,7 +161,7 @@ export class DeviceMemorySignal implements Signal {
   get fragmentation(): number {
     let fragmentation = Number.NaN;
     for (const memory of this.sources)
-      if (memory.fragmentation !== null)
+      if (memory.fragmentation !== null && memory.judgesFragmentation)
         fragmentation = Math.max(Number.isNaN(fragmentation) ? 0 : fragmentation, memory.fragmentation);
     return fragmentation;
   }
