@@ -17,11 +17,17 @@ export class LoopBlockProbe {
     this.dueAt = now + intervalMs;
   }
 
-  /** The probe timer fired at `now` (ms) and is re-armed for `intervalMs` later. */
-  fired(now: number): void {
+  /** The probe timer fired at `now` (ms) and is re-armed for `intervalMs` later; returns its lateness (ms). */
+  fired(now: number): number {
     const late = now - this.dueAt;
     if (late > this.longest) this.longest = late;
     this.dueAt = now + this.intervalMs;
+    return late;
+  }
+
+  /** Longest block (ms) of the period so far, including a probe overdue at `now`; changes nothing. */
+  peek(now: number): number {
+    return Math.max(0, this.longest, now - this.dueAt);
   }
 
   /**

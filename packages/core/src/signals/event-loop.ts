@@ -153,11 +153,14 @@ export class EventLoopSignal implements Signal {
     } catch (error) {
       ctx.internalError('eventLoop.gc', error);
     }
-    // One timer: each firing measures a block; the one that ends a period samples it.
+    // One timer: each firing measures a block; the one that ends a period
+    // samples it, and so does a block over WARN at once, so the level (and
+    // backpressure) is raised as the loop comes back.
+    const warnMs = t.delayWarnSeconds * 1000;
     this.stopProbe = loop.every(probeMs, () => {
       const now = loop.now();
-      this.probe.fired(now);
-      if (now - this.periodStart >= t.sampleIntervalMs) this.sample();
+      const late = this.probe.fired(now);
+      if (now - this.periodStart >= t.sampleIntervalMs || late > warnMs) this.sample();
     });
   }
 
@@ -179,16 +182,30 @@ export class EventLoopSignal implements Signal {
     return total;
   }
 
+  /**
+   * Longest block (s) now: the last period's, or a longer one in the
+   * period under way (even one the probe has not yet run after). For
+   * readers on the detector tick, which may run before the sample does.
+   */
+  recentBlock(): number {
+    const current = this.probe.peek(this.loop.now()) / 1000;
+    return Number.isNaN(this.max) ? current : Math.max(this.max, current);
+  }
+
   /** Ends the sample period: judges its longest block and reads utilization. */
   sample(): void {
     try {
       const loopNow = this.loop.now();
+      const periodMs = loopNow - this.periodStart;
       this.periodStart = loopNow;
       const block = this.probe.take(loopNow) / 1000;
       const delay = this.loop.delay();
+      // The probe's block is a delay sample the histogram may have missed (its
+      // timer can run after this one); a request arriving in a 1 s period with
+      // one 300 ms block waits that long ~30 % of the time, so it is the P99 too.
       this.p50 = delay ? delay.p50 : block;
-      this.p99 = delay ? delay.p99 : block;
       this.max = Math.max(delay ? delay.max : 0, block);
+      this.p99 = Math.max(delay ? delay.p99 : 0, block);
       this.utilization = this.loop.utilization();
       this.samples++;
       const now = this.ctx.clock();
@@ -202,7 +219,7 @@ export class EventLoopSignal implements Signal {
         this.labels,
         this.delayLevel === 'ok'
           ? undefined
-          : `the loop was blocked for ${ms(this.max)} at once (delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(t.sampleIntervalMs / 1000)})`,
+          : `the loop was blocked for ${ms(this.max)} at once (delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
       );
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);
