@@ -42,6 +42,11 @@ export interface AlertEvent {
   labels: Record<string, string>;
   /** Epoch milliseconds. */
   at: number;
+  /**
+   * `<signal> <LEVEL|recovered> on <subject>: <detail>`, the subject from
+   * the labels (`queue "gen"`, `model "llama"`; `this process` without
+   * labels), e.g. `capacity WARN on queue "gen": utilization 0.83 …`.
+   */
   message: string;
   /** Extra context, e.g. the glitch attribution snapshot. */
   details?: Record<string, unknown>;

@@ -4,7 +4,7 @@ import type { CounterRecorder, HistogramRecorder, SignalContext } from '../contr
 import { P99GlitchDetector } from '../detectors/p99-glitch';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector, worstLevel } from '../detectors/threshold';
-import { ZScoreDetector } from '../detectors/zscore';
+import { AnomalyDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
 import { ATTR, SPANS } from '../names';
 import type {
@@ -177,7 +177,7 @@ export class Queue implements QueueTracker {
   /** Recent queue waits (s) with their start times, for the wait quantile. */
   readonly waits = new SlidingWindow(2048);
   readonly glitch: P99GlitchDetector;
-  private readonly anomaly: ZScoreDetector;
+  private readonly anomaly: AnomalyDetector;
   private readonly models: LabelTable<QueueModel>;
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
@@ -215,7 +215,13 @@ export class Queue implements QueueTracker {
       forSeconds: t.queue.forSeconds,
     });
     this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
-    this.anomaly = new ZScoreDetector(t.anomaly.window, t.anomaly.zScore);
+    this.anomaly = new AnomalyDetector(t.anomaly.window, {
+      zScore: t.anomaly.zScore,
+      floor: t.anomaly.floorRatio * t.queue.waitWarnSeconds,
+      forSeconds: t.anomaly.forSeconds,
+      hysteresis: t.anomaly.hysteresis,
+      bothDirections: t.anomaly.bothDirections,
+    });
     this.labels = { queue: name };
     // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
     const explicit = options.concurrency !== undefined;
@@ -378,7 +384,7 @@ export class Queue implements QueueTracker {
       c.utilization,
       c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
       this.labels,
-      c.level === 'ok' ? undefined : capacityMessage(this.name, c),
+      c.level === 'ok' ? undefined : capacityMessage(c),
       c.level === 'ok'
         ? undefined
         : {
@@ -401,7 +407,7 @@ export class Queue implements QueueTracker {
         glitch.deltaL,
         t.glitch.deltaSeconds,
         this.labels,
-        `P99 glitch (queue=${this.name}): max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
+        `P99 glitch: max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
         {
           p99: glitch.p99,
           max: glitch.max,
@@ -422,8 +428,21 @@ export class Queue implements QueueTracker {
     }
 
     if (!Number.isNaN(this.waitQuantile)) {
-      const z = this.anomaly.update(this.waitQuantile);
-      ctx.report('latency_anomaly', this.anomaly.isAnomaly(z) ? 'warn' : 'ok', z, t.anomaly.zScore, this.labels);
+      const baseline = this.anomaly.baseline;
+      const level = this.anomaly.update(this.waitQuantile, now);
+      const z = this.anomaly.z;
+      const p = Math.round(t.queue.waitQuantile * 100);
+      ctx.report(
+        'latency_anomaly',
+        level,
+        z,
+        t.anomaly.zScore,
+        this.labels,
+        level === 'ok'
+          ? undefined
+          : `queue wait P${p} ${ms(this.waitQuantile)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
+        level === 'ok' ? undefined : { waitQuantile: this.waitQuantile, baseline },
+      );
     }
   }
 
@@ -441,9 +460,13 @@ export class Queue implements QueueTracker {
   }
 }
 
-function capacityMessage(queue: string, c: import('./capacity').CapacityEstimate): string {
+function capacityMessage(c: import('./capacity').CapacityEstimate): string {
   const saturation = Number.isFinite(c.timeToSaturation) ? `, saturation in ${c.timeToSaturation.toFixed(0)} s` : '';
-  return `capacity ${c.level.toUpperCase()} (queue=${queue}): utilization ${c.utilization.toFixed(2)} (λ ${c.arrivalRate.toFixed(1)}/s, S ${(c.serviceTime * 1000).toFixed(1)} ms, c ${c.concurrency}), headroom ${c.headroom.toFixed(1)}/s${saturation}`;
+  return `utilization ${c.utilization.toFixed(2)} (λ ${c.arrivalRate.toFixed(1)}/s, S ${(c.serviceTime * 1000).toFixed(1)} ms, c ${c.concurrency}), headroom ${c.headroom.toFixed(1)}/s${saturation}`;
+}
+
+function ms(seconds: number): string {
+  return `${(seconds * 1000).toFixed(0)} ms`;
 }
 
 function finiteOrNull(value: number): number | null {
