@@ -136,7 +136,11 @@ export interface QueueTracker {
   readonly concurrency: number;
   /** A request arrived. */
   enqueue(model?: string): Ticket;
-  /** Whether to take a request now; at CRITICAL it says shed, with a Retry-After. */
+  /**
+   * Whether to take a request now; at CRITICAL it says shed, with a
+   * Retry-After. A level it sheds at has been announced (alert event,
+   * webhook) by the time it returns.
+   */
   admit(): Admission;
   /** Record a request that was shed without entering the queue. */
   reject(model?: string): void;

@@ -71,7 +71,9 @@ describe('alerts', () => {
     await sink.flush(5000);
     expect(sink.delivered, JSON.stringify(t.alerts.map((a) => a.message))).toBe(1);
     expect(bodies).toHaveLength(1);
-    expect(bodies[0].text).toBe('[CRITICAL] llm-gateway: queue_occupancy CRITICAL on queue "q": 1 > 0.85');
+    expect(bodies[0].text).toBe(
+      '[CRITICAL] llm-gateway: queue_occupancy CRITICAL on queue "q": 2 waiting + 0 in flight of capacity 2 (100 %); admission sheds at this level',
+    );
     expect((bodies[0].attachments as Array<{ color: string }>)[0].color).toBe('#e01e5a');
     expect(bodies[0].infersignal).toMatchObject({
       service: 'llm-gateway',

@@ -182,6 +182,8 @@ export class Queue implements QueueTracker {
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
   private waitQuantile = Number.NaN;
+  /** Occupancy level last announced, so admission announces a shed once. */
+  private occupancyAnnounced: Level = 'ok';
   private lastEvaluated = Number.NEGATIVE_INFINITY;
   /** Utilization, headroom, predicted wait and time to saturation. */
   readonly capacity_: CapacityModel;
@@ -266,7 +268,31 @@ export class Queue implements QueueTracker {
 
   admit(): Admission {
     const level = this.level();
+    // Shed only at a level already announced: occupancy is judged live, so the
+    // decision to shed announces it first (listeners and webhook hear of it
+    // before the first 503 is written). The other parts of the level were
+    // announced on the tick or sample that set them.
+    if (level === 'critical' && this.occupancyAnnounced !== 'critical' && this.occupancyLevel() === 'critical')
+      this.judgeOccupancy(this.ctx.clock());
     return { admit: level !== 'critical', level, retryAfterSeconds: this.retryAfterSeconds() };
+  }
+
+  /** Occupancy through its detector, announced as `queue_occupancy`. */
+  private judgeOccupancy(now: number): void {
+    const t = this.ctx.thresholds.queue;
+    const occupancy = this.occupancy;
+    const level = this.occupancyDetector.update(occupancy, now);
+    this.occupancyAnnounced = level;
+    this.ctx.report(
+      'queue_occupancy',
+      level,
+      occupancy,
+      level === 'critical' ? t.occupancyCritical : t.occupancyWarn,
+      this.labels,
+      level === 'ok'
+        ? undefined
+        : `${this.waiting} waiting + ${this.inFlight} in flight of capacity ${this.capacity} (${(occupancy * 100).toFixed(0)} %)${level === 'critical' ? '; admission sheds at this level' : ''}`,
+    );
   }
 
   reject(model?: string): void {
@@ -358,23 +384,19 @@ export class Queue implements QueueTracker {
     }
     this.lastEvaluated = now;
     const waitLevel = this.waitDetector.update(waitValue, now);
-    const occupancy = this.occupancy;
-    const occupancyLevel = this.occupancyDetector.update(occupancy, now);
     const ctx = this.ctx;
+    const p = Math.round(t.queue.waitQuantile * 100);
     ctx.report(
       'queue_wait',
       waitLevel,
       waitValue,
       waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
       this.labels,
+      waitLevel === 'ok'
+        ? undefined
+        : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
     );
-    ctx.report(
-      'queue_occupancy',
-      occupancyLevel,
-      occupancy,
-      occupancyLevel === 'critical' ? t.queue.occupancyCritical : t.queue.occupancyWarn,
-      this.labels,
-    );
+    this.judgeOccupancy(now);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
@@ -431,7 +453,6 @@ export class Queue implements QueueTracker {
       const baseline = this.anomaly.baseline;
       const level = this.anomaly.update(this.waitQuantile, now);
       const z = this.anomaly.z;
-      const p = Math.round(t.queue.waitQuantile * 100);
       ctx.report(
         'latency_anomaly',
         level,
