@@ -101,6 +101,9 @@ describe('predictive capacity', () => {
     );
     expect(waitWarnAt).toBeGreaterThan(0); // the queue does saturate (λ reaches 60 > 50 = 1/S)
     expect(capacityWarnAt).toBeLessThan(waitWarnAt);
+    expect(t.alerts.find((a) => a.signal === 'capacity' && a.level !== 'ok')?.message).toMatch(
+      /^capacity WARN on queue "sim": utilization \d\.\d\d \(λ [\d.]+\/s, S 20\.0 ms, c 1\), headroom -?[\d.]+\/s/,
+    );
     // The estimate counts down: over the ramp, later estimates are lower than earlier ones.
     expect(countdown.length).toBeGreaterThan(10);
     const firstHalf = countdown.slice(0, countdown.length >> 1);
