@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AlertEvent, Ticket } from '../src/index';
+import { QueueFullError, type AlertEvent, type Ticket } from '../src/index';
 import { createRequestGate } from '../src/signals';
 import type { TestMonitor } from '../../../test/support/monitor';
 import { setup } from './helpers';
@@ -111,5 +111,25 @@ describe('shedding and alerts agree', () => {
     const occupancyCritical = trace.alerts.filter((a) => a.signal === 'queue_occupancy' && a.level === 'critical');
     // Raised at the first shed; the ticks keep it while the queue stays full.
     expect(occupancyCritical.length).toBeLessThan(trace.shed / 10);
+  });
+
+  it('run() refusing a request past maxWaiting announces the CRITICAL occupancy first', async () => {
+    const m = (t = setup({ eventLoop: false }));
+    const log: string[] = [];
+    m.monitor.onAlert((e) => log.push(`${e.signal}:${e.level}`));
+    const queue = m.monitor.queue('gen', { concurrency: 1, maxWaiting: 4 });
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const runs = Array.from({ length: 5 }, () => queue.run(() => held));
+    const refused = await queue
+      .run(() => undefined)
+      .catch((error: unknown) => {
+        log.push('refused');
+        return error;
+      });
+    expect(refused).toBeInstanceOf(QueueFullError);
+    expect(log).toEqual(['queue_occupancy:critical', 'refused']);
+    release();
+    await Promise.all(runs);
   });
 });

@@ -272,9 +272,14 @@ export class Queue implements QueueTracker {
     // decision to shed announces it first (listeners and webhook hear of it
     // before the first 503 is written). The other parts of the level were
     // announced on the tick or sample that set them.
-    if (level === 'critical' && this.occupancyAnnounced !== 'critical' && this.occupancyLevel() === 'critical')
-      this.judgeOccupancy(this.ctx.clock());
+    if (level === 'critical') this.announceShedding();
     return { admit: level !== 'critical', level, retryAfterSeconds: this.retryAfterSeconds() };
+  }
+
+  /** Announces a CRITICAL occupancy not yet announced; called where a request is about to be turned away. */
+  private announceShedding(): void {
+    if (this.occupancyAnnounced !== 'critical' && this.occupancyLevel() === 'critical')
+      this.judgeOccupancy(this.ctx.clock());
   }
 
   /** Occupancy through its detector, announced as `queue_occupancy`. */
@@ -319,6 +324,9 @@ export class Queue implements QueueTracker {
       this.running++;
     } else {
       if (this.fifo.length >= this.maxWaiting) {
+        // With the default capacity (concurrency + maxWaiting) a full FIFO is occupancy
+        // over CRITICAL: announced before the caller answers the refusal.
+        this.announceShedding();
         if (own) ticket.end('rejected');
         throw new QueueFullError(this.name, this.retryAfterSeconds());
       }
