@@ -199,6 +199,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
           streamOf: (model, arrival) => this.streams.open(model, arrival),
           externalLevel: () => (eventLoop && loopBackpressure ? eventLoop.delayLevel : 'ok'),
           attributeGlitch: (now, windowMs) => attribution.attribute(now, windowMs),
+          loopUtilization: () => eventLoop?.utilization ?? Number.NaN,
         }),
     );
     this.streams = this.register((ctx) => new StreamSignal(ctx));

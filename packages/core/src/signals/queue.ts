@@ -48,6 +48,12 @@ export interface QueueEnvironment {
   externalLevel(): Level;
   /** What else was elevated when a P99 glitch fires, and the likely cause. */
   attributeGlitch(now: number, windowMs: number): GlitchAttribution;
+  /**
+   * Share of the last sample period the event loop was busy (NaN when not
+   * sampled). A runtime that runs on the loop shares it among all queues:
+   * the capacity message shows it beside ρ.
+   */
+  loopUtilization(): number;
 }
 
 /** Per (queue, model) state: the attribute objects, made once. */
@@ -414,10 +420,11 @@ export class Queue implements QueueTracker {
       c.utilization,
       c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
       this.labels,
-      c.level === 'ok' ? undefined : capacityMessage(c),
+      c.level === 'ok' ? undefined : capacityMessage(c, this.env.loopUtilization()),
       c.level === 'ok'
         ? undefined
         : {
+            loopUtilization: finiteOrNull(this.env.loopUtilization()),
             arrivalRate: c.arrivalRate,
             serviceTime: c.serviceTime,
             concurrency: c.concurrency,
@@ -489,9 +496,10 @@ export class Queue implements QueueTracker {
   }
 }
 
-function capacityMessage(c: import('./capacity').CapacityEstimate): string {
+function capacityMessage(c: import('./capacity').CapacityEstimate, loopUtilization: number): string {
   const saturation = Number.isFinite(c.timeToSaturation) ? `, saturation in ${c.timeToSaturation.toFixed(0)} s` : '';
-  return `utilization ${c.utilization.toFixed(2)} (λ ${c.arrivalRate.toFixed(1)}/s, S ${(c.serviceTime * 1000).toFixed(1)} ms, c ${c.concurrency}), headroom ${c.headroom.toFixed(1)}/s${saturation}`;
+  const loop = Number.isFinite(loopUtilization) ? `; event loop busy ${(loopUtilization * 100).toFixed(0)} %` : '';
+  return `utilization ${c.utilization.toFixed(2)} (λ ${c.arrivalRate.toFixed(1)}/s, S ${(c.serviceTime * 1000).toFixed(1)} ms, c ${c.concurrency}), headroom ${c.headroom.toFixed(1)}/s${saturation}${loop}`;
 }
 
 function ms(seconds: number): string {
