@@ -153,14 +153,11 @@ export class EventLoopSignal implements Signal {
     } catch (error) {
       ctx.internalError('eventLoop.gc', error);
     }
-    // One timer: each firing measures a block; the one that ends a period
-    // samples it, and so does a block over WARN at once, so the level (and
-    // backpressure) is raised as the loop comes back.
-    const warnMs = t.delayWarnSeconds * 1000;
+    // One timer: each firing measures a block; the one that ends a period samples it.
     this.stopProbe = loop.every(probeMs, () => {
       const now = loop.now();
-      const late = this.probe.fired(now);
-      if (now - this.periodStart >= t.sampleIntervalMs || late > warnMs) this.sample();
+      this.probe.fired(now);
+      if (now - this.periodStart >= t.sampleIntervalMs) this.sample();
     });
   }
 
