@@ -68,8 +68,19 @@ export interface GlitchThresholds {
 export interface AnomalyThresholds {
   /** Detector ticks in the z-score window. */
   window: number;
-  /** |z| at which a tick's queue wait P95 is an anomaly. */
+  /** z at which a tick's queue wait quantile is an anomaly (higher is worse). */
   zScore: number;
+  /**
+   * Floor as a share of `queue.waitWarnSeconds`: the wait quantile must be
+   * above it as well (0.5 × 200 ms: a P95 under 100 ms is never an anomaly).
+   */
+  floorRatio: number;
+  /** How long (s) the anomaly must hold, tick after tick, before it is reported. */
+  forSeconds: number;
+  /** A reported anomaly clears below zScore × (1 − hysteresis) or the floor × (1 − hysteresis). */
+  hysteresis: number;
+  /** Count a drop in wait as an anomaly too (off: only a rise alerts). */
+  bothDirections: boolean;
 }
 
 export interface CapacityThresholds {
@@ -159,7 +170,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     driftMinR2: 0.8,
   },
   glitch: { windowSeconds: 10, deltaSeconds: 0.25, minSamples: 20 },
-  anomaly: { window: 60, zScore: 3 },
+  anomaly: { window: 60, zScore: 3, floorRatio: 0.5, forSeconds: 5, hysteresis: 0.2, bothDirections: false },
 });
 
 /** Thrown at creation for an invalid configuration; `field` is the dotted path. */
@@ -220,7 +231,14 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     driftMinR2: 'ratio',
   },
   glitch: { windowSeconds: 'positive', deltaSeconds: 'positive', minSamples: 'integer' },
-  anomaly: { window: 'integer', zScore: 'positive' },
+  anomaly: {
+    window: 'integer',
+    zScore: 'positive',
+    floorRatio: 'nonNegative',
+    forSeconds: 'nonNegative',
+    hysteresis: 'ratio',
+    bothDirections: 'boolean',
+  },
 };
 
 const INTEGER_MAX: Record<string, number> = {

@@ -97,7 +97,10 @@ export interface SignalContext {
    * Announces the level of `signal` for one subject (`labels`, e.g.
    * `{ queue: 'gen' }`): a change becomes an alert event for the
    * listeners and webhooks, and the level is exported and counted in
-   * `monitor.level()` until it returns to ok. Never throws.
+   * `monitor.level()` until it returns to ok. `message` is the detail the
+   * event's message ends with, after `<signal> <LEVEL> on <subject>:`
+   * (the subject is written from `labels`, so it need not repeat it).
+   * Never throws.
    */
   report(
     signal: SignalName,

@@ -185,7 +185,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
       (ctx) =>
         new GlitchAttributionSignal(ctx, {
           occupancy: () => this.queues.occupancy,
-          eventLoopDelay: () => eventLoop?.p99 ?? Number.NaN,
+          eventLoopDelay: () => eventLoop?.recentBlock() ?? Number.NaN,
           gcPause: (now, windowMs) => (eventLoop ? eventLoop.gcPauseSeconds(now, windowMs) : Number.NaN),
           fragmentation: () => this.memory.fragmentation,
           loadsWithin: (now, windowMs) => this.loads.within(now, windowMs),
@@ -199,6 +199,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
           streamOf: (model, arrival) => this.streams.open(model, arrival),
           externalLevel: () => (eventLoop && loopBackpressure ? eventLoop.delayLevel : 'ok'),
           attributeGlitch: (now, windowMs) => attribution.attribute(now, windowMs),
+          loopUtilization: () => eventLoop?.utilization ?? Number.NaN,
         }),
     );
     this.streams = this.register((ctx) => new StreamSignal(ctx));

@@ -33,7 +33,7 @@ export { createRequestGate } from './request-gate';
 export type { RequestGate, RequestGateSettings } from './request-gate';
 export { HotSwap, type HotSwapOptions } from './model-swap';
 export { SlidingWindow } from './detectors/sliding-window';
-export { ZScoreDetector } from './detectors/zscore';
+export { AnomalyDetector, ZScoreDetector, type AnomalyRule } from './detectors/zscore';
 export { P99GlitchDetector } from './detectors/p99-glitch';
 export { ThresholdDetector, worstLevel, type ThresholdLevels } from './detectors/threshold';
 export { DriftDetector, linearFit, type LinearFit } from './detectors/drift';

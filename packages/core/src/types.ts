@@ -42,6 +42,11 @@ export interface AlertEvent {
   labels: Record<string, string>;
   /** Epoch milliseconds. */
   at: number;
+  /**
+   * `<signal> <LEVEL|recovered> on <subject>: <detail>`, the subject from
+   * the labels (`queue "gen"`, `model "llama"`; `this process` without
+   * labels), e.g. `capacity WARN on queue "gen": utilization 0.83 …`.
+   */
   message: string;
   /** Extra context, e.g. the glitch attribution snapshot. */
   details?: Record<string, unknown>;
@@ -131,7 +136,11 @@ export interface QueueTracker {
   readonly concurrency: number;
   /** A request arrived. */
   enqueue(model?: string): Ticket;
-  /** Whether to take a request now; at CRITICAL it says shed, with a Retry-After. */
+  /**
+   * Whether to take a request now; at CRITICAL it says shed, with a
+   * Retry-After. A level it sheds at has been announced (alert event,
+   * webhook) by the time it returns.
+   */
   admit(): Admission;
   /** Record a request that was shed without entering the queue. */
   reject(model?: string): void;

@@ -76,8 +76,13 @@ describe('predictive capacity', () => {
     );
   });
 
-  it('a ramp from 10/s to 60/s over 60 s: time to saturation counts down and the early warning precedes P95 wait > 200 ms', () => {
-    const t = setup();
+  it('a ramp from 10/s to 60/s over 60 s: time to saturation counts down and the early warning precedes P95 wait > 200 ms', async () => {
+    // The event loop sampled every 20 ms, so the capacity message can show how busy it was.
+    const t = setup({ thresholds: { eventLoop: { sampleIntervalMs: 20 } } });
+    for (let i = 0; i < 2000; i++) {
+      if ((await t.collect()).metric(METRICS.eventLoopUtilization.name)) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
     // λ(t) = 10 + (50/60)·t; arrival times from the integral.
     const arrivals: number[] = [];
     let time = 0;
@@ -101,6 +106,9 @@ describe('predictive capacity', () => {
     );
     expect(waitWarnAt).toBeGreaterThan(0); // the queue does saturate (λ reaches 60 > 50 = 1/S)
     expect(capacityWarnAt).toBeLessThan(waitWarnAt);
+    expect(t.alerts.find((a) => a.signal === 'capacity' && a.level !== 'ok')?.message).toMatch(
+      /^capacity WARN on queue "sim": utilization \d\.\d\d \(λ [\d.]+\/s, S 20\.0 ms, c 1\), headroom -?[\d.]+\/s.*; event loop busy \d+ %$/,
+    );
     // The estimate counts down: over the ramp, later estimates are lower than earlier ones.
     expect(countdown.length).toBeGreaterThan(10);
     const firstHalf = countdown.slice(0, countdown.length >> 1);

@@ -25,6 +25,14 @@ describe('config validation', () => {
     expect(t.deviceMemory.fragmentation).toBe(0.65);
     expect(t.stream.interruptedRatio).toBe(0.005);
     expect(t.modelLoad.spikeFactor).toBe(3);
+    expect(t.anomaly).toEqual({
+      window: 60,
+      zScore: 3,
+      floorRatio: 0.5,
+      forSeconds: 5,
+      hysteresis: 0.2,
+      bothDirections: false,
+    });
   });
 
   it.each([
@@ -40,6 +48,10 @@ describe('config validation', () => {
     [{ thresholds: { stream: { windowSize: 1453674906376078 } } }, 'thresholds.stream.windowSize'],
     [{ thresholds: { deviceMemory: { fragmentation: 'high' } } }, 'thresholds.deviceMemory.fragmentation'],
     [{ thresholds: { queue: { occupancyWarn: 0.9 } } }, 'thresholds.queue.occupancyWarn'],
+    [{ thresholds: { anomaly: { floorRatio: -0.5 } } }, 'thresholds.anomaly.floorRatio'],
+    [{ thresholds: { anomaly: { forSeconds: -1 } } }, 'thresholds.anomaly.forSeconds'],
+    [{ thresholds: { anomaly: { hysteresis: 1.5 } } }, 'thresholds.anomaly.hysteresis'],
+    [{ thresholds: { anomaly: { bothDirections: 'yes' } } }, 'thresholds.anomaly.bothDirections'],
     [{ maxModels: 0 }, 'maxModels'],
     [{ detectorIntervalMs: -5 }, 'detectorIntervalMs'],
     [{ onAlert: 'yes' }, 'onAlert'],

@@ -31,7 +31,7 @@ describe('webhook delivery', () => {
     process.on('warning', onWarning);
     try {
       const receiver = await failingReceiver();
-      const t = setup();
+      const t = setup({ eventLoop: false });
       // Each event: 1 attempt + 4 retries after 1, 2, 4 and 8 ms, each backoff waiting on the sink's one abort
       // signal; 4 events make 16 waits, past the 10 listeners Node warns at.
       const sink = t.monitor.webhook(receiver.url, { retries: 4, backoffMs: 1 });

@@ -60,7 +60,7 @@ export class AlertHub {
       threshold,
       labels: { ...labels },
       at: this.clock(),
-      message: message ?? defaultMessage(signal, level, value, threshold, labels),
+      message: alertMessage(signal, level, value, threshold, labels, message),
       ...(details ? { details } : {}),
     };
     this.states.set(k, { level, event });
@@ -93,18 +93,29 @@ function key(signal: string, labels: Record<string, string>): string {
   return k;
 }
 
-function defaultMessage(
+/**
+ * Every message names its signal, level and subject, whoever printed it
+ * (a listener, the webhook, a report): `capacity WARN on queue "gen": …`.
+ * The signal's own text, when it gives one, is the part after the colon.
+ */
+export function alertMessage(
   signal: string,
   level: Level,
   value: number,
   threshold: number,
   labels: Record<string, string>,
+  detail?: string,
 ): string {
-  const where = Object.entries(labels)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(' ');
-  if (level === 'ok') return `${signal} recovered${where ? ` (${where})` : ''}: ${round(value)}`;
-  return `${signal} ${level.toUpperCase()}${where ? ` (${where})` : ''}: ${round(value)} > ${round(threshold)}`;
+  const what = level === 'ok' ? 'recovered' : level.toUpperCase();
+  const text = detail ?? (level === 'ok' ? round(value) : `${round(value)} > ${round(threshold)}`);
+  return `${signal} ${what} on ${subjectOf(labels)}: ${text}`;
+}
+
+/** `queue "gen", model "llama"`; a signal without labels is about the process itself. */
+export function subjectOf(labels: Record<string, string>): string {
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(labels)) parts.push(`${name} ${JSON.stringify(value)}`);
+  return parts.length > 0 ? parts.join(', ') : 'this process';
 }
 
 function round(value: number): string {

@@ -91,7 +91,7 @@ export class GlitchAttributor {
 export interface GlitchFactorSources {
   /** Highest queue occupancy. */
   occupancy(): number;
-  /** Event-loop delay P99 (s); NaN when not sampled. */
+  /** Longest event-loop block (s) of the last or current sample period. */
   eventLoopDelay(): number;
   /** GC pause time (s) within the last `windowMs`; NaN when not observed. */
   gcPause(now: number, windowMs: number): number;

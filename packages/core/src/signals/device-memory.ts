@@ -105,7 +105,7 @@ export class DeviceMemory implements DeviceMemoryHandle {
       t.driftMinGrowth,
       this.labels,
       fit.drifting
-        ? `reserved − allocated gap on ${this.source} grew ${(fit.growth / 2 ** 20).toFixed(1)} MiB over ${fit.count} samples (${(fit.slope / 2 ** 20).toFixed(2)} MiB/s, R² ${fit.r2.toFixed(2)})`
+        ? `reserved − allocated gap grew ${(fit.growth / 2 ** 20).toFixed(1)} MiB over ${fit.count} samples (${(fit.slope / 2 ** 20).toFixed(2)} MiB/s, R² ${fit.r2.toFixed(2)})`
         : undefined,
       fit.drifting ? { growthBytes: fit.growth, r2: fit.r2, samples: fit.count } : undefined,
     );

@@ -114,7 +114,7 @@ export class ModelLoads {
         factor * baseline,
         this.labels,
         spike
-          ? `model ${this.model} ${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline`
+          ? `${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline`
           : undefined,
         spike ? { kind, baselineSeconds: baseline, ratio: seconds / baseline } : undefined,
       );

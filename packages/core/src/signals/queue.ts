@@ -4,7 +4,7 @@ import type { CounterRecorder, HistogramRecorder, SignalContext } from '../contr
 import { P99GlitchDetector } from '../detectors/p99-glitch';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector, worstLevel } from '../detectors/threshold';
-import { ZScoreDetector } from '../detectors/zscore';
+import { AnomalyDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
 import { ATTR, SPANS } from '../names';
 import type {
@@ -48,6 +48,12 @@ export interface QueueEnvironment {
   externalLevel(): Level;
   /** What else was elevated when a P99 glitch fires, and the likely cause. */
   attributeGlitch(now: number, windowMs: number): GlitchAttribution;
+  /**
+   * Share of the last sample period the event loop was busy (NaN when not
+   * sampled). A runtime that runs on the loop shares it among all queues:
+   * the capacity message shows it beside ρ.
+   */
+  loopUtilization(): number;
 }
 
 /** Per (queue, model) state: the attribute objects, made once. */
@@ -177,11 +183,13 @@ export class Queue implements QueueTracker {
   /** Recent queue waits (s) with their start times, for the wait quantile. */
   readonly waits = new SlidingWindow(2048);
   readonly glitch: P99GlitchDetector;
-  private readonly anomaly: ZScoreDetector;
+  private readonly anomaly: AnomalyDetector;
   private readonly models: LabelTable<QueueModel>;
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
   private waitQuantile = Number.NaN;
+  /** Occupancy level last announced, so admission announces a shed once. */
+  private occupancyAnnounced: Level = 'ok';
   private lastEvaluated = Number.NEGATIVE_INFINITY;
   /** Utilization, headroom, predicted wait and time to saturation. */
   readonly capacity_: CapacityModel;
@@ -215,7 +223,13 @@ export class Queue implements QueueTracker {
       forSeconds: t.queue.forSeconds,
     });
     this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
-    this.anomaly = new ZScoreDetector(t.anomaly.window, t.anomaly.zScore);
+    this.anomaly = new AnomalyDetector(t.anomaly.window, {
+      zScore: t.anomaly.zScore,
+      floor: t.anomaly.floorRatio * t.queue.waitWarnSeconds,
+      forSeconds: t.anomaly.forSeconds,
+      hysteresis: t.anomaly.hysteresis,
+      bothDirections: t.anomaly.bothDirections,
+    });
     this.labels = { queue: name };
     // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
     const explicit = options.concurrency !== undefined;
@@ -260,7 +274,36 @@ export class Queue implements QueueTracker {
 
   admit(): Admission {
     const level = this.level();
+    // Shed only at a level already announced: occupancy is judged live, so the
+    // decision to shed announces it first (listeners and webhook hear of it
+    // before the first 503 is written). The other parts of the level were
+    // announced on the tick or sample that set them.
+    if (level === 'critical') this.announceShedding();
     return { admit: level !== 'critical', level, retryAfterSeconds: this.retryAfterSeconds() };
+  }
+
+  /** Announces a CRITICAL occupancy not yet announced; called where a request is about to be turned away. */
+  private announceShedding(): void {
+    if (this.occupancyAnnounced !== 'critical' && this.occupancyLevel() === 'critical')
+      this.judgeOccupancy(this.ctx.clock());
+  }
+
+  /** Occupancy through its detector, announced as `queue_occupancy`. */
+  private judgeOccupancy(now: number): void {
+    const t = this.ctx.thresholds.queue;
+    const occupancy = this.occupancy;
+    const level = this.occupancyDetector.update(occupancy, now);
+    this.occupancyAnnounced = level;
+    this.ctx.report(
+      'queue_occupancy',
+      level,
+      occupancy,
+      level === 'critical' ? t.occupancyCritical : t.occupancyWarn,
+      this.labels,
+      level === 'ok'
+        ? undefined
+        : `${this.waiting} waiting + ${this.inFlight} in flight of capacity ${this.capacity} (${(occupancy * 100).toFixed(0)} %)${level === 'critical' ? '; admission sheds at this level' : ''}`,
+    );
   }
 
   reject(model?: string): void {
@@ -287,6 +330,9 @@ export class Queue implements QueueTracker {
       this.running++;
     } else {
       if (this.fifo.length >= this.maxWaiting) {
+        // With the default capacity (concurrency + maxWaiting) a full FIFO is occupancy
+        // over CRITICAL: announced before the caller answers the refusal.
+        this.announceShedding();
         if (own) ticket.end('rejected');
         throw new QueueFullError(this.name, this.retryAfterSeconds());
       }
@@ -352,23 +398,19 @@ export class Queue implements QueueTracker {
     }
     this.lastEvaluated = now;
     const waitLevel = this.waitDetector.update(waitValue, now);
-    const occupancy = this.occupancy;
-    const occupancyLevel = this.occupancyDetector.update(occupancy, now);
     const ctx = this.ctx;
+    const p = Math.round(t.queue.waitQuantile * 100);
     ctx.report(
       'queue_wait',
       waitLevel,
       waitValue,
       waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
       this.labels,
+      waitLevel === 'ok'
+        ? undefined
+        : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
     );
-    ctx.report(
-      'queue_occupancy',
-      occupancyLevel,
-      occupancy,
-      occupancyLevel === 'critical' ? t.queue.occupancyCritical : t.queue.occupancyWarn,
-      this.labels,
-    );
+    this.judgeOccupancy(now);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
@@ -378,10 +420,11 @@ export class Queue implements QueueTracker {
       c.utilization,
       c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
       this.labels,
-      c.level === 'ok' ? undefined : capacityMessage(this.name, c),
+      c.level === 'ok' ? undefined : capacityMessage(c, this.env.loopUtilization()),
       c.level === 'ok'
         ? undefined
         : {
+            loopUtilization: finiteOrNull(this.env.loopUtilization()),
             arrivalRate: c.arrivalRate,
             serviceTime: c.serviceTime,
             concurrency: c.concurrency,
@@ -401,7 +444,7 @@ export class Queue implements QueueTracker {
         glitch.deltaL,
         t.glitch.deltaSeconds,
         this.labels,
-        `P99 glitch (queue=${this.name}): max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
+        `P99 glitch: max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
         {
           p99: glitch.p99,
           max: glitch.max,
@@ -422,8 +465,20 @@ export class Queue implements QueueTracker {
     }
 
     if (!Number.isNaN(this.waitQuantile)) {
-      const z = this.anomaly.update(this.waitQuantile);
-      ctx.report('latency_anomaly', this.anomaly.isAnomaly(z) ? 'warn' : 'ok', z, t.anomaly.zScore, this.labels);
+      const baseline = this.anomaly.baseline;
+      const level = this.anomaly.update(this.waitQuantile, now);
+      const z = this.anomaly.z;
+      ctx.report(
+        'latency_anomaly',
+        level,
+        z,
+        t.anomaly.zScore,
+        this.labels,
+        level === 'ok'
+          ? undefined
+          : `queue wait P${p} ${ms(this.waitQuantile)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
+        level === 'ok' ? undefined : { waitQuantile: this.waitQuantile, baseline },
+      );
     }
   }
 
@@ -441,9 +496,14 @@ export class Queue implements QueueTracker {
   }
 }
 
-function capacityMessage(queue: string, c: import('./capacity').CapacityEstimate): string {
+function capacityMessage(c: import('./capacity').CapacityEstimate, loopUtilization: number): string {
   const saturation = Number.isFinite(c.timeToSaturation) ? `, saturation in ${c.timeToSaturation.toFixed(0)} s` : '';
-  return `capacity ${c.level.toUpperCase()} (queue=${queue}): utilization ${c.utilization.toFixed(2)} (λ ${c.arrivalRate.toFixed(1)}/s, S ${(c.serviceTime * 1000).toFixed(1)} ms, c ${c.concurrency}), headroom ${c.headroom.toFixed(1)}/s${saturation}`;
+  const loop = Number.isFinite(loopUtilization) ? `; event loop busy ${(loopUtilization * 100).toFixed(0)} %` : '';
+  return `utilization ${c.utilization.toFixed(2)} (λ ${c.arrivalRate.toFixed(1)}/s, S ${(c.serviceTime * 1000).toFixed(1)} ms, c ${c.concurrency}), headroom ${c.headroom.toFixed(1)}/s${saturation}${loop}`;
+}
+
+function ms(seconds: number): string {
+  return `${(seconds * 1000).toFixed(0)} ms`;
 }
 
 function finiteOrNull(value: number): number | null {

@@ -1,0 +1,81 @@
+import type { LoopDelay, LoopSource } from '../src/signals/event-loop';
+
+interface Timer {
+  due: number;
+  ms: number;
+  fn: () => void;
+  stopped: boolean;
+}
+
+/**
+ * A single-threaded loop in simulated time: synchronous runs (`busy`) hold
+ * it, and a timer fires at its due time or when the run holding the loop
+ * ends, whichever is later — as libuv's timers do. A timer that is due
+ * runs before a run that becomes ready at the same instant.
+ */
+export class SimLoop implements LoopSource {
+  t = 0;
+  private readonly timers: Timer[] = [];
+  private readonly runs: { at: number; ms: number }[] = [];
+  private busyMs = 0;
+  private busyAtLastRead = 0;
+  private readAt = 0;
+
+  now(): number {
+    return this.t;
+  }
+
+  every(ms: number, fn: () => void): () => void {
+    const timer: Timer = { due: this.t + ms, ms, fn, stopped: false };
+    this.timers.push(timer);
+    return () => {
+      timer.stopped = true;
+    };
+  }
+
+  /** A synchronous run of `ms` that becomes ready at `at`. */
+  busy(at: number, ms: number): void {
+    this.runs.push({ at, ms });
+    this.runs.sort((a, b) => a.at - b.at);
+  }
+
+  /** Runs everything ready up to `until`. */
+  advance(until: number): void {
+    for (;;) {
+      let timer: Timer | undefined;
+      for (const candidate of this.timers)
+        if (!candidate.stopped && (!timer || candidate.due < timer.due)) timer = candidate;
+      const run = this.runs[0];
+      const timerReady = timer ? Math.max(this.t, timer.due) : Number.POSITIVE_INFINITY;
+      const runReady = run ? Math.max(this.t, run.at) : Number.POSITIVE_INFINITY;
+      const next = Math.min(timerReady, runReady);
+      if (next > until) break;
+      this.t = next;
+      if (timer && timerReady <= runReady) {
+        timer.fn();
+        timer.due = this.t + timer.ms;
+      } else {
+        this.runs.shift();
+        this.t += run!.ms;
+        this.busyMs += run!.ms;
+      }
+    }
+    this.t = Math.max(this.t, until);
+  }
+
+  delay(): LoopDelay | undefined {
+    return undefined;
+  }
+
+  utilization(): number {
+    const elapsed = this.t - this.readAt;
+    const share = elapsed > 0 ? (this.busyMs - this.busyAtLastRead) / elapsed : 0;
+    this.readAt = this.t;
+    this.busyAtLastRead = this.busyMs;
+    return share;
+  }
+
+  close(): void {
+    for (const timer of this.timers) timer.stopped = true;
+  }
+}
