@@ -3,6 +3,7 @@
  * validated object drives the in-process detectors, the generated
  * Prometheus rules, the dashboard and the docs.
  */
+import { brand } from './brand';
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -162,7 +163,10 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   anomaly: { window: 60, zScore: 3 },
 });
 
-/** Thrown at creation for an invalid configuration; `field` is the dotted path. */
+/**
+ * Thrown at creation for an invalid configuration; `field` is the dotted
+ * path. `instanceof` holds across the ESM and CommonJS builds.
+ */
 export class InferSignalConfigError extends Error {
   override readonly name = 'InferSignalConfigError';
   constructor(
@@ -173,6 +177,8 @@ export class InferSignalConfigError extends Error {
     super(`infersignal: invalid config "${field}": ${detail}`);
   }
 }
+
+brand(InferSignalConfigError, 'InferSignalConfigError');
 
 type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'factor' | 'boolean';
 

@@ -4,7 +4,7 @@
  */
 
 // The monitor: queues, streams, model loads, device memory, alerts, snapshot, export.
-export { createMonitor } from './monitor';
+export { createMonitor, isMonitor } from './monitor';
 export type {
   AlertEvent,
   AlertListener,
@@ -27,7 +27,8 @@ export type {
 /** The `@opentelemetry/sdk-metrics` MetricProducer of `monitor.metricProducer` (producer export), matched structurally. */
 export type { CoreMetricProducerLike as MetricProducer } from './types';
 
-// What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field).
+// What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field);
+// `instanceof` holds across the ESM and CommonJS builds (a `Symbol.for` brand).
 export { QueueFullError, RequestEndedError } from './errors';
 export { InferSignalConfigError } from './config';
 

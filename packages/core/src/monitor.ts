@@ -10,6 +10,7 @@ import {
 } from '@opentelemetry/api';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
+import { brand, isBranded } from './brand';
 import { WebhookDelivery } from './alerts/webhook';
 import { InferSignalConfigError, resolveThresholds, type Thresholds } from './config';
 import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
@@ -477,4 +478,14 @@ class MonitorImpl implements Monitor, RegistrationHost {
  */
 export function createMonitor(options: MonitorOptions = {}): Monitor {
   return new MonitorImpl(options);
+}
+
+brand(MonitorImpl, 'Monitor');
+
+/**
+ * Whether `value` is a monitor from `createMonitor()`, made by any copy of
+ * core (the ESM or the CommonJS build, or another installed version).
+ */
+export function isMonitor(value: unknown): value is Monitor {
+  return isBranded(value, 'Monitor');
 }
