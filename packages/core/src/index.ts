@@ -10,6 +10,7 @@ export type {
   AlertListener,
   DeviceMemoryHandle,
   DeviceMemoryOptions,
+  GenAiOptions,
   Level,
   Logger,
   Monitor,
@@ -37,5 +38,14 @@ export { DEFAULT_THRESHOLDS, resolveThresholds } from './config';
 export type { Thresholds, ThresholdsInput } from './config';
 
 // Every metric, attribute and span name, with units, descriptions, buckets and the Prometheus translation.
-export { ATTR, BUCKETS, HISTOGRAM_BUCKETS, METRICS, SPANS, prometheusLabel, prometheusName } from './names';
+export {
+  ATTR,
+  BUCKETS,
+  HISTOGRAM_BUCKETS,
+  METRICS,
+  SPANS,
+  UNKNOWN_MODEL,
+  prometheusLabel,
+  prometheusName,
+} from './names';
 export type { InstrumentSpec, MetricKey } from './names';
