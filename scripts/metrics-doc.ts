@@ -13,6 +13,7 @@ import {
   METRICS,
   SPANS,
   prometheusName,
+  UNKNOWN_MODEL,
   type InstrumentSpec,
 } from '../packages/core/src/index';
 
@@ -44,6 +45,35 @@ OpenTelemetry Collector's Prometheus exporter writes (unit suffix added:
 counters get \`_total\`). A plain \`@opentelemetry/exporter-prometheus\` without
 \`@infersignal/node\` leaves the unit suffix out.
 
+## Conventions followed
+
+- **GenAI model-server metrics** (\`gen_ai.server.request.duration\`,
+  \`gen_ai.server.time_to_first_token\`, \`gen_ai.server.time_per_output_token\`):
+  OpenTelemetry [semantic-conventions-genai](https://github.com/open-telemetry/semantic-conventions-genai/blob/main/docs/gen-ai/gen-ai-metrics.md),
+  \`gen-ai-metrics.md\` on main (unreleased, status Development; its stable
+  references pinned to semantic-conventions v1.42.0). The required
+  \`${ATTR.operationName}\` (default \`chat\`) and \`${ATTR.providerName}\`
+  (default \`self_hosted\`) come from the monitor option
+  \`genAi: { operationName, providerName }\`. \`${ATTR.model}\` is the adapter's
+  \`model\` option (a name, or a function of the request), else
+  \`${UNKNOWN_MODEL}\`; the HTTP adapters use the route pattern only with
+  \`modelFromRoute: true\`, gRPC the method name only with \`modelFromMethod: true\`.
+  Time to first token and time per output token are recorded for completed
+  streams only (when the stream ends), as the conventions say. Bucket
+  boundaries are the conventions' (below).
+- **\`error.type\`** on \`gen_ai.server.request.duration\`: absent for \`completed\`;
+  the outcome for \`cancelled\`, \`rejected\`, \`timeout\`, \`unavailable\`,
+  \`deadline_exceeded\`; \`_OTHER\` for \`error\`. \`${ATTR.outcome}\` stays beside it.
+- **RPC** (\`rpc.server.call.duration\`): OpenTelemetry
+  [semantic-conventions](https://github.com/open-telemetry/semantic-conventions/blob/main/docs/rpc/rpc-metrics.md)
+  after the v1.37 migration (\`docs/non-normative/rpc-migration.md\`):
+  \`${ATTR.rpcSystemName}\`, fully-qualified \`${ATTR.rpcMethod}\`
+  (\`pkg.Service/Method\`), \`${ATTR.rpcResponseStatusCode}\` (\`OK\`, \`CANCELLED\`, …),
+  \`error.type\` for the gRPC server errors. With
+  \`OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup\` the older \`rpc.server.duration\`
+  (ms, \`rpc.system\`, \`rpc.service\`, \`rpc.grpc.status_code\`) is emitted
+  beside it.
+
 Every attribute set is capped: model names past \`maxModels\` (default 50)
 are recorded as \`_other\`; label values are stripped of control
 characters and cut at 128 characters. No prompt, completion, header or
@@ -68,7 +98,7 @@ siblings; with a BatchSpanProcessor the pair cost ~4 µs per request
 against ~1.8 µs for one span (tinybench, Node 20, 2 vCPUs), plus its
 garbage, for a duration the attribute already gives.
 
-## Bucket sets (seconds, except \`requestsPerConnection\`: requests)
+## Bucket sets (seconds, except \`rpcCallMs\`: milliseconds, \`requestsPerConnection\`: requests)
 
 | set | boundaries |
 |---|---|

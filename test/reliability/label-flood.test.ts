@@ -84,8 +84,8 @@ describe('case 3: label flood', () => {
     });
     cleanup.push(() => s.shutdown());
     const ex = newExpress();
-    // A user mistake this must survive: the route label is the raw URL, query string included.
-    ex.use(expressSignal(s.monitor, { queue: 'express', route: (req) => req.originalUrl }));
+    // A user mistake this must survive: the route label is the raw URL, query string included, and the model is the route.
+    ex.use(expressSignal(s.monitor, { queue: 'express', route: (req) => req.originalUrl, modelFromRoute: true }));
     ex.get('/v1/*rest', (_req, res) => void res.json({ ok: true }));
     const exServer = await listenExpress(ex);
     cleanup.push(() => exServer.close());

@@ -3,7 +3,7 @@
 // (that part is framework glue) and hands the URL here, so Express and
 // Fastify are held to the same requests and the same assertions.
 import { expect } from 'vitest';
-import { ATTR, METRICS, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, UNKNOWN_MODEL, type Monitor } from '@infersignal/core';
 import { pool, sleep, until, withUnhandledRejections } from './async';
 import { collect, type TestReader } from './otel';
 
@@ -42,7 +42,11 @@ export async function twoHundredRequests({ url, monitor, reader }: Served, calls
   expect(out.sum(METRICS.queueWaiting.name)).toBe(0);
 }
 
-/** One SSE client that left after 3 events: one cancelled stream and request, one TTFT sample. */
+/**
+ * One SSE client that left after 3 events: one cancelled stream and
+ * request, and no TTFT sample (the GenAI conventions count successful
+ * responses only).
+ */
 export async function expectOneCancelledStream(reader: TestReader): Promise<void> {
   const out = await collect(reader);
   expect(out.sum(METRICS.streams.name, { [OUTCOME]: 'cancelled' })).toBe(1);
@@ -50,7 +54,8 @@ export async function expectOneCancelledStream(reader: TestReader): Promise<void
   expect(out.sum(METRICS.streams.name)).toBe(1);
   expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'cancelled' })).toBe(1);
   expect(out.sum(METRICS.requests.name)).toBe(1);
-  expect(out.count(METRICS.timeToFirstToken.name)).toBe(1);
+  expect(out.count(METRICS.timeToFirstToken.name)).toBe(0);
+  expect(out.count(METRICS.requestDuration.name, { [ATTR.errorType]: 'cancelled' })).toBe(1);
   expect(out.count(METRICS.queueWait.name)).toBe(1);
   expect(out.sum(METRICS.streamTokens.name)).toBeGreaterThanOrEqual(3);
 }
@@ -160,7 +165,9 @@ export async function streamFailingAfterHead(
 
 /**
  * 20 requests to `/v1/models/abc<i>?token=secret<i>` answered with
- * `{ id, route }`: one label, the route pattern; no id or query in any attribute.
+ * `{ id, route }`: the route is the pattern; no id or query in any
+ * attribute; and the route is not taken for the model (`_unknown`, as
+ * nothing named one).
  */
 export async function twentyIdsOneLabel({ url, monitor, reader }: Served): Promise<void> {
   for (let i = 0; i < 20; i++) {
@@ -170,8 +177,8 @@ export async function twentyIdsOneLabel({ url, monitor, reader }: Served): Promi
   await until(() => monitor.snapshot().queues.http.completed === 20, 2000, 'completions');
 
   const out = await collect(reader);
-  expect(out.values(METRICS.requests.name, ATTR.model)).toEqual(['/v1/models/:id']);
-  expect(out.values(METRICS.queueWait.name, ATTR.model)).toEqual(['/v1/models/:id']);
+  expect(out.values(METRICS.requests.name, ATTR.model)).toEqual([UNKNOWN_MODEL]);
+  expect(out.values(METRICS.queueWait.name, ATTR.model)).toEqual([UNKNOWN_MODEL]);
   expect(out.sum(METRICS.requests.name)).toBe(20);
   expect(out.allAttributeValues().filter((v) => v.includes('abc') || v.includes('secret'))).toEqual([]);
 }

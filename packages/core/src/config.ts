@@ -3,6 +3,7 @@
  * validated object drives the in-process detectors, the generated
  * Prometheus rules, the dashboard and the docs.
  */
+import { brand } from './brand';
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -173,7 +174,10 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   anomaly: { window: 60, zScore: 3, floorRatio: 0.5, forSeconds: 5, hysteresis: 0.2, bothDirections: false },
 });
 
-/** Thrown at creation for an invalid configuration; `field` is the dotted path. */
+/**
+ * Thrown at creation for an invalid configuration; `field` is the dotted
+ * path. `instanceof` holds across the ESM and CommonJS builds.
+ */
 export class InferSignalConfigError extends Error {
   override readonly name = 'InferSignalConfigError';
   constructor(
@@ -184,6 +188,8 @@ export class InferSignalConfigError extends Error {
     super(`infersignal: invalid config "${field}": ${detail}`);
   }
 }
+
+brand(InferSignalConfigError, 'InferSignalConfigError');
 
 type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'factor' | 'boolean';
 

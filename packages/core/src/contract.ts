@@ -85,6 +85,8 @@ export interface SignalContext {
   readonly tracer: Tracer | undefined;
   /** Distinct model labels kept before new ones fold into `_other`. */
   readonly maxModels: number;
+  /** `gen_ai.operation.name` and `gen_ai.provider.name` of the monitor's gen_ai.server.* metrics (option `genAi`). */
+  readonly genAi: { readonly operationName: string; readonly providerName: string };
   /** An OTel histogram (api export) or core's typed-array aggregate (producer export). */
   histogram(spec: InstrumentSpec): HistogramRecorder;
   /** Core's counter aggregate: exported by the producer, or reported by an observable counter in api export. */

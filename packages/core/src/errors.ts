@@ -1,4 +1,9 @@
-/** `queue.run()` refused a request: the FIFO is at maxWaiting. */
+import { brand } from './brand';
+
+/**
+ * `queue.run()` refused a request: the FIFO is at maxWaiting.
+ * `instanceof` holds across the ESM and CommonJS builds (see brand.ts).
+ */
 export class QueueFullError extends Error {
   override readonly name = 'QueueFullError';
   readonly code = 'INFERSIGNAL_QUEUE_FULL';
@@ -18,3 +23,6 @@ export class RequestEndedError extends Error {
     super(`infersignal: request on queue "${queue}" ended before inference started`);
   }
 }
+
+brand(QueueFullError, 'QueueFullError');
+brand(RequestEndedError, 'RequestEndedError');

@@ -4,12 +4,13 @@
  */
 
 // The monitor: queues, streams, model loads, device memory, alerts, snapshot, export.
-export { createMonitor } from './monitor';
+export { createMonitor, isMonitor } from './monitor';
 export type {
   AlertEvent,
   AlertListener,
   DeviceMemoryHandle,
   DeviceMemoryOptions,
+  GenAiOptions,
   Level,
   Logger,
   Monitor,
@@ -27,7 +28,8 @@ export type {
 /** The `@opentelemetry/sdk-metrics` MetricProducer of `monitor.metricProducer` (producer export), matched structurally. */
 export type { CoreMetricProducerLike as MetricProducer } from './types';
 
-// What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field).
+// What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field);
+// `instanceof` holds across the ESM and CommonJS builds (a `Symbol.for` brand).
 export { QueueFullError, RequestEndedError } from './errors';
 export { InferSignalConfigError } from './config';
 
@@ -36,5 +38,14 @@ export { DEFAULT_THRESHOLDS, resolveThresholds } from './config';
 export type { Thresholds, ThresholdsInput } from './config';
 
 // Every metric, attribute and span name, with units, descriptions, buckets and the Prometheus translation.
-export { ATTR, BUCKETS, HISTOGRAM_BUCKETS, METRICS, SPANS, prometheusLabel, prometheusName } from './names';
+export {
+  ATTR,
+  BUCKETS,
+  HISTOGRAM_BUCKETS,
+  METRICS,
+  SPANS,
+  UNKNOWN_MODEL,
+  prometheusLabel,
+  prometheusName,
+} from './names';
 export type { InstrumentSpec, MetricKey } from './names';

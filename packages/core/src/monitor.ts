@@ -10,14 +10,15 @@ import {
 } from '@opentelemetry/api';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
+import { brand, isBranded } from './brand';
 import { WebhookDelivery } from './alerts/webhook';
 import { InferSignalConfigError, resolveThresholds, type Thresholds } from './config';
 import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
 import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer } from './export/producer';
 import { Instruments } from './instruments';
-import { ATTR, METRICS } from './names';
-import { integerOption } from './options';
+import { ATTR, METRICS, UNKNOWN_MODEL } from './names';
+import { checkOptionKeys, integerOption, nameOption } from './options';
 import { GlitchAttributionSignal } from './signals/attribution';
 import { DeviceMemorySignal } from './signals/device-memory';
 import { EventLoopSignal } from './signals/event-loop';
@@ -59,6 +60,7 @@ const OPTION_KEYS = new Set([
   'eventLoop',
   'runtimeMetrics',
   'exportMode',
+  'genAi',
 ]);
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
 const LABEL_ATTRIBUTE: Record<string, string> = {
@@ -102,6 +104,15 @@ function validateOptions(options: MonitorOptions): void {
     throw new InferSignalConfigError('logger', 'must have a warn(message) method');
 }
 
+function genAiSettings(value: MonitorOptions['genAi']): { operationName: string; providerName: string } {
+  if (value === undefined) return { operationName: 'chat', providerName: 'self_hosted' };
+  checkOptionKeys(value, ['operationName', 'providerName'], 'genAi');
+  return Object.freeze({
+    operationName: nameOption('genAi.operationName', value.operationName, 'chat'),
+    providerName: nameOption('genAi.providerName', value.providerName, 'self_hosted'),
+  });
+}
+
 class MonitorImpl implements Monitor, RegistrationHost {
   readonly serviceName: string;
   readonly thresholds: Thresholds;
@@ -110,6 +121,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
   readonly clock: () => number;
   readonly tracer: Tracer | undefined;
   readonly maxModels: number;
+  readonly genAi: { readonly operationName: string; readonly providerName: string };
   readonly instruments: Instruments;
   readonly hub: AlertHub;
   /** Registered signals, in evaluation order. */
@@ -139,6 +151,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
     this.thresholds = resolveThresholds(options.thresholds);
     this.serviceName = options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'inference';
     this.maxModels = integerOption('maxModels', options.maxModels, 50);
+    this.genAi = genAiSettings(options.genAi);
     const maxQueues = integerOption('maxQueues', options.maxQueues, 20);
     // timeOrigin is fixed for the process, and reading it is a getter call: read it once.
     const origin = performance.timeOrigin;
@@ -286,7 +299,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
     return this.loads.time(model, kind, fn, options);
   }
 
-  stream(model = 'default'): StreamHandle {
+  stream(model: string = UNKNOWN_MODEL): StreamHandle {
     return this.streams.open(model, this.clock());
   }
 
@@ -478,4 +491,14 @@ class MonitorImpl implements Monitor, RegistrationHost {
  */
 export function createMonitor(options: MonitorOptions = {}): Monitor {
   return new MonitorImpl(options);
+}
+
+brand(MonitorImpl, 'Monitor');
+
+/**
+ * Whether `value` is a monitor from `createMonitor()`, made by any copy of
+ * core (the ESM or the CommonJS build, or another installed version).
+ */
+export function isMonitor(value: unknown): value is Monitor {
+  return isBranded(value, 'Monitor');
 }

@@ -7,6 +7,12 @@
  * Collector translate them the same way: dots become underscores, the unit
  * becomes a suffix (`s` → `_seconds`, `By` → `_bytes`), counters get
  * `_total`. `prometheusName()` below applies that translation.
+ *
+ * Conventions followed: GenAI model-server metrics from OpenTelemetry's
+ * semantic-conventions-genai (`gen-ai-metrics.md`, status Development; its
+ * stable references pinned to semantic-conventions v1.42.0), RPC from
+ * semantic-conventions (`rpc-metrics.md` after the v1.37 → current
+ * migration). `infersignal.*` names cover what the conventions do not.
  */
 
 export type InstrumentType = 'histogram' | 'counter' | 'updowncounter' | 'gauge';
@@ -23,8 +29,12 @@ export interface InstrumentSpec {
 }
 
 export const ATTR = {
-  /** OTel GenAI semconv: the model a request targets. */
+  /** OTel GenAI semconv: the model a request targets (`UNKNOWN_MODEL` when nothing names it). */
   model: 'gen_ai.request.model',
+  /** OTel GenAI semconv, required on gen_ai.server.*: `chat`, `text_completion`, `embeddings`, … (monitor option `genAi.operationName`). */
+  operationName: 'gen_ai.operation.name',
+  /** OTel GenAI semconv, required on gen_ai.server.*: who serves the model (monitor option `genAi.providerName`). */
+  providerName: 'gen_ai.provider.name',
   queue: 'infersignal.queue.name',
   outcome: 'infersignal.outcome',
   /** Span attribute: seconds between arrival and the start of inference (the metric's value for this request). */
@@ -32,6 +42,7 @@ export const ATTR = {
   loadKind: 'infersignal.model.load.kind',
   signal: 'infersignal.signal',
   level: 'infersignal.level',
+  /** Set only when an operation failed: a low-cardinality class of the failure (see `errorTypeOf` per metric). */
   errorType: 'error.type',
   errorSource: 'infersignal.error.source',
   exportSignal: 'infersignal.export.signal',
@@ -42,15 +53,28 @@ export const ATTR = {
   breakerName: 'infersignal.breaker.name',
   breakerTo: 'infersignal.breaker.to',
   breakerResult: 'infersignal.breaker.result',
-  rpcSystem: 'rpc.system',
-  rpcService: 'rpc.service',
+  /** RPC semconv: `grpc`. */
+  rpcSystemName: 'rpc.system.name',
+  /** RPC semconv: the fully-qualified method, `pkg.Service/Method` (the older conventions: the method name only). */
   rpcMethod: 'rpc.method',
+  /** RPC semconv: the status code's name, `OK`, `CANCELLED`, … */
+  rpcResponseStatusCode: 'rpc.response.status_code',
+  /** Older RPC conventions (semantic-conventions v1.37), emitted only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup. */
+  rpcSystem: 'rpc.system',
+  /** Older RPC conventions: the fully-qualified service. */
+  rpcService: 'rpc.service',
+  /** Older RPC conventions: the status code as an integer. */
   rpcGrpcStatusCode: 'rpc.grpc.status_code',
   /** The name given to an instrumented HTTP(S) server (`instrumentServer`, default `http` / `https`). */
   server: 'infersignal.server.name',
 } as const;
 
 const m = ATTR.model;
+/** The attributes the GenAI conventions require (and `gen_ai.request.model`) on every gen_ai.server.* metric. */
+const genAi = [ATTR.operationName, ATTR.providerName, m] as const;
+
+/** `gen_ai.request.model` of a request nothing named (no adapter `model` option, no model argument). */
+export const UNKNOWN_MODEL = '_unknown';
 
 export const METRICS = {
   queueWait: {
@@ -73,8 +97,9 @@ export const METRICS = {
     name: 'gen_ai.server.request.duration',
     type: 'histogram',
     unit: 's',
-    description: 'Time from arrival to the end of the request (queue wait included).',
-    attributes: [ATTR.queue, m, ATTR.outcome],
+    description:
+      'Time from arrival to the end of the request (queue wait included), every outcome. `error.type` on every outcome but completed: the outcome (cancelled, rejected, timeout, unavailable, deadline_exceeded), `_OTHER` for error.',
+    attributes: [...genAi, ATTR.errorType, ATTR.queue, ATTR.outcome],
   },
   requests: {
     name: 'infersignal.requests',
@@ -241,15 +266,17 @@ export const METRICS = {
     name: 'gen_ai.server.time_to_first_token',
     type: 'histogram',
     unit: 's',
-    description: 'Time from arrival of a streaming request to its first output token.',
-    attributes: [m],
+    description:
+      'Time from arrival of a streaming request to its first output token; successful responses only (recorded when the stream ends completed).',
+    attributes: genAi,
   },
   timePerOutputToken: {
     name: 'gen_ai.server.time_per_output_token',
     type: 'histogram',
     unit: 's',
-    description: 'Mean time between output tokens after the first, one sample per stream.',
-    attributes: [m],
+    description:
+      'Mean time between output tokens after the first, one sample per completed stream of at least two tokens.',
+    attributes: genAi,
   },
   streams: {
     name: 'infersignal.streams',
@@ -350,7 +377,16 @@ export const METRICS = {
     name: 'rpc.server.call.duration',
     type: 'histogram',
     unit: 's',
-    description: 'Duration of a gRPC server call, by final status (OTel RPC semantic conventions).',
+    description:
+      "Duration of a gRPC server call, by final status. `error.type` is the status name for UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE and DATA_LOSS (the gRPC conventions' server errors).",
+    attributes: [ATTR.rpcSystemName, ATTR.rpcMethod, ATTR.rpcResponseStatusCode, ATTR.errorType],
+  },
+  rpcCallDurationOld: {
+    name: 'rpc.server.duration',
+    type: 'histogram',
+    unit: 'ms',
+    description:
+      'Duration of a gRPC server call in the older RPC conventions (semantic-conventions v1.37), emitted beside rpc.server.call.duration only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup.',
     attributes: [ATTR.rpcSystem, ATTR.rpcService, ATTR.rpcMethod, ATTR.rpcGrpcStatusCode],
   },
   breakerState: {
@@ -490,15 +526,24 @@ export const SPANS = {
   modelLoad: 'infersignal.model.load',
 } as const;
 
-/** Bucket boundaries (seconds) for the histograms, aligned with the OTel GenAI conventions and extended to 60 s. */
+/** Bucket boundaries (seconds) for the histograms. */
 export const BUCKETS = {
-  /** queue wait and TTFT: 1 ms to 60 s */
+  /** queue wait: 1 ms to 60 s (the TTFT set, finer around the wait thresholds and extended to 60 s) */
   queueWait: [
     0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60,
   ],
-  /** inference and request duration */
+  /** inference duration: the request-duration set with 5 ms in front */
   duration: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
-  timePerOutputToken: [0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
+  /** gen_ai.server.request.duration: the GenAI conventions' boundaries */
+  requestDuration: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
+  /** gen_ai.server.time_to_first_token: the GenAI conventions' boundaries */
+  timeToFirstToken: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+  /** gen_ai.server.time_per_output_token: the GenAI conventions' boundaries */
+  timePerOutputToken: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
+  /** rpc.server.call.duration: the RPC conventions' boundaries (as http.server.request.duration) */
+  rpcCall: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+  /** rpc.server.duration (older conventions, milliseconds) */
+  rpcCallMs: [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000],
   /** GC pauses: the semantic conventions' advice for v8js.gc.duration, so every exporter of it agrees. */
   gc: [0.01, 0.1, 1, 10],
   /** model load: up to 10 minutes */
@@ -513,17 +558,18 @@ export const BUCKETS = {
 export const HISTOGRAM_BUCKETS: Record<string, readonly number[]> = {
   [METRICS.queueWait.name]: BUCKETS.queueWait,
   [METRICS.inferenceDuration.name]: BUCKETS.duration,
-  [METRICS.requestDuration.name]: BUCKETS.duration,
-  [METRICS.timeToFirstToken.name]: BUCKETS.queueWait,
+  [METRICS.requestDuration.name]: BUCKETS.requestDuration,
+  [METRICS.timeToFirstToken.name]: BUCKETS.timeToFirstToken,
   [METRICS.timePerOutputToken.name]: BUCKETS.timePerOutputToken,
   [METRICS.modelLoadDuration.name]: BUCKETS.modelLoad,
-  [METRICS.rpcCallDuration.name]: BUCKETS.duration,
+  [METRICS.rpcCallDuration.name]: BUCKETS.rpcCall,
+  [METRICS.rpcCallDurationOld.name]: BUCKETS.rpcCallMs,
   [METRICS.gcDuration.name]: BUCKETS.gc,
   [METRICS.tlsHandshakeDuration.name]: BUCKETS.tlsHandshake,
   [METRICS.connectionsRequests.name]: BUCKETS.requestsPerConnection,
 };
 
-const UNIT_SUFFIX: Record<string, string> = { s: 'seconds', By: 'bytes', '1': 'ratio' };
+const UNIT_SUFFIX: Record<string, string> = { s: 'seconds', ms: 'milliseconds', By: 'bytes', '1': 'ratio' };
 const PER_UNIT: Record<string, string> = { s: 'second', m: 'minute', h: 'hour' };
 
 /** The Collector's unit suffix: `s` → seconds, `By/s` → bytes_per_second, `{request}/s` → per_second, `{x}` → none. */

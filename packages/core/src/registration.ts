@@ -13,6 +13,7 @@ export interface RegistrationHost {
   readonly exportMode: 'api' | 'producer';
   readonly tracer: Tracer | undefined;
   readonly maxModels: number;
+  readonly genAi: { readonly operationName: string; readonly providerName: string };
   readonly instruments: Instruments;
   readonly hub: AlertHub;
   badDuration(): void;
@@ -40,6 +41,7 @@ export class Registration implements SignalContext {
   readonly exportMode: 'api' | 'producer';
   readonly tracer: Tracer | undefined;
   readonly maxModels: number;
+  readonly genAi: { readonly operationName: string; readonly providerName: string };
   signal: Signal | undefined;
 
   constructor(private readonly monitor: RegistrationHost) {
@@ -48,6 +50,7 @@ export class Registration implements SignalContext {
     this.exportMode = monitor.exportMode;
     this.tracer = monitor.tracer;
     this.maxModels = monitor.maxModels;
+    this.genAi = monitor.genAi;
   }
 
   histogram(spec: InstrumentSpec): HistogramRecorder {

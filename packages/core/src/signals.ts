@@ -32,6 +32,8 @@ export type { AdapterOptions, ModelOption, QueueOption, QueueSpec } from './opti
 export { createRequestGate } from './request-gate';
 export type { RequestGate, RequestGateSettings } from './request-gate';
 export { HotSwap, type HotSwapOptions } from './model-swap';
+// Brands a package's own error classes so `instanceof` holds across its ESM and CommonJS builds.
+export { brand, isBranded } from './brand';
 export { SlidingWindow } from './detectors/sliding-window';
 export { AnomalyDetector, ZScoreDetector, type AnomalyRule } from './detectors/zscore';
 export { P99GlitchDetector } from './detectors/p99-glitch';

@@ -93,6 +93,21 @@ export interface MonitorOptions {
   runtimeMetrics?: boolean;
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
+  /**
+   * The attributes the OTel GenAI conventions require on the
+   * `gen_ai.server.*` metrics: `gen_ai.operation.name` (default `chat`; the
+   * conventions' values include `text_completion`, `embeddings`,
+   * `generate_content`) and `gen_ai.provider.name` (default `self_hosted`:
+   * none of the conventions' provider values fits a model this process
+   * serves; name your runtime or platform, e.g. `llama.cpp`, `onnxruntime`).
+   */
+  genAi?: GenAiOptions;
+}
+
+/** `MonitorOptions.genAi`. */
+export interface GenAiOptions {
+  operationName?: string;
+  providerName?: string;
 }
 
 export interface QueueOptions {

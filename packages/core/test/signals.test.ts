@@ -62,11 +62,12 @@ describe('streaming outcomes', () => {
     const stream = ticket.stream();
     t.advance(20);
     stream.token();
-    stream.end('cancelled');
     stream.end('completed');
+    stream.end('cancelled');
     const metrics = await t.collect();
     expect(metrics.points<Histogram>(METRICS.timeToFirstToken.name)[0].value.sum).toBeCloseTo(0.12, 9);
     expect(metrics.sum(METRICS.streams.name)).toBe(1);
+    expect(metrics.sum(METRICS.streams.name, { [ATTR.outcome]: 'completed' })).toBe(1);
   });
 });
 

@@ -4,7 +4,7 @@ import express5 from 'express';
 import express4 from 'express4';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, UNKNOWN_MODEL, createMonitor, type Monitor } from '@infersignal/core';
 import { inferSignal, inferSignalErrors, readinessRouter, type InferSignalRequest } from '@infersignal/express';
 import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
 import { gate, sleep, until } from '../../../test/support/async';
@@ -244,7 +244,7 @@ describe.each([
     expect(out.sum(METRICS.internalErrors.name, { [ATTR.errorSource]: 'express.model' })).toBe(1);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/express\.model.*bad label function/s);
-    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed', [ATTR.model]: 'default' })).toBe(1);
+    expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed', [ATTR.model]: UNKNOWN_MODEL })).toBe(1);
   });
 
   it('readiness answers 503 while CRITICAL and 200 again after recovery', async () => {

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, UNKNOWN_MODEL, createMonitor, type Monitor } from '@infersignal/core';
 import { inferSignal } from '@infersignal/fastify';
 import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
 import { gate, sleep, until } from '../../../test/support/async';
@@ -185,10 +185,11 @@ describe('Fastify plugin', () => {
     await cases.twentyIdsOneLabel({ url: await start(app), monitor, reader });
   });
 
-  it('labels by the model function (route params are parsed in onRequest); a throwing one falls back to the route', async () => {
+  it('labels by the model function (route params are parsed in onRequest); with modelFromRoute a throwing one falls back to the route', async () => {
     const { app, monitor, reader, warnings } = setup();
     await app.register(inferSignal, {
       monitor,
+      modelFromRoute: true,
       model: (request) => {
         const model = (request.params as { model?: string }).model;
         if (model === 'broken') throw new Error('bad label function');
@@ -245,7 +246,7 @@ describe('Fastify plugin', () => {
     );
     await app.register(
       async (scope) => {
-        await scope.register(inferSignal, { monitor, queue: 'embed' });
+        await scope.register(inferSignal, { monitor, queue: 'embed', modelFromRoute: true });
         scope.get('/infer', async (request) => {
           seen.embed = request.inferSignal != null;
           return { ok: true };
@@ -271,7 +272,8 @@ describe('Fastify plugin', () => {
     expect(out.sum(METRICS.requests.name, { [ATTR.queue]: 'chat' })).toBe(1);
     expect(out.sum(METRICS.requests.name, { [ATTR.queue]: 'embed' })).toBe(2);
     expect(out.sum(METRICS.requests.name)).toBe(3);
-    expect(out.values(METRICS.requests.name, ATTR.model)).toEqual(['/chat/infer', '/embed/infer']);
+    // The route is the model only where a scope chose so.
+    expect(out.values(METRICS.requests.name, ATTR.model)).toEqual(['/embed/infer', UNKNOWN_MODEL]);
   });
 
   it('tracks a request once when the plugin is registered in an enclosing scope too', async () => {

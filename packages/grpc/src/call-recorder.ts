@@ -1,7 +1,7 @@
 import type { StreamHandle, Ticket } from '@infersignal/core';
 import type { Deadline } from '@grpc/grpc-js';
 import type { Instrumentation, ShedStatus } from './instrumentation';
-import { attributesOf } from './methods';
+import { attributesOf, oldAttributesOf } from './methods';
 import type { MethodEntry } from './methods';
 import { GRPC_STATUS, outcomeOf, streamOutcomeOf } from './status';
 
@@ -31,7 +31,8 @@ export class CallRecorder {
   constructor(
     private readonly instrumentation: Instrumentation,
     private readonly entry: MethodEntry,
-    readonly model: string,
+    /** Undefined when nothing named it: core labels it `_unknown`. */
+    readonly model: string | undefined,
     private readonly arrival: number,
   ) {}
 
@@ -87,7 +88,11 @@ export class CallRecorder {
     try {
       const { ctx, duration } = instrumentation.calls;
       // A negative duration (a clock that went backwards) is counted by the monitor, not recorded.
-      ctx.recordSeconds(duration, (ctx.clock() - this.arrival) / 1000, attributesOf(this.entry, code));
+      const ms = ctx.clock() - this.arrival;
+      ctx.recordSeconds(duration, ms / 1000, attributesOf(this.entry, code));
+      // recordSeconds' range check holds for milliseconds too.
+      if (instrumentation.options.oldConventions)
+        ctx.recordSeconds(instrumentation.calls.durationOld, ms, oldAttributesOf(this.entry, code));
       this.stream?.end(streamOutcomeOf(code));
       this.ticket?.end(outcomeOf(code));
     } catch (error) {

@@ -25,9 +25,16 @@ export interface ShedStatus {
 class GrpcCallSignal implements Signal {
   readonly name = 'grpc';
   readonly duration: HistogramRecorder;
+  private durationOld_: HistogramRecorder | undefined;
 
   constructor(readonly ctx: SignalContext) {
     this.duration = ctx.histogram(METRICS.rpcCallDuration);
+  }
+
+  /** The older conventions' `rpc.server.duration` (ms), made when an instrumentation first asks for it. */
+  get durationOld(): HistogramRecorder {
+    this.durationOld_ ??= this.ctx.histogram(METRICS.rpcCallDurationOld);
+    return this.durationOld_;
   }
 }
 
@@ -64,7 +71,7 @@ export class Instrumentation {
   begin(entry: MethodEntry, metadata: Metadata | undefined): CallRecorder {
     const { options, monitor } = this;
     const arrival = this.calls.ctx.clock();
-    const model = options.gate.model(entry.method, entry, metadata) ?? entry.method;
+    const model = options.gate.model(options.modelFromMethod ? entry.method : undefined, entry, metadata);
     const recorder = new CallRecorder(this, entry, model, arrival);
     const retryAfterSeconds = options.gate.shed(model);
     if (retryAfterSeconds !== undefined) {

@@ -1,6 +1,7 @@
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
   ADAPTER_OPTION_KEYS,
+  booleanOption,
   createRequestGate,
   type AdapterOptions,
   type RequestGate,
@@ -12,22 +13,23 @@ import { GRPC_STATUS } from './status';
 export interface GrpcMethodInfo {
   /** Full path, e.g. `/infersignal.inference.v1.Inference/Generate`. */
   readonly path: string;
-  /** `rpc.service`: the fully qualified service name. */
+  /** The fully qualified service name, `infersignal.inference.v1.Inference`. */
   readonly service: string;
-  /** `rpc.method`: the method name as written in the proto. */
+  /** The method name as written in the proto, `Generate`. */
   readonly method: string;
   readonly requestStream: boolean;
   readonly responseStream: boolean;
 }
 
 /**
- * The adapters' shared options and gRPC's shed status:
+ * The adapters' shared options, gRPC's shed status, and the conventions:
  * - `queue`: the core queue calls go through, a name (default `grpc`), a
  *   tracker, or `{ name, capacity, concurrency, maxWaiting }` (concurrency
  *   is core's capacity model's c; without it c is the most calls ever seen
  *   in flight);
  * - `model`: a name for every call, or `(method, metadata) => string | undefined`,
- *   called once per call (default: the method name);
+ *   called once per call; unnamed calls are core's `_unknown`, or the
+ *   method name (`Generate`) with `modelFromMethod`;
  * - `shed`: answer calls while the queue is CRITICAL without calling the handler;
  * - `autoStart`: start the ticket (end of queue wait) when the handler is
  *   invoked (default true). Set false when the handler queues the work
@@ -36,15 +38,34 @@ export interface GrpcMethodInfo {
 export interface GrpcInstrumentationOptions extends AdapterOptions<[GrpcMethodInfo, Metadata]> {
   /** Status a shed call gets (default RESOURCE_EXHAUSTED). */
   shedStatus?: 'RESOURCE_EXHAUSTED' | 'UNAVAILABLE' | 8 | 14;
+  /** Label calls the `model` option does not name with their method name. Default false (`_unknown`). */
+  modelFromMethod?: boolean;
+  /**
+   * Which RPC conventions to emit, as `OTEL_SEMCONV_STABILITY_OPT_IN`
+   * (default: that variable): the current ones (`rpc.server.call.duration`
+   * with `rpc.system.name`, `rpc.method` = `pkg.Service/Method`,
+   * `rpc.response.status_code`) always; with `rpc/dup` in the
+   * comma-separated list, the older `rpc.server.duration` (ms, `rpc.system`,
+   * `rpc.service`, `rpc.method`, `rpc.grpc.status_code`) beside them.
+   */
+  semconvStabilityOptIn?: string;
 }
 
 export interface ResolvedOptions {
   gate: RequestGate;
   shedCode: number;
   autoStart: boolean;
+  modelFromMethod: boolean;
+  /** Also record the older conventions' `rpc.server.duration`. */
+  oldConventions: boolean;
 }
 
-const KEYS = [...ADAPTER_OPTION_KEYS, 'shedStatus'];
+const KEYS = [...ADAPTER_OPTION_KEYS, 'shedStatus', 'modelFromMethod', 'semconvStabilityOptIn'];
+
+/** Whether an `OTEL_SEMCONV_STABILITY_OPT_IN` value asks for the older RPC conventions too. */
+export function wantsOldRpcConventions(optIn: string | undefined): boolean {
+  return optIn?.split(',').some((entry) => entry.trim() === 'rpc/dup') ?? false;
+}
 
 /** Validates the options (errors name `options.<field>`) and resolves the queue once. */
 export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOptions = {}): ResolvedOptions {
@@ -55,6 +76,18 @@ export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOpt
     shedCode = GRPC_STATUS.RESOURCE_EXHAUSTED;
   else if (shedStatus === 'UNAVAILABLE' || shedStatus === GRPC_STATUS.UNAVAILABLE) shedCode = GRPC_STATUS.UNAVAILABLE;
   else throw new InferSignalConfigError('options.shedStatus', 'must be RESOURCE_EXHAUSTED or UNAVAILABLE');
+  const optIn = (options as GrpcInstrumentationOptions | null)?.semconvStabilityOptIn;
+  if (optIn !== undefined && typeof optIn !== 'string')
+    throw new InferSignalConfigError(
+      'options.semconvStabilityOptIn',
+      'must be a string like OTEL_SEMCONV_STABILITY_OPT_IN (e.g. "rpc/dup")',
+    );
   const gate = createRequestGate(monitor, options, { source: 'grpc', queue: 'grpc', keys: KEYS });
-  return { gate, shedCode, autoStart: gate.autoStart };
+  return {
+    gate,
+    shedCode,
+    autoStart: gate.autoStart,
+    modelFromMethod: booleanOption('options.modelFromMethod', options.modelFromMethod, false),
+    oldConventions: wantsOldRpcConventions(optIn ?? process.env.OTEL_SEMCONV_STABILITY_OPT_IN),
+  };
 }

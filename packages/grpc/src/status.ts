@@ -30,6 +30,15 @@ export type GrpcStatusName = keyof typeof GRPC_STATUS;
 /** Highest defined code; anything outside 0..MAX_STATUS is recorded as UNKNOWN. */
 export const MAX_STATUS = 16;
 
+const NAMES: readonly string[] = Object.entries(GRPC_STATUS)
+  .sort(([, a], [, b]) => a - b)
+  .map(([name]) => name);
+
+/** The name of a normalized code, as `rpc.response.status_code` carries it (`OK`, `CANCELLED`, …). */
+export function statusName(code: number): GrpcStatusName {
+  return (NAMES[code] ?? 'UNKNOWN') as GrpcStatusName;
+}
+
 /** A status code as recorded: integers 0..16, everything else UNKNOWN (keeps the attribute set bounded). */
 export function normalizeStatus(code: unknown): number {
   return typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= MAX_STATUS

@@ -25,17 +25,23 @@ async function setup(
 ) {
   const env = setupMonitor();
   open.push(env);
-  const started: Started = await startServer(mode, env.monitor, inferenceImpl(calls, hold), options);
+  // Most cases label calls by their method, to tell them apart; the default (`_unknown`) has its own case.
+  const started: Started = await startServer(mode, env.monitor, inferenceImpl(calls, hold), {
+    modelFromMethod: true,
+    ...options,
+  });
   open.push(started);
   return { ...env, ...started };
 }
 
+const STATUS_NAME = Object.fromEntries(Object.entries(GRPC_STATUS).map(([name, code]) => [code, name]));
+
+/** rpc.server.call.duration's attributes of (method, code) in the current RPC conventions. */
 function rpc(method: string, code: number) {
   return {
-    [ATTR.rpcSystem]: 'grpc',
-    [ATTR.rpcService]: SERVICE,
-    [ATTR.rpcMethod]: method,
-    [ATTR.rpcGrpcStatusCode]: code,
+    [ATTR.rpcSystemName]: 'grpc',
+    [ATTR.rpcMethod]: `${SERVICE}/${method}`,
+    [ATTR.rpcResponseStatusCode]: STATUS_NAME[code],
   };
 }
 
@@ -61,7 +67,8 @@ describe.each(MODES)('%s', (mode) => {
     expect(metrics.sum(STREAMS)).toBe(100);
     // 99 × 5 tokens + the 2 the cancelled stream sent
     expect(metrics.sum(TOKENS, { [ATTR.model]: 'Generate' })).toBe(497);
-    expect(metrics.count(METRICS.timeToFirstToken.name, { [ATTR.model]: 'Generate' })).toBe(100);
+    // Successful responses only: the cancelled stream has no TTFT sample.
+    expect(metrics.count(METRICS.timeToFirstToken.name, { [ATTR.model]: 'Generate' })).toBe(99);
     expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.OK))).toBe(99);
     expect(metrics.count(DURATION, rpc('Generate', GRPC_STATUS.CANCELLED))).toBe(1);
     expect(metrics.count(DURATION)).toBe(100);
@@ -195,11 +202,19 @@ describe.each(MODES)('%s', (mode) => {
     expect([outcome('completed'), outcome('unavailable'), outcome('error')]).toEqual([3, 1, 4]);
     // Unary answers are not streams.
     expect(metrics.sum(STREAMS)).toBe(0);
-    // rpc.grpc.status_code is an int attribute, as the RPC conventions define it.
-    expect(metrics.points(DURATION, rpc('Infer', 0))[0].attributes[ATTR.rpcGrpcStatusCode]).toBe(0);
-    // Buckets come from core's BUCKETS.duration (instrument advice; a View can still override).
+    // The current conventions only: the status by name, no rpc.service, no integer code.
+    expect(metrics.points(DURATION, rpc('Infer', 0))[0].attributes).toEqual(rpc('Infer', 0));
+    // error.type on the codes the gRPC conventions count as server errors, with the code's name.
+    expect(metrics.by(DURATION, ATTR.errorType)).toEqual({ undefined: 5, INTERNAL: 1, UNAVAILABLE: 1, UNKNOWN: 1 });
+    expect(metrics.points(DURATION, rpc('Infer', GRPC_STATUS.INTERNAL))[0].attributes[ATTR.errorType]).toBe('INTERNAL');
+    expect(metrics.points(DURATION, rpc('Infer', GRPC_STATUS.INVALID_ARGUMENT))[0].attributes).not.toHaveProperty(
+      ATTR.errorType,
+    );
+    expect(metrics.points(DURATION, { [ATTR.rpcService]: SERVICE })).toEqual([]);
+    expect(metrics.names()).not.toContain(METRICS.rpcCallDurationOld.name);
+    // Buckets are the RPC conventions' (instrument advice; a View can still override).
     expect(metrics.points<Histogram>(DURATION, rpc('Infer', 0))[0].value.buckets.boundaries).toEqual([
-      ...BUCKETS.duration,
+      0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
     ]);
   });
 
@@ -280,7 +295,7 @@ describe.each(MODES)('%s in producer export mode', (mode) => {
   it('rpc.server.call.duration goes through the monitor MetricProducer like every per-request metric', async () => {
     const env = setupMonitor({ exportMode: 'producer' });
     open.push(env);
-    const started = await startServer(mode, env.monitor, inferenceImpl());
+    const started = await startServer(mode, env.monitor, inferenceImpl(), { modelFromMethod: true });
     open.push(started);
     const answers = await Promise.all([
       ...Array.from({ length: 6 }, (_, i) => callUnary(started.client, 'Infer', { model: 'm', prompt: `p${i}` })),
@@ -301,9 +316,7 @@ describe.each(MODES)('%s in producer export mode', (mode) => {
     const metrics = await env.collect();
     expect(metrics.count(DURATION, rpc('Infer', GRPC_STATUS.OK))).toBe(6);
     expect(metrics.count(DURATION, rpc('Infer', GRPC_STATUS.INVALID_ARGUMENT))).toBe(1);
-    expect(metrics.histogram(DURATION, rpc('Infer', GRPC_STATUS.OK))!.buckets.boundaries).toEqual([
-      ...BUCKETS.duration,
-    ]);
+    expect(metrics.histogram(DURATION, rpc('Infer', GRPC_STATUS.OK))!.buckets.boundaries).toEqual([...BUCKETS.rpcCall]);
     expect(metrics.sum(REQUESTS, { [ATTR.queue]: 'grpc', [ATTR.model]: 'Infer' })).toBe(7);
   });
 });

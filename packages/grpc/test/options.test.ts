@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
+import { ATTR, InferSignalConfigError, METRICS, UNKNOWN_MODEL } from '@infersignal/core';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { callTicket, createServerInterceptor, instrumentService } from '../src/index';
 import { callUnary, Inference, MODES, setupMonitor, startServer } from './helpers';
@@ -109,7 +109,10 @@ describe.each(MODES)('%s with autoStart: false', (mode) => {
     expect([a.error, b.error]).toEqual([null, null]);
 
     const metrics = await env.collect();
-    const [wait] = metrics.points<Histogram>(METRICS.queueWait.name, { [ATTR.queue]: 'gpu', [ATTR.model]: 'Infer' });
+    const [wait] = metrics.points<Histogram>(METRICS.queueWait.name, {
+      [ATTR.queue]: 'gpu',
+      [ATTR.model]: UNKNOWN_MODEL,
+    });
     expect(wait.value.count).toBe(2);
     // The second call waited for the first one's 60 ms on the single slot.
     expect(wait.value.max).toBeGreaterThanOrEqual(0.05);

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { InferSignalConfigError, type Monitor, type QueueTracker } from '@infersignal/core';
 import {
   ADAPTER_OPTION_KEYS,
+  booleanOption,
   createRequestGate,
   type AdapterOptions,
   type RequestGate,
@@ -16,6 +17,12 @@ import { trackHttpRequest, type HttpReplyOwner, type HttpRequestSettings, type T
 export interface HttpTrackingOptions<Req = never> extends AdapterOptions<[Req]> {
   /** A finished response with this status or above counts as `error`. Default 500. */
   errorStatus?: number;
+  /**
+   * Label requests the `model` option does not name with their route
+   * pattern (`/v1/chat`) instead of core's `_unknown`. Default false: a
+   * route is not a model, and `gen_ai.request.model` should name the model.
+   */
+  modelFromRoute?: boolean;
 }
 
 /** What an adapter says about its registration. */
@@ -42,11 +49,11 @@ export interface HttpTracking {
   readonly monitor: Monitor;
   readonly tracker: QueueTracker;
   /**
-   * The model label of `req` (the `model` option's name or function), or
-   * `fallback`. A function that throws is counted as internal error
-   * `<source>.model` and gives `fallback`.
+   * The model label of `req` (the `model` option's name or function); else
+   * `route` with `modelFromRoute`, else undefined (core's `_unknown`). A
+   * function that throws is counted as internal error `<source>.model`.
    */
-  model<Req>(req: Req, fallback: string | undefined): string | undefined;
+  model<Req>(req: Req, route: string | undefined): string | undefined;
   /** The label of `fn(req)` through `monitor.label(kind)`, with the same fallback and error rule. */
   label<Req>(
     kind: 'model' | 'route',
@@ -81,6 +88,7 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
   readonly autoStart: boolean;
   readonly source: string;
   private readonly gate: RequestGate;
+  private readonly modelFromRoute: boolean;
 
   constructor(
     readonly monitor: Monitor,
@@ -99,15 +107,16 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
     this.gate = createRequestGate(monitor, options, {
       source: settings.source,
       queue: 'http',
-      keys: [...ADAPTER_OPTION_KEYS, 'errorStatus', ...(settings.keys ?? [])],
+      keys: [...ADAPTER_OPTION_KEYS, 'errorStatus', 'modelFromRoute', ...(settings.keys ?? [])],
     });
+    this.modelFromRoute = booleanOption('options.modelFromRoute', options.modelFromRoute, false);
     this.tracker = this.gate.tracker;
     this.autoStart = this.gate.autoStart;
     this.source = this.gate.source;
   }
 
-  model<Req>(req: Req, fallback: string | undefined): string | undefined {
-    return this.gate.model(fallback, req);
+  model<Req>(req: Req, route: string | undefined): string | undefined {
+    return this.gate.model(this.modelFromRoute ? route : undefined, req);
   }
 
   label<Req>(

@@ -6,7 +6,7 @@ import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector, worstLevel } from '../detectors/threshold';
 import { AnomalyDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
-import { ATTR, SPANS } from '../names';
+import { ATTR, SPANS, UNKNOWN_MODEL } from '../names';
 import type {
   Admission,
   Level,
@@ -18,6 +18,7 @@ import type {
   Ticket,
 } from '../types';
 import { CapacityModel } from './capacity';
+import { requestDurationAttributes } from './gen-ai';
 import type { GlitchAttribution } from './attribution';
 
 const OUTCOMES: readonly Outcome[] = [
@@ -60,15 +61,19 @@ export interface QueueEnvironment {
 class QueueModel {
   readonly waitAttributes: Attributes;
   readonly outcomeAttributes: Record<Outcome, Attributes>;
+  /** gen_ai.server.request.duration's: the GenAI conventions' attributes and `error.type` on failures. */
+  readonly requestAttributes: Record<Outcome, Attributes>;
 
   constructor(
     readonly queue: string,
     readonly model: string,
+    ctx: SignalContext,
   ) {
     this.waitAttributes = { [ATTR.queue]: queue, [ATTR.model]: model };
     this.outcomeAttributes = Object.fromEntries(
       OUTCOMES.map((outcome) => [outcome, { [ATTR.queue]: queue, [ATTR.model]: model, [ATTR.outcome]: outcome }]),
     ) as unknown as Record<Outcome, Attributes>;
+    this.requestAttributes = requestDurationAttributes(ctx, queue, model, OUTCOMES);
   }
 }
 
@@ -133,7 +138,8 @@ class RequestTicket implements Ticket {
     const q = this.queue;
     try {
       const now = q.ctx.clock();
-      const attributes = this.slot.outcomeAttributes[outcome] ?? this.slot.outcomeAttributes.error;
+      const known = this.slot.outcomeAttributes[outcome] !== undefined;
+      const attributes = known ? this.slot.outcomeAttributes[outcome] : this.slot.outcomeAttributes.error;
       const instruments = q.instruments;
       if (this.started) {
         q.inFlight--;
@@ -144,7 +150,11 @@ class RequestTicket implements Ticket {
       } else {
         q.waiting--;
       }
-      q.ctx.recordSeconds(instruments.requestDuration, (now - this.arrival) / 1000, attributes);
+      q.ctx.recordSeconds(
+        instruments.requestDuration,
+        (now - this.arrival) / 1000,
+        this.slot.requestAttributes[known ? outcome : 'error'],
+      );
       instruments.requests.add(1, attributes);
       q.completed++;
       const span = this.span;
@@ -211,7 +221,7 @@ export class Queue implements QueueTracker {
     this.concurrency = options.concurrency ?? 1;
     this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
     this.maxWaiting = options.maxWaiting ?? Math.max(0, this.capacity - this.concurrency);
-    this.models = new LabelTable(ctx.maxModels + 1, (model) => new QueueModel(name, model));
+    this.models = new LabelTable(ctx.maxModels + 1, (model) => new QueueModel(name, model, ctx));
     this.occupancyDetector = new ThresholdDetector({
       warn: t.queue.occupancyWarn,
       critical: t.queue.occupancyCritical,
@@ -245,7 +255,7 @@ export class Queue implements QueueTracker {
   }
 
   enqueue(model?: string): Ticket {
-    const slot = this.models.get(this.ctx.label('model', model ?? 'default'));
+    const slot = this.models.get(this.ctx.label('model', model ?? UNKNOWN_MODEL));
     this.waiting++;
     this.capacity_.arrived();
     return new RequestTicket(this, slot);
@@ -308,7 +318,7 @@ export class Queue implements QueueTracker {
 
   reject(model?: string): void {
     try {
-      const slot = this.models.get(this.ctx.label('model', model ?? 'default'));
+      const slot = this.models.get(this.ctx.label('model', model ?? UNKNOWN_MODEL));
       this.instruments.requests.add(1, slot.outcomeAttributes.rejected);
     } catch (error) {
       this.ctx.internalError('queue.reject', error);

@@ -3,6 +3,7 @@ import { LabelTable } from '../aggregates/label-table';
 import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
+import { genAiAttributes } from './gen-ai';
 import type { Level, Snapshot, StreamHandle, StreamOutcome } from '../types';
 
 const OUTCOMES: readonly StreamOutcome[] = ['completed', 'cancelled', 'error', 'unavailable', 'deadline_exceeded'];
@@ -14,6 +15,8 @@ const OUTCOMES: readonly StreamOutcome[] = ['completed', 'cancelled', 'error', '
  */
 export class StreamModel {
   readonly attributes: Attributes;
+  /** TTFT's and TPOT's: the GenAI conventions' attributes. */
+  readonly genAiAttributes: Attributes;
   readonly outcomeAttributes: Record<StreamOutcome, Attributes>;
   private readonly ring: Uint8Array;
   private head = 0;
@@ -28,6 +31,7 @@ export class StreamModel {
     private readonly ctx: SignalContext,
   ) {
     this.attributes = { [ATTR.model]: model };
+    this.genAiAttributes = genAiAttributes(ctx, model);
     this.outcomeAttributes = Object.fromEntries(
       OUTCOMES.map((o) => [o, { [ATTR.model]: model, [ATTR.outcome]: o }]),
     ) as unknown as Record<StreamOutcome, Attributes>;
@@ -73,6 +77,12 @@ export class StreamModel {
   }
 }
 
+/**
+ * One stream. Time to first token and time per output token are the
+ * conventions' "successful responses only": both are measured as tokens
+ * come and recorded when the stream ends completed, so a stream the client
+ * cancelled after its first token does not pull TTFT down.
+ */
 export class Stream implements StreamHandle {
   private firstAt = Number.NaN;
   private lastAt = Number.NaN;
@@ -93,10 +103,8 @@ export class Stream implements StreamHandle {
   firstToken(): void {
     if (this.ended || !Number.isNaN(this.firstAt)) return;
     try {
-      const { ctx, timeToFirstToken } = this.signal;
-      this.firstAt = ctx.clock();
+      this.firstAt = this.signal.ctx.clock();
       this.lastAt = this.firstAt;
-      ctx.recordSeconds(timeToFirstToken, (this.firstAt - this.arrival) / 1000, this.state.attributes);
     } catch (error) {
       this.signal.ctx.internalError('stream.firstToken', error);
     }
@@ -123,13 +131,13 @@ export class Stream implements StreamHandle {
       const signal = this.signal;
       const attributes = this.state.outcomeAttributes[outcome] ?? this.state.outcomeAttributes.error;
       signal.streams.add(1, attributes);
-      // One time-per-output-token sample per stream: mean gap between tokens after the first.
-      if (this.tokens > 1) {
-        signal.ctx.recordSeconds(
-          signal.timePerOutputToken,
-          (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1),
-          this.state.attributes,
-        );
+      if (outcome === 'completed' && !Number.isNaN(this.firstAt)) {
+        const { ctx } = signal;
+        const genAi = this.state.genAiAttributes;
+        ctx.recordSeconds(signal.timeToFirstToken, (this.firstAt - this.arrival) / 1000, genAi);
+        // One time-per-output-token sample per stream: mean gap between tokens after the first.
+        if (this.tokens > 1)
+          ctx.recordSeconds(signal.timePerOutputToken, (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1), genAi);
       }
       this.state.push(outcome !== 'completed');
     } catch (error) {
