@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAbsolute, relative } from 'node:path';
 import { defineConfig } from 'tsup';
 
 /**
@@ -28,8 +29,29 @@ export default defineConfig({
   // each module, so a class like InferSignalConfigError is the same object whichever entry threw it.
   splitting: true,
   clean: true,
+  // Maps point into the repository's sources instead of carrying them: embedded sources were over half a
+  // tarball's unpacked size.
   sourcemap: true,
+  esbuildOptions(options) {
+    options.sourcesContent = false;
+  },
   target: 'node20',
   // Sources that read import.meta.url (koffi's createRequire, the .proto path) need it in the CJS build.
   shims: true,
+  onSuccess: async () => relativeMapPaths('dist'),
 });
+
+/**
+ * The CJS conversion of split chunks names the chunk by its absolute path on the building machine (`file`, and a
+ * source for the lines it adds); a published map names files relative to itself.
+ */
+function relativeMapPaths(dir: string): void {
+  for (const name of readdirSync(dir).filter((entry) => entry.endsWith('.map'))) {
+    const path = `${dir}/${name}`;
+    const map = JSON.parse(readFileSync(path, 'utf8')) as { file?: string; sources: string[] };
+    if (!(map.file && isAbsolute(map.file)) && !map.sources.some((source) => isAbsolute(source))) continue;
+    if (map.file && isAbsolute(map.file)) map.file = relative(dir, map.file);
+    map.sources = map.sources.map((source) => (isAbsolute(source) ? relative(dir, source) : source));
+    writeFileSync(path, JSON.stringify(map));
+  }
+}

@@ -1,5 +1,5 @@
 // The client side and the exported-number checks of the cases every HTTP
-// adapter must pass (issue 4). Each adapter's test builds its own server
+// adapter must pass. Each adapter's test builds its own server
 // (that part is framework glue) and hands the URL here, so Express and
 // Fastify are held to the same requests and the same assertions.
 import { expect } from 'vitest';

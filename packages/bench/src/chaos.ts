@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { seededRandom } from './rng';
 
-/** The seed document's chaos defaults: 15 % failures, 200–1200 ms latency. */
+/** Chaos defaults: 15 % of calls fail, latency drawn from 200–1200 ms. */
 export const CHAOS_DEFAULTS = Object.freeze({ errorRate: 0.15, latencyMs: [200, 1200] as readonly [number, number] });
 
 export interface ChaosOptions {

@@ -92,7 +92,7 @@ describe('circuit breaker (opossum) with metrics', () => {
     await monitor.close();
   });
 
-  it('calibration: seed defaults (30 %, 20 calls) open near 30 % and recover through a half-open probe', async () => {
+  it('calibration: defaults (30 %, 20 calls) open near 30 % and recover through a half-open probe', async () => {
     const result = await calibrateBreaker({ resetTimeoutMs: 200, probeIntervalMs: 20 });
     console.log(result.text);
     expect(result.thresholdPercentage).toBe(30);

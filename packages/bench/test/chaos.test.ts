@@ -10,7 +10,7 @@ afterEach(async () => {
 });
 
 describe('chaos injection', () => {
-  it('seed defaults (15 %, 200–1200 ms): failure share and latency range within tolerance', () => {
+  it('defaults (15 %, 200–1200 ms): failure share and latency range within tolerance', () => {
     const c = chaos({ ...CHAOS_DEFAULTS, seed: 42 });
     let failures = 0;
     let min = Infinity;

@@ -221,7 +221,7 @@ export interface QueueSnapshot {
   occupancy: number;
   waitQuantileSeconds: number;
   completed: number;
-  /** Forward-looking capacity estimate (see docs/capacity.md). */
+  /** Forward-looking capacity estimate (signals/capacity.ts): utilization ρ = λ·S / c. */
   utilization: number;
   arrivalRate: number;
   serviceTimeSeconds: number | null;

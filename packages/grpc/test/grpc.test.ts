@@ -79,7 +79,7 @@ describe.each(MODES)('%s', (mode) => {
       1,
     );
 
-    // Signal 4: 1 % interrupted is above the 0.5 % threshold.
+    // Stream interruptions: 1 % interrupted is above the 0.5 % threshold.
     env.monitor.tick();
     const stream = env.monitor.snapshot().streams.Generate;
     expect(stream).toMatchObject({ samples: 100, interruptedRatio: 0.01, level: 'warn' });

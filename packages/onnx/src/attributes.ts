@@ -1,8 +1,8 @@
 /**
  * Span attribute keys this package adds to the load and request spans.
- * Core's names file has no entry for them yet (they are per-runtime
- * details, never metric attributes, so they cannot grow a metric's
- * cardinality); the lead may move them to core's `ATTR`.
+ * They live here rather than in core's names file because they are
+ * per-runtime details, never metric attributes, so they cannot grow a
+ * metric's cardinality.
  */
 export const ONNX_ATTR = {
   /** Bytes of the model file or buffer. */

@@ -13,7 +13,7 @@ export const DEFAULT_RUNBOOK_URL = 'https://github.com/infersignal/infersignal/b
 
 /**
  * `for:` of a level alert whose threshold has no hold time (forSeconds 0):
- * the seed's rule, "P90 > 200 ms for 5 m". In-process detectors already
+ * the usual hold of a latency rule ("P90 > 200 ms for 5 m"). In-process detectors already
  * judge a 30 s sliding window; Prometheus sees scraped samples and needs a
  * longer hold to avoid paging on one busy scrape.
  */
@@ -54,7 +54,7 @@ export interface GeneratorOptions {
   eventWindow?: string;
   /** Window of the allocated-vs-reserved drift fit (`deriv`, default 30m). */
   driftWindow?: string;
-  /** Tail quantile alert beside the thresholds' quantile: the seed's P99 > 300 ms. */
+  /** Tail quantile alert beside the thresholds' quantile (default P99 > 300 ms). */
   tailQuantile?: number;
   tailSeconds?: number;
   /** Base URL of docs/runbook.md; each alert appends its `#anchor`. */
