@@ -13,12 +13,14 @@
  * Prometheus on loopback and is scraped as each window starts and every
  * second after.
  */
+// First: may run this suite again on the Node chosen with --node / BENCH_NODE.
+import './lib/node-line';
 import autocannon from 'autocannon';
-import { SMOKE, rounds, seconds } from './lib/env';
+import { SMOKE, rounds, seconds, subset } from './lib/env';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import {
   FRAMEWORKS,
-  VARIANTS,
+  VARIANTS as ALL_VARIANTS,
   VARIANT_LABEL,
   pinCpus,
   startServer,
@@ -39,7 +41,11 @@ const SECONDS = seconds(0.5);
 // Smoke mode: one round is already 15 loads (bare around each of 7 variants).
 const ROUNDS = SMOKE ? 1 : rounds(12);
 /** Smoke mode checks that the suite runs: one framework keeps it to a few seconds. */
-const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : FRAMEWORKS;
+const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH_FRAMEWORKS', FRAMEWORKS);
+/** Bare is always measured: every ratio is over it. */
+const VARIANTS: readonly Variant[] = ['bare', ...subset('BENCH_VARIANTS', ALL_VARIANTS).filter((v) => v !== 'bare')];
+/** A run of a subset prints its figures but leaves the docs alone (their tables and verdict need every row). */
+const PARTIAL = FRAMEWORKS_RUN.length < FRAMEWORKS.length || VARIANTS.length < ALL_VARIANTS.length;
 
 interface Sample {
   cpuPerRequestUs: number;
@@ -91,7 +97,7 @@ const ROUNDS_PER_BLOCK = SMOKE ? ROUNDS : 4;
  * 1.5 s, the traces and instrumentation-http variants still cost up to 1.5×
  * their settled CPU per request, which showed as a higher ratio.
  */
-const WARM_UP_SECONDS = SMOKE ? 0.2 : 4;
+const WARM_UP_SECONDS = SMOKE ? 0.2 : Number(process.env.BENCH_WARM_UP ?? 4);
 
 const INSTRUMENTED = VARIANTS.filter((v) => v !== 'bare');
 
@@ -168,7 +174,7 @@ for (const framework of FRAMEWORKS_RUN) {
 
 // Spans really flowed in the traces variants, and nothing failed.
 for (const framework of FRAMEWORKS_RUN) {
-  for (const variant of ['otel-span', 'infersignal-traces', 'otel-http'] as const) {
+  for (const variant of (['otel-span', 'infersignal-traces', 'otel-http'] as const).filter((v) => VARIANTS.includes(v))) {
     const spans = samples.get(key(framework, variant))!.reduce((n, s) => n + s.spans, 0);
     if (spans === 0)
       throw new Error(`${key(framework, variant)} exported no spans: the variant is not measuring what it claims`);
@@ -202,6 +208,11 @@ for (const framework of FRAMEWORKS_RUN) {
   );
   console.log(`\n${framework}\n${t}`);
   sections.push(`### ${framework}\n\n${t}`);
+}
+
+if (PARTIAL) {
+  console.log(`subset run (BENCH_FRAMEWORKS / BENCH_VARIANTS): no verdict, docs/benchmarks.md left alone`);
+  process.exit(0);
 }
 
 // Goals, judged on each framework's median ratio: the worse framework decides.

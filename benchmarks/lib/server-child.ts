@@ -14,6 +14,7 @@
  * framework loads it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { getPriority, loadavg } from 'node:os';
 import { DropSpanExporter } from './otel';
 import { FRAMEWORKS, VARIANTS, type ChildMessage, type Framework, type Variant } from './servers';
 
@@ -244,11 +245,15 @@ async function main(): Promise<void> {
   let spans0 = 0;
   process.on('message', (message: { type: string }) => {
     if (message.type === 'begin') {
+      // Marks the window for callgrind (benchmarks/instructions.ts: --zero-before=uv_os_getpriority); one syscall.
+      getPriority();
       served0 = served;
       spans0 = telemetry.spans();
       cpu0 = process.cpuUsage();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
+      // The window's end for callgrind (--dump-before=uv_loadavg).
+      loadavg();
       send({
         type: 'window',
         cpuUs: cpu.user + cpu.system,
