@@ -14,16 +14,15 @@
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { HISTOGRAM_BUCKETS, METRICS } from '@infersignal/core';
 import {
   DriftDetector,
   FixedHistogram,
-  HISTOGRAM_BUCKETS,
-  METRICS,
   P99GlitchDetector,
   SlidingWindow,
   ThresholdDetector,
   ZScoreDetector,
-} from '@infersignal/core';
+} from '@infersignal/core/signals';
 import { Bench } from 'tinybench';
 import { ROUNDS, SMOKE, TASK_MS } from './lib/env';
 import { exposedGc } from './lib/gc';

@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const DOC = `${ROOT}docs/benchmarks.md`;
@@ -28,7 +28,7 @@ function runSuite(suite: string): Promise<{ code: number; stdout: string; stderr
           BENCH_ROUNDS: '',
           BENCH_TASK_MS: '',
         },
-        timeout: 50_000,
+        timeout: 150_000,
         maxBuffer: 16 * 2 ** 20,
       },
       (error, stdout, stderr) =>
@@ -41,7 +41,9 @@ function docStamp(): string {
   return existsSync(DOC) ? `${statSync(DOC).mtimeMs}:${statSync(DOC).size}` : 'absent';
 }
 
-describe('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
+// The suites are separate processes that assert no goal in smoke mode: run side by side, the file takes as long
+// as its longest suite.
+describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
   // Load suites need a few seconds of server start-up and autocannon's whole-second windows.
   const cases: Array<[suite: string, goals: number]> = [
     ['hot-path', 3],
@@ -50,9 +52,10 @@ describe('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     ['gpu', 2],
     ['loadgen', 3],
     ['server', 3],
+    ['llama', 2],
   ];
   for (const [suite, goals] of cases) {
-    it(`${suite} runs and prints its verdict line with figures`, { timeout: 60_000 }, async () => {
+    it(`${suite} runs and prints its verdict line with figures`, { timeout: 180_000 }, async ({ expect }) => {
       const before = docStamp();
       const { code, stdout, stderr } = await runSuite(suite);
       expect(code, `exit code; stderr:\n${stderr.slice(-2000)}`).toBe(0);

@@ -13,7 +13,17 @@ export const BENCH_DIR = fileURLToPath(new URL('../', import.meta.url));
 const DOC = `${ROOT}docs/benchmarks.md`;
 
 /** Suites in the order their sections appear in the doc. */
-export const SUITES = ['hot-path', 'server', 'growth', 'gpu', 'loadgen', 'memory', 'detectors'] as const;
+export const SUITES = [
+  'hot-path',
+  'server',
+  'growth',
+  'gpu',
+  'loadgen',
+  'memory',
+  'detectors',
+  'llama',
+  'install-size',
+] as const;
 export type SuiteName = (typeof SUITES)[number];
 
 export interface Goal {

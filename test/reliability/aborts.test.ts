@@ -47,13 +47,29 @@ class Arrivals {
   }
 }
 
-async function sseEvents(send: (i: number) => void, end: () => void, closed: () => boolean): Promise<void> {
-  for (let i = 0; i < EVENTS && !closed(); i++) {
+/**
+ * Sends the events 1 ms apart, then ends the stream. A client that will go
+ * away after `cutAfter` events says so in its request: the stream then stays
+ * open after that many until the client is gone, so it leaves mid-stream
+ * however slowly it reads.
+ */
+async function sseEvents(
+  send: (i: number) => void,
+  end: () => void,
+  closed: () => boolean,
+  cutAfter: number | undefined,
+): Promise<void> {
+  for (let i = 0; i < (cutAfter ?? EVENTS) && !closed(); i++) {
     send(i);
     await new Promise((r) => setTimeout(r, 1));
   }
-  end();
+  if (cutAfter === undefined) return end();
+  const deadline = Date.now() + 10_000;
+  while (!closed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
 }
+
+const cutAfter = (header: string | string[] | undefined): number | undefined =>
+  typeof header === 'string' ? Number(header) : undefined;
 
 function open(url: string): Promise<Socket> {
   const { port } = new URL(url);
@@ -91,7 +107,8 @@ async function abortingClient(
   }
   // SSE: read k events, then go away (k = EVENTS: right after the last event).
   const k = kind === 'mid-sse' ? 1 + Math.floor(random() * (EVENTS - 1)) : EVENTS;
-  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\nx-id: ${id}\r\n\r\n`);
+  const cut = kind === 'mid-sse' ? `x-cut-after: ${k}\r\n` : '';
+  socket.write(`GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\nx-id: ${id}\r\n${cut}\r\n`);
   await new Promise<void>((resolve) => {
     let text = '';
     socket.on('data', (chunk: Buffer) => {
@@ -115,7 +132,7 @@ async function expressServer(): Promise<Built> {
   cleanup.push(() => t.close());
   const arrivals = new Arrivals();
   const app = newExpress();
-  app.use(expressSignal(t.monitor, { queue: 'q', queueOptions: { capacity: 2000 } }));
+  app.use(expressSignal(t.monitor, { queue: { name: 'q', capacity: 2000 } }));
   app.use((req, _res, next) => {
     arrivals.arrived(req.get('x-id'));
     next();
@@ -129,6 +146,7 @@ async function expressServer(): Promise<Built> {
       (i) => sse.send(`ev${i}`),
       () => sse.end(),
       () => sse.closed,
+      cutAfter(req.get('x-cut-after')),
     );
     void res;
   });
@@ -145,7 +163,7 @@ async function fastifyServer(): Promise<Built> {
   cleanup.push(() => t.close());
   const arrivals = new Arrivals();
   const app = newFastify();
-  await app.register(fastifySignal, { monitor: t.monitor, queue: 'q', queueOptions: { capacity: 2000 } });
+  await app.register(fastifySignal, { monitor: t.monitor, queue: { name: 'q', capacity: 2000 } });
   app.addHook('onRequest', async (request) => arrivals.arrived(request.headers['x-id'] as string | undefined));
   app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.post('/upload', async () => ({ ok: true }));
@@ -157,6 +175,7 @@ async function fastifyServer(): Promise<Built> {
       (i) => sse.send(`ev${i}`),
       () => sse.end(),
       () => sse.closed,
+      cutAfter(request.headers['x-cut-after']),
     );
   });
   const server = await listenFastify(app);

@@ -71,7 +71,7 @@ describe('case 4: 10 000 concurrent requests', () => {
     const t = monitorWithReader();
     cleanup.push(() => t.close());
     const app = newFastify();
-    await app.register(fastifySignal, { monitor: t.monitor, queue: 'fastify', queueOptions: { capacity: N } });
+    await app.register(fastifySignal, { monitor: t.monitor, queue: { name: 'fastify', capacity: N } });
     let peak = 0;
     const queue = t.monitor.queue('fastify');
     app.get('/infer', async (request) => {
@@ -89,7 +89,7 @@ describe('case 4: 10 000 concurrent requests', () => {
     const t = monitorWithReader();
     cleanup.push(() => t.close());
     const app = newExpress();
-    app.use(expressSignal(t.monitor, { queue: 'express', queueOptions: { capacity: N } }));
+    app.use(expressSignal(t.monitor, { queue: { name: 'express', capacity: N } }));
     let peak = 0;
     const queue = t.monitor.queue('express');
     app.get('/infer', async (req, res) => {

@@ -86,13 +86,13 @@ describe('case 12: invalid configuration', () => {
 
     const m = createMonitor(quiet);
     expect(fieldOf(() => m.queue(''))).toBe('queue.name');
-    expect(fieldOf(() => m.queue('q', { concurrency: 0 }))).toBe('queue(q).concurrency');
-    expect(fieldOf(() => m.queue('q', { capacity: -3 }))).toBe('queue(q).capacity');
-    expect(fieldOf(() => m.queue('q', { maxWaiting: -1 }))).toBe('queue(q).maxWaiting');
-    expect(fieldOf(() => m.queue('q', { size: 3 } as never))).toBe('queue(q).size');
-    expect(fieldOf(() => m.deviceMemory({ allocated: 1 as never, reserved: () => 1 }))).toBe('deviceMemory.allocated');
+    expect(fieldOf(() => m.queue('q', { concurrency: 0 }))).toBe('options.concurrency');
+    expect(fieldOf(() => m.queue('q', { capacity: -3 }))).toBe('options.capacity');
+    expect(fieldOf(() => m.queue('q', { maxWaiting: -1 }))).toBe('options.maxWaiting');
+    expect(fieldOf(() => m.queue('q', { size: 3 } as never))).toBe('options.size');
+    expect(fieldOf(() => m.deviceMemory({ allocated: 1 as never, reserved: () => 1 }))).toBe('options.allocated');
     expect(fieldOf(() => m.deviceMemory({ allocated: () => 1, reserved: () => 1, intervalMs: -5 }))).toBe(
-      'deviceMemory.intervalMs',
+      'options.intervalMs',
     );
 
     const startCases: Array<[Record<string, unknown>, string]> = [
@@ -114,7 +114,8 @@ describe('case 12: invalid configuration', () => {
       ).toBe(field);
 
     expect(fieldOf(() => expressSignal(m, { errorStatus: 99 }))).toBe('options.errorStatus');
-    expect(fieldOf(() => expressSignal(m, { model: 'gpt' as never }))).toBe('options.model');
+    expect(fieldOf(() => expressSignal(m, { model: 5 as never }))).toBe('options.model');
+    expect(fieldOf(() => expressSignal(m, { queue: { capacity: 0 } }))).toBe('options.queue.capacity');
     const app = Fastify();
     const registration = await app.register(fastifySignal, { monitor: m, readiness: { path: 'ready' } }).then(
       () => undefined,
@@ -122,8 +123,8 @@ describe('case 12: invalid configuration', () => {
     );
     expect((registration as InferSignalConfigError).field).toBe('options.readiness.path');
     await app.close();
-    expect(fieldOf(() => createGpuSampler(m, { intervalMs: -1 }))).toBe('gpu.intervalMs');
-    expect(fieldOf(() => createGpuSampler(m, { devices: [-1] }))).toBe('gpu.devices');
+    expect(fieldOf(() => createGpuSampler(m, { intervalMs: -1 }))).toBe('options.intervalMs');
+    expect(fieldOf(() => createGpuSampler(m, { devices: [-1] }))).toBe('options.devices');
     await m.close();
   });
 });

@@ -40,7 +40,7 @@ const gpuPoints = (e: Exported): number => GPU_NAMES.reduce((n, name) => n + e.p
 
 async function serving(monitor: Monitor) {
   const app = newExpress();
-  app.use(inferSignal(monitor, { queue: 'http', queueOptions: { capacity: 500 } }));
+  app.use(inferSignal(monitor, { queue: { name: 'http', capacity: 500 } }));
   app.get('/infer', (_req, res) => void res.json({ ok: true }));
   const server = await listenExpress(app);
   cleanup.push(() => server.close());

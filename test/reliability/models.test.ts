@@ -77,7 +77,7 @@ function brokenFiles(): { files: Record<string, string>; remove: () => void } {
 
 async function serve(session: () => MonitoredSession, monitor: import('@infersignal/core').Monitor) {
   const app = newFastify();
-  await app.register(inferSignal, { monitor, queue: 'http', queueOptions: { capacity: 1000 } });
+  await app.register(inferSignal, { monitor, queue: { name: 'http', capacity: 1000 } });
   app.post('/infer', async (request) => {
     const row = (request.body as { x: number[] }).x;
     const { y } = await session().run({ x: new ort.Tensor('float32', Float32Array.from(row), [1, row.length]) });
@@ -153,8 +153,7 @@ describe('case 10: reload under load', () => {
     const options = {
       runtime: counting.runtime,
       sessionOptions: { intraOpNumThreads: 1, interOpNumThreads: 1 },
-      concurrency: 2,
-      maxWaiting: 500,
+      queue: { concurrency: 2, maxWaiting: 500 },
     };
     const session = await createSession(t.monitor, 'chain', fixture('matmul-chain.onnx'), options);
     const server = await serve(() => session, t.monitor);

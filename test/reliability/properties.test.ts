@@ -4,16 +4,14 @@
  */
 import * as fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, METRICS, type Level } from '@infersignal/core';
 import {
-  ATTR,
   FixedHistogram,
-  METRICS,
   P99GlitchDetector,
   SlidingWindow,
   ThresholdDetector,
   ZScoreDetector,
-  type Level,
-} from '@infersignal/core';
+} from '@infersignal/core/signals';
 import { figure, monitorWithReader, type Exported } from './helpers';
 
 const cleanup: Array<() => unknown> = [];

@@ -3,7 +3,8 @@
  * after the timeout) or failing (500) for the whole run, while alerts keep
  * firing and requests keep flowing. The queue stays bounded, each event is
  * retried with doubling backoff, then dropped and counted, and requests do
- * not wait on any of it.
+ * not wait on any of it: they all get their answers while the first
+ * delivery to a receiver that never answers is still waiting.
  */
 import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,7 +21,7 @@ import {
   quantile,
   receiver,
   refusedEndpoint,
-  sleep,
+  until,
 } from './helpers';
 import { listenExpress, newExpress } from './servers';
 
@@ -30,7 +31,7 @@ afterEach(async () => {
 });
 
 const OPTIONS = { timeoutMs: 100, retries: 2, backoffMs: 20, maxQueue: 10 };
-const HANG_TIMEOUT_MS = 20_000;
+const HANG_TIMEOUT_MS = 60_000;
 
 describe('case 8: webhook sink down / slow / 500 for the whole run', () => {
   it('bounded queue, retries with backoff, drops counted, requests never delayed', async () => {
@@ -38,7 +39,7 @@ describe('case 8: webhook sink down / slow / 500 for the whole run', () => {
     const t = monitorWithReader({ onAlert: () => {} });
     cleanup.push(() => t.close());
     const app = newExpress();
-    app.use(expressSignal(t.monitor, { queue: 'q', queueOptions: { capacity: 1000 } }));
+    app.use(expressSignal(t.monitor, { queue: { name: 'q', capacity: 1000 } }));
     app.get('/infer', (_req, res) => void res.json({ ok: true }));
     const server = await listenExpress(app);
     cleanup.push(() => server.close());
@@ -75,7 +76,7 @@ describe('case 8: webhook sink down / slow / 500 for the whole run', () => {
       down: t.monitor.webhook(`${await refusedEndpoint()}/hook`, OPTIONS),
       slow: t.monitor.webhook(`${slow.url}/hook`, OPTIONS),
       error500: t.monitor.webhook(`${failing.url}/hook`, OPTIONS),
-      // Accepts and never answers, with a long timeout: a request waiting on it would wait 20 s.
+      // Accepts and never answers, with a timeout longer than the test: its first attempt is never over.
       hang: t.monitor.webhook(`${hole.url}/hook`, { ...OPTIONS, timeoutMs: HANG_TIMEOUT_MS }),
     };
 
@@ -99,8 +100,16 @@ describe('case 8: webhook sink down / slow / 500 for the whole run', () => {
       }
     }, 5);
     const during = await load(600);
-    // Alerts keep coming for a while after the load too, so every retry path has run.
-    await sleep(400);
+    // Every request has its answer and the hang sink's first attempt is still waiting (one connection, open):
+    // no request waited on a delivery.
+    const hangAttempts = { accepted: hole.accepted(), open: hole.open() };
+    expect(hangAttempts).toEqual({ accepted: 1, open: 1 });
+    // Alerts keep coming until every retry path has run (bounded poll).
+    await until(
+      () => failing.requests.length >= OPTIONS.retries + 1 && slow.requests.length >= OPTIONS.retries + 1,
+      10_000,
+      'every retry path',
+    );
     clearInterval(fire);
 
     // Retries: the 500 receiver saw each event's attempts spaced by the doubling backoff.
@@ -132,19 +141,14 @@ describe('case 8: webhook sink down / slow / 500 for the whole run', () => {
     const droppedSinks = sinks.down.dropped + sinks.slow.dropped + sinks.error500.dropped + sinks.hang.dropped;
     expect(droppedCounter).toBe(droppedSinks);
 
-    // Never delaying requests: the report path is O(1) and the HTTP tail is unchanged.
+    // What a push and a request cost here are figures (the goals are `pnpm bench:hot-path`'s and
+    // `pnpm bench:server`'s): on a shared machine they measure the machine.
     const perEventUs = Number(reportNs) / 1000 / (2 * pushed);
-    // A push that waited on delivery would cost ≥ the 100 ms timeout; 0.5 ms leaves room for a loaded machine.
-    expect(perEventUs).toBeLessThan(500);
     const p99Base = quantile(baseline, 0.99);
     const p99During = quantile(during, 0.99);
-    // A request that waited on a delivery would wait out the black-holed sink's 20 s timeout.
-    // The medians compare the typical request before and during (generous: the machine is shared).
     const p50Base = quantile(baseline, 0.5);
     const p50During = quantile(during, 0.5);
     const maxDuring = Math.max(...during);
-    expect(maxDuring).toBeLessThan(HANG_TIMEOUT_MS / 4);
-    expect(p50During).toBeLessThan(Math.max(4 * p50Base, p50Base + 50));
 
     // Memory: another 20 000 events against the three failing sinks do not grow the heap.
     const heapBefore = await heapAfterGc();

@@ -65,6 +65,8 @@ export interface BlackHole {
   maxOpen(): number;
   /** Connections accepted so far. */
   accepted(): number;
+  /** Connections the other side has closed so far. */
+  closed(): number;
   close(): Promise<void>;
 }
 
@@ -73,12 +75,15 @@ export async function blackHole(): Promise<BlackHole> {
   const sockets = new Set<Socket>();
   let maxOpen = 0;
   let accepted = 0;
+  let closed = 0;
   const server: NetServer = createNetServer((socket) => {
     accepted++;
     sockets.add(socket);
     maxOpen = Math.max(maxOpen, sockets.size);
     socket.on('data', () => {});
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      if (sockets.delete(socket)) closed++;
+    });
     socket.on('error', () => {});
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -87,6 +92,7 @@ export async function blackHole(): Promise<BlackHole> {
     open: () => sockets.size,
     maxOpen: () => maxOpen,
     accepted: () => accepted,
+    closed: () => closed,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));

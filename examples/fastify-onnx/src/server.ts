@@ -192,7 +192,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     session = await createSession(monitor, modelName, modelPath, {
       sessionOptions: { intraOpNumThreads: threads, interOpNumThreads: 1, executionProviders: ['cpu'] },
       // Requests and stream tokens meet here; the per-route queues bound how many of each.
-      maxWaiting: 4096,
+      queue: { maxWaiting: 4096 },
     });
     const runSeconds = await warmUp(session, rows, 15);
     const inferCapacity = Math.max(8, Math.min(4096, Math.round(queueSeconds / runSeconds)));

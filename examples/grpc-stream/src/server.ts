@@ -39,11 +39,9 @@ export async function startServer(monitor: Monitor, port: number): Promise<{ por
   server.addService(
     Inference.service,
     instrumentService(monitor, Inference.service, implementation, {
-      queue: 'grpc',
       // The handlers are async timers: 48 streams at once is what this
       // "model" serves (c for core's capacity model); 64 calls fill the queue.
-      capacity: 64,
-      concurrency: 48,
+      queue: { name: 'grpc', capacity: 64, concurrency: 48 },
       shed: true,
       // The model a client asks for, from the request metadata.
       model: (method, metadata) => String(metadata.get('x-model')[0] ?? method.method),

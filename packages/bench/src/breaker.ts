@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
-import type { Attributes, Counter, Gauge, Meter } from '@opentelemetry/api';
+import type { Attributes, Meter } from '@opentelemetry/api';
 import { ATTR, METRICS, type Level, type Monitor } from '@infersignal/core';
+import type { CounterRecorder, Gauge, GaugeObserver, Signal, SignalContext } from '@infersignal/core/signals';
 import CircuitBreaker from 'opossum';
 
 /** The breaker's instruments; names live in core's names file with every other metric. */
@@ -16,7 +17,7 @@ export const BREAKER_ATTR = {
   result: ATTR.breakerResult,
 } as const;
 
-/** The signal a breaker reports to the monitor (`monitor.report`). */
+/** The level a breaker announces to its monitor. */
 export const BREAKER_SIGNAL = 'circuit_breaker';
 
 export type BreakerState = 'closed' | 'halfOpen' | 'open';
@@ -25,11 +26,11 @@ const STATE_LEVEL: Record<BreakerState, Level> = { closed: 'ok', halfOpen: 'warn
 
 export interface BreakerOptions {
   name?: string;
-  /** Failure share (percent) of the rolling window that opens the breaker (seed default 30). */
+  /** Failure share (percent) of the rolling window that opens the breaker (default 30). */
   errorThresholdPercentage?: number;
-  /** Calls in the window before the breaker may open (seed default 20). */
+  /** Calls in the window before the breaker may open (default 20). */
   volumeThreshold?: number;
-  /** Time open before a half-open probe is let through (seed default 60 s). */
+  /** Time open before a half-open probe is let through (default 60 s). */
   resetTimeoutMs?: number;
   /** Per-call timeout counted as a failure (default 10 s; false: none). */
   timeoutMs?: number | false;
@@ -38,9 +39,9 @@ export interface BreakerOptions {
   rollingCountBuckets?: number;
   /** Rotate the window's buckets yourself (calibration does, per step). */
   rotateBucketController?: EventEmitter;
-  /** Metrics go to `monitor.meter` and state changes to `monitor.report`. */
+  /** Registers the breaker in the monitor's `circuitBreakers` signal: metrics in its export mode, state changes as levels. */
   monitor?: Monitor;
-  /** Or only a meter. */
+  /** Or, without a monitor, metrics on this meter only. */
   meter?: Meter;
 }
 
@@ -66,9 +67,10 @@ export interface Breaker<A extends unknown[], R> {
 const MAX_TRANSITIONS = 1000;
 
 /**
- * A circuit breaker around a model backend, built on opossum, with the seed
- * document's defaults (30 %, 20 calls, 60 s) and its state exported as
- * metrics and as the `circuit_breaker` signal.
+ * A circuit breaker around a model backend, built on opossum (defaults:
+ * opens above 30 % failures once 20 calls are in the window, half-opens
+ * after 60 s), its state exported as metrics and as the `circuit_breaker`
+ * level of the monitor's `circuitBreakers` signal.
  */
 export function createBreaker<A extends unknown[], R>(
   action: (...args: A) => Promise<R>,
@@ -87,12 +89,12 @@ export function createBreaker<A extends unknown[], R>(
     rollingPercentilesEnabled: false,
     ...(options.rotateBucketController ? { rotateBucketController: options.rotateBucketController } : {}),
   } as CircuitBreaker.Options);
-  const monitor = options.monitor;
-  const meter = options.meter ?? monitor?.meter;
   const attrs: Attributes = { [BREAKER_ATTR.name]: name };
-  let gauge: Gauge | null = null;
-  let transitionsCounter: Counter | null = null;
-  let calls: Counter | null = null;
+  const metrics: BreakerMetrics = options.monitor
+    ? monitorMetrics(options.monitor, name, attrs)
+    : options.meter
+      ? meterMetrics(options.meter, attrs)
+      : NO_METRICS;
   const callAttrs: Record<string, Attributes> = {};
   const toAttrs: Record<string, Attributes> = {};
   for (const r of ['success', 'failure', 'timeout', 'reject']) callAttrs[r] = { ...attrs, [BREAKER_ATTR.result]: r };
@@ -101,26 +103,9 @@ export function createBreaker<A extends unknown[], R>(
     try {
       fn();
     } catch (err) {
-      monitor?.internalError(source, err);
+      options.monitor?.internalError(source, err);
     }
   };
-  if (meter) {
-    safe('breaker.metrics', () => {
-      gauge = meter.createGauge(BREAKER_METRICS.state.name, {
-        unit: BREAKER_METRICS.state.unit,
-        description: BREAKER_METRICS.state.description,
-      });
-      transitionsCounter = meter.createCounter(BREAKER_METRICS.transitions.name, {
-        unit: BREAKER_METRICS.transitions.unit,
-        description: BREAKER_METRICS.transitions.description,
-      });
-      calls = meter.createCounter(BREAKER_METRICS.calls.name, {
-        unit: BREAKER_METRICS.calls.unit,
-        description: BREAKER_METRICS.calls.description,
-      });
-      gauge.record(0, attrs);
-    });
-  }
 
   let state: BreakerState = 'closed';
   const transitions: BreakerTransition[] = [];
@@ -134,27 +119,19 @@ export function createBreaker<A extends unknown[], R>(
     const windowErrorRate = windowCalls ? stats.failures / windowCalls : 0;
     if (transitions.length < MAX_TRANSITIONS)
       transitions.push({ from, to, at: Date.now(), windowErrorRate, windowCalls });
-    safe('breaker.metrics', () => {
-      gauge?.record(STATE_VALUE[to], attrs);
-      transitionsCounter?.add(1, toAttrs[to]);
-    });
-    if (monitor) {
-      safe('breaker.report', () =>
-        monitor.report(
-          BREAKER_SIGNAL,
-          STATE_LEVEL[to],
-          STATE_VALUE[to],
-          (options.errorThresholdPercentage ?? 30) / 100,
-          { breaker: name },
-          `circuit breaker ${name} ${to} (window error rate ${(windowErrorRate * 100).toFixed(1)} % over ${windowCalls} calls)`,
-        ),
-      );
-    }
+    safe('breaker.metrics', () =>
+      metrics.entered(
+        to,
+        toAttrs[to]!,
+        (options.errorThresholdPercentage ?? 30) / 100,
+        `circuit breaker ${name} ${to} (window error rate ${(windowErrorRate * 100).toFixed(1)} % over ${windowCalls} calls)`,
+      ),
+    );
   };
   circuit.on('open', () => enter('open'));
   circuit.on('halfOpen', () => enter('halfOpen'));
   circuit.on('close', () => enter('closed'));
-  const count = (result: string) => () => safe('breaker.metrics', () => calls?.add(1, callAttrs[result]));
+  const count = (result: string) => () => safe('breaker.metrics', () => metrics.call(callAttrs[result]!));
   circuit.on('success', count('success'));
   circuit.on('failure', count('failure'));
   circuit.on('timeout', count('timeout'));
@@ -167,6 +144,104 @@ export function createBreaker<A extends unknown[], R>(
     },
     transitions,
     circuit,
-    shutdown: () => circuit.shutdown(),
+    shutdown: () => {
+      circuit.shutdown();
+      metrics.remove();
+    },
+  };
+}
+
+/** Where a breaker's state, transitions and calls go. */
+interface BreakerMetrics {
+  entered(to: BreakerState, toAttributes: Attributes, threshold: number, message: string): void;
+  call(attributes: Attributes): void;
+  remove(): void;
+}
+
+const NO_METRICS: BreakerMetrics = { entered() {}, call() {}, remove() {} };
+
+/** One breaker as its monitor's signal sees it. */
+interface RegisteredBreaker {
+  state: BreakerState;
+  readonly attributes: Attributes;
+}
+
+/**
+ * The breakers of one monitor, registered through the Signal contract like
+ * every signal: counters in the monitor's export mode, the state gauge read
+ * at collection, the `circuit_breaker` level per breaker, and a snapshot
+ * section `circuitBreakers` (state by breaker name).
+ */
+class BreakerSignal implements Signal {
+  readonly name = 'circuitBreakers';
+  readonly breakers = new Map<string, RegisteredBreaker>();
+  readonly transitions: CounterRecorder;
+  readonly calls: CounterRecorder;
+  private readonly state: Gauge;
+
+  constructor(readonly ctx: SignalContext) {
+    this.state = ctx.gauge(BREAKER_METRICS.state);
+    this.transitions = ctx.counter(BREAKER_METRICS.transitions);
+    this.calls = ctx.counter(BREAKER_METRICS.calls);
+  }
+
+  observe(observer: GaugeObserver): void {
+    for (const b of this.breakers.values()) observer.observe(this.state, STATE_VALUE[b.state], b.attributes);
+  }
+
+  snapshot(): Record<string, { state: BreakerState }> | undefined {
+    if (this.breakers.size === 0) return undefined;
+    const out: Record<string, { state: BreakerState }> = {};
+    for (const [name, b] of this.breakers) out[name] = { state: b.state };
+    return out;
+  }
+}
+
+const signals = new WeakMap<Monitor, BreakerSignal>();
+
+function monitorMetrics(monitor: Monitor, name: string, attributes: Attributes): BreakerMetrics {
+  let signal = signals.get(monitor);
+  if (signal === undefined) {
+    signal = monitor.register((ctx) => new BreakerSignal(ctx));
+    signals.set(monitor, signal);
+  }
+  const registered = signal;
+  const breaker: RegisteredBreaker = { state: 'closed', attributes };
+  registered.breakers.set(name, breaker);
+  const labels = { breaker: name };
+  return {
+    entered(to, toAttributes, threshold, message) {
+      breaker.state = to;
+      registered.transitions.add(1, toAttributes);
+      registered.ctx.report(BREAKER_SIGNAL, STATE_LEVEL[to], STATE_VALUE[to], threshold, labels, message);
+    },
+    call(callAttributes) {
+      registered.calls.add(1, callAttributes);
+    },
+    remove() {
+      if (registered.breakers.get(name) === breaker) registered.breakers.delete(name);
+    },
+  };
+}
+
+/** Without a monitor: the OTel API on the given meter (a synchronous state gauge). */
+function meterMetrics(meter: Meter, attributes: Attributes): BreakerMetrics {
+  const spec = BREAKER_METRICS;
+  const gauge = meter.createGauge(spec.state.name, { unit: spec.state.unit, description: spec.state.description });
+  const transitions = meter.createCounter(spec.transitions.name, {
+    unit: spec.transitions.unit,
+    description: spec.transitions.description,
+  });
+  const calls = meter.createCounter(spec.calls.name, { unit: spec.calls.unit, description: spec.calls.description });
+  gauge.record(0, attributes);
+  return {
+    entered(to, toAttributes) {
+      gauge.record(STATE_VALUE[to], attributes);
+      transitions.add(1, toAttributes);
+    },
+    call(callAttributes) {
+      calls.add(1, callAttributes);
+    },
+    remove() {},
   };
 }

@@ -88,8 +88,8 @@ beforeAll(async () => {
   } finally {
     await server.close();
   }
-  // Half the capacity, no metrics, no callback: nothing fails and nothing can alert.
-  const quiet = await startQueueServer();
+  // Half the capacity, admitting everything, no metrics, no callback: nothing fails and nothing can alert.
+  const quiet = await startQueueServer({ shed: false });
   try {
     calm = await runBench({
       target: `${quiet.url}/v1/infer`,

@@ -167,9 +167,10 @@ export class InferSignalConfigError extends Error {
   override readonly name = 'InferSignalConfigError';
   constructor(
     readonly field: string,
-    message: string,
+    /** What is wrong with the field (the message without the field). */
+    readonly detail: string,
   ) {
-    super(`infersignal: invalid config "${field}": ${message}`);
+    super(`infersignal: invalid config "${field}": ${detail}`);
   }
 }
 

@@ -1,126 +1,158 @@
-import type { Counter, Histogram, Meter, Observable, ObservableGauge } from '@opentelemetry/api';
+import {
+  createNoopMeter,
+  type Attributes,
+  type BatchObservableResult,
+  type Histogram,
+  type Meter,
+  type Observable,
+} from '@opentelemetry/api';
+import { InferSignalConfigError } from './config';
+import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder } from './contract';
 import { AggregateCounter, AggregateHistogram } from './export/producer';
-import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec } from './names';
+import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec, type InstrumentType } from './names';
 
 export type ExportMode = 'api' | 'producer';
 
-/** What the hot path calls: an OTel instrument, or core's own aggregate in producer mode. */
-export interface HistogramLike {
-  record(value: number, attributes?: import('@opentelemetry/api').Attributes): void;
-}
-export interface CounterLike {
-  add(value: number, attributes?: import('@opentelemetry/api').Attributes): void;
-}
-
-function histogram(meter: Meter, spec: InstrumentSpec): Histogram {
-  const boundaries = HISTOGRAM_BUCKETS[spec.name];
-  return meter.createHistogram(spec.name, {
-    unit: spec.unit,
-    description: spec.description,
-    // Advisory buckets: SDKs that honour advice use them without a View.
-    ...(boundaries ? { advice: { explicitBucketBoundaries: [...boundaries] } } : {}),
-  });
-}
-
-function counter(meter: Meter, spec: InstrumentSpec): Counter {
-  return meter.createCounter(spec.name, { unit: spec.unit, description: spec.description });
-}
-
-function gauge(meter: Meter, spec: InstrumentSpec): ObservableGauge {
-  return meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
+/** A gauge as the monitor holds it: the spec a signal asked for and the OTel observable behind it. */
+interface ObservedGauge extends Gauge {
+  /** Undefined where the gauge is not exported (a runtime gauge with `runtimeMetrics: false`). */
+  readonly observable: Observable | undefined;
 }
 
 /**
- * The per-request instruments. In producer mode the histograms are core's
- * typed-array aggregates, read at collection time by the MetricProducer, so
- * a request never pays for OTel attribute hashing; in API mode they are OTel
- * histograms. The chosen implementation is fixed at construction, like
- * pino's level functions. Counters are core's aggregates in both modes: in
- * API mode observable counters report their totals at collection (the same
- * cumulative sums), which spares each request and each streamed token one
- * SDK call.
+ * The Node runtime's own figures. With `runtimeMetrics: false` another
+ * exporter (instrumentation-runtime-node) owns these names: they are made,
+ * so signals still record and judge, but not exported.
  */
-function hotPath(meter: Meter, mode: ExportMode) {
-  const h =
-    mode === 'producer'
-      ? (spec: InstrumentSpec): HistogramLike => new AggregateHistogram(spec, HISTOGRAM_BUCKETS[spec.name])
-      : (spec: InstrumentSpec): HistogramLike => histogram(meter, spec);
-  const requests = new AggregateCounter(METRICS.requests);
-  const streams = new AggregateCounter(METRICS.streams);
-  const streamTokens = new AggregateCounter(METRICS.streamTokens);
-  return {
-    queueWait: h(METRICS.queueWait),
-    inferenceDuration: h(METRICS.inferenceDuration),
-    requestDuration: h(METRICS.requestDuration),
-    timeToFirstToken: h(METRICS.timeToFirstToken),
-    timePerOutputToken: h(METRICS.timePerOutputToken),
-    requests: requests as CounterLike,
-    streams: streams as CounterLike,
-    streamTokens: streamTokens as CounterLike,
-    /** API mode: each aggregate counter with the observable counter that reports it. */
-    counterObservables:
-      mode === 'producer'
-        ? []
-        : [requests, streams, streamTokens].map((aggregate) => ({
-            aggregate,
-            observable: meter.createObservableCounter(aggregate.spec.name, {
-              unit: aggregate.spec.unit,
-              description: aggregate.spec.description,
-            }),
-          })),
-  };
+const RUNTIME_NAMES: ReadonlySet<string> = new Set(
+  [
+    METRICS.eventLoopDelayP50,
+    METRICS.eventLoopDelayP99,
+    METRICS.eventLoopDelayMax,
+    METRICS.eventLoopUtilization,
+    METRICS.gcDuration,
+  ].map((spec) => spec.name),
+);
+
+/**
+ * The instruments of one monitor, made once per metric name whoever asks
+ * (built-in signals, signals of other packages, the monitor itself). The
+ * implementation is chosen here, once, by export mode, like pino's level
+ * functions:
+ *
+ * - histograms: OTel histograms (api), or core's typed-array aggregates
+ *   read by the MetricProducer at collection (producer), so a request never
+ *   pays for OTel attribute hashing;
+ * - counters: core's aggregates in both modes. In api mode an observable
+ *   counter reports their totals at collection (the same cumulative sums),
+ *   which spares each request and each streamed token one SDK call;
+ * - gauges: OTel observable gauges, read in the monitor's one batch callback.
+ */
+export class Instruments {
+  /** Producer mode: the histograms the MetricProducer exports. */
+  readonly histograms: AggregateHistogram[] = [];
+  /** Every counter; the producer exports them, or the batch callback in api mode. */
+  readonly counters: AggregateCounter[] = [];
+  /** Every observable instrument, for the monitor's batch callback. */
+  readonly observables: Observable[] = [];
+  private readonly counterObservables = new Map<AggregateCounter, Observable>();
+  private readonly byName = new Map<string, HistogramRecorder | AggregateCounter | ObservedGauge>();
+
+  constructor(
+    private readonly meter: Meter,
+    readonly mode: ExportMode,
+    /** Called when an observable was added, so the batch callback can be registered again with it. */
+    private readonly onObservable: () => void,
+    private readonly runtimeMetrics = true,
+  ) {}
+
+  private exported(spec: InstrumentSpec): boolean {
+    return this.runtimeMetrics || !RUNTIME_NAMES.has(spec.name);
+  }
+
+  histogram(spec: InstrumentSpec): HistogramRecorder {
+    return this.get(spec, 'histogram', () => {
+      if (!this.exported(spec)) return createNoopMeter().createHistogram(spec.name);
+      const boundaries = HISTOGRAM_BUCKETS[spec.name];
+      if (this.mode === 'producer') {
+        const aggregate = new AggregateHistogram(spec, boundaries ?? DEFAULT_BOUNDARIES);
+        this.histograms.push(aggregate);
+        return aggregate;
+      }
+      const histogram: Histogram = this.meter.createHistogram(spec.name, {
+        unit: spec.unit,
+        description: spec.description,
+        // Advisory buckets: SDKs that honour advice use them without a View.
+        ...(boundaries ? { advice: { explicitBucketBoundaries: [...boundaries] } } : {}),
+      });
+      return histogram;
+    });
+  }
+
+  counter(spec: InstrumentSpec): CounterRecorder {
+    return this.get(spec, 'counter', () => {
+      const aggregate = new AggregateCounter(spec);
+      this.counters.push(aggregate);
+      if (this.mode === 'api') {
+        const observable = this.meter.createObservableCounter(spec.name, {
+          unit: spec.unit,
+          description: spec.description,
+        });
+        this.counterObservables.set(aggregate, observable);
+        this.addObservable(observable);
+      }
+      return aggregate;
+    });
+  }
+
+  gauge(spec: InstrumentSpec): Gauge {
+    return this.get(spec, 'gauge', () => {
+      if (!this.exported(spec)) return { spec, observable: undefined };
+      const observable = this.meter.createObservableGauge(spec.name, {
+        unit: spec.unit,
+        description: spec.description,
+      });
+      this.addObservable(observable);
+      return { spec, observable };
+    });
+  }
+
+  /** The observer handed to each signal's `observe()` during one collection. */
+  observer(result: BatchObservableResult): GaugeObserver {
+    return {
+      observe(gauge: Gauge, value: number, attributes?: Attributes): void {
+        const { observable } = gauge as ObservedGauge;
+        if (observable !== undefined) result.observe(observable, value, attributes);
+      },
+    };
+  }
+
+  /** Api mode: each counter's totals through its observable counter. */
+  observeCounters(result: BatchObservableResult): void {
+    for (const [aggregate, observable] of this.counterObservables) {
+      for (const [attributes, cell] of aggregate.series) result.observe(observable, cell.value, attributes);
+    }
+  }
+
+  private get<T extends HistogramRecorder | AggregateCounter | ObservedGauge>(
+    spec: InstrumentSpec,
+    type: InstrumentType,
+    create: () => T,
+  ): T {
+    if (spec?.type !== type || typeof spec.name !== 'string')
+      throw new InferSignalConfigError('spec', `${JSON.stringify(spec?.name)} is not a ${type} spec from names.ts`);
+    const existing = this.byName.get(spec.name);
+    if (existing !== undefined) return existing as T;
+    const made = create();
+    this.byName.set(spec.name, made);
+    return made;
+  }
+
+  private addObservable(observable: Observable): void {
+    this.observables.push(observable);
+    this.onObservable();
+  }
 }
 
-/** The observable gauges, read from core's state in one batch callback at collection. */
-function gauges(meter: Meter) {
-  const specs = {
-    queueWaiting: METRICS.queueWaiting,
-    queueInFlight: METRICS.queueInFlight,
-    queueCapacity: METRICS.queueCapacity,
-    queueOccupancy: METRICS.queueOccupancy,
-    backpressureLevel: METRICS.backpressureLevel,
-    modelLoadBaseline: METRICS.modelLoadBaseline,
-    streamInterruptedRatio: METRICS.streamInterruptedRatio,
-    memoryAllocated: METRICS.memoryAllocated,
-    memoryReserved: METRICS.memoryReserved,
-    memoryFragmentation: METRICS.memoryFragmentation,
-    memoryGapGrowth: METRICS.memoryGapGrowth,
-    signalLevel: METRICS.signalLevel,
-    queueArrivalRate: METRICS.queueArrivalRate,
-    queueCompletionRate: METRICS.queueCompletionRate,
-    queueServiceTime: METRICS.queueServiceTime,
-    queueServiceTimeP90: METRICS.queueServiceTimeP90,
-    queueUtilization: METRICS.queueUtilization,
-    queueHeadroom: METRICS.queueHeadroom,
-    queueWaitPredicted: METRICS.queueWaitPredicted,
-    queueTimeToSaturation: METRICS.queueTimeToSaturation,
-    eventLoopDelayP50: METRICS.eventLoopDelayP50,
-    eventLoopDelayP99: METRICS.eventLoopDelayP99,
-    eventLoopDelayMax: METRICS.eventLoopDelayMax,
-    eventLoopUtilization: METRICS.eventLoopUtilization,
-  };
-  return Object.fromEntries(Object.entries(specs).map(([key, spec]) => [key, gauge(meter, spec)])) as Record<
-    keyof typeof specs,
-    ObservableGauge
-  >;
-}
-
-/** Core's OTel instruments, created once per monitor. */
-export function createInstruments(meter: Meter, mode: ExportMode = 'api') {
-  const observables = gauges(meter);
-  const hot = hotPath(meter, mode);
-  return {
-    ...hot,
-    ...observables,
-    /** Every observable instrument, for the monitor's batch callback. */
-    observables: [...Object.values(observables), ...hot.counterObservables.map((c) => c.observable)] as Observable[],
-    modelLoadDuration: histogram(meter, METRICS.modelLoadDuration),
-    modelLoadSpikes: counter(meter, METRICS.modelLoadSpikes),
-    alerts: counter(meter, METRICS.alerts),
-    internalErrors: counter(meter, METRICS.internalErrors),
-    webhookDropped: counter(meter, METRICS.webhookDropped),
-    gcDuration: histogram(meter, METRICS.gcDuration),
-  };
-}
-
-export type Instruments = ReturnType<typeof createInstruments>;
+/** The OTel SDK's default boundaries, for a histogram without a bucket set in names.ts. */
+const DEFAULT_BOUNDARIES: readonly number[] = [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000];

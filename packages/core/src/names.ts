@@ -469,7 +469,7 @@ export const METRICS = {
     type: 'counter',
     unit: '{export}',
     description:
-      'Telemetry exports that failed (collector down, timed out) and were dropped, by signal (metrics, traces).',
+      'OTLP exports that failed (collector down, timed out or refusing) and were dropped, by signal (metrics, traces); counted by @infersignal/node.',
     attributes: [ATTR.exportSignal],
   },
   webhookDropped: {
@@ -499,8 +499,8 @@ export const BUCKETS = {
   /** inference and request duration */
   duration: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
   timePerOutputToken: [0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
-  /** GC pauses */
-  gc: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+  /** GC pauses: the semantic conventions' advice for v8js.gc.duration, so every exporter of it agrees. */
+  gc: [0.01, 0.1, 1, 10],
   /** model load: up to 10 minutes */
   modelLoad: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
   /** TLS handshakes: loopback ~1–5 ms, a slow client or an overloaded server (RSA signing on a blocked loop) seconds. */

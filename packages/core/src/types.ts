@@ -1,5 +1,6 @@
 import type { Attributes, Meter, MeterProvider, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
+import type { Signal, SignalFactory } from './contract';
 
 /** How a request ended. */
 export type Outcome =
@@ -78,6 +79,13 @@ export interface MonitorOptions {
   exportMode?: 'api' | 'producer';
   /** Sample event-loop delay/utilization and GC pauses (default true). */
   eventLoop?: boolean;
+  /**
+   * Export the Node runtime instruments `nodejs.eventloop.*` and
+   * `v8js.gc.duration` (default true). Set false where
+   * `@opentelemetry/instrumentation-runtime-node` exports the same names: the
+   * event-loop signal still samples, judges and alerts.
+   */
+  runtimeMetrics?: boolean;
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
 }
@@ -223,6 +231,8 @@ export interface Snapshot {
   /** Signals currently above ok. */
   active: AlertEvent[];
   internalErrors: number;
+  /** The section of each other registered signal, under its name (e.g. `connections`). */
+  [signal: string]: unknown;
 }
 
 export interface WebhookOptions {
@@ -253,6 +263,12 @@ export interface CoreMetricProducerLike {
   collect(options?: {
     timeoutMillis?: number;
   }): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }>;
+  /**
+   * A producer over the same aggregates for one reader, reporting delta
+   * points where `temporality` says so (asked at each collection). Each delta
+   * reader needs its own: it keeps what it last reported.
+   */
+  forTemporality(temporality: (instrument: 'histogram' | 'counter') => 'cumulative' | 'delta'): CoreMetricProducerLike;
 }
 
 export interface Monitor {
@@ -272,8 +288,16 @@ export interface Monitor {
   /** Posts alerts as Slack-compatible JSON; bounded, never blocks the request path. */
   webhook(url: string, options?: WebhookOptions): WebhookSink;
   /**
-   * Reports a level for a signal computed outside core (adapters, GPU sampler):
-   * emits an alert event on change, like core's own signals.
+   * Registers a signal (see `Signal` in `@infersignal/core/signals`): the
+   * factory gets the signal's context (thresholds, instruments, `report`)
+   * and returns the signal, which the monitor then ticks, observes, counts
+   * in `level()`, snapshots under its name and closes. Returns the signal.
+   * A name already registered throws an InferSignalConfigError.
+   */
+  register<S extends Signal>(factory: SignalFactory<S>): S;
+  /**
+   * Announces a level the application computed itself (a signal of its
+   * own): emits an alert event on change, like every registered signal.
    */
   report(
     signal: SignalName,

@@ -50,8 +50,10 @@ describe('config validation', () => {
 
   it('queue options are validated with the queue named', () => {
     const monitor = createMonitor({ detectorIntervalMs: 0 });
-    expect(fieldOf(() => monitor.queue('gen', { capacity: -1 }))).toBe('queue(gen).capacity');
-    expect(fieldOf(() => monitor.queue('gen', { concurrency: 0 }))).toBe('queue(gen).concurrency');
+    expect(fieldOf(() => monitor.queue('gen', { capacity: -1 }))).toBe('options.capacity');
+    expect(fieldOf(() => monitor.queue('gen', { concurrency: 0 }))).toBe('options.concurrency');
+    expect(() => monitor.queue('gen', { capacity: -1 })).toThrow(/"options\.capacity": queue "gen": must be/);
+    expect(fieldOf(() => monitor.queue('gen', { size: 3 } as never))).toBe('options.size');
   });
 
   it('fuzzed configs are either rejected at creation or run without throwing', () => {

@@ -7,7 +7,7 @@ import {
   SlidingWindow,
   ThresholdDetector,
   ZScoreDetector,
-} from '../src/index';
+} from '../src/signals';
 
 describe('SlidingWindow', () => {
   it('keeps the last N samples and computes nearest-rank quantiles', () => {

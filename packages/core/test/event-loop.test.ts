@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMonitor, METRICS, type AlertEvent, type Level, type Monitor } from '../src/index';
 import { collect, TestReader } from './helpers';
+import { runQueueWaitMs } from '../../../test/support/machine';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 
 function busyWait(ms: number): void {
@@ -11,6 +12,7 @@ function busyWait(ms: number): void {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 let monitor: Monitor | undefined;
 afterEach(async () => {
   await monitor?.close();
@@ -100,7 +102,7 @@ describe('event loop and P99-glitch attribution', () => {
     expect(String(glitch!.details?.rule)).toContain('mlp');
   });
 
-  it('a loop busy with many short runs (6 ms every 12 ms) is not reported as a stall', async () => {
+  it('a loop busy with many short runs (6 ms every 12 ms) is not reported as a stall', async (ctx) => {
     const alerts: AlertEvent[] = [];
     monitor = createMonitor({
       detectorIntervalMs: 0,
@@ -108,9 +110,23 @@ describe('event loop and P99-glitch attribution', () => {
       thresholds: { eventLoop: { delayWarnSeconds: 0.1, sampleIntervalMs: 250 } },
       onAlert: (e) => alerts.push(e),
     });
-    const busy = setInterval(() => busyWait(6), 12);
+    // Runs of 6 ms never add up to a 100 ms delay. A machine that keeps this thread off its CPUs that long
+    // would (the loop stands still meanwhile), so the check needs to know the longest such wait between runs.
+    let waited = runQueueWaitMs();
+    let longestWaitMs = 0;
+    const busy = setInterval(() => {
+      const now = runQueueWaitMs();
+      if (now !== null && waited !== null) longestWaitMs = Math.max(longestWaitMs, now - waited);
+      waited = now;
+      busyWait(6);
+    }, 12);
     await sleep(1500);
     clearInterval(busy);
+    if (longestWaitMs >= 100 - 6 - 12) {
+      const reason = `this thread waited ${longestWaitMs.toFixed(0)} ms for a CPU between two runs: a stall would be the machine's`;
+      console.warn(`[event-loop] skipping the no-stall check: ${reason}`);
+      return ctx.skip(reason);
+    }
     expect(alerts.filter((a) => a.signal === 'event_loop')).toEqual([]);
   });
 
@@ -125,5 +141,30 @@ describe('event loop and P99-glitch attribution', () => {
     const metrics = await collect(reader);
     const gc = metrics.metric(METRICS.gcDuration.name);
     expect(gc?.dataPoints.length ?? 0).toBeGreaterThan(0);
+  });
+
+  it('runtimeMetrics: false leaves nodejs.eventloop.* and v8js.gc.duration to another exporter; the signal still alerts', async () => {
+    const reader = new TestReader();
+    const alerts: AlertEvent[] = [];
+    monitor = createMonitor({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      detectorIntervalMs: 0,
+      runtimeMetrics: false,
+      logger: { warn() {} },
+      thresholds: { eventLoop: { delayWarnSeconds: 0.05, sampleIntervalMs: 20 } },
+      onAlert: (e) => alerts.push(e),
+    });
+    monitor.queue('q'); // one of core's own gauges, still exported
+    let garbage: unknown[] = [];
+    for (let i = 0; i < 200_000; i++) garbage.push({ i, s: `x${i}` });
+    garbage = [];
+    void garbage;
+    busyWait(150);
+    await sleep(60);
+    expect(alerts.some((a) => a.signal === 'event_loop' && a.level !== 'ok')).toBe(true);
+    const names = (await collect(reader)).names();
+    expect(names).toContain(METRICS.queueCapacity.name);
+    expect(names.filter((name) => name.startsWith('nodejs.') || name.startsWith('v8js.'))).toEqual([]);
+    expect(() => createMonitor({ runtimeMetrics: 'no' as never })).toThrow(/runtimeMetrics/);
   });
 });

@@ -1,4 +1,10 @@
-import { MeterProvider, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  MeterProvider,
+  type DataPoint,
+  type Histogram,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
 import { createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
 import { collect, TestReader } from './helpers';
@@ -32,7 +38,10 @@ describe('producer export mode', () => {
       let now = 0;
       const box: { monitor?: Monitor } = {};
       // The reader is created before the monitor, as in an application: the producer is bound lazily.
-      const producer: MetricProducer = { collect: (o) => box.monitor!.metricProducer!.collect(o) };
+      const producer: MetricProducer = {
+        collect: (o) => box.monitor!.metricProducer!.collect(o),
+        forTemporality: (t) => box.monitor!.metricProducer!.forTemporality(t),
+      };
       const reader = new TestReader(exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
       box.monitor = createMonitor({
         meterProvider: new MeterProvider({ readers: [reader] }),
@@ -66,6 +75,81 @@ describe('producer export mode', () => {
     }
     // Gauges still come through the API observables in producer mode.
     expect(producer.metric(METRICS.queueCapacity.name)).toBeDefined();
+  });
+
+  it('a delta producer reports what changed since its last collection, as the SDK does in API mode', async () => {
+    // Each mode runs with a DELTA reader; the producer is made for it with forTemporality.
+    const run = async (exportMode: 'api' | 'producer') => {
+      let now = 0;
+      const box: { monitor?: Monitor } = {};
+      let delta: MetricProducer | undefined;
+      const producer: MetricProducer = {
+        collect: (o) => {
+          delta ??= box.monitor!.metricProducer!.forTemporality(() => 'delta');
+          return delta.collect(o);
+        },
+        forTemporality: () => producer,
+      };
+      const reader = new TestReader({
+        aggregationTemporalitySelector: () => AggregationTemporality.DELTA,
+        ...(exportMode === 'producer' ? { metricProducers: [producer as never] } : {}),
+      });
+      box.monitor = createMonitor({
+        meterProvider: new MeterProvider({ readers: [reader] }),
+        clock: () => now,
+        detectorIntervalMs: 0,
+        traces: false,
+        eventLoop: false,
+        exportMode,
+      });
+      const collections = [];
+      drive(box.monitor, (ms) => (now += ms));
+      collections.push(await collect(reader));
+      // Only one model and one outcome move in the second interval.
+      const queue = box.monitor.queue('gen');
+      for (let i = 0; i < 7; i++) {
+        const ticket = queue.enqueue('model-1');
+        now += 30;
+        ticket.start();
+        now += 10;
+        ticket.end('completed');
+      }
+      collections.push(await collect(reader));
+      // Nothing recorded: no point at all for the per-request instruments.
+      collections.push(await collect(reader));
+      return collections;
+    };
+    const api = await run('api');
+    const producer = await run('producer');
+    // Delta sums are differences of running sums: equal to the SDK's to rounding. No min/max in delta points.
+    // API mode's counters are observable: the SDK reports a 0 delta for every unchanged series, the producer none.
+    const comparable = (metric: MetricData | undefined) =>
+      normalise(metric)
+        ?.filter(({ value }) => value !== 0)
+        .map(({ attributes, value }) =>
+          typeof value === 'number'
+            ? { attributes, value }
+            : { attributes, counts: value.buckets.counts, count: value.count, sum: value.sum?.toFixed(9) },
+        );
+    for (const [i, spec] of [METRICS.queueWait, METRICS.requestDuration, METRICS.requests].entries()) {
+      for (let c = 0; c < 3; c++) {
+        const a = comparable(api[c].metric(spec.name));
+        const p = comparable(producer[c].metric(spec.name));
+        expect(p ?? [], `${spec.name} collection ${c}`).toEqual(a ?? []);
+        if (c < 2) expect(producer[c].metric(spec.name)?.aggregationTemporality).toBe(AggregationTemporality.DELTA);
+      }
+      if (i === 0) {
+        // Second interval: 7 waits of 30 ms for model-1 only, the start of the point is the first collection's end.
+        const [point] = producer[1].points<Histogram>(spec.name);
+        expect(producer[1].points(spec.name)).toHaveLength(1);
+        expect(point.value.count).toBe(7);
+        expect(point.value.sum).toBeCloseTo(0.21, 9);
+        expect(point.startTime).toEqual(producer[0].points(spec.name)[0].endTime);
+      }
+    }
+    expect(producer[2].metric(METRICS.queueWait.name)).toBeUndefined();
+    // The cumulative producer beside it is unchanged by the delta one's reads.
+    expect(api[1].sum(METRICS.requests.name)).toBe(7);
   });
 
   it('api mode has no producer; an invalid mode names the field', () => {

@@ -1,39 +1,29 @@
 import { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
   HTTP_SHED_BODY,
-  InferSignalConfigError,
   createHttpTracking,
   trackedRequestOf,
-  validateHttpTrackingOptions,
   type HttpRequestSignal,
   type HttpTrackingOptions,
-  type Monitor,
-} from '@infersignal/core';
+} from '@infersignal/http';
 
-/** What a handler sees as `req.inferSignal` (core's HTTP request lifecycle). */
+/** What a handler sees as `req.inferSignal` (the shared HTTP request lifecycle of `@infersignal/http`). */
 export type InferSignalRequest = HttpRequestSignal;
 
-export interface InferSignalOptions extends HttpTrackingOptions {
-  /**
-   * Model label of a request, read at arrival (mount the middleware after
-   * your body parser to read `req.body`). Default: the route pattern when
-   * the middleware is mounted on a route, else core's `default`.
-   */
-  model?: (req: Request) => string | undefined;
+/**
+ * The adapters' shared options (`queue`, `model`, `shed`, `autoStart`,
+ * `errorStatus`) and Express's `route`. `model` is read at arrival (mount
+ * the middleware after your body parser to read `req.body`); its default is
+ * the route pattern when the middleware is mounted on a route, else core's
+ * `default`.
+ */
+export interface InferSignalOptions extends HttpTrackingOptions<Request> {
   /** Route pattern label at arrival. Default `req.route.path` (known only when mounted on a route). */
   route?: (req: Request) => string | undefined;
 }
 
-const OPTION_KEYS: ReadonlySet<string> = new Set([
-  'queue',
-  'queueOptions',
-  'model',
-  'route',
-  'shed',
-  'errorStatus',
-  'autoStart',
-]);
 const SOURCE = 'express';
 
 function routePattern(req: Request): string | undefined {
@@ -87,15 +77,14 @@ function accessorServes(req: Request): boolean {
  * Express 4/5 middleware: records each request's arrival in a core queue
  * tracker, exposes `req.inferSignal` (start, stream, SSE, run) and counts the
  * outcome once when the response finishes or the client goes away. The
- * lifecycle is core's; this is where Express shows it the request.
+ * lifecycle is `@infersignal/http`'s; this is where Express shows it the request.
  */
 export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}): RequestHandler {
   if (typeof monitor?.queue !== 'function')
     throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
-  if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
-  validateHttpTrackingOptions(options, OPTION_KEYS);
-  const tracking = createHttpTracking(monitor, options, SOURCE);
-  const modelOf = options.model;
+  if (options?.route !== undefined && typeof options.route !== 'function')
+    throw new InferSignalConfigError('options.route', 'must be a function of the request');
+  const tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: ['route'] });
   const routeOf = options.route ?? routePattern;
 
   return function inferSignalMiddleware(req: Request, res: Response, next: NextFunction): void {
@@ -108,7 +97,7 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
     }
     try {
       const route = tracking.label('route', routeOf, req, undefined);
-      const model = tracking.label('model', modelOf, req, route);
+      const model = tracking.model(req, route);
       const retryAfter = tracking.shed(model);
       if (retryAfter !== undefined) {
         res.statusCode = 503;

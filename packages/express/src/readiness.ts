@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { InferSignalConfigError, readinessAnswer, type Monitor } from '@infersignal/core';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { readinessAnswer } from '@infersignal/http';
 
 export interface ReadinessOptions {
   /** Path answered by readinessRouter() (default `/healthz/ready`). */

@@ -211,7 +211,7 @@ describe.skipIf(!credentials)('instrumentServer on an Express HTTPS server', () 
     // Another server under a name already in use is a config error naming the field.
     const other = createHttpsServer({ key: credentials!.key, cert: credentials!.cert });
     expect(() => instrumentServer(monitor!, other)).toThrow(InferSignalConfigError);
-    expect(() => instrumentServer(monitor!, other)).toThrow(/connections\.name/);
+    expect(() => instrumentServer(monitor!, other)).toThrow(/options\.name/);
 
     await new Promise<void>((resolve) => first.listen(0, '127.0.0.1', resolve));
     await new Promise<void>((resolve) => first.close(() => resolve()));
@@ -226,12 +226,12 @@ describe('instrumentServer options', () => {
     monitor = createMonitor({ detectorIntervalMs: 0, traces: false, eventLoop: false });
     const app = express();
     const plain = (await import('node:http')).createServer(app);
-    expect(() => instrumentServer(monitor!, plain, { capacity: 0 })).toThrow(/connections\.capacity/);
+    expect(() => instrumentServer(monitor!, plain, { capacity: 0 })).toThrow(/options\.capacity/);
     expect(() => instrumentServer(monitor!, plain, { saturationWarn: 0.9, saturationCritical: 0.5 })).toThrow(
-      /connections\.saturationCritical/,
+      /options\.saturationCritical/,
     );
-    expect(() => instrumentServer(monitor!, plain, { reuseWindow: 1.5 })).toThrow(/connections\.reuseWindow/);
-    expect(() => instrumentServer(monitor!, plain, { capcity: 4 } as never)).toThrow(/connections\.capcity/);
+    expect(() => instrumentServer(monitor!, plain, { reuseWindow: 1.5 })).toThrow(/options\.reuseWindow/);
+    expect(() => instrumentServer(monitor!, plain, { capcity: 4 } as never)).toThrow(/options\.capcity/);
     expect(() => instrumentServer(monitor!, {} as never)).toThrow(/"server"/);
     // Nothing was attached by the failed calls.
     expect(plain.listenerCount('connection')).toBe(1);

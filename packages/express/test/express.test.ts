@@ -50,7 +50,7 @@ describe.each([
 
   it('counts 200 requests at concurrency 20 exactly once each, with 200 queue-wait samples', async () => {
     const { app, monitor, reader } = setup();
-    app.use('/v1', inferSignal(monitor, { queueOptions: { capacity: 64, concurrency: 4 } }));
+    app.use('/v1', inferSignal(monitor, { queue: { capacity: 64, concurrency: 4 } }));
     let calls = 0;
     app.get('/v1/infer', (req: Request, res: Response, next: NextFunction) => {
       calls++;
@@ -150,7 +150,7 @@ describe.each([
       if (++arrivals === 10) allArrived.open();
       next();
     });
-    app.use(inferSignal(monitor, { queueOptions: { capacity: 2 }, shed: true }));
+    app.use(inferSignal(monitor, { queue: { capacity: 2 }, shed: true }));
     app.get('/v1/slow', async (req: Request, res: Response) => {
       calls++;
       req.inferSignal!.start();
@@ -251,7 +251,7 @@ describe.each([
     const { app, monitor } = setup();
     const release = gate();
     app.use(readinessRouter(monitor));
-    app.use('/v1', inferSignal(monitor, { queueOptions: { capacity: 2 } }));
+    app.use('/v1', inferSignal(monitor, { queue: { capacity: 2 } }));
     app.get('/v1/slow', async (req: Request, res: Response) => {
       req.inferSignal!.start();
       await release.wait;
@@ -315,7 +315,7 @@ describe.each([
     const { app, monitor, reader } = setup();
     const release = gate();
     let ran = 0;
-    app.use(inferSignal(monitor, { queueOptions: { capacity: 8, concurrency: 1 } }));
+    app.use(inferSignal(monitor, { queue: { capacity: 8, concurrency: 1 } }));
     app.get('/v1/infer', (req: Request, res: Response) => {
       req
         .inferSignal!.run(async () => {
@@ -337,7 +337,10 @@ describe('inferSignal options', () => {
   it('throws at creation naming the bad field', () => {
     expect(() => inferSignal(monitor, { shedd: true } as never)).toThrow(/options\.shedd/);
     expect(() => inferSignal(monitor, { errorStatus: 42 })).toThrow(/options\.errorStatus/);
-    expect(() => inferSignal(monitor, { model: 'llama' as never })).toThrow(/options\.model/);
+    expect(() => inferSignal(monitor, { model: 5 as never })).toThrow(/options\.model/);
+    expect(() => inferSignal(monitor, { route: 'llama' as never })).toThrow(/options\.route/);
+    expect(() => inferSignal(monitor, { queue: { name: 'q', capacity: 0 } })).toThrow(/options\.queue\.capacity/);
+    expect(() => inferSignal(monitor, { queue: { name: 'q', size: 2 } as never })).toThrow(/options\.queue\.size/);
     expect(() => inferSignal({} as never)).toThrow(/monitor/);
     expect(() => readinessRouter(monitor, { path: 'healthz' })).toThrow(/options\.path/);
   });
@@ -345,8 +348,12 @@ describe('inferSignal options', () => {
   it('accepts a shared tracker', () => {
     const tracker = monitor.queue('shared', { capacity: 4 });
     expect(() => inferSignal(monitor, { queue: tracker })).not.toThrow();
-    expect(() => inferSignal(monitor, { queue: tracker, queueOptions: { capacity: 2 } })).toThrow(
+    // The options of before (`queueOptions` beside `queue`) are an unknown key now: refused, named.
+    expect(() => inferSignal(monitor, { queue: tracker, queueOptions: { capacity: 2 } } as never)).toThrow(
       /options\.queueOptions/,
     );
+    // A spec for a queue that exists with other settings is refused; with the same settings it is that queue.
+    expect(() => inferSignal(monitor, { queue: { name: 'shared', capacity: 2 } })).toThrow(/options\.queue\.capacity/);
+    expect(() => inferSignal(monitor, { queue: { name: 'shared', capacity: 4 } })).not.toThrow();
   });
 });

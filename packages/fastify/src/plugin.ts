@@ -7,23 +7,21 @@ import type {
   HookHandlerDoneFunction,
 } from 'fastify';
 import fp from 'fastify-plugin';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
   HTTP_SHED_BODY,
-  InferSignalConfigError,
   createHttpTracking,
   instrumentServer,
-  validateHttpTrackingOptions,
   type HttpRequestSignal,
   type HttpTrackingOptions,
   type InstrumentServerOptions,
-  type Monitor,
   type SseOptions,
   type SseStream,
   type TrackedHttpRequest,
-} from '@infersignal/core';
+} from '@infersignal/http';
 import { readinessHandler } from './readiness';
 
-/** What a handler sees as `request.inferSignal` (core's HTTP request lifecycle). */
+/** What a handler sees as `request.inferSignal` (the shared HTTP request lifecycle of `@infersignal/http`). */
 export interface InferSignalRequest extends HttpRequestSignal {
   /** Route pattern label (`request.routeOptions.url`); never the raw URL. */
   readonly route: string;
@@ -35,13 +33,14 @@ export interface InferSignalRequest extends HttpRequestSignal {
   sse(options?: SseOptions): SseStream;
 }
 
-export interface InferSignalFastifyOptions extends HttpTrackingOptions {
+/**
+ * The adapters' shared options (`queue`, `model`, `shed`, `autoStart`,
+ * `errorStatus`), the monitor, and the plugin's routes and server
+ * instrumentation. `model` is read in onRequest (params, headers and query
+ * are parsed; the body is not yet); its default is the route pattern.
+ */
+export interface InferSignalFastifyOptions extends HttpTrackingOptions<FastifyRequest> {
   monitor: Monitor;
-  /**
-   * Model label of a request, read in onRequest (params, headers and query
-   * are parsed; the body is not yet). Default: the route pattern.
-   */
-  model?: (request: FastifyRequest) => string | undefined;
   /** Also register `GET <path>` (default `/healthz/ready`): 503 while CRITICAL, 200 + snapshot otherwise. */
   readiness?: boolean | { path?: string };
   /**
@@ -67,27 +66,18 @@ declare module 'fastify' {
   }
 }
 
-const OPTION_KEYS: ReadonlySet<string> = new Set([
-  'monitor',
-  'queue',
-  'queueOptions',
-  'model',
-  'shed',
-  'errorStatus',
-  'autoStart',
-  'readiness',
-  'connections',
-]);
+/** The plugin's own options, besides the shared ones. */
+const PLUGIN_KEYS = ['monitor', 'readiness', 'connections'];
 const SOURCE = 'fastify';
 
-/** What the plugin stores on a request: core's lifecycle, whose route is always known here. */
+/** What the plugin stores on a request: the shared lifecycle, whose route is always known here. */
 type FastifyTracked = TrackedHttpRequest & InferSignalRequest;
 
+/** The plugin's own options; the shared ones are checked by createHttpTracking. */
 function validate(options: InferSignalFastifyOptions): void {
   if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
   if (typeof options.monitor?.queue !== 'function')
     throw new InferSignalConfigError('options.monitor', 'must be a monitor from createMonitor()');
-  validateHttpTrackingOptions(options, OPTION_KEYS);
   const readiness = options.readiness;
   if (readiness !== undefined && typeof readiness !== 'boolean') {
     if (typeof readiness !== 'object' || readiness === null)
@@ -118,15 +108,15 @@ function validate(options: InferSignalFastifyOptions): void {
  * inside the scope of your inference routes to leave the rest untracked.
  */
 const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: FastifyInstance, options, done) => {
+  const monitor = options?.monitor;
+  let tracking: ReturnType<typeof createHttpTracking>;
   try {
     validate(options);
+    tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: PLUGIN_KEYS });
   } catch (error) {
     // Fails registration (ready()/listen() reject), naming the field.
     return done(error as Error);
   }
-  const monitor = options.monitor;
-  const tracking = createHttpTracking(monitor, options, SOURCE);
-  const modelOf = options.model;
 
   // Sibling scopes may each register the plugin (one queue each); the decorator is made once.
   if (!fastify.hasRequestDecorator('inferSignal')) fastify.decorateRequest('inferSignal', null);
@@ -141,7 +131,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
         // A plugin registered in an enclosing scope too: the outer one (whose hook ran first) tracks the request.
         if (url !== undefined && routeOptions.config?.inferSignal !== false && request.inferSignal == null) {
           const route = monitor.label('route', url);
-          const model = tracking.label('model', modelOf, request, route);
+          const model = tracking.model(request, route);
           const retryAfter = tracking.shed(model);
           if (retryAfter !== undefined) {
             // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
@@ -152,7 +142,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
               .send(HTTP_SHED_BODY);
             return;
           }
-          // The reply is the owner core hijacks before SSE takes over reply.raw.
+          // The reply is the owner the lifecycle hijacks before SSE takes over reply.raw.
           request.inferSignal = tracking.track(model, route, reply.raw, reply) as FastifyTracked;
         }
       } catch (error) {
@@ -164,7 +154,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
     },
   );
 
-  // No onResponse or onRequestAbort hook: core's one `close` listener on
+  // No onResponse or onRequestAbort hook: the lifecycle's one `close` listener on
   // reply.raw sees both (finished in full, or cut off), hijacked SSE replies
   // included. Each of those hooks makes Fastify add listeners of its own to
   // every request (two for onResponse, one for onRequestAbort), which the
@@ -198,7 +188,12 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
         next();
       });
     } catch (error) {
-      return done(error as Error);
+      // instrumentServer names its own options `options.*`; here they are `options.connections.*`.
+      return done(
+        error instanceof InferSignalConfigError && error.field.startsWith('options')
+          ? new InferSignalConfigError(error.field.replace(/^options/, 'options.connections'), error.detail)
+          : (error as Error),
+      );
     }
   }
 

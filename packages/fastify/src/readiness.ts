@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { InferSignalConfigError, readinessAnswer, type Monitor } from '@infersignal/core';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { readinessAnswer } from '@infersignal/http';
 
 /**
  * Route handler for a Kubernetes readiness probe: 503 while the monitor's

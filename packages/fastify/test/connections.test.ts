@@ -165,7 +165,7 @@ describe('Fastify plugin: connections', () => {
   it('fails registration on a bad connections option, naming the field', async () => {
     const { app, monitor } = setup();
     await expect(app.register(inferSignal, { monitor, connections: { capcity: 4 } as never }).ready()).rejects.toThrow(
-      /connections\.capcity/,
+      /options\.connections\.capcity/,
     );
     const other = Fastify();
     await expect(other.register(inferSignal, { monitor, connections: 'yes' as never }).ready()).rejects.toThrow(

@@ -39,7 +39,7 @@ async function start(instance: FastifyInstance): Promise<string> {
 describe('Fastify plugin', () => {
   it('counts 200 requests at concurrency 20 exactly once each, with 200 queue-wait samples', async () => {
     const { app, monitor, reader } = setup();
-    await app.register(inferSignal, { monitor, queueOptions: { capacity: 64, concurrency: 4 } });
+    await app.register(inferSignal, { monitor, queue: { capacity: 64, concurrency: 4 } });
     let calls = 0;
     app.get('/v1/infer', async (request) => {
       calls++;
@@ -122,7 +122,7 @@ describe('Fastify plugin', () => {
       if (++arrivals === 10) allArrived.open();
       done();
     });
-    await app.register(inferSignal, { monitor, queueOptions: { capacity: 2 }, shed: true });
+    await app.register(inferSignal, { monitor, queue: { capacity: 2 }, shed: true });
     app.get('/v1/slow', async (request) => {
       calls++;
       request.inferSignal!.start();
@@ -217,7 +217,7 @@ describe('Fastify plugin', () => {
   it('readiness answers 503 while CRITICAL and 200 again after recovery', async () => {
     const { app, monitor } = setup();
     const release = gate();
-    await app.register(inferSignal, { monitor, queueOptions: { capacity: 2 }, readiness: true });
+    await app.register(inferSignal, { monitor, queue: { capacity: 2 }, readiness: true });
     app.get('/v1/slow', async (request) => {
       request.inferSignal!.start();
       await release.wait;
@@ -288,7 +288,7 @@ describe('Fastify plugin', () => {
     const { app, monitor, reader } = setup();
     const release = gate();
     let ran = 0;
-    await app.register(inferSignal, { monitor, queueOptions: { capacity: 8, concurrency: 1 } });
+    await app.register(inferSignal, { monitor, queue: { capacity: 8, concurrency: 1 } });
     app.get('/v1/infer', async (request, reply) => {
       try {
         await request.inferSignal!.run(async () => {
@@ -310,7 +310,9 @@ describe('Fastify plugin options', () => {
     for (const [options, field] of [
       [{ monitor, shedd: true }, /options\.shedd/],
       [{ monitor, errorStatus: 42 }, /options\.errorStatus/],
-      [{ monitor, model: 'llama' }, /options\.model/],
+      [{ monitor, model: 5 }, /options\.model/],
+      [{ monitor, queue: { name: 'q', concurrency: 0 } }, /options\.queue\.concurrency/],
+      [{ monitor, queueOptions: { capacity: 2 } }, /options\.queueOptions/],
       [{ monitor, readiness: { path: 'ready' } }, /options\.readiness\.path/],
       [{}, /options\.monitor/],
     ] as const) {

@@ -30,7 +30,7 @@ const KNOWN = new Set([
 const defaultLogger: Logger = { warn: (message) => console.warn(message) };
 
 function fail(field: string, message: string): never {
-  throw new InferSignalConfigError(`gpu.${field}`, message);
+  throw new InferSignalConfigError(field === 'options' ? field : `options.${field}`, message);
 }
 
 function number(field: string, value: unknown, fallback: number, min: number, integer = false): number {
@@ -48,7 +48,7 @@ function nonEmptyString(field: string, value: unknown): string | undefined {
   return value;
 }
 
-/** Validates the options at creation: a bad field throws an InferSignalConfigError naming it (`gpu.<field>`). */
+/** Validates the options at creation: a bad field throws an InferSignalConfigError naming it (`options.<field>`). */
 export function resolveOptions(options: GpuSamplerOptions, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {
   if (typeof options !== 'object' || options === null) fail('options', 'must be an object');
   for (const key of Object.keys(options)) {

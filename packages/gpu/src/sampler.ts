@@ -1,6 +1,6 @@
 import { ATTR, type DeviceMemoryHandle, type Monitor } from '@infersignal/core';
 import { attribute } from './attribution';
-import { registerDeviceGauges, type DeviceGauges } from './gauges';
+import { registerDeviceGauges } from './gauges';
 import { findOnPath } from './nvidia-smi';
 import { resolveOptions, type ResolvedOptions } from './options';
 import { openNvmlSource, openSmiSource, type GpuSource, type Selection, type SourceResult } from './sources';
@@ -74,7 +74,7 @@ class Sampler implements GpuSampler {
   memory: DeviceMemoryHandle | undefined;
   private current: readonly DeviceSample[] = [];
   private reservedBytes: number | undefined;
-  private readonly gauges: DeviceGauges;
+  private readonly removeGauges: () => void;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
   private closed = false;
@@ -98,7 +98,7 @@ class Sampler implements GpuSampler {
   ) {
     this.status = source.kind;
     this.counts.nextDelayMs = o.intervalMs;
-    this.gauges = registerDeviceGauges(monitor.meter, () => this.current);
+    this.removeGauges = registerDeviceGauges(monitor, { current: () => this.current });
     if (source.kind === 'nvml') {
       // NVML answers in microseconds: take the first sample now, so the
       // figures (and whose memory they are) are known before registering.
@@ -216,7 +216,7 @@ class Sampler implements GpuSampler {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.gauges.remove();
+    this.removeGauges();
     this.memory?.stop();
     this.current = [];
     this.reservedBytes = undefined;

@@ -40,9 +40,9 @@ export class CallRecorder {
   }
 
   enqueue(): void {
-    this.ticket = this.instrumentation.options.tracker.enqueue(this.model);
-    // Only calls that stream responses feed signal 4 (time to first
-    // message, interrupted share); a unary answer is not a stream.
+    this.ticket = this.instrumentation.options.gate.enqueue(this.model);
+    // Only calls that stream responses feed the stream signal (time to
+    // first message, interrupted share); a unary answer is not a stream.
     if (this.entry.responseStream) this.stream = this.ticket.stream();
   }
 
@@ -85,8 +85,9 @@ export class CallRecorder {
     this.done = true;
     const { instrumentation } = this;
     try {
-      const seconds = (instrumentation.options.clock() - this.arrival) / 1000;
-      instrumentation.histogram.record(Math.max(seconds, 0), attributesOf(this.entry, code));
+      const { ctx, duration } = instrumentation.calls;
+      // A negative duration (a clock that went backwards) is counted by the monitor, not recorded.
+      ctx.recordSeconds(duration, (ctx.clock() - this.arrival) / 1000, attributesOf(this.entry, code));
       this.stream?.end(streamOutcomeOf(code));
       this.ticket?.end(outcomeOf(code));
     } catch (error) {

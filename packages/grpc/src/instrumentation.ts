@@ -1,6 +1,5 @@
-import { BUCKETS, METRICS } from '@infersignal/core';
-import type { Monitor } from '@infersignal/core';
-import type { Histogram } from '@opentelemetry/api';
+import { METRICS, type Monitor } from '@infersignal/core';
+import type { HistogramRecorder, Signal, SignalContext } from '@infersignal/core/signals';
 import type { Metadata } from '@grpc/grpc-js';
 import { CallRecorder } from './call-recorder';
 import { MethodTable } from './methods';
@@ -17,28 +16,37 @@ export interface ShedStatus {
   metadata?: Metadata;
 }
 
-// One histogram per monitor: instrumentService and the interceptor may be
-// used for several services on the same monitor.
-const histograms = new WeakMap<Monitor, Histogram>();
+/**
+ * `rpc.server.call.duration`, registered once per monitor like every
+ * signal: an OTel histogram, or core's aggregate exported by the monitor's
+ * MetricProducer in producer mode. Calls are judged by core's queue and
+ * stream signals, so this one only records.
+ */
+class GrpcCallSignal implements Signal {
+  readonly name = 'grpc';
+  readonly duration: HistogramRecorder;
 
-function durationHistogram(monitor: Monitor): Histogram {
-  let histogram = histograms.get(monitor);
-  if (histogram === undefined) {
-    const spec = METRICS.rpcCallDuration;
-    histogram = monitor.meter.createHistogram(spec.name, {
-      unit: spec.unit,
-      description: spec.description,
-      advice: { explicitBucketBoundaries: [...BUCKETS.duration] },
-    });
-    histograms.set(monitor, histogram);
+  constructor(readonly ctx: SignalContext) {
+    this.duration = ctx.histogram(METRICS.rpcCallDuration);
   }
-  return histogram;
 }
 
-/** What instrumentService and the interceptor share: options, instruments, the method table. */
+// instrumentService and the interceptor may be used for several services on one monitor.
+const signals = new WeakMap<Monitor, GrpcCallSignal>();
+
+function callSignal(monitor: Monitor): GrpcCallSignal {
+  let signal = signals.get(monitor);
+  if (signal === undefined) {
+    signal = monitor.register((ctx) => new GrpcCallSignal(ctx));
+    signals.set(monitor, signal);
+  }
+  return signal;
+}
+
+/** What instrumentService and the interceptor share: options, the request gate, the duration, the method table. */
 export class Instrumentation {
   readonly options: ResolvedOptions;
-  readonly histogram: Histogram;
+  readonly calls: GrpcCallSignal;
   readonly methods = new MethodTable();
 
   constructor(
@@ -46,7 +54,7 @@ export class Instrumentation {
     options: GrpcInstrumentationOptions | undefined,
   ) {
     this.options = resolveOptions(monitor, options);
-    this.histogram = durationHistogram(monitor);
+    this.calls = callSignal(monitor);
   }
 
   /**
@@ -55,22 +63,14 @@ export class Instrumentation {
    */
   begin(entry: MethodEntry, metadata: Metadata | undefined): CallRecorder {
     const { options, monitor } = this;
-    const arrival = options.clock();
-    const model = this.modelOf(entry, metadata);
+    const arrival = this.calls.ctx.clock();
+    const model = options.gate.model(entry.method, entry, metadata) ?? entry.method;
     const recorder = new CallRecorder(this, entry, model, arrival);
-    if (options.shed) {
-      try {
-        const admission = options.tracker.admit();
-        if (!admission.admit) {
-          options.tracker.reject(model);
-          recorder.shed = shedStatus(options.shedCode, admission.retryAfterSeconds, metadata, monitor);
-          recorder.finish(options.shedCode);
-          return recorder;
-        }
-      } catch (error) {
-        // A broken admission check admits: shedding is an optimisation, answering is the job.
-        monitor.internalError('grpc.shed', error);
-      }
+    const retryAfterSeconds = options.gate.shed(model);
+    if (retryAfterSeconds !== undefined) {
+      recorder.shed = shedStatus(options.shedCode, retryAfterSeconds, metadata, monitor);
+      recorder.finish(options.shedCode);
+      return recorder;
     }
     try {
       recorder.enqueue();
@@ -78,17 +78,6 @@ export class Instrumentation {
       monitor.internalError('grpc', error);
     }
     return recorder;
-  }
-
-  private modelOf(entry: MethodEntry, metadata: Metadata | undefined): string {
-    const fn = this.options.model;
-    if (fn === undefined || metadata === undefined) return entry.method;
-    try {
-      return this.monitor.label('model', fn(entry, metadata));
-    } catch (error) {
-      this.monitor.internalError('grpc.model', error);
-      return entry.method;
-    }
   }
 }
 
@@ -105,14 +94,13 @@ function shedStatus(
   request: Metadata | undefined,
   monitor: Monitor,
 ): ShedStatus {
-  const seconds = Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0 ? retryAfterSeconds : 1;
   let metadata: Metadata | undefined;
   if (request !== undefined) {
     try {
       const MetadataCtor = request.constructor as new () => Metadata;
       metadata = new MetadataCtor();
-      metadata.set('retry-after', String(Math.ceil(seconds)));
-      metadata.set('grpc-retry-pushback-ms', String(Math.round(seconds * 1000)));
+      metadata.set('retry-after', String(Math.ceil(retryAfterSeconds)));
+      metadata.set('grpc-retry-pushback-ms', String(Math.round(retryAfterSeconds * 1000)));
     } catch (error) {
       monitor.internalError('grpc.shed', error);
       metadata = undefined;

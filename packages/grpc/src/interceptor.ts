@@ -1,4 +1,4 @@
-import type { Monitor } from '@infersignal/core';
+import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import type {
   Metadata,
   ServerInterceptingCall,
@@ -37,8 +37,9 @@ export function createServerInterceptor(
   options?: GrpcInstrumentationOptions,
 ): ServerInterceptor {
   if (grpc === null || typeof grpc !== 'object' || typeof grpc.ServerInterceptingCall !== 'function') {
-    throw new TypeError(
-      'infersignal: createServerInterceptor needs the @grpc/grpc-js module (import * as grpc from "@grpc/grpc-js")',
+    throw new InferSignalConfigError(
+      'grpc',
+      'createServerInterceptor needs the @grpc/grpc-js module (import * as grpc from "@grpc/grpc-js")',
     );
   }
   const instrumentation = new Instrumentation(monitor, options);

@@ -48,7 +48,7 @@ export function statusOfError(error: unknown): number {
   return GRPC_STATUS.UNKNOWN;
 }
 
-/** Stream outcome for core's stream handle (signal 4): everything but OK is an interruption. */
+/** Stream outcome for core's stream handle: everything but OK is an interruption. */
 export function streamOutcomeOf(code: number): StreamOutcome {
   switch (code) {
     case GRPC_STATUS.OK:

@@ -32,30 +32,39 @@ describe('options', () => {
     const impl = {};
     const service = Inference.service;
     expect(configError(() => instrumentService(monitor, service, impl, { queueName: 'x' } as never)).field).toBe(
-      'grpc.queueName',
+      'options.queueName',
     );
     expect(
       configError(() => instrumentService(monitor, service, impl, { shedStatus: 'INTERNAL' as never })).field,
-    ).toBe('grpc.shedStatus');
-    expect(configError(() => instrumentService(monitor, service, impl, { capacity: 0 })).field).toBe('grpc.capacity');
-    expect(configError(() => instrumentService(monitor, service, impl, { concurrency: 1.5 })).field).toBe(
-      'grpc.concurrency',
+    ).toBe('options.shedStatus');
+    expect(configError(() => instrumentService(monitor, service, impl, { queue: { capacity: 0 } })).field).toBe(
+      'options.queue.capacity',
     );
-    expect(configError(() => instrumentService(monitor, service, impl, { queue: '' })).field).toBe('grpc.queue');
-    expect(configError(() => instrumentService(monitor, service, impl, { model: 'Infer' as never })).field).toBe(
-      'grpc.model',
+    expect(configError(() => instrumentService(monitor, service, impl, { queue: { concurrency: 1.5 } })).field).toBe(
+      'options.queue.concurrency',
     );
-    expect(configError(() => createServerInterceptor(monitor, grpc, { shed: 'yes' as never })).field).toBe('grpc.shed');
+    // The flat queue settings of before are unknown keys now: refused, named.
+    expect(configError(() => instrumentService(monitor, service, impl, { capacity: 4 } as never)).field).toBe(
+      'options.capacity',
+    );
+    expect(configError(() => instrumentService(monitor, service, impl, { queue: '' })).field).toBe('options.queue');
+    expect(configError(() => instrumentService(monitor, service, impl, { model: 5 as never })).field).toBe(
+      'options.model',
+    );
+    expect(configError(() => createServerInterceptor(monitor, grpc, { shed: 'yes' as never })).field).toBe(
+      'options.shed',
+    );
     monitor.queue('small', { capacity: 2 });
     expect(
-      configError(() => instrumentService(monitor, service, impl, { queue: 'small', capacity: 4 })).message,
+      configError(() => instrumentService(monitor, service, impl, { queue: { name: 'small', capacity: 4 } })).message,
     ).toContain('already exists with capacity 2');
     expect(
-      configError(() => instrumentService(monitor, service, impl, { queue: monitor.queue('small'), concurrency: 2 }))
-        .field,
-    ).toBe('grpc.concurrency');
+      configError(() =>
+        instrumentService(monitor, service, impl, { queue: { name: 'small', capacity: 2, concurrency: 2 } }),
+      ).field,
+    ).toBe('options.queue.concurrency');
     // Same settings on an existing queue are fine (one queue for several services).
-    expect(() => instrumentService(monitor, service, impl, { queue: 'small', capacity: 2 })).not.toThrow();
+    expect(() => instrumentService(monitor, service, impl, { queue: { name: 'small', capacity: 2 } })).not.toThrow();
     expect(() => createServerInterceptor(monitor, {} as never)).toThrow(/needs the @grpc\/grpc-js module/);
   });
 

@@ -15,7 +15,7 @@ import {
   type PushMetricExporter,
   type ResourceMetrics,
 } from '@opentelemetry/sdk-metrics';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import type { StartLogger } from './types';
 
 /** One warning per signal per window: enough to notice, too few to flood logs. */
@@ -76,35 +76,70 @@ export function gaugeTemporality(type: InstrumentType): AggregationTemporality |
     : undefined;
 }
 
-export function guardMetricExporter(inner: PushMetricExporter, failures: ExportFailures): PushMetricExporter {
+/**
+ * The exporter arrives later (an optional peer imported in the background):
+ * work waits for it, and a failed import fails each export like a collector
+ * that is down. Temporality is the configured preference, known at once.
+ */
+export function guardMetricExporter(
+  pending: Promise<PushMetricExporter>,
+  failures: ExportFailures,
+  temporality: (type: InstrumentType) => AggregationTemporality,
+): PushMetricExporter {
+  const ready = settled(pending);
   return {
     export(metrics: ResourceMetrics, done: ResultCallback) {
-      try {
-        inner.export(metrics, guardCallback(failures, 'metrics', done));
-      } catch (err) {
-        failures.record('metrics', err);
-        done({ code: ExportResultCode.FAILED, error: err as Error });
-      }
+      void ready.then((inner) => {
+        if (inner instanceof Error) return fail(failures, 'metrics', inner, done);
+        try {
+          inner.export(metrics, guardCallback(failures, 'metrics', done));
+        } catch (err) {
+          fail(failures, 'metrics', err, done);
+        }
+      });
     },
-    forceFlush: () => inner.forceFlush(),
-    shutdown: () => inner.shutdown(),
-    selectAggregationTemporality: (type: InstrumentType) =>
-      gaugeTemporality(type) ?? inner.selectAggregationTemporality?.(type) ?? AggregationTemporality.CUMULATIVE,
-    selectAggregation: inner.selectAggregation?.bind(inner),
+    forceFlush: async () => {
+      const inner = await ready;
+      if (!(inner instanceof Error)) await inner.forceFlush();
+    },
+    shutdown: async () => {
+      const inner = await ready;
+      if (!(inner instanceof Error)) await inner.shutdown();
+    },
+    selectAggregationTemporality: (type: InstrumentType) => gaugeTemporality(type) ?? temporality(type),
   };
 }
 
-export function guardSpanExporter(inner: SpanExporter, failures: ExportFailures): SpanExporter {
+export function guardSpanExporter(pending: Promise<SpanExporter>, failures: ExportFailures): SpanExporter {
+  const ready = settled(pending);
   return {
     export(spans: ReadableSpan[], done: ResultCallback) {
-      try {
-        inner.export(spans, guardCallback(failures, 'traces', done));
-      } catch (err) {
-        failures.record('traces', err);
-        done({ code: ExportResultCode.FAILED, error: err as Error });
-      }
+      void ready.then((inner) => {
+        if (inner instanceof Error) return fail(failures, 'traces', inner, done);
+        try {
+          inner.export(spans, guardCallback(failures, 'traces', done));
+        } catch (err) {
+          fail(failures, 'traces', err, done);
+        }
+      });
     },
-    shutdown: () => inner.shutdown(),
-    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
+    shutdown: async () => {
+      const inner = await ready;
+      if (!(inner instanceof Error)) await inner.shutdown();
+    },
+    forceFlush: async () => {
+      const inner = await ready;
+      if (!(inner instanceof Error)) await inner.forceFlush?.();
+    },
   };
+}
+
+/** The exporter, or the error its import failed with (never a rejection). */
+function settled<T>(pending: Promise<T>): Promise<T | Error> {
+  return pending.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+}
+
+function fail(failures: ExportFailures, signal: ExportSignal, err: unknown, done: ResultCallback): void {
+  failures.record(signal, err);
+  done({ code: ExportResultCode.FAILED, error: err as Error });
 }

@@ -1,4 +1,8 @@
-export { start, EXPORT_DROPPED } from './start';
+export { start } from './start';
+export { InferSignalInstrumentation } from './instrumentation';
+export type { InferSignalInstrumentationConfig } from './instrumentation';
+export { sdkMetricProducer } from './producer';
+export type { TemporalitySource } from './producer';
 export { collectorPrometheusName } from './prometheus-naming';
 export type { PrometheusKind } from './prometheus-naming';
 export { resolveStartOptions } from './options';
@@ -7,6 +11,7 @@ export type {
   PrometheusOptions,
   OtlpOptions,
   OtlpProtocol,
+  OtlpTemporality,
   PassThroughMonitorOptions,
   StartLogger,
   InferSignal,
@@ -15,4 +20,4 @@ export type {
   MetricsHandler,
   ExportStats,
 } from './types';
-export type { ResolvedStart, ResolvedOtlp, ResolvedPrometheus } from './options';
+export type { ResolvedStart, ResolvedOtlp, ResolvedPrometheus, OtlpTarget } from './options';

@@ -1,11 +1,13 @@
 /**
  * Validates `start()` options and merges them with the standard `OTEL_*`
  * environment variables. Explicit options win over the environment, the
- * environment over the defaults. Every error names the field (or the
- * variable) at fault, at start-up, never later.
+ * environment over the defaults. A bad option throws at start-up naming the
+ * field; a variable whose value cannot be used is reported once and ignored,
+ * as the OpenTelemetry specification asks (env.ts).
  */
 import { InferSignalConfigError } from '@infersignal/core';
-import type { OtlpProtocol, StartOptions } from './types';
+import { OtelEnv } from './env';
+import type { OtlpProtocol, OtlpTemporality, StartLogger, StartOptions } from './types';
 
 export const DEFAULT_PROMETHEUS_PORT = 9464;
 /** Loopback: metrics describe the service's internals, so exposing them is a deliberate choice. */
@@ -20,33 +22,45 @@ export const DEFAULT_CARDINALITY_LIMIT = 2000;
 
 export interface ResolvedPrometheus {
   host: string;
+  /** 0: the OS picks a free port (the server reports the one it got). */
   port: number;
   path: string;
   mount: boolean;
 }
 
-export interface ResolvedOtlp {
+/** Where one signal goes over OTLP. */
+export interface OtlpTarget {
   protocol: OtlpProtocol;
-  /** Full URL per signal (http: `<base>/v1/metrics`; grpc: the base). */
-  metricsUrl: string;
-  tracesUrl: string;
+  /** Full URL (http: `<base>/v1/<signal>` or a per-signal endpoint as given; grpc: the base). */
+  url: string;
   headers: Record<string, string>;
-  intervalMs: number;
   timeoutMs: number;
+}
+
+export interface ResolvedOtlp {
+  /** Undefined when metrics are not exported over OTLP. */
+  metrics: OtlpTarget | undefined;
+  /** Undefined when spans are not exported over OTLP. */
+  traces: OtlpTarget | undefined;
+  intervalMs: number;
+  temporality: OtlpTemporality;
+  /** Whether `otlp` was given explicitly (a missing exporter package is then an error, not a warning). */
+  explicit: boolean;
 }
 
 export interface ResolvedStart {
   serviceName: string;
+  /** `OTEL_SDK_DISABLED=true`: nothing exported, no globals; the monitor still runs its detectors. */
+  disabled: boolean;
   prometheus: ResolvedPrometheus | undefined;
   otlp: ResolvedOtlp | undefined;
   traces: boolean;
   cardinalityLimit: number;
   registerGlobals: boolean;
-  /** Bound on shutdown(): the export timeout. */
+  runtimeMetrics: boolean;
+  /** Bound on shutdown(): the metric export timeout. */
   shutdownTimeoutMs: number;
 }
-
-type Env = Record<string, string | undefined>;
 
 const KNOWN_KEYS = new Set([
   'serviceName',
@@ -67,9 +81,12 @@ const KNOWN_KEYS = new Set([
   'clock',
   'exportMode',
   'eventLoop',
+  'runtimeMetrics',
 ]);
 const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount']);
-const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs']);
+const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
+const PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'grpc'];
+const TEMPORALITIES: readonly OtlpTemporality[] = ['cumulative', 'delta', 'lowmemory'];
 
 function fail(field: string, message: string): never {
   throw new InferSignalConfigError(field, message);
@@ -83,21 +100,18 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function envValue(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value ? value : undefined;
-}
+const isPort = (value: number) => Number.isInteger(value) && value >= 0 && value <= 65535;
+const isPositive = (value: number) => Number.isFinite(value) && value > 0;
 
 function port(value: unknown, field: string): number {
-  if (typeof value === 'string' && /^\d+$/.test(value.trim())) value = Number(value);
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 65535) {
-    fail(field, `must be an integer port in [0, 65535], got ${JSON.stringify(value)}`);
+  if (typeof value !== 'number' || !isPort(value)) {
+    fail(field, `must be an integer port in [0, 65535] (0: a free port), got ${JSON.stringify(value)}`);
   }
   return value;
 }
 
 function positiveMs(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+  if (typeof value !== 'number' || !isPositive(value)) {
     fail(field, `must be a positive number of milliseconds, got ${JSON.stringify(value)}`);
   }
   return value;
@@ -105,34 +119,22 @@ function positiveMs(value: unknown, field: string): number {
 
 function url(value: unknown, field: string): URL {
   if (typeof value !== 'string') fail(field, 'must be a URL string');
+  let parsed: URL;
   try {
-    const parsed = new URL(value);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-      fail(field, `must be http(s), got ${parsed.protocol}`);
-    return parsed;
-  } catch (err) {
-    if (err instanceof InferSignalConfigError) throw err;
+    parsed = new URL(value);
+  } catch {
     return fail(field, `must be a URL, got ${JSON.stringify(value)}`);
   }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    fail(field, `must be http(s), got ${parsed.protocol}`);
+  return parsed;
 }
 
-/** `OTEL_EXPORTER_OTLP_HEADERS`: `k1=v1,k2=v2`, values URL-encoded (OTel spec). */
-export function parseHeaderList(raw: string, field: string): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const pair of raw.split(',')) {
-    if (!pair.trim()) continue;
-    const eq = pair.indexOf('=');
-    if (eq <= 0) fail(field, `expected key=value pairs separated by commas, got "${pair.trim()}"`);
-    try {
-      headers[decodeURIComponent(pair.slice(0, eq).trim())] = decodeURIComponent(pair.slice(eq + 1).trim());
-    } catch {
-      fail(field, `invalid URL encoding in "${pair.trim()}"`);
-    }
-  }
-  return headers;
-}
-
-function resolvePrometheus(option: unknown, env: Env): ResolvedPrometheus | undefined {
+function resolvePrometheus(
+  option: unknown,
+  env: OtelEnv,
+  exporters: string[] | undefined,
+): ResolvedPrometheus | undefined {
   if (option === false) return undefined;
   if (option !== undefined && !isPlainObject(option)) fail('prometheus', 'must be an object or false');
   const o = (option ?? {}) as Record<string, unknown>;
@@ -142,90 +144,164 @@ function resolvePrometheus(option: unknown, env: Env): ResolvedPrometheus | unde
   if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/')))
     fail('prometheus.path', 'must be a path starting with "/"');
   if (o.mount !== undefined && typeof o.mount !== 'boolean') fail('prometheus.mount', 'must be a boolean');
-  const envPort = envValue(env, 'OTEL_EXPORTER_PROMETHEUS_PORT');
+  const explicitPort = o.port === undefined ? undefined : port(o.port, 'prometheus.port');
+  // OTEL_METRICS_EXPORTER without "prometheus" turns the endpoint off unless the option asks for it.
+  if (option === undefined && exporters !== undefined && !exporters.includes('prometheus')) return undefined;
   return {
-    host: (o.host as string | undefined) ?? envValue(env, 'OTEL_EXPORTER_PROMETHEUS_HOST') ?? DEFAULT_PROMETHEUS_HOST,
+    host: (o.host as string | undefined) ?? env.string('OTEL_EXPORTER_PROMETHEUS_HOST') ?? DEFAULT_PROMETHEUS_HOST,
     port:
-      o.port !== undefined
-        ? port(o.port, 'prometheus.port')
-        : envPort !== undefined
-          ? port(envPort, 'OTEL_EXPORTER_PROMETHEUS_PORT')
-          : DEFAULT_PROMETHEUS_PORT,
+      explicitPort ??
+      env.number('OTEL_EXPORTER_PROMETHEUS_PORT', isPort, 'an integer port in [0, 65535]') ??
+      DEFAULT_PROMETHEUS_PORT,
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
   };
 }
 
-function protocol(value: unknown, field: string): OtlpProtocol {
-  if (value === 'http/protobuf' || value === 'grpc') return value;
-  return fail(field, `must be "http/protobuf" or "grpc", got ${JSON.stringify(value)}`);
+interface OtlpChoice {
+  /** Metric export over OTLP was asked for (by option or environment). */
+  metrics: boolean;
+  traces: boolean;
 }
 
-function resolveOtlp(option: unknown, env: Env): ResolvedOtlp | undefined {
-  if (option === false) return undefined;
-  const envEndpoint = envValue(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
-  if (option === undefined && envEndpoint === undefined) return undefined;
-  if (option !== undefined && !isPlainObject(option)) fail('otlp', 'must be an object or false');
-  const o = (option ?? {}) as Record<string, unknown>;
+function validateOtlpOption(o: Record<string, unknown>): void {
   checkKeys(o, OTLP_KEYS, 'otlp.');
-
-  const envProtocol = envValue(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
-  const proto =
-    o.protocol !== undefined
-      ? protocol(o.protocol, 'otlp.protocol')
-      : envProtocol !== undefined
-        ? protocol(envProtocol, 'OTEL_EXPORTER_OTLP_PROTOCOL')
-        : 'http/protobuf';
-  const base =
-    o.endpoint !== undefined
-      ? url(o.endpoint, 'otlp.endpoint')
-      : envEndpoint !== undefined
-        ? url(envEndpoint, 'OTEL_EXPORTER_OTLP_ENDPOINT')
-        : new URL(proto === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318');
-
+  if (o.protocol !== undefined && !PROTOCOLS.includes(o.protocol as OtlpProtocol))
+    fail('otlp.protocol', `must be "http/protobuf" or "grpc", got ${JSON.stringify(o.protocol)}`);
+  if (o.temporality !== undefined && !TEMPORALITIES.includes(o.temporality as OtlpTemporality))
+    fail('otlp.temporality', `must be "cumulative", "delta" or "lowmemory", got ${JSON.stringify(o.temporality)}`);
+  if (o.endpoint !== undefined) url(o.endpoint, 'otlp.endpoint');
   if (o.headers !== undefined) {
     if (!isPlainObject(o.headers)) fail('otlp.headers', 'must be an object of strings');
     for (const [key, value] of Object.entries(o.headers)) {
       if (typeof value !== 'string') fail(`otlp.headers.${key}`, 'must be a string');
     }
   }
-  const envHeaders = envValue(env, 'OTEL_EXPORTER_OTLP_HEADERS');
-  const headers = {
-    ...(envHeaders ? parseHeaderList(envHeaders, 'OTEL_EXPORTER_OTLP_HEADERS') : {}),
-    ...(o.headers as Record<string, string> | undefined),
-  };
-
-  const intervalMs =
-    o.intervalMs === undefined ? DEFAULT_EXPORT_INTERVAL_MS : positiveMs(o.intervalMs, 'otlp.intervalMs');
-  const timeoutMs =
-    o.timeoutMs === undefined
-      ? Math.min(DEFAULT_EXPORT_TIMEOUT_MS, intervalMs)
-      : positiveMs(o.timeoutMs, 'otlp.timeoutMs');
+  if (o.intervalMs !== undefined) positiveMs(o.intervalMs, 'otlp.intervalMs');
+  if (o.timeoutMs !== undefined) positiveMs(o.timeoutMs, 'otlp.timeoutMs');
   // The periodic reader refuses a timeout longer than its period.
-  if (timeoutMs > intervalMs) fail('otlp.timeoutMs', `must be ≤ otlp.intervalMs (${intervalMs}), got ${timeoutMs}`);
+  if (o.intervalMs !== undefined && o.timeoutMs !== undefined && (o.timeoutMs as number) > (o.intervalMs as number))
+    fail('otlp.timeoutMs', `must be ≤ otlp.intervalMs (${o.intervalMs}), got ${o.timeoutMs}`);
+}
 
-  // The spec: OTEL_EXPORTER_OTLP_ENDPOINT is a base; HTTP appends /v1/<signal>, gRPC uses it as is.
-  const baseText = base.href.replace(/\/+$/, '');
+function otlpTarget(
+  signal: 'metrics' | 'traces',
+  o: Record<string, unknown>,
+  env: OtelEnv,
+  timeoutMs: number,
+): OtlpTarget {
+  const SIGNAL = signal.toUpperCase();
+  const envProtocol = (name: string) => {
+    const raw = env.string(name)?.toLowerCase();
+    if (raw === undefined) return undefined;
+    if (PROTOCOLS.includes(raw as OtlpProtocol)) return raw as OtlpProtocol;
+    return env.ignore(name, `"http/protobuf" or "grpc" (http/json is not offered)`);
+  };
+  const protocol =
+    (o.protocol as OtlpProtocol | undefined) ??
+    envProtocol(`OTEL_EXPORTER_OTLP_${SIGNAL}_PROTOCOL`) ??
+    envProtocol('OTEL_EXPORTER_OTLP_PROTOCOL') ??
+    'http/protobuf';
+  // The spec: OTEL_EXPORTER_OTLP_ENDPOINT is a base (HTTP appends /v1/<signal>, gRPC uses it as is);
+  // OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT is used exactly as given. An explicit option wins over both.
+  const perSignalName = `OTEL_EXPORTER_OTLP_${SIGNAL}_ENDPOINT`;
+  const perSignal = o.endpoint === undefined && env.url(perSignalName) ? env.string(perSignalName) : undefined;
+  let target: string;
+  if (perSignal) target = perSignal;
+  else {
+    const base =
+      (o.endpoint !== undefined ? new URL(o.endpoint as string) : env.url('OTEL_EXPORTER_OTLP_ENDPOINT')) ??
+      new URL(protocol === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318');
+    const text = base.href.replace(/\/+$/, '');
+    target = protocol === 'grpc' ? text : `${text}/v1/${signal}`;
+  }
   return {
-    protocol: proto,
-    metricsUrl: proto === 'grpc' ? baseText : `${baseText}/v1/metrics`,
-    tracesUrl: proto === 'grpc' ? baseText : `${baseText}/v1/traces`,
-    headers,
-    intervalMs,
+    protocol,
+    url: target,
+    headers: {
+      ...env.headers('OTEL_EXPORTER_OTLP_HEADERS'),
+      ...env.headers(`OTEL_EXPORTER_OTLP_${SIGNAL}_HEADERS`),
+      ...(o.headers as Record<string, string> | undefined),
+    },
     timeoutMs,
   };
 }
 
-export function resolveStartOptions(options: StartOptions, env: Env = process.env): ResolvedStart {
+function resolveOtlp(option: unknown, env: OtelEnv, choice: OtlpChoice): ResolvedOtlp | undefined {
+  if (option === false) return undefined;
+  if (option !== undefined && !isPlainObject(option)) fail('otlp', 'must be an object or false');
+  const o = (option ?? {}) as Record<string, unknown>;
+  validateOtlpOption(o);
+  if (!choice.metrics && !choice.traces) return undefined;
+
+  const ms = (name: string) => env.number(name, isPositive, 'a positive number of milliseconds');
+  const intervalMs =
+    (o.intervalMs as number | undefined) ?? ms('OTEL_METRIC_EXPORT_INTERVAL') ?? DEFAULT_EXPORT_INTERVAL_MS;
+  const genericTimeout = ms('OTEL_EXPORTER_OTLP_TIMEOUT');
+  let metricsTimeout =
+    (o.timeoutMs as number | undefined) ??
+    ms('OTEL_EXPORTER_OTLP_METRICS_TIMEOUT') ??
+    ms('OTEL_METRIC_EXPORT_TIMEOUT') ??
+    genericTimeout ??
+    Math.min(DEFAULT_EXPORT_TIMEOUT_MS, intervalMs);
+  if (metricsTimeout > intervalMs) {
+    if (o.timeoutMs !== undefined)
+      fail('otlp.timeoutMs', `must be ≤ the export interval (${intervalMs}), got ${metricsTimeout}`);
+    // From the environment: the SDK's own rule, the timeout clamped to the interval.
+    env.ignore('OTEL_METRIC_EXPORT_TIMEOUT', `at most the export interval (${intervalMs} ms); using ${intervalMs} ms`);
+    metricsTimeout = intervalMs;
+  }
+  const tracesTimeout =
+    (o.timeoutMs as number | undefined) ??
+    ms('OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') ??
+    genericTimeout ??
+    DEFAULT_EXPORT_TIMEOUT_MS;
+  return {
+    metrics: choice.metrics ? otlpTarget('metrics', o, env, metricsTimeout) : undefined,
+    traces: choice.traces ? otlpTarget('traces', o, env, tracesTimeout) : undefined,
+    intervalMs,
+    temporality:
+      (o.temporality as OtlpTemporality | undefined) ??
+      env.choice('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', TEMPORALITIES) ??
+      'cumulative',
+    explicit: option !== undefined,
+  };
+}
+
+/** Which signals go over OTLP: explicit options first, then OTEL_*_EXPORTER, then whether an endpoint is set. */
+function otlpChoice(options: StartOptions, env: OtelEnv, metricsExporters: string[] | undefined): OtlpChoice {
+  if (options.otlp === false) return { metrics: false, traces: false };
+  const given = options.otlp !== undefined;
+  // A variable whose value is ignored (not a URL) does not turn OTLP on.
+  const endpoint = (signal: string) =>
+    env.url('OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined ||
+    env.url(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`) !== undefined;
+  const metrics = given || (metricsExporters ? metricsExporters.includes('otlp') : endpoint('METRICS'));
+  const tracesExporters = env.list('OTEL_TRACES_EXPORTER', ['otlp', 'none']);
+  const traces =
+    options.traces !== false &&
+    (tracesExporters && options.traces !== true
+      ? tracesExporters.includes('otlp') && !tracesExporters.includes('none')
+      : given || endpoint('TRACES'));
+  return { metrics, traces };
+}
+
+/**
+ * Resolves the options and the environment. Throws `InferSignalConfigError`
+ * for a bad option; warns (through `options.logger`, once each) about
+ * `OTEL_*` values it ignores.
+ */
+export function resolveStartOptions(options: StartOptions): ResolvedStart {
   if (typeof options !== 'object' || options === null || Array.isArray(options))
     fail('options', 'start() takes an options object');
   checkKeys(options, KNOWN_KEYS, '');
+  if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
+    fail('logger', 'must have a warn(message) method');
   if (options.serviceName !== undefined && (typeof options.serviceName !== 'string' || options.serviceName === '')) {
     fail('serviceName', 'must be a non-empty string');
   }
-  if (options.traces !== undefined && typeof options.traces !== 'boolean') fail('traces', 'must be a boolean');
-  if (options.registerGlobals !== undefined && typeof options.registerGlobals !== 'boolean') {
-    fail('registerGlobals', 'must be a boolean');
+  for (const key of ['traces', 'registerGlobals', 'runtimeMetrics'] as const) {
+    if (options[key] !== undefined && typeof options[key] !== 'boolean') fail(key, 'must be a boolean');
   }
   const limit = options.cardinalityLimit ?? DEFAULT_CARDINALITY_LIMIT;
   if (!Number.isInteger(limit) || limit < 2)
@@ -233,17 +309,38 @@ export function resolveStartOptions(options: StartOptions, env: Env = process.en
   for (const key of ['metricReaders', 'metricProducers', 'spanProcessors'] as const) {
     if (options[key] !== undefined && !Array.isArray(options[key])) fail(key, 'must be an array');
   }
-  if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
-    fail('logger', 'must have a warn(message) method');
 
-  const otlp = resolveOtlp(options.otlp, env);
+  const logger: StartLogger = options.logger ?? console;
+  const env = new OtelEnv((message) => logger.warn(message));
+  const disabled = env.boolean('OTEL_SDK_DISABLED');
+  let metricsExporters = env.list('OTEL_METRICS_EXPORTER', ['otlp', 'prometheus', 'none']);
+  if (metricsExporters?.includes('none')) metricsExporters = [];
+  const prometheus = resolvePrometheus(options.prometheus, env, metricsExporters);
+  const otlp = resolveOtlp(options.otlp, env, otlpChoice(options, env, metricsExporters));
+  const serviceName = options.serviceName ?? env.string('OTEL_SERVICE_NAME') ?? 'unknown_service:node';
+  const shutdownTimeoutMs = otlp?.metrics?.timeoutMs ?? otlp?.traces?.timeoutMs ?? DEFAULT_EXPORT_TIMEOUT_MS;
+  if (disabled) {
+    return {
+      serviceName,
+      disabled,
+      prometheus: undefined,
+      otlp: undefined,
+      traces: false,
+      cardinalityLimit: limit,
+      registerGlobals: false,
+      runtimeMetrics: options.runtimeMetrics ?? true,
+      shutdownTimeoutMs,
+    };
+  }
   return {
-    serviceName: options.serviceName ?? envValue(env, 'OTEL_SERVICE_NAME') ?? 'unknown_service:node',
-    prometheus: resolvePrometheus(options.prometheus, env),
+    serviceName,
+    disabled,
+    prometheus,
     otlp,
-    traces: options.traces ?? (otlp !== undefined || (options.spanProcessors?.length ?? 0) > 0),
+    traces: options.traces ?? (otlp?.traces !== undefined || (options.spanProcessors?.length ?? 0) > 0),
     cardinalityLimit: limit,
     registerGlobals: options.registerGlobals ?? true,
-    shutdownTimeoutMs: otlp?.timeoutMs ?? DEFAULT_EXPORT_TIMEOUT_MS,
+    runtimeMetrics: options.runtimeMetrics ?? true,
+    shutdownTimeoutMs,
   };
 }

@@ -7,12 +7,11 @@
  * unit `1` gauges → `_ratio`, `{request}`-style annotations dropped). Left
  * alone, the same histogram would be `…_duration` when scraped here and
  * `…_duration_seconds` behind a Collector, and every dashboard and rule
- * would work for only one of the two. This serializer renames each metric by
+ * would work for only one of the two. `/metrics` here names each metric by
  * its descriptor the Collector's way, so both paths give the names core's
  * `prometheusName()` documents.
  */
-import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { DataPointType, type MetricData, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import { DataPointType, type MetricData } from '@opentelemetry/sdk-metrics';
 
 export type PrometheusKind = 'counter' | 'updowncounter' | 'gauge' | 'histogram';
 
@@ -94,11 +93,11 @@ export function prometheusKind(metric: MetricData): PrometheusKind {
   }
 }
 
-export class CollectorNamingSerializer extends PrometheusSerializer {
-  /** One entry per instrument: bounded by the instruments the app creates. */
+/** The Collector-style name of each metric, cached per instrument (bounded by the instruments the app creates). */
+export class CollectorNames {
   private readonly names = new Map<string, string>();
 
-  private rename(metric: MetricData): MetricData {
+  of(metric: MetricData): string {
     const { name, unit } = metric.descriptor;
     const kind = prometheusKind(metric);
     const key = `${name}\u0000${unit}\u0000${kind}`;
@@ -107,18 +106,6 @@ export class CollectorNamingSerializer extends PrometheusSerializer {
       renamed = collectorPrometheusName(name, unit, kind);
       this.names.set(key, renamed);
     }
-    return renamed === name
-      ? metric
-      : ({ ...metric, descriptor: { ...metric.descriptor, name: renamed } } as MetricData);
-  }
-
-  override serialize(resourceMetrics: ResourceMetrics): string {
-    return super.serialize({
-      resource: resourceMetrics.resource,
-      scopeMetrics: resourceMetrics.scopeMetrics.map((scope) => ({
-        scope: scope.scope,
-        metrics: scope.metrics.map((metric) => this.rename(metric)),
-      })),
-    });
+    return renamed;
   }
 }

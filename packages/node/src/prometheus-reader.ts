@@ -3,27 +3,37 @@
  * loopback server or through a handler the app mounts.
  *
  * Not `PrometheusExporter` itself: its constructor reads `port || 9464`, so
- * port 0 (a free port) is impossible; it binds every interface unless told
- * otherwise; a port already in use surfaces only through `diag`; and its
- * serializer cannot be swapped for the Collector-style names.
+ * port 0 (an OS-chosen port) is impossible; it binds every interface unless told
+ * otherwise; a port already in use surfaces only through `diag`; its
+ * serializer cannot be swapped for the Collector-style names; and the
+ * package pins exact SDK versions (prometheus-exposition.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AggregationTemporality, MetricReader, type MetricProducer } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  MetricReader,
+  type InstrumentType,
+  type MetricProducer,
+} from '@opentelemetry/sdk-metrics';
 import { gaugeTemporality } from './export-guard';
-import { CollectorNamingSerializer } from './prometheus-naming';
+import { serializeExposition } from './prometheus-exposition';
+import { CollectorNames } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
 
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
+/** Prometheus wants cumulative series; gauges as DELTA so a vanished series is not re-exported stale. */
+export const prometheusTemporality = (type: InstrumentType): AggregationTemporality =>
+  gaugeTemporality(type) ?? AggregationTemporality.CUMULATIVE;
+
 export class PrometheusReader extends MetricReader {
-  private readonly serializer = new CollectorNamingSerializer(undefined, false);
+  private readonly names = new CollectorNames();
 
   constructor(cardinalityLimit: number, metricProducers: MetricProducer[] | undefined) {
     super({
-      // Prometheus wants cumulative series; gauges as DELTA so a vanished series is not re-exported stale.
-      aggregationTemporalitySelector: (type) => gaugeTemporality(type) ?? AggregationTemporality.CUMULATIVE,
+      aggregationTemporalitySelector: prometheusTemporality,
       cardinalitySelector: () => cardinalityLimit,
       metricProducers,
     });
@@ -33,7 +43,7 @@ export class PrometheusReader extends MetricReader {
   readonly handler: MetricsHandler = (_req: IncomingMessage, res: ServerResponse) => {
     this.collect().then(
       ({ resourceMetrics }) => {
-        const body = this.serializer.serialize(resourceMetrics);
+        const body = serializeExposition(resourceMetrics, (metric) => this.names.of(metric));
         res.statusCode = 200;
         res.setHeader('content-type', CONTENT_TYPE);
         res.end(body);

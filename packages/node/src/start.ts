@@ -3,11 +3,12 @@
  * and OTLP exporters, inference Views, the OTel globals, and a monitor
  * recording through them — in one call.
  *
- * Built on sdk-metrics + sdk-trace-base rather than sdk-node: the app gets
+ * Built on sdk-metrics + sdk-trace rather than sdk-node: the app gets
  * exactly these readers and processors and no auto-instrumentation it did
- * not ask for.
+ * not ask for. An app that already runs NodeSDK uses
+ * `InferSignalInstrumentation` instead.
  */
-import { createMonitor, type Monitor } from '@infersignal/core';
+import { ATTR, createMonitor, InferSignalConfigError, METRICS, type Monitor } from '@infersignal/core';
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -19,22 +20,16 @@ import {
   type Resource,
 } from '@opentelemetry/resources';
 import { MeterProvider, type IMetricReader, type MetricProducer } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { ExportFailures, type ExportSignal } from './export-guard';
-import { resolveStartOptions, type ResolvedStart } from './options';
+import { isInstalled, missingPeerMessage, OTLP_PACKAGES } from './optional-peer';
+import { resolveStartOptions, type ResolvedOtlp, type ResolvedStart } from './options';
 import { otlpMetricReader, otlpSpanProcessor } from './otlp';
-import { PrometheusReader, PrometheusServer } from './prometheus-reader';
+import { sdkMetricProducer, type TemporalitySource } from './producer';
+import { PrometheusReader, PrometheusServer, prometheusTemporality } from './prometheus-reader';
 import type { InferSignal, MetricsHandler, StartLogger, StartOptions } from './types';
 import { SCOPE } from './version';
 import { inferenceViews } from './views';
-
-/** Not in core's METRICS yet (see the package README): export failures of this SDK. */
-export const EXPORT_DROPPED = {
-  name: 'infersignal.export.dropped',
-  unit: '{export}',
-  description: 'OTLP exports that failed (collector down, timed out or refusing), by signal (metrics, traces).',
-  attribute: 'infersignal.export.signal',
-} as const;
 
 function buildResource(serviceName: string): Resource {
   // Defaults < OTEL_RESOURCE_ATTRIBUTES < the resolved service name.
@@ -46,7 +41,7 @@ function buildResource(serviceName: string): Resource {
 /** The OTel globals are first come, first served; a second SDK's registration fails with a diag message only. */
 function registerGlobals(
   meterProvider: MeterProvider,
-  tracerProvider: BasicTracerProvider | undefined,
+  tracerProvider: TracerProvider | undefined,
   logger: StartLogger,
 ): () => void {
   const undo: Array<() => void> = [];
@@ -97,48 +92,73 @@ function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
 }
 
 /**
+ * Drops an OTLP signal whose exporter package is missing: an error naming
+ * the package when `otlp` was asked for explicitly, one warning when only the
+ * environment asked for it (an app must not fail to boot over a variable).
+ */
+function checkOtlpPackages(otlp: ResolvedOtlp | undefined, logger: StartLogger): ResolvedOtlp | undefined {
+  if (!otlp) return undefined;
+  const checked = { ...otlp };
+  for (const signal of ['metrics', 'traces'] as const) {
+    const target = checked[signal];
+    if (!target) continue;
+    const name = OTLP_PACKAGES[signal][target.protocol];
+    if (isInstalled(name)) continue;
+    const message = missingPeerMessage(name, `OTLP ${signal} export (${target.protocol})`);
+    if (otlp.explicit) throw new InferSignalConfigError('otlp', message);
+    logger.warn(`infersignal: ${message}; ${signal} are not exported over OTLP`);
+    checked[signal] = undefined;
+  }
+  return checked.metrics || checked.traces ? checked : undefined;
+}
+
+/**
  * Starts telemetry and returns the monitor. Options are validated first;
  * a bad option throws an `InferSignalConfigError` naming it, before anything
  * is started.
  */
 export function start(options: StartOptions = {}): InferSignal {
-  const config: ResolvedStart = resolveStartOptions(options);
+  const resolved: ResolvedStart = resolveStartOptions(options);
   const logger: StartLogger = options.logger ?? console;
+  const config = { ...resolved, otlp: checkOtlpPackages(resolved.otlp, logger) };
+  if (config.disabled)
+    logger.warn(
+      'infersignal: OTEL_SDK_DISABLED=true: nothing is exported and no OTel global is registered; the monitor still runs its detectors and alerts',
+    );
   const failures = new ExportFailures(logger, {
-    metrics: config.otlp?.metricsUrl ?? '',
-    traces: config.otlp?.tracesUrl ?? '',
+    metrics: config.otlp?.metrics?.url ?? '',
+    traces: config.otlp?.traces?.url ?? '',
   });
   const resource = buildResource(config.serviceName);
 
   // Producer mode (the default): requests update core's own aggregates and
-  // every reader pulls them at collection time. Readers exist before the
-  // monitor, so the producer is bound once the monitor is created.
+  // every reader pulls them at collection time, each in its own temporality.
+  // Readers exist before the monitor, so the producers read it once it is made.
   // Readers passed in by the application were built without the producer,
   // so with them the default falls back to the API path.
   const exportMode = options.exportMode ?? (options.metricReaders?.length ? 'api' : 'producer');
   const box: { monitor?: Monitor } = {};
-  const coreProducer: MetricProducer = {
-    collect: async (collectOptions) =>
-      ((await box.monitor?.metricProducer?.collect(collectOptions)) as
-        | Awaited<ReturnType<MetricProducer['collect']>>
-        | undefined) ?? {
-        resourceMetrics: { resource: undefined as never, scopeMetrics: [] },
-        errors: [],
-      },
-  };
-  const producers =
-    exportMode === 'producer' ? [coreProducer, ...(options.metricProducers ?? [])] : options.metricProducers;
-  const prometheusReader = config.prometheus ? new PrometheusReader(config.cardinalityLimit, producers) : undefined;
+  const producersFor = (reader: TemporalitySource): MetricProducer[] | undefined =>
+    exportMode === 'producer'
+      ? [sdkMetricProducer(() => box.monitor?.metricProducer, reader), ...(options.metricProducers ?? [])]
+      : options.metricProducers;
+  const prometheusReader = config.prometheus
+    ? new PrometheusReader(
+        config.cardinalityLimit,
+        producersFor({ selectAggregationTemporality: prometheusTemporality }),
+      )
+    : undefined;
   const readers: IMetricReader[] = [...(options.metricReaders ?? [])];
   if (prometheusReader) readers.push(prometheusReader);
-  if (config.otlp) readers.push(otlpMetricReader(config.otlp, failures, config.cardinalityLimit, producers));
+  if (config.otlp?.metrics)
+    readers.push(otlpMetricReader(config.otlp, config.otlp.metrics, failures, config.cardinalityLimit, producersFor));
   const meterProvider = new MeterProvider({ resource, views: inferenceViews(config.cardinalityLimit), readers });
 
-  let tracerProvider: BasicTracerProvider | undefined;
+  let tracerProvider: TracerProvider | undefined;
   if (config.traces) {
     const spanProcessors: SpanProcessor[] = [...(options.spanProcessors ?? [])];
-    if (config.otlp) spanProcessors.push(otlpSpanProcessor(config.otlp, failures));
-    tracerProvider = new BasicTracerProvider({ resource, spanProcessors });
+    if (config.otlp?.traces) spanProcessors.push(otlpSpanProcessor(config.otlp.traces, failures));
+    tracerProvider = new TracerProvider({ resource, spanProcessors });
   }
 
   let monitor: Monitor;
@@ -157,6 +177,7 @@ export function start(options: StartOptions = {}): InferSignal {
       logger: options.logger,
       exportMode,
       eventLoop: options.eventLoop,
+      runtimeMetrics: config.runtimeMetrics,
     });
     box.monitor = monitor;
   } catch (err) {
@@ -169,13 +190,13 @@ export function start(options: StartOptions = {}): InferSignal {
   if (config.otlp) {
     meterProvider
       .getMeter(SCOPE.name, SCOPE.version)
-      .createObservableCounter(EXPORT_DROPPED.name, {
-        unit: EXPORT_DROPPED.unit,
-        description: EXPORT_DROPPED.description,
+      .createObservableCounter(METRICS.exportDropped.name, {
+        unit: METRICS.exportDropped.unit,
+        description: METRICS.exportDropped.description,
       })
       .addCallback((result) => {
         for (const signal of ['metrics', 'traces'] as ExportSignal[]) {
-          result.observe(failures.dropped[signal], { [EXPORT_DROPPED.attribute]: signal });
+          result.observe(failures.dropped[signal], { [ATTR.exportSignal]: signal });
         }
       });
   }

@@ -1,14 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Monitor, MonitorOptions } from '@infersignal/core';
 import type { MeterProvider, MetricProducer, MetricReader } from '@opentelemetry/sdk-metrics';
-import type { BasicTracerProvider, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 
 export type OtlpProtocol = 'http/protobuf' | 'grpc';
+/** The OTLP exporters' temporality preference (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`). */
+export type OtlpTemporality = 'cumulative' | 'delta' | 'lowmemory';
 
 export interface PrometheusOptions {
   /** Interface to bind. Default `127.0.0.1` (or `OTEL_EXPORTER_PROMETHEUS_HOST`); set `0.0.0.0` deliberately to expose it. */
   host?: string;
-  /** Port (default 9464 or `OTEL_EXPORTER_PROMETHEUS_PORT`); 0 picks a free one. */
+  /** Port (default 9464 or `OTEL_EXPORTER_PROMETHEUS_PORT`); 0: the OS picks a free one, `prometheus.ready` tells which. */
   port?: number;
   /** Path of the scrape endpoint (default `/metrics`). */
   path?: string;
@@ -20,16 +22,24 @@ export interface PrometheusOptions {
 }
 
 export interface OtlpOptions {
-  /** Base URL of the collector (default `OTEL_EXPORTER_OTLP_ENDPOINT`, else localhost:4318 / :4317). */
+  /**
+   * Base URL of the collector, for both signals (default: `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT` as given,
+   * else `OTEL_EXPORTER_OTLP_ENDPOINT`, else localhost:4318 / :4317).
+   */
   endpoint?: string;
-  /** Default `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`. */
+  /** Default `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`. */
   protocol?: OtlpProtocol;
-  /** Sent with every export (merged over `OTEL_EXPORTER_OTLP_HEADERS`). */
+  /** Sent with every export (merged over `OTEL_EXPORTER_OTLP_HEADERS` and `…_<SIGNAL>_HEADERS`). */
   headers?: Record<string, string>;
-  /** Metric export period (default 15 000 ms). */
+  /** Metric export period (default `OTEL_METRIC_EXPORT_INTERVAL`, else 15 000 ms). */
   intervalMs?: number;
-  /** Timeout of one export, and the bound on `shutdown()` (default 10 000 ms). */
+  /** Timeout of one export, and the bound on `shutdown()` (default the `OTEL_*_TIMEOUT` variables, else 10 000 ms). */
   timeoutMs?: number;
+  /**
+   * Temporality of the exported metrics (default `OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`,
+   * else cumulative); InferSignal's producer follows it.
+   */
+  temporality?: OtlpTemporality;
 }
 
 /** Monitor options `start()` passes through to core's `createMonitor`. */
@@ -44,14 +54,22 @@ export type PassThroughMonitorOptions = Pick<
   | 'logger'
   | 'exportMode'
   | 'eventLoop'
+  | 'runtimeMetrics'
 >;
 
 export interface StartOptions extends PassThroughMonitorOptions {
   /** `service.name` of the resource (default `OTEL_SERVICE_NAME`, else `unknown_service:node`). */
   serviceName?: string;
-  /** Prometheus scrape endpoint (on by default, loopback only); `false` turns it off. */
+  /**
+   * Prometheus scrape endpoint (on by default, loopback only; off when `OTEL_METRICS_EXPORTER` is set without
+   * `prometheus`); `false` turns it off.
+   */
   prometheus?: PrometheusOptions | false;
-  /** OTLP export; on when given or when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; `false` turns it off. */
+  /**
+   * OTLP export; on when given, when `OTEL_METRICS_EXPORTER` / `OTEL_TRACES_EXPORTER` name `otlp`, or (with
+   * those unset) when an `OTEL_EXPORTER_OTLP_*ENDPOINT` is set; `false` turns it off. Needs the exporter
+   * package of its protocol (`@opentelemetry/exporter-metrics-otlp-proto`, …; optional peers).
+   */
   otlp?: OtlpOptions | false;
   /** Create and export spans (default: on when OTLP is on or span processors are given). */
   traces?: boolean;
@@ -65,7 +83,7 @@ export interface StartOptions extends PassThroughMonitorOptions {
   metricProducers?: MetricProducer[];
   /** Extra span processors (e.g. an in-memory exporter in tests). */
   spanProcessors?: SpanProcessor[];
-  /** Where start-up errors and rate-limited export warnings go (default `console`). */
+  /** Where start-up errors, ignored `OTEL_*` values and rate-limited export warnings go (default `console`). */
   logger?: StartLogger;
 }
 
@@ -101,7 +119,7 @@ export interface InferSignal {
   readonly monitor: Monitor;
   readonly meterProvider: MeterProvider;
   /** Undefined when traces are off. */
-  readonly tracerProvider: BasicTracerProvider | undefined;
+  readonly tracerProvider: TracerProvider | undefined;
   /** Present when `prometheus.mount` is set: mount it on the app's `/metrics` route. */
   readonly metricsHandler: MetricsHandler | undefined;
   /** Present when the Prometheus server is started. */

@@ -7,8 +7,10 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
 import { MetricReader } from '@opentelemetry/sdk-metrics';
-import { EXPORT_DROPPED, start, type InferSignal } from '@infersignal/node';
+import { ATTR, METRICS } from '@infersignal/core';
+import { start, type InferSignal } from '@infersignal/node';
 import { blackHole } from '../../../test/support/http';
+import { timed } from '../../../test/support/machine';
 
 /** A plain pull reader: `collect()` on demand. */
 class TestReader extends MetricReader {
@@ -122,17 +124,14 @@ describe('collector down (connection refused) for the whole test', () => {
     const { resourceMetrics } = await testReader.collect();
     const dropped = resourceMetrics.scopeMetrics
       .flatMap((sm) => sm.metrics)
-      .find((m) => m.descriptor.name === EXPORT_DROPPED.name)!;
-    const bySignal = Object.fromEntries(
-      dropped.dataPoints.map((p) => [p.attributes[EXPORT_DROPPED.attribute], p.value]),
-    );
+      .find((m) => m.descriptor.name === METRICS.exportDropped.name)!;
+    const bySignal = Object.fromEntries(dropped.dataPoints.map((p) => [p.attributes[ATTR.exportSignal], p.value]));
     expect(bySignal.metrics).toBe(s.exportStats().metricsDropped);
     expect(bySignal.traces).toBe(s.exportStats().tracesDropped);
 
-    const t0 = performance.now();
-    await s.shutdown();
-    const elapsed = performance.now() - t0;
-    expect(elapsed).toBeLessThan(300 + 250);
+    // The time the machine kept this thread off its CPUs is not shutdown's.
+    const shutdown = await timed(() => s.shutdown());
+    expect(shutdown.ms - shutdown.waitedMs).toBeLessThan(300 + 250);
     expect(unhandled).toEqual([]);
   });
 });
@@ -151,9 +150,8 @@ describe('collector black-holed (accepts, never answers)', () => {
     expect(hole.maxOpen()).toBeLessThanOrEqual(8);
     expect(warnings.filter((w) => w.includes('metrics export'))).toHaveLength(1);
 
-    const t0 = performance.now();
-    await s.shutdown();
-    expect(performance.now() - t0).toBeLessThan(250 + 250);
+    const shutdown = await timed(() => s.shutdown());
+    expect(shutdown.ms - shutdown.waitedMs).toBeLessThan(250 + 250);
     expect(unhandled).toEqual([]);
   });
 });
@@ -165,19 +163,24 @@ describe('process exit', () => {
   async function runChild(
     endpoint: string,
   ): Promise<{ code: number | null; ms: number; stdout: string; stderr: string }> {
-    const t0 = performance.now();
     const child = spawn(process.execPath, ['--import', 'tsx', fixture, endpoint], {
       cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
+    let printedAt = Number.NaN;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (Number.isNaN(printedAt) && stdout.includes('\n')) printedAt = performance.now();
+    });
     child.stderr.on('data', (d) => (stderr += d));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    // Only catches a child that never exits; start-up (tsx) takes what the machine gives it.
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
     clearTimeout(killer);
-    return { code, ms: performance.now() - t0, stdout, stderr };
+    // The script's last act is its print: from there to the exit is what InferSignal left running.
+    return { code, ms: performance.now() - printedAt, stdout, stderr };
   }
 
   it('exits on its own without shutdown() while the collector refuses connections', async () => {
@@ -186,7 +189,6 @@ describe('process exit', () => {
     expect(result.code).toBe(0);
     const out = JSON.parse(result.stdout);
     expect(out.address.host).toBe('127.0.0.1');
-    // tsx start-up is ~0.5 s; the script itself waits 0.3 s.
     expect(result.ms).toBeLessThan(8000);
   });
 

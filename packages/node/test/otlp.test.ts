@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
 import { ATTR, METRICS, SPANS } from '@infersignal/core';
-import { EXPORT_DROPPED, start, type InferSignal } from '@infersignal/node';
+import { start, type InferSignal } from '@infersignal/node';
 import { attrs, decodeMetricsRequest, decodeTraceRequest } from './helpers/otlp-decode';
 
 interface Received {
@@ -121,7 +121,7 @@ describe('OTLP/HTTP protobuf export', () => {
         metrics.get(METRICS.queueCapacity.name).gauge.dataPoints[0].asInt,
     ).toBe(4);
     // The export-failure counter is exported too, at zero.
-    const dropped = metrics.get(EXPORT_DROPPED.name);
+    const dropped = metrics.get(METRICS.exportDropped.name);
     expect(dropped.sum.dataPoints.map((p: any) => p.asDouble ?? p.asInt)).toEqual([0, 0]);
 
     const all = spans(receiver.received);
@@ -165,6 +165,67 @@ describe('OTLP/HTTP protobuf export', () => {
     expect(metricsExports[0].headers['x-api-key']).toBe('abc def');
     const metrics = metricsByName(receiver.received);
     expect(metrics.get(METRICS.requests.name).resource['service.name']).toBe('from-env');
+  });
+});
+
+describe('OTLP temporality', () => {
+  it('with a delta preference every exported sum and histogram is delta, InferSignal’s producer series included', async () => {
+    const receiver = await otlpReceiver();
+    cleanup.push(() => new Promise((r) => receiver.server.close(r)));
+    process.env.OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE = 'delta';
+    let s: InferSignal;
+    try {
+      s = start({
+        prometheus: false,
+        registerGlobals: false,
+        traces: false,
+        detectorIntervalMs: 0,
+        logger: { warn() {} },
+        otlp: { endpoint: receiver.url, intervalMs: 60_000, timeoutMs: 2000 },
+      });
+    } finally {
+      delete process.env.OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE;
+    }
+    const queue = s.monitor.queue('q', { capacity: 8 });
+    const serve = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const ticket = queue.enqueue('m');
+        ticket.start();
+        ticket.end('completed');
+      }
+    };
+    serve(10);
+    s.monitor.internalError('test', new Error('counted once'));
+    await s.meterProvider.forceFlush();
+    serve(3);
+    await s.shutdown();
+
+    const exports = receiver.received
+      .filter((r) => r.path === '/v1/metrics')
+      .map((r) => decodeMetricsRequest(r.body).resourceMetrics.flatMap((rm: any) => rm.scopeMetrics));
+    expect(exports.length).toBe(2);
+    const temporalities = new Set<number>();
+    let summed = 0;
+    for (const scopes of exports)
+      for (const scope of scopes)
+        for (const metric of scope.metrics) {
+          const data = metric.sum ?? metric.histogram;
+          if (!data) continue;
+          summed++;
+          temporalities.add(data.aggregationTemporality);
+        }
+    expect(summed).toBeGreaterThanOrEqual(6);
+    expect([...temporalities]).toEqual([1]); // AGGREGATION_TEMPORALITY_DELTA
+    const find = (i: number, name: string) =>
+      exports[i].flatMap((scope: any) => scope.metrics).find((metric: any) => metric.name === name);
+    const total = (metric: any) =>
+      (metric?.sum?.dataPoints ?? []).reduce((sum: number, p: any) => sum + Number(p.asDouble ?? p.asInt ?? 0), 0);
+    expect(total(find(0, METRICS.requests.name))).toBe(10);
+    expect(total(find(1, METRICS.requests.name))).toBe(3);
+    expect(Number(find(1, METRICS.queueWait.name).histogram.dataPoints[0].count)).toBe(3);
+    // The SDK's own counter beside it: counted once, then no change (a zero delta or no point).
+    expect(total(find(0, METRICS.internalErrors.name))).toBe(1);
+    expect(total(find(1, METRICS.internalErrors.name))).toBe(0);
   });
 });
 

@@ -1,9 +1,14 @@
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HISTOGRAM_BUCKETS, METRICS, prometheusName, type InstrumentSpec } from '@infersignal/core';
 import { collectorPrometheusName, start, type InferSignal, type PrometheusKind } from '@infersignal/node';
+import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
+import { findBinary } from '../../rules/test/helpers/binaries';
 import { parseExposition, samples } from './helpers/exposition';
+
+const promtool = findBinary('promtool');
 
 const running: InferSignal[] = [];
 const servers: Server[] = [];
@@ -237,21 +242,70 @@ describe('Prometheus endpoint', () => {
     expect((await fetch(address.url)).status).toBe(200);
   });
 
-  it('honours OTEL_EXPORTER_PROMETHEUS_HOST/PORT when no option is set', async () => {
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-    const freePort = (probe.address() as AddressInfo).port;
-    await new Promise((r) => probe.close(r));
+  it('honours OTEL_EXPORTER_PROMETHEUS_HOST/PORT when no option is set; port 0 is a port the OS picks', async () => {
     process.env.OTEL_EXPORTER_PROMETHEUS_HOST = '127.0.0.1';
-    process.env.OTEL_EXPORTER_PROMETHEUS_PORT = String(freePort);
+    process.env.OTEL_EXPORTER_PROMETHEUS_PORT = '0';
     try {
       const s = startTracked({ serviceName: 'p' });
       const address = (await s.prometheus!.ready)!;
-      expect(address.port).toBe(freePort);
+      // Linux hands out ephemeral ports from 32768 up: never the 9464 default.
+      expect(address.port).toBeGreaterThan(0);
+      expect(address.port).not.toBe(9464);
+      expect(s.prometheus!.address).toEqual(address);
       expect(address.host).toBe('127.0.0.1');
+      expect((await fetch(address.url)).status).toBe(200);
     } finally {
       delete process.env.OTEL_EXPORTER_PROMETHEUS_HOST;
       delete process.env.OTEL_EXPORTER_PROMETHEUS_PORT;
+    }
+  });
+
+  it('leaves a runtime family to instrumentation-runtime-node when both export it: one family each', async () => {
+    const s = startTracked({
+      serviceName: 'p',
+      prometheus: { port: 0 },
+      thresholds: { eventLoop: { sampleIntervalMs: 20 } },
+    });
+    const runtime = new RuntimeNodeInstrumentation();
+    runtime.setMeterProvider(s.meterProvider);
+    runtime.enable();
+    try {
+      const address = (await s.prometheus!.ready)!;
+      let garbage: unknown[] = [];
+      for (let i = 0; i < 200_000; i++) garbage.push({ i, s: `x${i}` });
+      garbage = [];
+      void garbage;
+      let body = '';
+      const deadline = Date.now() + 10_000;
+      // Both exporters have data: runtime-node's delay (5 samples of its histogram) and a GC pause.
+      const fromRuntimeNode = (family: string) =>
+        new RegExp(`^${family}\\{[^}]*otel_scope_name="@opentelemetry/instrumentation-runtime-node"`, 'm');
+      while (
+        !fromRuntimeNode('nodejs_eventloop_delay_p99_seconds').test(body) ||
+        !fromRuntimeNode('v8js_gc_duration_seconds_count').test(body)
+      ) {
+        if (Date.now() > deadline) throw new Error(`no runtime metrics after 10 s:\n${body}`);
+        await new Promise((r) => setTimeout(r, 50));
+        body = (await scrape(address.url)).body;
+      }
+      for (const family of [
+        'nodejs_eventloop_delay_p99_seconds',
+        'nodejs_eventloop_utilization_ratio',
+        'v8js_gc_duration_seconds',
+      ]) {
+        expect(
+          body.split('\n').filter((line) => line.startsWith(`# TYPE ${family} `)),
+          family,
+        ).toHaveLength(1);
+        expect(body).not.toMatch(new RegExp(`^${family}[_a-z]*\\{[^}]*otel_scope_name="@infersignal/core"`, 'm'));
+      }
+      // The whole exposition is one Prometheus accepts (start() writes it itself, not exporter-prometheus).
+      if (promtool) {
+        const check = spawnSync(promtool, ['check', 'metrics'], { input: body, encoding: 'utf8' });
+        expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
+      } else console.warn('[node] promtool not found: the exposition was not checked with promtool check metrics');
+    } finally {
+      runtime.disable();
     }
   });
 

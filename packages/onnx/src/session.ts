@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
-import { HotSwap, type DeviceMemoryHandle, type Monitor, type QueueTracker } from '@infersignal/core';
+import { InferSignalConfigError, type DeviceMemoryHandle, type Monitor, type QueueTracker } from '@infersignal/core';
+import { HotSwap, checkOptionKeys, checkQueueOption, resolveQueue } from '@infersignal/core/signals';
 import { ONNX_ATTR } from './attributes';
 import { ModelLoadError, SessionReleasedError, classifyLoadError } from './errors';
 import { requestedProviders, usedProviders } from './providers';
@@ -37,13 +38,7 @@ export async function createSession(
   validate(options);
   const runtime = options.runtime ?? (await importRuntime());
   const slot = await loadSlot(monitor, runtime, model, 'load', source, options, 1);
-  const queue =
-    options.queue ??
-    monitor.queue(options.queueName ?? `onnx:${model}`, {
-      concurrency: options.concurrency ?? 1,
-      capacity: options.capacity,
-      maxWaiting: options.maxWaiting,
-    });
+  const queue = resolveQueue(monitor, options.queue, `onnx:${model}`, 'options.queue', { concurrency: 1 });
   const memory = options.deviceMemory;
   let handle: DeviceMemoryHandle | null = null;
   if (memory && (memory.allocated || memory.reserved)) {
@@ -200,15 +195,34 @@ async function importRuntime(): Promise<OrtRuntime> {
   return mod.InferenceSession ? mod : (mod.default as OrtRuntime);
 }
 
+const OPTION_KEYS = ['runtime', 'sessionOptions', 'queue', 'deviceMemory'];
+const MEMORY_KEYS = ['allocated', 'reserved', 'intervalMs', 'source'];
+
+/** Everything checked before the load, so a bad option does not cost one. */
 function validate(options: CreateSessionOptions): void {
-  const { concurrency } = options;
-  if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
-    throw new TypeError(`@infersignal/onnx: options.concurrency must be an integer ≥ 1, got ${String(concurrency)}`);
-  }
+  checkOptionKeys(options, OPTION_KEYS);
   if (options.runtime !== undefined && typeof options.runtime?.InferenceSession?.create !== 'function') {
-    throw new TypeError(
-      '@infersignal/onnx: options.runtime must be the onnxruntime-node module (InferenceSession.create missing)',
+    throw new InferSignalConfigError(
+      'options.runtime',
+      'must be the onnxruntime-node module (InferenceSession.create missing)',
     );
+  }
+  if (
+    options.sessionOptions !== undefined &&
+    (typeof options.sessionOptions !== 'object' || options.sessionOptions === null)
+  )
+    throw new InferSignalConfigError('options.sessionOptions', 'must be an object (InferenceSession.SessionOptions)');
+  checkQueueOption(options.queue);
+  const memory = options.deviceMemory;
+  if (memory !== undefined) {
+    checkOptionKeys(memory, MEMORY_KEYS, 'options.deviceMemory');
+    for (const key of ['allocated', 'reserved'] as const) {
+      if (memory[key] !== undefined && typeof memory[key] !== 'function')
+        throw new InferSignalConfigError(
+          `options.deviceMemory.${key}`,
+          'must be a function returning bytes (or undefined)',
+        );
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import type * as ort from 'onnxruntime-node';
 import type { DeviceMemoryHandle, QueueTracker } from '@infersignal/core';
+import type { QueueOption } from '@infersignal/core/signals';
 
 export type InferenceSession = ort.InferenceSession;
 export type SessionOptions = ort.InferenceSession.SessionOptions;
@@ -39,21 +40,23 @@ export interface SessionMemoryOptions {
   source?: string;
 }
 
+/**
+ * The runtime wrappers' options dialect: `queue` as in every adapter; the
+ * model is named by `createSession`'s argument.
+ */
 export interface CreateSessionOptions {
   /** The `onnxruntime-node` module; imported on first use when omitted. */
   runtime?: OrtRuntime;
   /** Passed to `InferenceSession.create` (execution providers, threads …), on load and reload. */
   sessionOptions?: SessionOptions;
-  /** Runs at once on this session (default 1: concurrent runs on one session contend for the same threads). */
-  concurrency?: number;
-  /** Requests waiting + running the queue is sized for (occupancy = depth / capacity). Default core's. */
-  capacity?: number;
-  /** Max runs waiting before `run()` rejects with core's QueueFullError. Default core's. */
-  maxWaiting?: number;
-  /** Queue name (default `onnx:<model>`). */
-  queueName?: string;
-  /** Use this tracker instead of creating one (e.g. one queue shared by several sessions). */
-  queue?: QueueTracker;
+  /**
+   * The queue runs go through: a name, a tracker (e.g. one queue shared by
+   * several sessions), or `{ name, capacity, concurrency, maxWaiting }`.
+   * Default `onnx:<model>` with concurrency 1 (concurrent runs on one
+   * session contend for the same threads) and core's capacity; `run()`
+   * rejects with core's QueueFullError past `maxWaiting`.
+   */
+  queue?: QueueOption;
   /** Device memory sources; without them no device memory is reported. */
   deviceMemory?: SessionMemoryOptions;
 }

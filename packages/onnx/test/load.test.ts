@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRICS, SPANS } from '@infersignal/core';
+import { ATTR, InferSignalConfigError, METRICS, SPANS } from '@infersignal/core';
 import { ModelLoadError, ONNX_ATTR, createSession } from '@infersignal/onnx';
 import { fixture, fixtureBytes, harness, inputs, maxAbsDiff, tinyMlp, type Harness } from './helpers';
 
@@ -152,7 +152,20 @@ describe('createSession', () => {
   it('rejects a bad concurrency at creation, naming the field', async () => {
     h = harness();
     await expect(
-      createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), { runtime: ort, concurrency: 0 }),
-    ).rejects.toThrow(/options\.concurrency/);
+      createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), { runtime: ort, queue: { concurrency: 0 } }),
+    ).rejects.toThrow(/options\.queue\.concurrency/);
+    // Unknown keys (the flat queue settings of before among them) are refused before any load.
+    for (const [options, field] of [
+      [{ concurrency: 2 }, 'options.concurrency'],
+      [{ queueName: 'q' }, 'options.queueName'],
+      [{ deviceMemory: { allocated: 5 } }, 'options.deviceMemory.allocated'],
+      [{ deviceMemory: { sauce: 'x' } }, 'options.deviceMemory.sauce'],
+      [{ runtime: {} }, 'options.runtime'],
+    ] as const) {
+      const error = await createSession(h.monitor, 'mlp', fixture('tiny-mlp.onnx'), options as never).catch((e) => e);
+      expect(error).toBeInstanceOf(InferSignalConfigError);
+      expect(error.field).toBe(field);
+    }
+    expect(h.monitor.snapshot().models).toEqual({});
   });
 });

@@ -38,6 +38,7 @@ const GENERATOR: Options = {
   'tail-seconds': { type: 'string' },
   'tls-failure-rate': { type: 'string' },
   'runbook-url': { type: 'string' },
+  naming: { type: 'string' },
 };
 const ALERTMANAGER: Options = {
   'webhook-url': { type: 'string' },
@@ -92,6 +93,9 @@ Options:
       --tail-seconds S      tail alert threshold (default 0.3)
       --tls-failure-rate R  failed TLS handshakes per second that alert (default 0.1)
       --runbook-url URL     base URL of docs/runbook.md
+      --naming NAMING       Prometheus names the metrics arrive under: collector (default: start(), an OTel
+                            Collector, Prometheus's OTLP receiver) or otel-js (the stock
+                            @opentelemetry/exporter-prometheus in your own SDK)
   alertmanager: --webhook-url URL | --webhook-url-file FILE, --channel, --group-wait, --group-interval, --repeat-interval
   kubernetes:   --out-dir DIR, --app, --namespace, --image, --port, --metrics-port, --readiness-path,
                 --prometheus-url, --min-replicas, --max-replicas
@@ -154,6 +158,7 @@ async function generatorOptions(values: Values): Promise<GeneratorOptions> {
     tailSeconds: num(values, 'tail-seconds'),
     tlsFailureRate: num(values, 'tls-failure-rate'),
     runbookUrl: str(values, 'runbook-url'),
+    naming: str(values, 'naming') as GeneratorOptions['naming'],
   };
 }
 

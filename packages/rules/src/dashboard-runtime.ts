@@ -4,16 +4,17 @@
  * TLS handshakes of instrumented servers. Same conventions as dashboard.ts:
  * names from core, threshold lines from the thresholds the rules use.
  */
-import { LABEL, bucket, metric } from './names';
+import { LABEL } from './names';
 import { SEL, type Layout } from './dashboard-layout';
+import type { MetricKey } from '@infersignal/core';
 import type { ResolvedOptions } from './options';
 
 const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
 
 export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
+  const { metric } = o.names;
   const c = o.thresholds.capacity;
-  const perQueue = (fn: 'max' | 'min', key: Parameters<typeof metric>[0]) =>
-    `${fn} by (${LABEL.queue}) (${metric(key)}{${SEL.queue}})`;
+  const perQueue = (fn: 'max' | 'min', key: MetricKey) => `${fn} by (${LABEL.queue}) (${metric(key)}{${SEL.queue}})`;
   const legend = `{{${LABEL.queue}}}`;
   l.row('Capacity');
   l.add({
@@ -66,8 +67,9 @@ export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
 }
 
 export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
+  const { metric, bucket } = o.names;
   const e = o.thresholds.eventLoop;
-  const perInstance = (key: Parameters<typeof metric>[0]) => `max by (instance) (${metric(key)}{${SEL.job}})`;
+  const perInstance = (key: MetricKey) => `max by (instance) (${metric(key)}{${SEL.job}})`;
   l.row('Runtime: event loop and GC');
   l.add({
     title: 'Event-loop delay P99 / max',
@@ -117,11 +119,11 @@ export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
 }
 
 export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {
+  const { metric, bucket } = o.names;
   const t = o.thresholds.connections;
   const keys = `instance, ${LABEL.server}`;
   const legend = `{{${LABEL.server}}} {{instance}}`;
-  const sum = (key: Parameters<typeof metric>[0], filter = '') =>
-    `sum by (${keys}) (${metric(key)}{${SEL.job}}${filter})`;
+  const sum = (key: MetricKey, filter = '') => `sum by (${keys}) (${metric(key)}{${SEL.job}}${filter})`;
   l.row('Connections and TLS');
   l.add({
     title: 'Open connections vs capacity',

@@ -3,7 +3,7 @@
  * signal. Queries use the same names as the rules, and the threshold lines
  * drawn on the panels are the thresholds the rules alert on.
  */
-import { LABEL, bucket, metric } from './names';
+import { LABEL } from './names';
 import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
 import { addCapacityRow, addConnectionsRow, addRuntimeRow } from './dashboard-runtime';
 import { percentileName } from './duration';
@@ -33,6 +33,7 @@ function variable(name: string, label: string, query: string, multi: boolean): R
 /** The dashboard for the given thresholds and options. */
 export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
   const o = resolveOptions(options);
+  const { metric, bucket } = o.names;
   const t = o.thresholds;
   const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
   const quantile = (

@@ -24,5 +24,6 @@ export { runRulesCli, USAGE } from './cli';
 export type { CliIo } from './cli';
 export { resolveOptions, DEFAULT_RUNBOOK_URL, DEFAULT_FOR_SECONDS } from './options';
 export type { GeneratorOptions } from './options';
-export { RULE_METRICS, LABEL } from './names';
+export { RULE_METRICS, LABEL, NAMINGS, prometheusNameFor, metricNames } from './names';
+export type { Naming, MetricNames } from './names';
 export { parseDuration, formatDuration } from './duration';

@@ -8,7 +8,7 @@
  * metrics served by prometheus-adapter.
  */
 import { stringify } from 'yaml';
-import { metric, recordBase } from './names';
+import { recordBase } from './names';
 import { quantileSuffix } from './duration';
 import { buildRules, queueWaitQuantileRecord } from './rules';
 import { resolveOptions, type GeneratorOptions } from './options';
@@ -48,6 +48,7 @@ function quantity(value: number): string {
 /** The manifests, by file name (YAML text, multi-document where a file holds several objects). */
 export function buildKubernetesManifests(options: KubernetesOptions = {}): Record<string, string> {
   const o = resolveOptions(options);
+  const { metric } = o.names;
   const t = o.thresholds;
   const app = options.app ?? 'inference-server';
   const namespace = options.namespace ?? 'default';

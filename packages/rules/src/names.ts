@@ -1,29 +1,53 @@
 /**
  * Prometheus names of the series the rules and the dashboard read, all
- * derived from core's METRICS / ATTR through `prometheusName()` and
- * `prometheusLabel()`: the generator never spells a metric name itself, so
- * a rename in core's names file reaches the rules, the dashboard and the
- * Kubernetes examples on the next generation.
+ * derived from core's METRICS / ATTR: the generator never spells a metric
+ * name itself, so a rename in core's names file reaches the rules, the
+ * dashboard and the Kubernetes examples on the next generation.
+ *
+ * The same OTel instrument has a different Prometheus name depending on the
+ * path it took, so the generators take a naming:
+ * - `collector`: the OpenTelemetry Collector's Prometheus exporters,
+ *   `@infersignal/node`'s `start()`, and Prometheus's own OTLP receiver with
+ *   its default translation (`UnderscoreEscapingWithSuffixes`): unit suffix
+ *   (`_seconds`, `_bytes`, `_ratio` for unit-1 gauges), `_total` on counters.
+ *   Core's `prometheusName()`.
+ * - `otel-js`: `@opentelemetry/exporter-prometheus` (`PrometheusExporter`) in
+ *   an app's own SDK: dots to underscores, `_total` on counters, no unit
+ *   suffix.
  */
 import { ATTR, METRICS, prometheusLabel, prometheusName, type InstrumentSpec, type MetricKey } from '@infersignal/core';
 
-/** Prometheus name of a core instrument (counters end in `_total`, histograms are the family name). */
-export function metric(key: MetricKey): string {
-  return prometheusName(METRICS[key] as InstrumentSpec);
+export type Naming = 'collector' | 'otel-js';
+export const NAMINGS: readonly Naming[] = ['collector', 'otel-js'];
+
+/** The Prometheus name of an instrument as the `naming` path writes it. */
+export function prometheusNameFor(spec: InstrumentSpec, naming: Naming): string {
+  if (naming === 'collector') return prometheusName(spec);
+  // exporter-prometheus: invalid characters and runs of underscores become one underscore; monotonic sums get _total.
+  const name = spec.name.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');
+  return spec.type === 'counter' && !name.endsWith('_total') ? `${name}_total` : name;
 }
 
-/** A histogram's `_bucket` series. */
-export function bucket(key: MetricKey): string {
-  return `${metric(key)}_bucket`;
+export interface MetricNames {
+  /** Prometheus name of a core instrument (counters end in `_total`, histograms are the family name). */
+  metric(key: MetricKey): string;
+  /** A histogram's `_bucket` series. */
+  bucket(key: MetricKey): string;
+}
+
+export function metricNames(naming: Naming): MetricNames {
+  const metric = (key: MetricKey) => prometheusNameFor(METRICS[key] as InstrumentSpec, naming);
+  return { metric, bucket: (key) => `${metric(key)}_bucket` };
 }
 
 /**
  * Base name used inside recording-rule names (`level:metric:operations`):
- * the Prometheus name without the `_total` counter suffix, as the
- * Prometheus recording-rule naming practice asks.
+ * the Collector-style name without the `_total` counter suffix, as the
+ * Prometheus recording-rule naming practice asks. The same for every
+ * naming, so what reads the recorded series never changes with it.
  */
 export function recordBase(key: MetricKey): string {
-  return metric(key).replace(/_total$/, '');
+  return prometheusName(METRICS[key] as InstrumentSpec).replace(/_total$/, '');
 }
 
 /** Label names, as the exporter writes the OTel attribute keys. */

@@ -6,6 +6,7 @@
  */
 import { resolveThresholds, type Thresholds, type ThresholdsInput } from '@infersignal/core';
 import { formatDuration, parseDuration } from './duration';
+import { metricNames, NAMINGS, type MetricNames, type Naming } from './names';
 
 /** Where the alerts' runbook_url points unless `runbookUrl` says otherwise (anchors are appended). */
 export const DEFAULT_RUNBOOK_URL = 'https://github.com/infersignal/infersignal/blob/main/docs/runbook.md';
@@ -21,6 +22,13 @@ export const DEFAULT_FOR_SECONDS = 300;
 export interface GeneratorOptions {
   /** Threshold input (same schema and validation as `createMonitor({ thresholds })`). */
   thresholds?: ThresholdsInput | Thresholds;
+  /**
+   * The Prometheus names the metrics arrive under (default `collector`):
+   * `collector` for `@infersignal/node`'s `start()`, an OpenTelemetry
+   * Collector or Prometheus's OTLP receiver; `otel-js` for the stock
+   * `@opentelemetry/exporter-prometheus` in an app's own SDK (no unit suffixes).
+   */
+  naming?: Naming;
   /**
    * `for:` of every level alert (Prometheus duration), overriding the
    * thresholds' hold times and the 5m default. Event alerts (load spike,
@@ -55,6 +63,9 @@ export interface GeneratorOptions {
 
 export interface ResolvedOptions {
   thresholds: Thresholds;
+  naming: Naming;
+  /** Metric names in that naming. */
+  names: MetricNames;
   /** undefined: take each alert's hold from the thresholds. */
   forOverride: string | undefined;
   rateWindow: string;
@@ -88,8 +99,15 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
       `infersignal-rules: invalid option "tlsFailureRate": must be a finite number > 0, got ${tlsFailureRate}`,
     );
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
+  const naming = options.naming ?? 'collector';
+  if (!NAMINGS.includes(naming))
+    throw new Error(
+      `infersignal-rules: invalid option "naming": must be one of ${NAMINGS.join(', ')}, got ${JSON.stringify(naming)}`,
+    );
   return {
     thresholds,
+    naming,
+    names: metricNames(naming),
     forOverride: options.for,
     rateWindow: window(
       options.rateWindow,

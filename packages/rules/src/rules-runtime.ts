@@ -5,7 +5,7 @@
  * breakers. Same shape as rules.ts: names only through core's METRICS,
  * numbers only from the thresholds (or a documented generator option).
  */
-import { LABEL, metric } from './names';
+import { LABEL } from './names';
 import { humanPercent, humanSeconds } from './duration';
 import { holdFor, type ResolvedOptions } from './options';
 import { INSTANCE_KEYS, QUEUE_KEYS, SERVER_KEYS, alert, by, eventExpr, type RuleGroup } from './rule-parts';
@@ -18,6 +18,7 @@ import { INSTANCE_KEYS, QUEUE_KEYS, SERVER_KEYS, alert, by, eventExpr, type Rule
  * the gauge as it is (docs/rules.md, "Limits and choices").
  */
 export function capacityGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const c = o.thresholds.capacity;
   const hold = holdFor(o, c.forSeconds);
   const utilization = `max ${by(...QUEUE_KEYS)} (${metric('queueUtilization')})`;
@@ -62,6 +63,7 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
 
 /** Event-loop delay: a blocked loop (synchronous inference, a long GC) stalls every timer and socket, a saturated server with an empty queue. */
 export function runtimeGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const e = o.thresholds.eventLoop;
   const hold = holdFor(o, 0);
   const delay = `max ${by(...INSTANCE_KEYS)} (${metric('eventLoopDelayP99')})`;
@@ -95,6 +97,7 @@ export function runtimeGroup(o: ResolvedOptions): RuleGroup {
 
 /** Connections of instrumented HTTP(S) servers (`instrumentServer`) and their TLS handshakes. */
 export function connectionsGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const t = o.thresholds.connections;
   const hold = holdFor(o, 0);
   // `capacity > 0` drops servers without a capacity (no maxConnections, no option): core does not judge them either.
@@ -149,6 +152,7 @@ export function connectionsGroup(o: ResolvedOptions): RuleGroup {
 
 /** Circuit breakers (`@infersignal/bench` createBreaker): state gauge 0 closed, 1 half-open, 2 open. */
 export function breakerGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const hold = holdFor(o, 0);
   const keys = [...INSTANCE_KEYS, LABEL.breakerName];
   // max_over_time bridges the short half-open probes of a breaker that keeps re-opening; a breaker that stays closed a whole window ends the alert.

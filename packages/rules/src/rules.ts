@@ -6,7 +6,7 @@
  */
 import { stringify } from 'yaml';
 import { METRICS } from '@infersignal/core';
-import { COMPLETED_OUTCOME, LABEL, bucket, metric, recordBase } from './names';
+import { COMPLETED_OUTCOME, LABEL, recordBase } from './names';
 import { humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
@@ -42,6 +42,7 @@ export function memoryGapRecord(): string {
 }
 
 function queueGroup(o: ResolvedOptions): RuleGroup {
+  const { metric, bucket } = o.names;
   const q = o.thresholds.queue;
   const hold = holdFor(o, q.forSeconds);
   const quantiles = [...new Set([0.5, 0.95, 0.99, q.waitQuantile, o.tailQuantile])].sort((a, b) => a - b);
@@ -124,6 +125,7 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
 }
 
 function modelLoadGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const keys = [...MODEL_KEYS, LABEL.loadKind];
   return {
     name: 'infersignal.model_load',
@@ -151,6 +153,7 @@ export function streamRecords(): { ratio: string; count: string } {
 }
 
 function streamGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const s = o.thresholds.stream;
   const hold = holdFor(o, 0);
   const records = streamRecords();
@@ -190,6 +193,7 @@ function streamGroup(o: ResolvedOptions): RuleGroup {
 }
 
 function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const d = o.thresholds.deviceMemory;
   const gap = memoryGapRecord();
   const reserved = `sum ${by(...PROCESS_KEYS)} (${metric('memoryReserved')})`;
@@ -223,6 +227,7 @@ function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
 }
 
 function internalGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
   const keys = ['job', LABEL.errorSource];
   return {
     name: 'infersignal.internal',

@@ -39,6 +39,21 @@ describe('runRulesCli', () => {
     );
   });
 
+  it('--naming otel-js writes the names the stock JS exporter uses; an unknown naming exits 1 naming the option', async () => {
+    const otelJs = await cli('rules', '--naming', 'otel-js');
+    expect(otelJs.code).toBe(0);
+    expect(otelJs.stdout).toBe(renderRules({ naming: 'otel-js' }));
+    expect(otelJs.stdout).toContain('max by (job, infersignal_queue_name) (infersignal_queue_occupancy) >= 0.7');
+    expect(otelJs.stdout).toContain('rate(infersignal_queue_wait_duration_bucket[1m])');
+    expect(otelJs.stdout).toContain('(nodejs_eventloop_delay_p99) > 0.1');
+    expect(otelJs.stdout).not.toContain('_seconds_bucket');
+    // Recorded series keep their names, so what reads them does not change with the naming.
+    expect(otelJs.stdout).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.2');
+    const bad = await cli('rules', '--naming', 'statsd');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('"naming"');
+  });
+
   it('accepts a monitor config file ({ "thresholds": … }) too', async () => {
     const wrapped = join(dir, 'monitor.json');
     writeFileSync(wrapped, JSON.stringify({ thresholds: { queue: { waitQuantile: 0.9 } } }));

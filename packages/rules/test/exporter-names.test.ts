@@ -8,8 +8,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRICS } from '@infersignal/core';
 import { LABEL, RULE_METRICS, buildDashboard, buildRules, panelQueries, alertingRules } from '@infersignal/rules';
-import { exerciseEverySignal, startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
-import { RUNTIME_THRESHOLDS, exerciseRuntimeSignals, type RuntimeExercise } from './helpers/runtime-signals';
+import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
+import {
+  RUNTIME_THRESHOLDS,
+  exerciseEverySignal,
+  exerciseRuntimeSignals,
+  type RuntimeExercise,
+} from './helpers/runtime-signals';
 import { metricName } from './helpers/names';
 
 let server: InstrumentedServer;
@@ -59,7 +64,7 @@ beforeAll(async () => {
     thresholds: RUNTIME_THRESHOLDS,
     connectionCapacity: 8,
   });
-  await exerciseEverySignal(server.signal);
+  await exerciseEverySignal(server.monitor);
   runtime = await exerciseRuntimeSignals(server);
   text = await (await fetch(server.metricsUrl)).text();
   families = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => [name, type]));

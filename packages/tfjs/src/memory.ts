@@ -1,4 +1,5 @@
 import type { DeviceMemoryHandle, Monitor } from '@infersignal/core';
+import { checkOptionKeys } from '@infersignal/core/signals';
 import type { TfRuntime } from './types';
 
 /** Fields GPU backends add to `tf.memory()` (webgl: numBytesInGPUAllocated; webgpu: numBytesAllocatedInGPU). */
@@ -45,6 +46,7 @@ export function watchTfMemory(
   tf: Pick<TfRuntime, 'memory' | 'getBackend'>,
   options: TfMemoryOptions = {},
 ): DeviceMemoryHandle {
+  checkOptionKeys(options, ['reserved', 'intervalMs', 'source']);
   const sources = tfMemorySources(tf, options.reserved);
   return monitor.deviceMemory({
     ...sources,

@@ -1,7 +1,8 @@
-import { HotSwap, type Monitor, type QueueTracker } from '@infersignal/core';
+import { InferSignalConfigError, type Monitor, type QueueTracker } from '@infersignal/core';
+import { HotSwap, checkOptionKeys, checkQueueOption, resolveQueue } from '@infersignal/core/signals';
 import type { Tensor } from '@tensorflow/tfjs-core';
 import { ModelLoadError, ModelReleasedError } from './errors';
-import { createTensorLeakDetector, type TensorLeakDetector } from './leak';
+import { createTensorLeakDetector, leakSettings, type TensorLeakDetector } from './leak';
 import type {
   ModelInput,
   ModelOutput,
@@ -20,9 +21,9 @@ export function loadLayersModel(
   source: TfModelSource,
   options: TfModelOptions = {},
 ): Promise<MonitoredTfModel> {
-  const load = tf.loadLayersModel;
+  const load = tf?.loadLayersModel;
   if (typeof load !== 'function')
-    throw new TypeError('@infersignal/tfjs: tf.loadLayersModel is missing (pass @tensorflow/tfjs or tfjs-node)');
+    throw new InferSignalConfigError('tf', 'tf.loadLayersModel is missing (pass @tensorflow/tfjs or tfjs-node)');
   return loadModel(monitor, name, tf, (src) => load.call(tf, src, options.loadOptions), source, options);
 }
 
@@ -34,9 +35,9 @@ export function loadGraphModel(
   source: TfModelSource,
   options: TfModelOptions = {},
 ): Promise<MonitoredTfModel> {
-  const load = tf.loadGraphModel;
+  const load = tf?.loadGraphModel;
   if (typeof load !== 'function')
-    throw new TypeError('@infersignal/tfjs: tf.loadGraphModel is missing (pass @tensorflow/tfjs or tfjs-node)');
+    throw new InferSignalConfigError('tf', 'tf.loadGraphModel is missing (pass @tensorflow/tfjs or tfjs-node)');
   return loadModel(monitor, name, tf, (src) => load.call(tf, src, options.loadOptions), source, options);
 }
 
@@ -49,18 +50,12 @@ export async function loadModel<M extends TfModelLike>(
   source: TfModelSource,
   options: TfModelOptions = {},
 ): Promise<MonitoredTfModel<M>> {
-  const { concurrency } = options;
-  if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
-    throw new TypeError(`@infersignal/tfjs: options.concurrency must be an integer ≥ 1, got ${String(concurrency)}`);
-  }
+  // Checked before the load, so a bad option does not cost one.
+  checkOptionKeys(options, OPTION_KEYS);
+  checkQueueOption(options.queue);
+  if (options.leak !== undefined && options.leak !== false) leakSettings(options.leak, 'options.leak');
   const first = await timedLoad(monitor, name, 'load', loader, source);
-  const queue =
-    options.queue ??
-    monitor.queue(options.queueName ?? `tfjs:${name}`, {
-      concurrency: concurrency ?? 1,
-      capacity: options.capacity,
-      maxWaiting: options.maxWaiting,
-    });
+  const queue = resolveQueue(monitor, options.queue, `tfjs:${name}`, 'options.queue', { concurrency: 1 });
   const leak =
     options.leak === false
       ? null
@@ -68,6 +63,7 @@ export async function loadModel<M extends TfModelLike>(
   return new TfModel(monitor, name, loader, queue, leak, first);
 }
 
+const OPTION_KEYS = ['queue', 'loadOptions', 'leak'];
 const ATTRIBUTES = { attributes: { 'infersignal.model.runtime': 'tfjs' } };
 
 function timedLoad<M>(
@@ -94,6 +90,7 @@ function timedLoad<M>(
 class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
   private readonly swap: HotSwap<M>;
   private gen = 1;
+  private releasing: Promise<void> | undefined;
   private readonly runOptions: { model: string };
 
   constructor(
@@ -163,6 +160,8 @@ class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
   }
 
   release(): Promise<void> {
-    return this.swap.release();
+    // One promise for every call, like the swap's own.
+    this.releasing ??= this.swap.release().then(() => this.leak?.stop());
+    return this.releasing;
   }
 }

@@ -1,5 +1,6 @@
 import type { MemoryInfo, NamedTensorMap, Tensor, io } from '@tensorflow/tfjs-core';
 import type { QueueTracker } from '@infersignal/core';
+import type { QueueOption } from '@infersignal/core/signals';
 import type { LeakDetectorOptions, TensorLeakDetector } from './leak';
 
 export type ModelInput = Tensor | Tensor[] | NamedTensorMap;
@@ -31,17 +32,18 @@ export interface TfRuntime {
 /** A URL (`file://`, `http://`, `indexeddb://` …) or an IOHandler (e.g. `fileSystemHandler(path)`). */
 export type TfModelSource = string | io.IOHandler;
 
+/**
+ * The runtime wrappers' options dialect: `queue` as in every adapter; the
+ * model is named by the loader's argument.
+ */
 export interface TfModelOptions {
-  /** Calls at once on this model (default 1). */
-  concurrency?: number;
-  /** Requests waiting + running the queue is sized for. Default core's. */
-  capacity?: number;
-  /** Max calls waiting before predict() rejects with core's QueueFullError. Default core's. */
-  maxWaiting?: number;
-  /** Queue name (default `tfjs:<model>`). */
-  queueName?: string;
-  /** Use this tracker instead of creating one. */
-  queue?: QueueTracker;
+  /**
+   * The queue calls go through: a name, a tracker to share, or
+   * `{ name, capacity, concurrency, maxWaiting }`. Default `tfjs:<name>`
+   * with concurrency 1 and core's capacity; calls reject with core's
+   * QueueFullError past `maxWaiting`.
+   */
+  queue?: QueueOption;
   /** Passed to `tf.loadLayersModel` / `tf.loadGraphModel`. */
   loadOptions?: io.LoadOptions;
   /** Tensor-leak detector options, or false to switch it off (default on). */

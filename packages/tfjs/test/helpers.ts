@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { io } from '@tensorflow/tfjs-core';
 import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
-import type { AlertEvent, Monitor } from '@infersignal/core';
+import type { AlertEvent, Monitor, MonitorOptions } from '@infersignal/core';
 import { fileSystemHandler } from '@infersignal/tfjs';
 import { sleep } from '../../../test/support/async';
 import { testMonitor } from '../../../test/support/monitor';
@@ -19,8 +19,8 @@ export interface Harness {
 }
 
 /** The shared test monitor on the real clock, traces through the global tracer provider as in an application. */
-export function harness(): Harness {
-  const t = testMonitor({ clock: undefined, traces: true });
+export function harness(options: MonitorOptions = {}): Harness {
+  const t = testMonitor({ clock: undefined, traces: true, ...options });
   return {
     monitor: t.monitor,
     alerts: t.alerts,
@@ -57,6 +57,20 @@ export async function saveTinyMlp(): Promise<string> {
   await model.save(fileSystemHandler(path));
   model.dispose();
   return path;
+}
+
+/**
+ * Wraps an IOHandler so its load stands for `ms` on the monitor clock `now`
+ * (moved by that much before the real load): recorded durations are exact
+ * whatever the machine's speed.
+ */
+export function taking(handler: io.IOHandler, ms: number, now: { ms: number }): io.IOHandler {
+  return {
+    async load() {
+      now.ms += ms;
+      return handler.load!();
+    },
+  };
 }
 
 /** Wraps an IOHandler so its load takes `delayMs` longer, measured into `measured`. */

@@ -77,9 +77,14 @@ describe('tensor-leak signal', () => {
     expect(detector.slope).toBe(0);
     expect(detector.leaking).toBe(false);
     expect(() => createTensorLeakDetector(h.monitor, () => 0, { model: 'm', windowSize: 1 })).toThrow(
-      /leak\.windowSize/,
+      /options\.windowSize/,
     );
-    expect(() => createTensorLeakDetector(h.monitor, () => 0, { model: 'm', minSlope: 0 })).toThrow(/leak\.minSlope/);
+    expect(() => createTensorLeakDetector(h.monitor, () => 0, { model: 'm', minSlope: 0 })).toThrow(
+      /options\.minSlope/,
+    );
+    expect(() => createTensorLeakDetector(h.monitor, () => 0, { model: 'm', window: 5 } as never)).toThrow(
+      /options\.window\b/,
+    );
   });
 });
 

@@ -153,17 +153,17 @@ export class WebhookDelivery implements WebhookSink {
   }
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts; its abort listener goes with it either way. */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
     timer.unref?.();
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    signal.addEventListener('abort', done, { once: true });
   });
 }

@@ -1,3 +1,4 @@
+import type { Signal, SignalContext } from '../contract';
 import { SlidingWindow } from '../detectors/sliding-window';
 
 /** A candidate cause of a P99 glitch: its value now and how unusual that is against its own recent ticks. */
@@ -83,5 +84,55 @@ export class GlitchAttributor {
           : `largest z-score (${best.toFixed(1)}σ above its baseline)`,
       factors,
     };
+  }
+}
+
+/** Where the glitch factors are read on each tick. */
+export interface GlitchFactorSources {
+  /** Highest queue occupancy. */
+  occupancy(): number;
+  /** Event-loop delay P99 (s); NaN when not sampled. */
+  eventLoopDelay(): number;
+  /** GC pause time (s) within the last `windowMs`; NaN when not observed. */
+  gcPause(now: number, windowMs: number): number;
+  /** Highest device-memory fragmentation; NaN when not measured. */
+  fragmentation(): number;
+  /** Models loading now or whose last load ended within `windowMs`. */
+  loadsWithin(now: number, windowMs: number): string[];
+}
+
+/**
+ * Feeds the glitch factors on each tick, before the queues are evaluated
+ * (registered first), so a glitch judged on this tick is explained with
+ * this tick's values. Announces nothing itself.
+ */
+export class GlitchAttributionSignal implements Signal {
+  readonly name = 'glitchAttribution';
+  private readonly attributor = new GlitchAttributor();
+  private lastTick = Number.NaN;
+
+  constructor(
+    private readonly ctx: SignalContext,
+    private readonly sources: GlitchFactorSources,
+  ) {}
+
+  evaluate(now: number): void {
+    const sinceLast = Number.isNaN(this.lastTick) ? 1000 : Math.max(1, now - this.lastTick);
+    this.lastTick = now;
+    try {
+      const s = this.sources;
+      this.attributor.update({
+        queue_occupancy: s.occupancy(),
+        event_loop_delay: s.eventLoopDelay(),
+        gc_pause: s.gcPause(now, sinceLast),
+        gpu_fragmentation: s.fragmentation(),
+      });
+    } catch (error) {
+      this.ctx.internalError('detector.attribution', error);
+    }
+  }
+
+  attribute(now: number, windowMs: number): GlitchAttribution {
+    return this.attributor.attribute(this.sources.loadsWithin(now, windowMs));
   }
 }

@@ -1,9 +1,14 @@
 import type { Attributes } from '@opentelemetry/api';
-import type { MonitorContext } from '../context';
+import { InferSignalConfigError } from '../config';
+import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { DriftDetector } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
-import { ATTR } from '../names';
-import type { DeviceMemoryHandle, DeviceMemoryOptions, Level } from '../types';
+import { ATTR, METRICS } from '../names';
+import { checkOptionKeys, nameOption } from '../options';
+import type { DeviceMemoryHandle, DeviceMemoryOptions, Level, Snapshot } from '../types';
+
+const MAX_SOURCES = 64;
+const OPTION_KEYS = ['allocated', 'reserved', 'intervalMs', 'source'];
 
 /**
  * Samples allocated and reserved device memory from plain functions off
@@ -29,7 +34,7 @@ export class DeviceMemory implements DeviceMemoryHandle {
   constructor(
     readonly source: string,
     private readonly options: DeviceMemoryOptions,
-    private readonly ctx: MonitorContext,
+    private readonly ctx: SignalContext,
     private readonly onStop: (handle: DeviceMemory) => void,
   ) {
     const t = ctx.thresholds.deviceMemory;
@@ -81,13 +86,13 @@ export class DeviceMemory implements DeviceMemoryHandle {
     }
     this.fragmentation = Math.max(0, 1 - this.allocated / this.reserved);
     this.level = this.fragmentationDetector.update(this.fragmentation, now);
-    ctx.hub.set('gpu_fragmentation', this.level, this.fragmentation, t.fragmentation, this.labels);
+    ctx.report('gpu_fragmentation', this.level, this.fragmentation, t.fragmentation, this.labels);
 
     this.drift.update(this.reserved - this.allocated, now);
     const fit = this.drift.evaluate(this.reserved);
     this.gapGrowth = fit.count >= 2 ? fit.slope : null;
     this.drifting = fit.drifting;
-    ctx.hub.set(
+    ctx.report(
       'memory_drift',
       fit.drifting ? 'warn' : 'ok',
       fit.slope,
@@ -105,5 +110,85 @@ export class DeviceMemory implements DeviceMemoryHandle {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.onStop(this);
+  }
+}
+
+/**
+ * Device-memory sources (`monitor.deviceMemory()`): allocated, reserved,
+ * fragmentation and the drift of the reserved − allocated gap, sampled on
+ * each source's own timer (or on the tick when its interval is 0).
+ * Thresholds: `deviceMemory`. Snapshot section `deviceMemory`.
+ */
+export class DeviceMemorySignal implements Signal {
+  readonly name = 'deviceMemory';
+  private readonly sources = new Set<DeviceMemory>();
+  private readonly gauges: Record<'allocated' | 'reserved' | 'fragmentation' | 'gapGrowth', Gauge>;
+
+  constructor(private readonly ctx: SignalContext) {
+    this.gauges = {
+      allocated: ctx.gauge(METRICS.memoryAllocated),
+      reserved: ctx.gauge(METRICS.memoryReserved),
+      fragmentation: ctx.gauge(METRICS.memoryFragmentation),
+      gapGrowth: ctx.gauge(METRICS.memoryGapGrowth),
+    };
+  }
+
+  add(options: DeviceMemoryOptions): DeviceMemoryHandle {
+    checkOptionKeys(options, OPTION_KEYS);
+    if (typeof options.allocated !== 'function')
+      throw new InferSignalConfigError('options.allocated', 'must be a function returning bytes (or undefined)');
+    if (typeof options.reserved !== 'function')
+      throw new InferSignalConfigError('options.reserved', 'must be a function returning bytes (or undefined)');
+    if (options.intervalMs !== undefined && !(options.intervalMs >= 0))
+      throw new InferSignalConfigError('options.intervalMs', `must be >= 0, got ${options.intervalMs}`);
+    const source = nameOption('options.source', options.source, 'default');
+    if (this.sources.size >= MAX_SOURCES)
+      throw new InferSignalConfigError('options', `more than ${MAX_SOURCES} device memory sources`);
+    const handle = new DeviceMemory(source, options, this.ctx, (h) => this.sources.delete(h));
+    this.sources.add(handle);
+    return handle;
+  }
+
+  /** Highest fragmentation of any source; NaN when none is measured (a glitch-attribution factor). */
+  get fragmentation(): number {
+    let fragmentation = Number.NaN;
+    for (const memory of this.sources)
+      if (memory.fragmentation !== null)
+        fragmentation = Math.max(Number.isNaN(fragmentation) ? 0 : fragmentation, memory.fragmentation);
+    return fragmentation;
+  }
+
+  /** Sources without a timer of their own are sampled on the tick. */
+  evaluate(): void {
+    for (const memory of this.sources) if (!memory.timed) memory.sample();
+  }
+
+  observe(observer: GaugeObserver): void {
+    const g = this.gauges;
+    for (const memory of this.sources) {
+      if (memory.allocated !== null) observer.observe(g.allocated, memory.allocated, memory.attributes);
+      if (memory.reserved !== null) observer.observe(g.reserved, memory.reserved, memory.attributes);
+      if (memory.fragmentation !== null) observer.observe(g.fragmentation, memory.fragmentation, memory.attributes);
+      if (memory.gapGrowth !== null) observer.observe(g.gapGrowth, memory.gapGrowth, memory.attributes);
+    }
+  }
+
+  snapshot(): Snapshot['deviceMemory'] {
+    const deviceMemory: Snapshot['deviceMemory'] = {};
+    for (const memory of this.sources) {
+      deviceMemory[memory.source] = {
+        level: memory.level,
+        allocated: memory.allocated,
+        reserved: memory.reserved,
+        fragmentation: memory.fragmentation,
+        gapGrowthBytesPerSecond: memory.gapGrowth,
+        drifting: memory.drifting,
+      };
+    }
+    return deviceMemory;
+  }
+
+  close(): void {
+    for (const memory of [...this.sources]) memory.stop();
   }
 }

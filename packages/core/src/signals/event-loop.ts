@@ -7,9 +7,10 @@ import {
   type EventLoopUtilization,
   type IntervalHistogram,
 } from 'node:perf_hooks';
-import { recordSeconds, type MonitorContext } from '../context';
+import type { Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector } from '../detectors/threshold';
+import { METRICS } from '../names';
 import type { Level } from '../types';
 
 const GC_TYPES: Record<number, string> = {
@@ -28,8 +29,12 @@ const RESOLUTION_MS = 10;
  * inference on the main thread, so a long run stalls every timer and
  * socket — a saturated server even with an empty queue. Sampled on its own
  * unref()'d timer; the delay histogram is libuv's, reset every period.
+ * Thresholds: `eventLoop`. No snapshot section (the level is announced).
  */
-export class EventLoopSignal {
+export class EventLoopSignal implements Signal {
+  readonly name = 'eventLoop';
+  private readonly gcDuration: HistogramRecorder;
+  private readonly gauges: Record<'p50' | 'p99' | 'max' | 'utilization', Gauge>;
   private readonly delay: IntervalHistogram;
   private elu: EventLoopUtilization;
   private readonly gcObserver: PerformanceObserver | undefined;
@@ -45,11 +50,19 @@ export class EventLoopSignal {
   p99 = Number.NaN;
   max = Number.NaN;
   utilization = Number.NaN;
-  level: Level = 'ok';
+  /** Level of the delay P99 as last sampled (announced as `event_loop`; queues read it as backpressure). */
+  delayLevel: Level = 'ok';
   readonly labels: Record<string, string> = {};
 
-  constructor(private readonly ctx: MonitorContext) {
+  constructor(private readonly ctx: SignalContext) {
     const t = ctx.thresholds.eventLoop;
+    this.gcDuration = ctx.histogram(METRICS.gcDuration);
+    this.gauges = {
+      p50: ctx.gauge(METRICS.eventLoopDelayP50),
+      p99: ctx.gauge(METRICS.eventLoopDelayP99),
+      max: ctx.gauge(METRICS.eventLoopDelayMax),
+      utilization: ctx.gauge(METRICS.eventLoopUtilization),
+    };
     this.detector = new ThresholdDetector({
       warn: t.delayWarnSeconds,
       critical: t.delayCriticalSeconds,
@@ -85,7 +98,7 @@ export class EventLoopSignal {
     let attributes = this.gcAttributes.get(kind);
     if (!attributes) this.gcAttributes.set(kind, (attributes = { 'v8js.gc.type': kind }));
     const seconds = entry.duration / 1000;
-    recordSeconds(this.ctx, this.ctx.instruments.gcDuration, seconds, attributes);
+    this.ctx.recordSeconds(this.gcDuration, seconds, attributes);
     this.gcPauses.push(seconds, this.ctx.clock());
   }
 
@@ -128,15 +141,15 @@ export class EventLoopSignal {
       this.utilization = performance.eventLoopUtilization(elu, this.elu).utilization;
       this.elu = elu;
       if (!Number.isNaN(this.p99)) {
-        this.level = this.detector.update(this.p99, now);
+        this.delayLevel = this.detector.update(this.p99, now);
         const t = this.ctx.thresholds.eventLoop;
-        this.ctx.hub.set(
+        this.ctx.report(
           'event_loop',
-          this.level,
+          this.delayLevel,
           this.p99,
-          this.level === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds,
+          this.delayLevel === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds,
           this.labels,
-          this.level === 'ok'
+          this.delayLevel === 'ok'
             ? undefined
             : `event-loop delay P99 ${(this.p99 * 1000).toFixed(0)} ms (max ${(this.max * 1000).toFixed(0)} ms, utilization ${(this.utilization * 100).toFixed(0)} %)`,
         );
@@ -146,7 +159,15 @@ export class EventLoopSignal {
     }
   }
 
-  stop(): void {
+  observe(observer: GaugeObserver): void {
+    if (Number.isNaN(this.p99)) return;
+    observer.observe(this.gauges.p50, this.p50);
+    observer.observe(this.gauges.p99, this.p99);
+    observer.observe(this.gauges.max, this.max);
+    observer.observe(this.gauges.utilization, this.utilization);
+  }
+
+  close(): void {
     if (this.timer) clearTimeout(this.timer);
     this.delay.disable();
     this.gcObserver?.disconnect();

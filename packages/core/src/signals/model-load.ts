@@ -1,7 +1,8 @@
 import { SpanStatusCode, type Attributes } from '@opentelemetry/api';
-import { recordSeconds, type MonitorContext } from '../context';
-import { ATTR, SPANS } from '../names';
-import type { Level, LoadOptions } from '../types';
+import { LabelTable } from '../aggregates/label-table';
+import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
+import { ATTR, METRICS, SPANS } from '../names';
+import type { Level, LoadOptions, Snapshot } from '../types';
 
 type LoadKind = 'load' | 'reload';
 
@@ -23,11 +24,16 @@ export class ModelLoads {
   lastEndedAt = Number.NEGATIVE_INFINITY;
   level: Level = 'ok';
 
+  readonly baselineAttributes: Attributes;
+  private readonly ctx: SignalContext;
+
   constructor(
     readonly model: string,
-    private readonly ctx: MonitorContext,
+    private readonly signal: ModelLoadSignal,
   ) {
+    this.ctx = signal.ctx;
     this.labels = { model };
+    this.baselineAttributes = { [ATTR.model]: model };
   }
 
   private attrs(kind: LoadKind, outcome: 'success' | 'error' | ''): Attributes {
@@ -63,7 +69,7 @@ export class ModelLoads {
       this.lastEndedAt = ctx.clock();
       try {
         const now = ctx.clock();
-        recordSeconds(ctx, ctx.instruments.modelLoadDuration, (now - started) / 1000, this.attrs(kind, 'error'));
+        ctx.recordSeconds(this.signal.duration, (now - started) / 1000, this.attrs(kind, 'error'));
         span?.setAttribute(ATTR.outcome, 'error');
         // The error's type, not its message: a loader's message can carry a path, a presigned URL or a token.
         const errorType = error instanceof Error ? error.name : typeof error;
@@ -91,7 +97,7 @@ export class ModelLoads {
   /** Records a successful load and judges it against the baseline before adding it. */
   private finish(kind: LoadKind, seconds: number): void {
     const ctx = this.ctx;
-    recordSeconds(ctx, ctx.instruments.modelLoadDuration, seconds, this.attrs(kind, 'success'));
+    ctx.recordSeconds(this.signal.duration, seconds, this.attrs(kind, 'success'));
     if (!(seconds >= 0)) return;
     this.loads++;
     this.lastSeconds = seconds;
@@ -99,9 +105,9 @@ export class ModelLoads {
     const baseline = this.baseline();
     if (baseline !== null) {
       const spike = seconds > factor * baseline;
-      if (spike) ctx.instruments.modelLoadSpikes.add(1, this.attrs(kind, ''));
+      if (spike) this.signal.spikes.add(1, this.attrs(kind, ''));
       this.level = spike ? 'warn' : 'ok';
-      ctx.hub.set(
+      ctx.report(
         'model_load',
         this.level,
         seconds,
@@ -115,5 +121,59 @@ export class ModelLoads {
     }
     this.history.push(seconds);
     if (this.history.length > ctx.thresholds.modelLoad.baselineSamples) this.history.shift();
+  }
+}
+
+/**
+ * Model loads and reloads (`monitor.modelLoad()`): duration by outcome,
+ * rolling-median baseline, spikes. Judged when a load ends, not on the
+ * tick. Thresholds: `modelLoad`. Snapshot section `models`.
+ */
+export class ModelLoadSignal implements Signal {
+  readonly name = 'models';
+  readonly duration: HistogramRecorder;
+  readonly spikes: CounterRecorder;
+  private readonly baseline: Gauge;
+  private readonly models: LabelTable<ModelLoads>;
+
+  constructor(readonly ctx: SignalContext) {
+    this.duration = ctx.histogram(METRICS.modelLoadDuration);
+    this.spikes = ctx.counter(METRICS.modelLoadSpikes);
+    this.baseline = ctx.gauge(METRICS.modelLoadBaseline);
+    this.models = new LabelTable(ctx.maxModels + 1, (model) => new ModelLoads(model, this));
+  }
+
+  time<T>(model: string, kind: LoadKind, fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {
+    return this.models.get(this.ctx.label('model', model)).time(kind, fn, options);
+  }
+
+  /** Models loading now or whose last load ended within `windowMs` (a glitch's likely cause). */
+  within(now: number, windowMs: number): string[] {
+    const out: string[] = [];
+    for (const [model, state] of this.models.entries())
+      if (state.loading > 0 || state.lastEndedAt >= now - windowMs) out.push(model);
+    return out;
+  }
+
+  observe(observer: GaugeObserver): void {
+    for (const state of this.models.values()) {
+      const baseline = state.baseline();
+      if (baseline !== null) observer.observe(this.baseline, baseline, state.baselineAttributes);
+    }
+  }
+
+  snapshot(): Snapshot['models'] {
+    const models: Snapshot['models'] = {};
+    for (const [model, state] of this.models.entries()) {
+      models[model] = {
+        level: state.level,
+        baselineSeconds: state.baseline(),
+        lastSeconds: state.lastSeconds,
+        loads: state.loads,
+        failures: state.failures,
+        loading: state.loading,
+      };
+    }
+    return models;
   }
 }

@@ -1,13 +1,12 @@
 import { SpanStatusCode, context, type Attributes, type Span } from '@opentelemetry/api';
-import { recordSeconds, type MonitorContext } from '../context';
-import { FixedHistogram } from '../aggregates/histogram';
 import { LabelTable } from '../aggregates/label-table';
+import type { CounterRecorder, HistogramRecorder, SignalContext } from '../contract';
 import { P99GlitchDetector } from '../detectors/p99-glitch';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector, worstLevel } from '../detectors/threshold';
 import { ZScoreDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
-import { ATTR, BUCKETS, SPANS } from '../names';
+import { ATTR, SPANS } from '../names';
 import type {
   Admission,
   Level,
@@ -19,7 +18,7 @@ import type {
   Ticket,
 } from '../types';
 import { CapacityModel } from './capacity';
-import { Stream, type StreamModel } from './stream';
+import type { GlitchAttribution } from './attribution';
 
 const OUTCOMES: readonly Outcome[] = [
   'completed',
@@ -31,12 +30,30 @@ const OUTCOMES: readonly Outcome[] = [
   'deadline_exceeded',
 ];
 
-/** Per (queue, model) state: attribute objects made once, and core's own aggregates. */
+/** The per-request instruments every queue of a monitor records into. */
+export interface QueueInstruments {
+  readonly queueWait: HistogramRecorder;
+  readonly inferenceDuration: HistogramRecorder;
+  readonly requestDuration: HistogramRecorder;
+  readonly requests: CounterRecorder;
+}
+
+/** What a queue needs from the signals around it. */
+export interface QueueEnvironment {
+  readonly ctx: SignalContext;
+  readonly instruments: QueueInstruments;
+  /** A stream handle of `model` timed from `arrival` (the streams signal). */
+  streamOf(model: string, arrival: number): StreamHandle;
+  /** Levels from outside the queue that count as backpressure (e.g. a blocked event loop). */
+  externalLevel(): Level;
+  /** What else was elevated when a P99 glitch fires, and the likely cause. */
+  attributeGlitch(now: number, windowMs: number): GlitchAttribution;
+}
+
+/** Per (queue, model) state: the attribute objects, made once. */
 class QueueModel {
   readonly waitAttributes: Attributes;
   readonly outcomeAttributes: Record<Outcome, Attributes>;
-  readonly queueWait = new FixedHistogram(BUCKETS.queueWait);
-  readonly inferenceDuration = new FixedHistogram(BUCKETS.duration);
 
   constructor(
     readonly queue: string,
@@ -96,8 +113,7 @@ class RequestTicket implements Ticket {
       const now = q.ctx.clock();
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
-      recordSeconds(q.ctx, q.ctx.instruments.queueWait, wait, this.slot.waitAttributes);
-      this.slot.queueWait.record(wait);
+      q.ctx.recordSeconds(q.instruments.queueWait, wait, this.slot.waitAttributes);
       q.waits.push(wait, now);
       this.span?.setAttribute(ATTR.queueWait, wait);
     } catch (error) {
@@ -112,18 +128,17 @@ class RequestTicket implements Ticket {
     try {
       const now = q.ctx.clock();
       const attributes = this.slot.outcomeAttributes[outcome] ?? this.slot.outcomeAttributes.error;
-      const instruments = q.ctx.instruments;
+      const instruments = q.instruments;
       if (this.started) {
         q.inFlight--;
         const inference = (now - this.startedAt) / 1000;
-        recordSeconds(q.ctx, instruments.inferenceDuration, inference, attributes);
-        this.slot.inferenceDuration.record(inference);
+        q.ctx.recordSeconds(instruments.inferenceDuration, inference, attributes);
         q.glitch.record(inference, now);
         q.capacity_.served(inference, now);
       } else {
         q.waiting--;
       }
-      recordSeconds(q.ctx, instruments.requestDuration, (now - this.arrival) / 1000, attributes);
+      q.ctx.recordSeconds(instruments.requestDuration, (now - this.arrival) / 1000, attributes);
       instruments.requests.add(1, attributes);
       q.completed++;
       const span = this.span;
@@ -138,7 +153,7 @@ class RequestTicket implements Ticket {
   }
 
   stream(): StreamHandle {
-    return this.queue.createStream(this.slot.model, this.arrival);
+    return this.queue.streamOf(this.slot.model, this.arrival);
   }
 
   setAttributes(attributes: Attributes): void {
@@ -168,22 +183,22 @@ export class Queue implements QueueTracker {
   private readonly waitDetector: ThresholdDetector;
   private waitQuantile = Number.NaN;
   private lastEvaluated = Number.NEGATIVE_INFINITY;
-  /** Utilization, headroom, predicted wait and time to saturation (issue: predictive capacity). */
+  /** Utilization, headroom, predicted wait and time to saturation. */
   readonly capacity_: CapacityModel;
   peakInFlight = 0;
   private running = 0;
   private readonly fifo: Waiter[] = [];
-  level_: Level = 'ok';
   readonly labels: Record<string, string>;
+  readonly ctx: SignalContext;
+  readonly instruments: QueueInstruments;
 
   constructor(
     readonly name: string,
     options: QueueOptions,
-    readonly ctx: MonitorContext,
-    private readonly streamModel: (model: string) => StreamModel,
-    /** Levels from outside the queue that count as backpressure (e.g. a blocked event loop). */
-    private readonly externalLevel: () => Level = () => 'ok',
+    private readonly env: QueueEnvironment,
   ) {
+    const ctx = (this.ctx = env.ctx);
+    this.instruments = env.instruments;
     const t = ctx.thresholds;
     this.concurrency = options.concurrency ?? 1;
     this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
@@ -216,7 +231,7 @@ export class Queue implements QueueTracker {
   }
 
   enqueue(model?: string): Ticket {
-    const slot = this.models.get(this.ctx.modelLabel(model ?? 'default'));
+    const slot = this.models.get(this.ctx.label('model', model ?? 'default'));
     this.waiting++;
     this.capacity_.arrived();
     return new RequestTicket(this, slot);
@@ -234,7 +249,7 @@ export class Queue implements QueueTracker {
     // for the whole wait window after the queue drained.
     let level = worstLevel(this.occupancyLevel(), this.waiting > 0 ? this.waitDetector.level : 'ok');
     if (this.ctx.thresholds.capacity.backpressure) level = worstLevel(level, this.capacity_.estimate.level);
-    return worstLevel(level, this.externalLevel());
+    return worstLevel(level, this.env.externalLevel());
   }
 
   retryAfterSeconds(): number {
@@ -250,15 +265,15 @@ export class Queue implements QueueTracker {
 
   reject(model?: string): void {
     try {
-      const slot = this.models.get(this.ctx.modelLabel(model ?? 'default'));
-      this.ctx.instruments.requests.add(1, slot.outcomeAttributes.rejected);
+      const slot = this.models.get(this.ctx.label('model', model ?? 'default'));
+      this.instruments.requests.add(1, slot.outcomeAttributes.rejected);
     } catch (error) {
       this.ctx.internalError('queue.reject', error);
     }
   }
 
-  createStream(model: string, arrival: number): StreamHandle {
-    return new Stream(this.streamModel(model), this.ctx, arrival);
+  streamOf(model: string, arrival: number): StreamHandle {
+    return this.env.streamOf(model, arrival);
   }
 
   async run<T>(
@@ -339,26 +354,25 @@ export class Queue implements QueueTracker {
     const waitLevel = this.waitDetector.update(waitValue, now);
     const occupancy = this.occupancy;
     const occupancyLevel = this.occupancyDetector.update(occupancy, now);
-    const hub = this.ctx.hub;
-    hub.set(
+    const ctx = this.ctx;
+    ctx.report(
       'queue_wait',
       waitLevel,
       waitValue,
       waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
       this.labels,
     );
-    hub.set(
+    ctx.report(
       'queue_occupancy',
       occupancyLevel,
       occupancy,
       occupancyLevel === 'critical' ? t.queue.occupancyCritical : t.queue.occupancyWarn,
       this.labels,
     );
-    this.level_ = worstLevel(waitLevel, occupancyLevel);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
-    hub.set(
+    ctx.report(
       'capacity',
       c.level,
       c.utilization,
@@ -379,9 +393,9 @@ export class Queue implements QueueTracker {
 
     const glitch = this.glitch.evaluate(now);
     const glitchLevel: Level = glitch.deltaL > t.glitch.deltaSeconds ? 'warn' : 'ok';
-    if (glitchLevel === 'warn' && hub.level('latency_glitch', this.labels) === 'ok') {
-      const attribution = this.ctx.attributeGlitch(now, t.glitch.windowSeconds * 1000);
-      hub.set(
+    if (glitchLevel === 'warn' && ctx.announced('latency_glitch', this.labels) === 'ok') {
+      const attribution = this.env.attributeGlitch(now, t.glitch.windowSeconds * 1000);
+      ctx.report(
         'latency_glitch',
         glitchLevel,
         glitch.deltaL,
@@ -398,7 +412,7 @@ export class Queue implements QueueTracker {
         },
       );
     } else if (glitchLevel === 'ok') {
-      hub.set(
+      ctx.report(
         'latency_glitch',
         'ok',
         Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL,
@@ -409,7 +423,7 @@ export class Queue implements QueueTracker {
 
     if (!Number.isNaN(this.waitQuantile)) {
       const z = this.anomaly.update(this.waitQuantile);
-      hub.set('latency_anomaly', this.anomaly.isAnomaly(z) ? 'warn' : 'ok', z, t.anomaly.zScore, this.labels);
+      ctx.report('latency_anomaly', this.anomaly.isAnomaly(z) ? 'warn' : 'ok', z, t.anomaly.zScore, this.labels);
     }
   }
 
@@ -424,13 +438,6 @@ export class Queue implements QueueTracker {
       completed: this.completed,
       ...capacitySnapshot(this.capacity_.estimate),
     };
-  }
-
-  /** Core's own per-model aggregates (for a producer-based export path). */
-  modelAggregates(): Array<{ model: string; queueWait: FixedHistogram; inferenceDuration: FixedHistogram }> {
-    return this.models
-      .values()
-      .map((slot) => ({ model: slot.model, queueWait: slot.queueWait, inferenceDuration: slot.inferenceDuration }));
   }
 }
 

@@ -1,8 +1,9 @@
 import type { Attributes } from '@opentelemetry/api';
-import { ATTR } from '../names';
+import { LabelTable } from '../aggregates/label-table';
+import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
 import { ThresholdDetector } from '../detectors/threshold';
-import { recordSeconds, type MonitorContext } from '../context';
-import type { Level, StreamHandle, StreamOutcome } from '../types';
+import { ATTR, METRICS } from '../names';
+import type { Level, Snapshot, StreamHandle, StreamOutcome } from '../types';
 
 const OUTCOMES: readonly StreamOutcome[] = ['completed', 'cancelled', 'error', 'unavailable', 'deadline_exceeded'];
 
@@ -24,7 +25,7 @@ export class StreamModel {
 
   constructor(
     readonly model: string,
-    private readonly ctx: MonitorContext,
+    private readonly ctx: SignalContext,
   ) {
     this.attributes = { [ATTR.model]: model };
     this.outcomeAttributes = Object.fromEntries(
@@ -62,7 +63,7 @@ export class StreamModel {
     const ratio = this.interruptedRatio;
     this.level = this.detector.update(ratio, now);
     const t = this.ctx.thresholds.stream;
-    this.ctx.hub.set(
+    this.ctx.report(
       'stream_interruptions',
       this.level,
       ratio,
@@ -80,7 +81,7 @@ export class Stream implements StreamHandle {
 
   constructor(
     private readonly state: StreamModel,
-    private readonly ctx: MonitorContext,
+    private readonly signal: StreamSignal,
     /** Arrival time (ms) TTFT is measured from. */
     private readonly arrival: number,
   ) {}
@@ -92,16 +93,12 @@ export class Stream implements StreamHandle {
   firstToken(): void {
     if (this.ended || !Number.isNaN(this.firstAt)) return;
     try {
-      this.firstAt = this.ctx.clock();
+      const { ctx, timeToFirstToken } = this.signal;
+      this.firstAt = ctx.clock();
       this.lastAt = this.firstAt;
-      recordSeconds(
-        this.ctx,
-        this.ctx.instruments.timeToFirstToken,
-        (this.firstAt - this.arrival) / 1000,
-        this.state.attributes,
-      );
+      ctx.recordSeconds(timeToFirstToken, (this.firstAt - this.arrival) / 1000, this.state.attributes);
     } catch (error) {
-      this.ctx.internalError('stream.firstToken', error);
+      this.signal.ctx.internalError('stream.firstToken', error);
     }
   }
 
@@ -109,13 +106,13 @@ export class Stream implements StreamHandle {
     if (this.ended) return;
     try {
       if (Number.isNaN(this.firstAt)) this.firstToken();
-      else this.lastAt = this.ctx.clock();
+      else this.lastAt = this.signal.ctx.clock();
       if (n > 0) {
         this.tokens += n;
-        this.ctx.instruments.streamTokens.add(n, this.state.attributes);
+        this.signal.streamTokens.add(n, this.state.attributes);
       }
     } catch (error) {
-      this.ctx.internalError('stream.token', error);
+      this.signal.ctx.internalError('stream.token', error);
     }
   }
 
@@ -123,20 +120,75 @@ export class Stream implements StreamHandle {
     if (this.ended) return;
     this.ended = true;
     try {
+      const signal = this.signal;
       const attributes = this.state.outcomeAttributes[outcome] ?? this.state.outcomeAttributes.error;
-      this.ctx.instruments.streams.add(1, attributes);
+      signal.streams.add(1, attributes);
       // One time-per-output-token sample per stream: mean gap between tokens after the first.
       if (this.tokens > 1) {
-        recordSeconds(
-          this.ctx,
-          this.ctx.instruments.timePerOutputToken,
+        signal.ctx.recordSeconds(
+          signal.timePerOutputToken,
           (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1),
           this.state.attributes,
         );
       }
       this.state.push(outcome !== 'completed');
     } catch (error) {
-      this.ctx.internalError('stream.end', error);
+      this.signal.ctx.internalError('stream.end', error);
     }
+  }
+}
+
+/**
+ * Streams per model (`monitor.stream()`, `ticket.stream()`): time to first
+ * token, time per output token, tokens, outcomes, and the interrupted share
+ * over the last `windowSize` streams. Thresholds: `stream`. Snapshot
+ * section `streams` (models with at least one ended stream).
+ */
+export class StreamSignal implements Signal {
+  readonly name = 'streams';
+  readonly timeToFirstToken: HistogramRecorder;
+  readonly timePerOutputToken: HistogramRecorder;
+  readonly streams: CounterRecorder;
+  readonly streamTokens: CounterRecorder;
+  private readonly interruptedRatio: Gauge;
+  private readonly models: LabelTable<StreamModel>;
+
+  constructor(readonly ctx: SignalContext) {
+    this.timeToFirstToken = ctx.histogram(METRICS.timeToFirstToken);
+    this.timePerOutputToken = ctx.histogram(METRICS.timePerOutputToken);
+    this.streams = ctx.counter(METRICS.streams);
+    this.streamTokens = ctx.counter(METRICS.streamTokens);
+    this.interruptedRatio = ctx.gauge(METRICS.streamInterruptedRatio);
+    this.models = new LabelTable(ctx.maxModels + 1, (model) => new StreamModel(model, ctx));
+  }
+
+  /** A stream of `model` whose time to first token counts from `arrival` (ms). */
+  open(model: string, arrival: number): StreamHandle {
+    return new Stream(this.models.get(this.ctx.label('model', model)), this, arrival);
+  }
+
+  evaluate(now: number): void {
+    for (const model of this.models.values()) {
+      try {
+        model.evaluate(now);
+      } catch (error) {
+        this.ctx.internalError('detector.stream', error);
+      }
+    }
+  }
+
+  observe(observer: GaugeObserver): void {
+    for (const state of this.models.values()) {
+      if (state.samples > 0) observer.observe(this.interruptedRatio, state.interruptedRatio, state.attributes);
+    }
+  }
+
+  snapshot(): Snapshot['streams'] {
+    const streams: Snapshot['streams'] = {};
+    for (const [model, state] of this.models.entries()) {
+      if (state.samples > 0)
+        streams[model] = { level: state.level, interruptedRatio: state.interruptedRatio, samples: state.samples };
+    }
+    return streams;
   }
 }

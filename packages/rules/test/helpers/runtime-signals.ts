@@ -22,9 +22,19 @@ import { createServer as createHttpsServer, get as httpsGet } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ATTR, METRICS, instrumentServer, type ServerInstrumentation, type ThresholdsInput } from '@infersignal/core';
-import type { InstrumentedServer } from './instrumented';
-import { metricName } from './names';
+import { ATTR, METRICS, type Monitor, type ThresholdsInput } from '@infersignal/core';
+import { instrumentServer, type ServerInstrumentation } from '@infersignal/http';
+import type { MetricNames } from '@infersignal/rules';
+
+/** What the exercises need of an instrumented server (helpers/instrumented.ts makes one). */
+export interface ExercisedServer {
+  readonly monitor: Monitor;
+  /** The Prometheus names its scrape uses. */
+  readonly names: MetricNames;
+  /** `http://127.0.0.1:PORT` of the API. */
+  readonly url: string;
+  readonly metricsUrl: string;
+}
 
 /** Short windows so a few hundred milliseconds give every capacity and event-loop figure. */
 export const RUNTIME_THRESHOLDS: ThresholdsInput = {
@@ -98,8 +108,8 @@ export interface RuntimeExercise {
   close(): Promise<void>;
 }
 
-async function rampCapacity(app: InstrumentedServer): Promise<void> {
-  const monitor = app.signal.monitor;
+async function rampCapacity(app: ExercisedServer): Promise<void> {
+  const monitor = app.monitor;
   const queue = monitor.queue('capacity', { concurrency: 1, capacity: 64 });
   monitor.tick(); // the queue's first tick only starts counting
   for (const arrivals of RAMP) {
@@ -110,8 +120,8 @@ async function rampCapacity(app: InstrumentedServer): Promise<void> {
   }
 }
 
-async function produceGarbageUntilGc(app: InstrumentedServer): Promise<void> {
-  const gc = `${metricName('gcDuration')}_count`;
+async function produceGarbageUntilGc(app: ExercisedServer): Promise<void> {
+  const gc = `${app.names.metric('gcDuration')}_count`;
   let sink: unknown[] = [];
   await until('a GC pause in the scrape', async () => {
     // ~10 MB of short-lived objects: more than V8's young generation, so a scavenge follows.
@@ -140,8 +150,8 @@ function openSocket(port: number): Promise<Socket> {
   });
 }
 
-export async function exerciseRuntimeSignals(app: InstrumentedServer): Promise<RuntimeExercise> {
-  const monitor = app.signal.monitor;
+export async function exerciseRuntimeSignals(app: ExercisedServer): Promise<RuntimeExercise> {
+  const monitor = app.monitor;
   const cleanup: (() => Promise<void> | void)[] = [];
   const close = async () => {
     for (const fn of cleanup.reverse()) await fn();
@@ -203,4 +213,27 @@ export async function exerciseRuntimeSignals(app: InstrumentedServer): Promise<R
     await close();
     throw error;
   }
+}
+
+/** Exercises every signal once, so each instrument has a series in the scrape. */
+export async function exerciseEverySignal(monitor: Monitor): Promise<void> {
+  await monitor.queue('default').run(() => new Promise((resolve) => setTimeout(resolve, 5)), { model: 'llama' });
+  await monitor.modelLoad('llama', 'load', () => new Promise((resolve) => setTimeout(resolve, 20)));
+  const stream = monitor.stream('llama');
+  stream.firstToken();
+  stream.token(4);
+  stream.end('completed');
+  monitor.stream('llama').end('cancelled');
+  let allocated = 600;
+  const memory = monitor.deviceMemory({
+    allocated: () => (allocated -= 10),
+    reserved: () => 1000,
+    intervalMs: 0,
+    source: 'test',
+  });
+  memory.sample();
+  memory.sample();
+  memory.sample();
+  monitor.internalError('rules-test', new Error('deliberate'));
+  monitor.tick();
 }

@@ -1,5 +1,5 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
-import type { Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket } from '../types';
+import type { Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket } from '@infersignal/core';
 import { createSseStream, type SseOptions, type SseStream } from './sse';
 
 /** What a request handler sees (`req.inferSignal` in Express, `request.inferSignal` in Fastify). */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { StreamHandle } from '../types';
+import type { StreamHandle } from '@infersignal/core';
 
 /** One server-sent event. */
 export interface SseEvent {

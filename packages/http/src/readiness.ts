@@ -1,4 +1,4 @@
-import type { Monitor } from '../types';
+import type { Monitor } from '@infersignal/core';
 
 /** What a readiness probe answers: the status and the JSON body. */
 export interface ReadinessAnswer {

@@ -1,20 +1,21 @@
-import type {
-  Attributes,
-  BatchObservableResult,
-  Counter,
-  Histogram,
-  Meter,
-  Observable,
-  ObservableGauge,
-} from '@opentelemetry/api';
+import type { Attributes } from '@opentelemetry/api';
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Server as TlsServer, type TLSSocket } from 'node:tls';
-import { InferSignalConfigError } from '../config';
-import { ThresholdDetector } from '../detectors/threshold';
-import { ATTR, HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec } from '../names';
-import type { Level, Monitor } from '../types';
+import { ATTR, InferSignalConfigError, METRICS, type Level, type Monitor } from '@infersignal/core';
+import {
+  ThresholdDetector,
+  checkOptionKeys,
+  integerOption,
+  nameOption,
+  type CounterRecorder,
+  type Gauge,
+  type GaugeObserver,
+  type HistogramRecorder,
+  type Signal,
+  type SignalContext,
+} from '@infersignal/core/signals';
 
 /**
  * Connection and TLS signals of an `http`/`https` server: the protocol-layer
@@ -25,8 +26,9 @@ import type { Level, Monitor } from '../types';
  * inference. Everything here hangs off per-connection events; the only
  * per-request work is one WeakMap lookup and a counter increment.
  *
- * Built on the monitor's public API only (meter, report, internalError),
- * so the HTTP adapters share this one implementation.
+ * One `connections` signal per monitor (registered on the first
+ * instrumented server) holds every server of that monitor; the HTTP
+ * adapters share this one implementation.
  */
 
 export interface InstrumentServerOptions {
@@ -71,7 +73,13 @@ export interface ServerInstrumentation {
 export type InstrumentableServer = HttpServer;
 
 const SIGNAL = 'connections';
-const OPTION_KEYS = new Set(['capacity', 'name', 'saturationWarn', 'saturationCritical', 'reuseWindow']);
+const OPTION_KEYS: ReadonlySet<string> = new Set([
+  'capacity',
+  'name',
+  'saturationWarn',
+  'saturationCritical',
+  'reuseWindow',
+]);
 const MAX_SERVERS = 64;
 /** Distinct TLS error codes kept per server before they fold into `_other`. */
 const MAX_ERROR_TYPES = 32;
@@ -112,66 +120,99 @@ interface Connection {
   handshakeKey: string | undefined;
 }
 
-/** The instruments, and the servers whose gauges one batch callback reports, per monitor. */
-interface Registry {
-  readonly opened: Counter;
-  readonly rejected: Counter;
-  readonly requests: Histogram;
-  readonly handshakeDuration: Histogram;
-  readonly handshakeFailures: Counter;
-  readonly open: ObservableGauge;
-  readonly capacity: ObservableGauge;
-  readonly reuse: ObservableGauge;
-  readonly sessionReuse: ObservableGauge;
-  readonly byName: Map<string, ServerTracker>;
+/** One server's section of the snapshot. */
+export interface ServerSnapshot {
+  tls: boolean;
+  level: Level;
+  open: number;
+  capacity: number | null;
+  opened: number;
+  rejected: number;
+  handshakes: number;
+  handshakeFailures: number;
+  reuseRatio: number | null;
+  sessionReuseRatio: number | null;
 }
 
-const registries = new WeakMap<Monitor, Registry>();
+/**
+ * The `connections` signal of one monitor: the instruments every
+ * instrumented server records into, and the servers. Levels are judged on
+ * connection events (no tick); thresholds: `connections` (defaults of the
+ * per-server saturation options). Snapshot section `connections`, by server.
+ */
+class ConnectionsSignal implements Signal {
+  readonly name = SIGNAL;
+  readonly byName = new Map<string, ServerTracker>();
+  readonly opened: CounterRecorder;
+  readonly rejected: CounterRecorder;
+  readonly requests: HistogramRecorder;
+  readonly handshakeDuration: HistogramRecorder;
+  readonly handshakeFailures: CounterRecorder;
+  private readonly gauges: Record<'open' | 'capacity' | 'reuse' | 'sessionReuse', Gauge>;
+
+  constructor(readonly ctx: SignalContext) {
+    this.opened = ctx.counter(METRICS.connectionsOpened);
+    this.rejected = ctx.counter(METRICS.connectionsRejected);
+    this.requests = ctx.histogram(METRICS.connectionsRequests);
+    this.handshakeDuration = ctx.histogram(METRICS.tlsHandshakeDuration);
+    this.handshakeFailures = ctx.counter(METRICS.tlsHandshakeFailures);
+    this.gauges = {
+      open: ctx.gauge(METRICS.connectionsOpen),
+      capacity: ctx.gauge(METRICS.connectionsCapacity),
+      reuse: ctx.gauge(METRICS.connectionsReuseRatio),
+      sessionReuse: ctx.gauge(METRICS.tlsSessionReuseRatio),
+    };
+  }
+
+  observe(observer: GaugeObserver): void {
+    const g = this.gauges;
+    for (const tracker of this.byName.values()) {
+      observer.observe(g.open, tracker.open, tracker.attributes);
+      const capacity = tracker.capacity;
+      if (capacity !== undefined) observer.observe(g.capacity, capacity, tracker.attributes);
+      const reuse = tracker.reuseRatio;
+      if (!Number.isNaN(reuse)) observer.observe(g.reuse, reuse, tracker.attributes);
+      const session = tracker.sessionReuseRatio;
+      if (!Number.isNaN(session)) observer.observe(g.sessionReuse, session, tracker.attributes);
+    }
+  }
+
+  snapshot(): Record<string, ServerSnapshot> | undefined {
+    if (this.byName.size === 0) return undefined;
+    const out: Record<string, ServerSnapshot> = {};
+    for (const [name, t] of this.byName) {
+      out[name] = {
+        tls: t.tls,
+        level: t.level,
+        open: t.open,
+        capacity: t.capacity ?? null,
+        opened: t.opened,
+        rejected: t.rejected,
+        handshakes: t.handshakes,
+        handshakeFailures: t.handshakeFailures,
+        reuseRatio: Number.isNaN(t.reuseRatio) ? null : t.reuseRatio,
+        sessionReuseRatio: Number.isNaN(t.sessionReuseRatio) ? null : t.sessionReuseRatio,
+      };
+    }
+    return out;
+  }
+
+  /** The monitor closes: listeners off every server, without announcing recoveries to a closing monitor. */
+  close(): void {
+    for (const tracker of [...this.byName.values()]) tracker.detach();
+  }
+}
+
+const signals = new WeakMap<Monitor, ConnectionsSignal>();
 const trackers = new WeakMap<object, ServerTracker>();
 
-function histogram(meter: Meter, spec: InstrumentSpec): Histogram {
-  const boundaries = HISTOGRAM_BUCKETS[spec.name];
-  return meter.createHistogram(spec.name, {
-    unit: spec.unit,
-    description: spec.description,
-    ...(boundaries ? { advice: { explicitBucketBoundaries: [...boundaries] } } : {}),
-  });
-}
-
-function registryOf(monitor: Monitor): Registry {
-  const registry = registries.get(monitor);
-  if (registry) return registry;
-  const meter = monitor.meter;
-  const counter = (spec: InstrumentSpec) =>
-    meter.createCounter(spec.name, { unit: spec.unit, description: spec.description });
-  const gauge = (spec: InstrumentSpec) =>
-    meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
-  const created: Registry = {
-    opened: counter(METRICS.connectionsOpened),
-    rejected: counter(METRICS.connectionsRejected),
-    requests: histogram(meter, METRICS.connectionsRequests),
-    handshakeDuration: histogram(meter, METRICS.tlsHandshakeDuration),
-    handshakeFailures: counter(METRICS.tlsHandshakeFailures),
-    open: gauge(METRICS.connectionsOpen),
-    capacity: gauge(METRICS.connectionsCapacity),
-    reuse: gauge(METRICS.connectionsReuseRatio),
-    sessionReuse: gauge(METRICS.tlsSessionReuseRatio),
-    byName: new Map(),
-  };
-  meter.addBatchObservableCallback(
-    (result: BatchObservableResult) => {
-      for (const tracker of created.byName.values()) {
-        try {
-          tracker.observe(result);
-        } catch (error) {
-          monitor.internalError('connections.observe', error);
-        }
-      }
-    },
-    [created.open, created.capacity, created.reuse, created.sessionReuse] as Observable[],
-  );
-  registries.set(monitor, created);
-  return created;
+function signalOf(monitor: Monitor): ConnectionsSignal {
+  let signal = signals.get(monitor);
+  if (signal === undefined) {
+    signal = monitor.register((ctx) => new ConnectionsSignal(ctx));
+    signals.set(monitor, signal);
+  }
+  return signal;
 }
 
 function ratioOption(
@@ -183,18 +224,9 @@ function ratioOption(
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
     throw new InferSignalConfigError(
-      `connections.${key}`,
+      `options.${key}`,
       `must be a number > 0 (a share of capacity), got ${JSON.stringify(value)}`,
     );
-  }
-  return value;
-}
-
-function positiveIntegerOption(options: InstrumentServerOptions, key: 'capacity' | 'reuseWindow'): number | undefined {
-  const value = options[key];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new InferSignalConfigError(`connections.${key}`, `must be an integer >= 1, got ${JSON.stringify(value)}`);
   }
   return value;
 }
@@ -218,28 +250,30 @@ class ServerTracker implements ServerInstrumentation {
   private readonly connections = new WeakMap<Socket, Connection>();
   /** remoteAddress|remotePort → connection whose handshake is running (the TLSSocket is a new object; the peer is what they share). */
   private readonly pending = new Map<string, Connection>();
-  private readonly attributes: Attributes;
+  readonly attributes: Attributes;
   private readonly errorAttributes = new Map<string, Attributes>();
   private readonly labels: Record<string, string>;
+  private readonly ctx: SignalContext;
 
   constructor(
-    private readonly monitor: Monitor,
-    private readonly registry: Registry,
+    private readonly signal: ConnectionsSignal,
     private readonly server: InstrumentableServer,
     readonly name: string,
     options: InstrumentServerOptions,
   ) {
+    const ctx = (this.ctx = signal.ctx);
     this.tls = server instanceof TlsServer;
-    this.configuredCapacity = positiveIntegerOption(options, 'capacity');
+    this.configuredCapacity =
+      options.capacity === undefined ? undefined : integerOption('options.capacity', options.capacity, 1);
     // Defaults from the monitor's thresholds (one source: the rules generator reads the same).
-    this.warn = ratioOption(options, 'saturationWarn', monitor.thresholds.connections.saturationWarn);
-    this.critical = ratioOption(options, 'saturationCritical', monitor.thresholds.connections.saturationCritical);
+    this.warn = ratioOption(options, 'saturationWarn', ctx.thresholds.connections.saturationWarn);
+    this.critical = ratioOption(options, 'saturationCritical', ctx.thresholds.connections.saturationCritical);
     if (this.critical < this.warn)
       throw new InferSignalConfigError(
-        'connections.saturationCritical',
+        'options.saturationCritical',
         `must be >= saturationWarn (${this.warn}), got ${this.critical}`,
       );
-    const window = positiveIntegerOption(options, 'reuseWindow') ?? 1000;
+    const window = integerOption('options.reuseWindow', options.reuseWindow, 1000);
     this.reuse = new ShareWindow(window);
     this.sessionReuse = new ShareWindow(window);
     this.detector = new ThresholdDetector({ warn: this.warn, critical: this.critical, hysteresis: 0.1 });
@@ -285,7 +319,7 @@ class ServerTracker implements ServerInstrumentation {
       this.connections.set(socket, connection);
       this.open++;
       this.opened++;
-      this.registry.opened.add(1, this.attributes);
+      this.signal.opened.add(1, this.attributes);
       if (this.tls && this.pending.size < MAX_PENDING_HANDSHAKES && socket.remoteAddress !== undefined) {
         connection.handshakeKey = `${socket.remoteAddress}|${socket.remotePort}`;
         this.pending.set(connection.handshakeKey, connection);
@@ -293,7 +327,7 @@ class ServerTracker implements ServerInstrumentation {
       socket.on('close', this.onSocketClose);
       this.evaluate();
     } catch (error) {
-      this.monitor.internalError('connections', error);
+      this.ctx.internalError('connections', error);
     }
   };
 
@@ -307,10 +341,10 @@ class ServerTracker implements ServerInstrumentation {
       this.connections.delete(socket);
       this.open--;
       this.endHandshake(connection);
-      if (connection.requests > 0) this.registry.requests.record(connection.requests, this.attributes);
+      if (connection.requests > 0) this.signal.requests.record(connection.requests, this.attributes);
       this.evaluate();
     } catch (error) {
-      this.monitor.internalError('connections', error);
+      this.ctx.internalError('connections', error);
     }
   }
 
@@ -325,10 +359,10 @@ class ServerTracker implements ServerInstrumentation {
   private readonly onDrop = (): void => {
     try {
       this.rejected++;
-      this.registry.rejected.add(1, this.attributes);
+      this.signal.rejected.add(1, this.attributes);
       this.evaluate();
     } catch (error) {
-      this.monitor.internalError('connections', error);
+      this.ctx.internalError('connections', error);
     }
   };
 
@@ -340,10 +374,10 @@ class ServerTracker implements ServerInstrumentation {
       this.connections.set(socket, connection);
       this.handshakes++;
       const seconds = (performance.now() - connection.acceptedAt) / 1000;
-      if (seconds >= 0) this.registry.handshakeDuration.record(seconds, this.attributes);
+      if (seconds >= 0) this.signal.handshakeDuration.record(seconds, this.attributes);
       this.sessionReuse.push(socket.isSessionReused());
     } catch (error) {
-      this.monitor.internalError('connections.tls', error);
+      this.ctx.internalError('connections.tls', error);
     }
   };
 
@@ -352,12 +386,12 @@ class ServerTracker implements ServerInstrumentation {
       const connection = this.pending.get(`${socket.remoteAddress}|${socket.remotePort}`);
       if (connection !== undefined) this.endHandshake(connection);
       this.handshakeFailures++;
-      this.registry.handshakeFailures.add(
+      this.signal.handshakeFailures.add(
         1,
         this.errorAttributesOf(typeof error?.code === 'string' ? error.code : (error?.name ?? 'unknown')),
       );
     } catch (caught) {
-      this.monitor.internalError('connections.tls', caught);
+      this.ctx.internalError('connections.tls', caught);
     }
   };
 
@@ -393,7 +427,7 @@ class ServerTracker implements ServerInstrumentation {
     const level = this.detector.update(ratio, performance.now());
     if (level === this.reported) return;
     this.reported = level;
-    this.monitor.report(
+    this.ctx.report(
       SIGNAL,
       level,
       ratio,
@@ -405,18 +439,18 @@ class ServerTracker implements ServerInstrumentation {
     );
   }
 
-  observe(result: BatchObservableResult): void {
-    const r = this.registry;
-    result.observe(r.open, this.open, this.attributes);
-    const capacity = this.capacity;
-    if (capacity !== undefined) result.observe(r.capacity, capacity, this.attributes);
-    const reuse = this.reuse.ratio;
-    if (!Number.isNaN(reuse)) result.observe(r.reuse, reuse, this.attributes);
-    const session = this.sessionReuse.ratio;
-    if (!Number.isNaN(session)) result.observe(r.sessionReuse, session, this.attributes);
+  stop(): void {
+    if (this.stopped) return;
+    this.detach();
+    // A stopped server must not leave its alert active for ever.
+    if (this.reported !== 'ok') {
+      this.reported = 'ok';
+      this.ctx.report(SIGNAL, 'ok', 0, this.warn, this.labels);
+    }
   }
 
-  stop(): void {
+  /** Listeners off, out of the signal; the name is free again. */
+  detach(): void {
     if (this.stopped) return;
     this.stopped = true;
     const server = this.server;
@@ -427,13 +461,8 @@ class ServerTracker implements ServerInstrumentation {
     server.off('secureConnection', this.onSecureConnection);
     server.off('tlsClientError', this.onTlsClientError);
     this.pending.clear();
-    if (this.registry.byName.get(this.name) === this) this.registry.byName.delete(this.name);
+    if (this.signal.byName.get(this.name) === this) this.signal.byName.delete(this.name);
     trackers.delete(server);
-    // A stopped server must not leave its alert active for ever.
-    if (this.reported !== 'ok') {
-      this.reported = 'ok';
-      this.monitor.report(SIGNAL, 'ok', 0, this.warn, this.labels);
-    }
   }
 }
 
@@ -453,43 +482,27 @@ export function instrumentServer(
   server: InstrumentableServer,
   options: InstrumentServerOptions = {},
 ): ServerInstrumentation {
-  if (
-    typeof monitor?.report !== 'function' ||
-    typeof monitor.internalError !== 'function' ||
-    monitor.meter === undefined
-  ) {
+  if (typeof monitor?.register !== 'function')
     throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
-  }
   if (typeof server?.on !== 'function' || typeof server.address !== 'function' || typeof server.off !== 'function') {
     throw new InferSignalConfigError('server', 'must be an http.Server or https.Server');
   }
-  if (typeof options !== 'object' || options === null)
-    throw new InferSignalConfigError('connections', 'options must be an object');
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key))
-      throw new InferSignalConfigError(
-        `connections.${key}`,
-        `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`,
-      );
-  }
+  checkOptionKeys(options, OPTION_KEYS);
   const existing = trackers.get(server);
   if (existing) return existing;
-  const name = options.name ?? (server instanceof TlsServer ? 'https' : 'http');
-  if (typeof name !== 'string' || name === '' || name.length > 64)
+  const name = nameOption('options.name', options.name, server instanceof TlsServer ? 'https' : 'http');
+  if (name.length > 64)
+    throw new InferSignalConfigError('options.name', `must be at most 64 characters, got ${JSON.stringify(name)}`);
+  const signal = signalOf(monitor);
+  if (signal.byName.has(name))
     throw new InferSignalConfigError(
-      'connections.name',
-      `must be a non-empty string of at most 64 characters, got ${JSON.stringify(name)}`,
-    );
-  const registry = registryOf(monitor);
-  if (registry.byName.has(name))
-    throw new InferSignalConfigError(
-      'connections.name',
+      'options.name',
       `"${name}" already names another instrumented server of this monitor; pass a distinct name`,
     );
-  if (registry.byName.size >= MAX_SERVERS)
-    throw new InferSignalConfigError('connections', `more than ${MAX_SERVERS} instrumented servers`);
-  const tracker = new ServerTracker(monitor, registry, server, name, options);
-  registry.byName.set(name, tracker);
+  if (signal.byName.size >= MAX_SERVERS)
+    throw new InferSignalConfigError('server', `more than ${MAX_SERVERS} instrumented servers`);
+  const tracker = new ServerTracker(signal, server, name, options);
+  signal.byName.set(name, tracker);
   trackers.set(server, tracker);
   return tracker;
 }

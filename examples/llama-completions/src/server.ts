@@ -1,0 +1,264 @@
+/**
+ * A Fastify 5 server answering OpenAI-compatible text completions from a GGUF model run by node-llama-cpp,
+ * instrumented from the inside with InferSignal:
+ *
+ *   POST /v1/completions  { prompt, max_tokens, stream }: JSON, or with `stream: true` server-sent events
+ *                         (one event per text chunk, then `data: [DONE]`)
+ *   GET  /v1/models       the model served
+ *   GET  /metrics         Prometheus text (Collector naming), from @infersignal/node
+ *   GET  /healthz/ready   503 while any signal is CRITICAL, else 200; the body is the monitor's snapshot
+ *   POST /admin/reload    { seed?, defect? }: generates a model (or a broken one) and hot-reloads it
+ *
+ * Without MODEL_PATH the model is generated at start (scripts/make-gguf.ts, printable, ~470 KB): nothing
+ * is downloaded. Generations wait in `@infersignal/llama`'s queue for one of the context's sequences;
+ * when the queue is CRITICAL a request is refused with 503 + Retry-After. A client that disconnects
+ * aborts its generation (counted `cancelled`); one that outlives `requestTimeoutMs` is `deadline_exceeded`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { getLlama, type Llama } from 'node-llama-cpp';
+import { QueueFullError, type AlertListener, type Monitor, type ThresholdsInput } from '@infersignal/core';
+import { LlamaLoadError, createLlamaModel, type MonitoredLlamaModel } from '@infersignal/llama';
+import { start } from '@infersignal/node';
+import { writeGguf, type GgufDefect } from '../../../scripts/make-gguf';
+
+export interface ServerOptions {
+  /** Interface of the API. Default `127.0.0.1`. */
+  host?: string;
+  /** Port. Default 3000; 0 picks a free one. */
+  port?: number;
+  /** A GGUF file to serve; default: one generated at start. */
+  modelPath?: string;
+  /** Model label. Default `tiny-llama`. */
+  modelName?: string;
+  /** Context sequences: generations at once (default 2). */
+  sequences?: number;
+  /** Tokens per sequence (default 256). */
+  contextSize?: number;
+  /** llama.cpp threads (default 1; more than the physical cores slows it down a lot). */
+  threads?: number;
+  /** Generations waiting for a sequence before 503 (default 8 per sequence). */
+  maxWaiting?: number;
+  /** Longest a request may take, queue wait included (default 30 000 ms). */
+  requestTimeoutMs?: number;
+  /** Largest `max_tokens` accepted (default 512). */
+  maxTokensLimit?: number;
+  thresholds?: ThresholdsInput;
+  onAlert?: AlertListener;
+  /** Register the OTel SDK as the process's globals (default true). */
+  registerGlobals?: boolean;
+}
+
+export interface RunningServer {
+  url: string;
+  metricsUrl: string;
+  monitor: Monitor;
+  model: MonitoredLlamaModel;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+interface CompletionBody {
+  prompt?: unknown;
+  max_tokens?: unknown;
+  stream?: unknown;
+  temperature?: unknown;
+}
+
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const modelName = options.modelName ?? 'tiny-llama';
+  const sequences = options.sequences ?? 2;
+  const maxTokensLimit = options.maxTokensLimit ?? 512;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const dir = mkdtempSync(join(tmpdir(), 'infersignal-llama-example-'));
+  const generate = (seed: number, defect?: GgufDefect) =>
+    writeGguf(join(dir, `${defect ?? 'model'}-${seed}.gguf`), { printable: true, seed, defect });
+
+  const telemetry = start({
+    serviceName: 'llama-completions',
+    prometheus: { mount: true },
+    thresholds: options.thresholds,
+    onAlert: options.onAlert,
+    registerGlobals: options.registerGlobals,
+  });
+  const monitor = telemetry.monitor;
+  let llama: Llama | undefined;
+  let model: MonitoredLlamaModel | undefined;
+  let app: FastifyInstance | undefined;
+  try {
+    llama = await getLlama({ gpu: false, build: 'never', maxThreads: options.threads ?? 1 });
+    model = await createLlamaModel(monitor, modelName, options.modelPath ?? generate(1), {
+      llama,
+      sequences,
+      contextOptions: { contextSize: options.contextSize ?? 256, threads: options.threads ?? 1 },
+      maxWaiting: options.maxWaiting ?? 8 * sequences,
+      shed: true,
+    });
+    const served = model;
+    app = Fastify({ logger: false });
+
+    app.post<{ Body: CompletionBody }>('/v1/completions', async (request, reply) => {
+      const body = request.body ?? {};
+      const prompt = body.prompt;
+      const maxTokens = body.max_tokens ?? 16;
+      if (typeof prompt !== 'string' || prompt === '')
+        return reply.code(400).send(error('`prompt` must be a non-empty string'));
+      if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > maxTokensLimit)
+        return reply.code(400).send(error(`\`max_tokens\` must be an integer from 1 to ${maxTokensLimit}`));
+      const temperature = typeof body.temperature === 'number' ? body.temperature : 0;
+      // The client's disconnect and the server's deadline, whichever comes first, stop the generation.
+      const client = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) client.abort();
+      });
+      const signal = AbortSignal.any([client.signal, AbortSignal.timeout(requestTimeoutMs)]);
+      const id = `cmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+      const created = Math.floor(Date.now() / 1000);
+      const chunk = (text: string, finish: string | null) => ({
+        id,
+        object: 'text_completion',
+        created,
+        model: modelName,
+        choices: [{ text, index: 0, logprobs: null, finish_reason: finish }],
+      });
+
+      if (body.stream !== true) {
+        try {
+          const result = await served.complete(prompt, { maxTokens, temperature, signal });
+          // OpenAI's prompt_tokens is the prompt's length; llama.cpp evaluated fewer when it reused a prefix.
+          const promptTokens = served.model.tokenize(prompt).length;
+          return reply.send({
+            ...chunk(result.response, finishReason(result.metadata.stopReason)),
+            usage: {
+              prompt_tokens: promptTokens,
+              completion_tokens: result.usage.outputTokens,
+              total_tokens: promptTokens + result.usage.outputTokens,
+            },
+          });
+        } catch (e) {
+          return failure(reply, e, signal);
+        }
+      }
+
+      // Streaming: the head goes out when the first chunk is ready, so a refused request still gets a status.
+      let open = false;
+      const write = (data: string) => {
+        if (!open) {
+          open = true;
+          reply.hijack();
+          reply.raw.writeHead(200, {
+            'content-type': 'text/event-stream',
+            'cache-control': 'no-cache',
+            connection: 'keep-alive',
+          });
+        }
+        reply.raw.write(`data: ${data}\n\n`);
+      };
+      try {
+        const result = await served.complete(prompt, {
+          maxTokens,
+          temperature,
+          signal,
+          onTextChunk: (text) => write(JSON.stringify(chunk(text, null))),
+        });
+        write(JSON.stringify(chunk('', finishReason(result.metadata.stopReason))));
+        write('[DONE]');
+        reply.raw.end();
+      } catch (e) {
+        if (!open) return failure(reply, e, signal);
+        // After the head the status is sent: say what happened in the stream, then cut it.
+        if (!client.signal.aborted) reply.raw.end(`data: ${JSON.stringify(error(messageOf(e)))}\n\n`);
+      }
+    });
+
+    app.get('/v1/models', async () => ({
+      object: 'list',
+      data: [{ id: modelName, object: 'model', owned_by: 'infersignal-example' }],
+    }));
+
+    app.get('/metrics', (request, reply) => {
+      reply.hijack();
+      telemetry.metricsHandler!(request.raw, reply.raw);
+    });
+
+    app.get('/healthz/ready', async (_request, reply) => {
+      const snapshot = monitor.snapshot();
+      return reply.code(snapshot.level === 'critical' ? 503 : 200).send(snapshot);
+    });
+
+    app.post<{ Body: { seed?: unknown; defect?: unknown } }>('/admin/reload', async (request, reply) => {
+      const seed = typeof request.body?.seed === 'number' ? request.body.seed : Date.now() % 1000;
+      const defect = request.body?.defect as GgufDefect | undefined;
+      try {
+        const info = await served.reload(generate(seed, defect));
+        return reply.send({
+          reloaded: true,
+          generation: info.generation,
+          seconds: info.modelSeconds + info.contextSeconds,
+        });
+      } catch (e) {
+        if (!(e instanceof LlamaLoadError)) throw e;
+        return reply
+          .code(422)
+          .send({ reloaded: false, reason: e.reason, detail: e.detail, serving: served.loadInfo.generation });
+      }
+    });
+
+    const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 3000 });
+    const server = app;
+    const ownLlama = llama;
+    return {
+      url,
+      metricsUrl: `${url}/metrics`,
+      monitor,
+      model: served,
+      app: server,
+      async close() {
+        server.server.closeAllConnections();
+        await server.close();
+        await served.release();
+        // Bounded: node-llama-cpp 3.21.1 may never settle it after a reload llama.cpp rejected (docs/llama.md).
+        await Promise.race([ownLlama.dispose(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+        await telemetry.shutdown();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await app?.close().catch(() => undefined);
+    await model?.release().catch(() => undefined);
+    await llama?.dispose().catch(() => undefined);
+    await telemetry.shutdown();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+function finishReason(stopReason: string): string {
+  return stopReason === 'maxTokens' ? 'length' : 'stop';
+}
+
+function error(message: string) {
+  return { error: { message, type: 'invalid_request_error' } };
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** A request that never started streaming: 503 + Retry-After when shed, 504 past its deadline, 499 when the client left. */
+function failure(reply: FastifyReply, e: unknown, signal: AbortSignal) {
+  if (e instanceof QueueFullError)
+    return reply
+      .code(503)
+      .header('retry-after', String(e.retryAfterSeconds))
+      .send({ error: { message: 'overloaded: try again later', type: 'server_overloaded' } });
+  if (signal.aborted) {
+    const timeout = (signal.reason as { name?: string } | undefined)?.name === 'TimeoutError';
+    return reply
+      .code(timeout ? 504 : 499)
+      .send({ error: { message: timeout ? 'deadline exceeded' : 'client closed request', type: 'aborted' } });
+  }
+  throw e;
+}

@@ -1,0 +1,97 @@
+import type { Attributes, Tracer } from '@opentelemetry/api';
+import type { AlertHub } from './alerts/hub';
+import type { Thresholds } from './config';
+import type { CounterRecorder, Gauge, HistogramRecorder, Signal, SignalContext } from './contract';
+import type { Instruments } from './instruments';
+import type { InstrumentSpec } from './names';
+import type { Level, SignalName } from './types';
+
+/** What a registration needs from its monitor. */
+export interface RegistrationHost {
+  readonly clock: () => number;
+  readonly thresholds: Thresholds;
+  readonly exportMode: 'api' | 'producer';
+  readonly tracer: Tracer | undefined;
+  readonly maxModels: number;
+  readonly instruments: Instruments;
+  readonly hub: AlertHub;
+  badDuration(): void;
+  announce(
+    signal: SignalName,
+    level: Level,
+    value: number,
+    threshold: number,
+    labels: Record<string, string>,
+    message?: string,
+    details?: Record<string, unknown>,
+  ): void;
+  label(kind: 'model' | 'route', value: unknown): string;
+  internalError(source: string, error: unknown): void;
+  remove(signal: Signal): void;
+}
+
+/**
+ * The context of one registered signal. One class for every registration,
+ * so the hot-path calls through it (`recordSeconds`) stay monomorphic.
+ */
+export class Registration implements SignalContext {
+  readonly clock: () => number;
+  readonly thresholds: Thresholds;
+  readonly exportMode: 'api' | 'producer';
+  readonly tracer: Tracer | undefined;
+  readonly maxModels: number;
+  signal: Signal | undefined;
+
+  constructor(private readonly monitor: RegistrationHost) {
+    this.clock = monitor.clock;
+    this.thresholds = monitor.thresholds;
+    this.exportMode = monitor.exportMode;
+    this.tracer = monitor.tracer;
+    this.maxModels = monitor.maxModels;
+  }
+
+  histogram(spec: InstrumentSpec): HistogramRecorder {
+    return this.monitor.instruments.histogram(spec);
+  }
+
+  counter(spec: InstrumentSpec): CounterRecorder {
+    return this.monitor.instruments.counter(spec);
+  }
+
+  gauge(spec: InstrumentSpec): Gauge {
+    return this.monitor.instruments.gauge(spec);
+  }
+
+  recordSeconds(histogram: HistogramRecorder, seconds: number, attributes: Attributes): void {
+    if (seconds >= 0 && seconds !== Number.POSITIVE_INFINITY) histogram.record(seconds, attributes);
+    else this.monitor.badDuration();
+  }
+
+  report(
+    signal: SignalName,
+    level: Level,
+    value: number,
+    threshold: number,
+    labels: Record<string, string>,
+    message?: string,
+    details?: Record<string, unknown>,
+  ): void {
+    this.monitor.announce(signal, level, value, threshold, labels, message, details);
+  }
+
+  announced(signal: SignalName, labels: Record<string, string>): Level {
+    return this.monitor.hub.level(signal, labels);
+  }
+
+  label(kind: 'model' | 'route', value: unknown): string {
+    return this.monitor.label(kind, value);
+  }
+
+  internalError(source: string, error: unknown): void {
+    this.monitor.internalError(source, error);
+  }
+
+  unregister(): void {
+    if (this.signal) this.monitor.remove(this.signal);
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * `@infersignal/core/signals`: what adapters and runtime wrappers are
+ * written with, kept out of the main entry, which is what applications
+ * call.
+ *
+ * - the Signal contract (`monitor.register((ctx) => signal)`);
+ * - the options dialect every adapter shares, and the request gate
+ *   (queue, model label, shedding) the HTTP and gRPC adapters build on;
+ * - HotSwap, the model slot the runtime wrappers reload through;
+ * - the pure detectors and aggregates core's signals are made of.
+ */
+export type {
+  CounterRecorder,
+  Gauge,
+  GaugeObserver,
+  HistogramRecorder,
+  Signal,
+  SignalContext,
+  SignalFactory,
+} from './contract';
+export {
+  ADAPTER_OPTION_KEYS,
+  booleanOption,
+  checkModelOption,
+  checkOptionKeys,
+  checkQueueOption,
+  integerOption,
+  nameOption,
+  resolveQueue,
+} from './options';
+export type { AdapterOptions, ModelOption, QueueOption, QueueSpec } from './options';
+export { createRequestGate } from './request-gate';
+export type { RequestGate, RequestGateSettings } from './request-gate';
+export { HotSwap, type HotSwapOptions } from './model-swap';
+export { SlidingWindow } from './detectors/sliding-window';
+export { ZScoreDetector } from './detectors/zscore';
+export { P99GlitchDetector } from './detectors/p99-glitch';
+export { ThresholdDetector, worstLevel, type ThresholdLevels } from './detectors/threshold';
+export { DriftDetector, linearFit, type LinearFit } from './detectors/drift';
+export { FixedHistogram } from './aggregates/histogram';
+export type { Admission, LoadOptions, QueueSnapshot, SignalName } from './types';
+export type { InstrumentType } from './names';
+export type {
+  AnomalyThresholds,
+  CapacityThresholds,
+  ConnectionThresholds,
+  DeviceMemoryThresholds,
+  EventLoopThresholds,
+  GlitchThresholds,
+  ModelLoadThresholds,
+  QueueThresholds,
+  StreamThresholds,
+} from './config';

@@ -1,0 +1,145 @@
+import type { Attributes } from '@opentelemetry/api';
+import { InferSignalConfigError } from '../config';
+import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
+import { worstLevel } from '../detectors/threshold';
+import { ATTR, METRICS } from '../names';
+import { nameOption, queueSettings } from '../options';
+import type { Level, QueueOptions, QueueSnapshot } from '../types';
+import { Queue, type QueueEnvironment } from './queue';
+
+const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
+
+/** A queue and the attribute object its gauges are observed with. */
+interface Entry {
+  readonly queue: Queue;
+  readonly attributes: Attributes;
+}
+
+/**
+ * The queues of a monitor (`monitor.queue()`): queue wait, occupancy and
+ * backpressure, capacity (λ, S, ρ, Erlang C), P99 glitch and wait anomaly
+ * per queue. Thresholds: `queue`, `capacity`, `glitch`, `anomaly`.
+ * Snapshot section `queues`.
+ */
+export class QueueSignal implements Signal {
+  readonly name = 'queues';
+  private readonly entries = new Map<string, Entry>();
+  private readonly env: QueueEnvironment;
+  private readonly gauges: Record<
+    | 'waiting'
+    | 'inFlight'
+    | 'capacity'
+    | 'occupancy'
+    | 'backpressure'
+    | 'arrivalRate'
+    | 'completionRate'
+    | 'serviceTime'
+    | 'serviceTimeP90'
+    | 'utilization'
+    | 'headroom'
+    | 'waitPredicted'
+    | 'timeToSaturation',
+    Gauge
+  >;
+
+  constructor(
+    private readonly ctx: SignalContext,
+    private readonly maxQueues: number,
+    links: Pick<QueueEnvironment, 'streamOf' | 'externalLevel' | 'attributeGlitch'>,
+  ) {
+    this.env = {
+      ctx,
+      instruments: {
+        queueWait: ctx.histogram(METRICS.queueWait),
+        inferenceDuration: ctx.histogram(METRICS.inferenceDuration),
+        requestDuration: ctx.histogram(METRICS.requestDuration),
+        requests: ctx.counter(METRICS.requests),
+      },
+      ...links,
+    };
+    this.gauges = {
+      waiting: ctx.gauge(METRICS.queueWaiting),
+      inFlight: ctx.gauge(METRICS.queueInFlight),
+      capacity: ctx.gauge(METRICS.queueCapacity),
+      occupancy: ctx.gauge(METRICS.queueOccupancy),
+      backpressure: ctx.gauge(METRICS.backpressureLevel),
+      arrivalRate: ctx.gauge(METRICS.queueArrivalRate),
+      completionRate: ctx.gauge(METRICS.queueCompletionRate),
+      serviceTime: ctx.gauge(METRICS.queueServiceTime),
+      serviceTimeP90: ctx.gauge(METRICS.queueServiceTimeP90),
+      utilization: ctx.gauge(METRICS.queueUtilization),
+      headroom: ctx.gauge(METRICS.queueHeadroom),
+      waitPredicted: ctx.gauge(METRICS.queueWaitPredicted),
+      timeToSaturation: ctx.gauge(METRICS.queueTimeToSaturation),
+    };
+  }
+
+  /** The queue of that name, made on first use with `options` (validated; later calls return it as it is). */
+  get(name: string, options: QueueOptions = {}): Queue {
+    nameOption('queue.name', name);
+    const existing = this.entries.get(name);
+    if (existing) return existing.queue;
+    if (this.entries.size >= this.maxQueues)
+      throw new InferSignalConfigError(
+        'maxQueues',
+        `more than ${this.maxQueues} queues; raise maxQueues or reuse queues`,
+      );
+    const queue = new Queue(name, queueSettings(options, 'options', name), this.env);
+    this.entries.set(name, { queue, attributes: { [ATTR.queue]: name } });
+    return queue;
+  }
+
+  /** Highest occupancy of any queue (0 without queues), a glitch-attribution factor. */
+  get occupancy(): number {
+    let occupancy = 0;
+    for (const { queue } of this.entries.values()) occupancy = Math.max(occupancy, queue.occupancy);
+    return occupancy;
+  }
+
+  evaluate(now: number): void {
+    // One queue's failure must not stop the others' detectors.
+    for (const { queue } of this.entries.values()) {
+      try {
+        queue.evaluate(now);
+      } catch (error) {
+        this.ctx.internalError('detector.queue', error);
+      }
+    }
+  }
+
+  level(): Level {
+    let level: Level = 'ok';
+    for (const { queue } of this.entries.values()) level = worstLevel(level, queue.level());
+    return level;
+  }
+
+  observe(observer: GaugeObserver): void {
+    const g = this.gauges;
+    for (const { queue, attributes } of this.entries.values()) {
+      observer.observe(g.waiting, queue.waiting, attributes);
+      observer.observe(g.inFlight, queue.inFlight, attributes);
+      observer.observe(g.capacity, queue.capacity, attributes);
+      observer.observe(g.occupancy, queue.occupancy, attributes);
+      observer.observe(g.backpressure, LEVEL_VALUE[queue.level()], attributes);
+      const c = queue.capacity_.estimate;
+      observer.observe(g.arrivalRate, c.arrivalRate, attributes);
+      observer.observe(g.completionRate, c.completionRate, attributes);
+      if (Number.isFinite(c.serviceTime)) {
+        observer.observe(g.serviceTime, c.serviceTime, attributes);
+        observer.observe(g.serviceTimeP90, c.serviceTimeP90, attributes);
+      }
+      // S = 0 (a coarse or stalled clock) leaves ρ and headroom undefined: export nothing rather than NaN.
+      if (Number.isFinite(c.utilization) && c.serviceTime > 0)
+        observer.observe(g.utilization, c.utilization, attributes);
+      if (Number.isFinite(c.headroom)) observer.observe(g.headroom, c.headroom, attributes);
+      if (Number.isFinite(c.predictedWait)) observer.observe(g.waitPredicted, c.predictedWait, attributes);
+      if (Number.isFinite(c.timeToSaturation)) observer.observe(g.timeToSaturation, c.timeToSaturation, attributes);
+    }
+  }
+
+  snapshot(): Record<string, QueueSnapshot> {
+    const queues: Record<string, QueueSnapshot> = {};
+    for (const [name, { queue }] of this.entries) queues[name] = queue.snapshot();
+    return queues;
+  }
+}

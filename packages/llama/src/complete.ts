@@ -1,0 +1,123 @@
+import type { LlamaContextSequence, Token } from 'node-llama-cpp';
+import { isTimeout, type Outcome, type StreamOutcome, type Ticket } from './glue';
+import { LLAMA_ATTR } from './names';
+import type { SequenceEntry } from './slot';
+import type { CompleteOptions, CompletionInput, CompletionResult } from './types';
+
+type ShiftSize = CompleteOptions['contextShiftSize'];
+
+/** What a finished generation reports to the model wrapper (which owns the counters). */
+export interface GenerationTally {
+  contextShifts: number;
+  promptTruncated: boolean;
+}
+
+export interface GenerationHooks {
+  done(result: GenerationTally): void;
+  /** An error in the measuring itself (never the generation's): counted, never thrown into the generation. */
+  internalError(source: string, error: unknown): void;
+}
+
+/**
+ * One completion on a sequence the queue handed out. Token accounting comes from the runtime: `onToken`
+ * marks the first token and counts tokens as they are handed out (grouped when bytes form one character);
+ * the sequence's token meter gives the exact number generated, and tokens generated but never handed out
+ * (held partial characters, a stop trigger) are counted when the stream ends. Context shifts are seen
+ * through `contextShiftSize`, which node-llama-cpp resolves once before generating (where the prompt is
+ * fitted into the context) and once per shift.
+ */
+export async function generate(
+  entry: SequenceEntry,
+  ticket: Ticket,
+  input: CompletionInput,
+  options: CompleteOptions,
+  hooks: GenerationHooks,
+): Promise<CompletionResult> {
+  const { sequence, completion } = entry;
+  const meter = sequence.tokenMeter;
+  const inputBefore = meter.usedInputTokens;
+  const outputBefore = meter.usedOutputTokens;
+  const signal = options.signal;
+  const stream = ticket.stream();
+  let handedOut = 0;
+  let contextShifts = 0;
+  let promptTruncated = false;
+  const userOnToken = options.onToken;
+  const userShiftSize = options.contextShiftSize;
+
+  const onToken = (tokens: Token[]) => {
+    handedOut += tokens.length;
+    stream.token(tokens.length);
+    return userOnToken?.(tokens);
+  };
+  const decide = (size: number, seq: LlamaContextSequence): number => {
+    if (meter.usedOutputTokens > outputBefore) contextShifts++;
+    else {
+      try {
+        promptTruncated = promptOverflows(input, seq, size);
+      } catch (error) {
+        hooks.internalError('llama.promptLength', error);
+      }
+    }
+    return size;
+  };
+  const contextShiftSize = (seq: LlamaContextSequence): number | Promise<number> => {
+    const size = resolveShiftSize(userShiftSize, seq);
+    return typeof size === 'number' ? decide(size, seq) : size.then((s) => decide(s, seq));
+  };
+
+  let outcome: Outcome = 'error';
+  try {
+    const response = await completion.generateCompletionWithMeta(input, { ...options, onToken, contextShiftSize });
+    outcome = response.metadata.stopReason === 'abort' ? abortOutcome(signal) : 'completed';
+    return {
+      ...response,
+      usage: {
+        evaluatedTokens: meter.usedInputTokens - inputBefore,
+        outputTokens: meter.usedOutputTokens - outputBefore,
+      },
+      contextShifts,
+      promptTruncated,
+    };
+  } catch (error) {
+    outcome = signal?.aborted ? abortOutcome(signal) : 'error';
+    throw error;
+  } finally {
+    const generated = meter.usedOutputTokens - outputBefore;
+    if (generated > handedOut) stream.token(generated - handedOut);
+    stream.end(outcome as StreamOutcome);
+    ticket.setAttributes({
+      [LLAMA_ATTR.evaluatedTokens]: meter.usedInputTokens - inputBefore,
+      [LLAMA_ATTR.outputTokens]: generated,
+    });
+    ticket.end(outcome);
+    hooks.done({ contextShifts, promptTruncated });
+  }
+}
+
+function abortOutcome(signal: AbortSignal | undefined): Outcome {
+  return isTimeout(signal?.reason) ? 'deadline_exceeded' : 'cancelled';
+}
+
+/** node-llama-cpp's default shift: 10 % of the context. */
+function resolveShiftSize(size: ShiftSize, sequence: LlamaContextSequence): number | Promise<number> {
+  if (typeof size === 'number') return size;
+  if (typeof size === 'function') return size(sequence);
+  return Math.max(1, Math.floor(sequence.context.contextSize / 10));
+}
+
+/**
+ * Whether node-llama-cpp will cut the prompt to fit: it keeps the last `contextSize − shift size` tokens,
+ * the beginning-of-sequence token included, and tokenizes a string without its leading space when it
+ * prepends that token. A string is tokenized here only when its UTF-8 length could exceed the room (a
+ * token covers at least one byte), so short prompts cost nothing.
+ */
+function promptOverflows(input: CompletionInput, sequence: LlamaContextSequence, shiftSize: number): boolean {
+  const model = sequence.model;
+  const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null;
+  const room = sequence.context.contextSize - shiftSize - (bos ? 1 : 0);
+  if (Array.isArray(input)) return input.length > room;
+  if (typeof input !== 'string') return false;
+  if (Buffer.byteLength(input) + 1 <= room) return false;
+  return model.tokenize(input, false, bos ? 'trimLeadingSpace' : undefined).length > room;
+}

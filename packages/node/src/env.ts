@@ -1,0 +1,86 @@
+/**
+ * The `OTEL_*` variables, read through the SDK's own helpers
+ * (`@opentelemetry/core`'s `get*FromEnv`, `parseKeyPairsIntoRecord`). The
+ * specification's rule for a value that cannot be used: warn and ignore it.
+ * Each such variable is reported once per `start()`, through its logger
+ * (the helpers themselves only tell `diag`, which is silent by default).
+ */
+import {
+  getBooleanFromEnv,
+  getNumberFromEnv,
+  getStringFromEnv,
+  getStringListFromEnv,
+  parseKeyPairsIntoRecord,
+} from '@opentelemetry/core';
+
+export class OtelEnv {
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly warn: (message: string) => void) {}
+
+  /** Reports a set variable whose value (or part of it) is ignored, once. */
+  ignore(name: string, expected: string, part = false): undefined {
+    if (this.reported.has(name)) return undefined;
+    this.reported.add(name);
+    const raw = getStringFromEnv(name) ?? '';
+    this.warn(`infersignal: ignoring ${part ? 'part of ' : ''}${name}=${JSON.stringify(raw)}: expected ${expected}`);
+    return undefined;
+  }
+
+  string(name: string): string | undefined {
+    return getStringFromEnv(name)?.trim();
+  }
+
+  /** A number that passes `valid`; anything else set is ignored with a warning. */
+  number(name: string, valid: (value: number) => boolean, expected: string): number | undefined {
+    if (getStringFromEnv(name) === undefined) return undefined;
+    const value = getNumberFromEnv(name);
+    return value !== undefined && valid(value) ? value : this.ignore(name, expected);
+  }
+
+  /** `true` / `false` (any case); anything else set is ignored with a warning and reads as false. */
+  boolean(name: string): boolean {
+    const raw = this.string(name)?.toLowerCase();
+    if (raw !== undefined && raw !== 'true' && raw !== 'false') this.ignore(name, '"true" or "false"');
+    return getBooleanFromEnv(name);
+  }
+
+  /** One of `allowed`; anything else set is ignored with a warning. */
+  choice<T extends string>(name: string, allowed: readonly T[]): T | undefined {
+    const raw = this.string(name)?.toLowerCase();
+    if (raw === undefined) return undefined;
+    return (allowed as readonly string[]).includes(raw) ? (raw as T) : this.ignore(name, allowed.join(', '));
+  }
+
+  /** A comma-separated list; entries outside `allowed` are ignored with one warning. */
+  list<T extends string>(name: string, allowed: readonly T[]): T[] | undefined {
+    const entries = getStringListFromEnv(name)?.map((entry) => entry.toLowerCase());
+    if (entries === undefined) return undefined;
+    const known = entries.filter((entry): entry is T => (allowed as readonly string[]).includes(entry));
+    if (known.length < entries.length) this.ignore(name, `a comma-separated list of ${allowed.join(', ')}`, true);
+    return known;
+  }
+
+  /** An http(s) URL; anything else set is ignored with a warning. */
+  url(name: string): URL | undefined {
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    try {
+      const url = new URL(raw);
+      if (url.protocol === 'http:' || url.protocol === 'https:') return url;
+    } catch {
+      // reported below
+    }
+    return this.ignore(name, 'an http(s) URL');
+  }
+
+  /** `k1=v1,k2=v2` (W3C baggage form, URL-encoded values); malformed entries are dropped with a warning. */
+  headers(name: string): Record<string, string> {
+    const raw = this.string(name);
+    if (raw === undefined) return {};
+    const headers = parseKeyPairsIntoRecord(raw);
+    const entries = raw.split(',').filter((entry) => entry.trim() !== '');
+    if (Object.keys(headers).length < entries.length) this.ignore(name, 'key=value pairs separated by commas', true);
+    return headers;
+  }
+}

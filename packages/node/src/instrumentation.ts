@@ -1,0 +1,141 @@
+/**
+ * InferSignal for an app that already runs the OpenTelemetry NodeSDK:
+ * an `Instrumentation` for `new NodeSDK({ instrumentations: [...] })` (or
+ * `registerInstrumentations`), matched structurally so this package needs no
+ * `@opentelemetry/instrumentation`.
+ *
+ * The monitor exists from the constructor on, so an app can make its queues
+ * at module load. It records through a provider that NodeSDK binds when it
+ * starts (late-meter.ts); made after `sdk.start()`, it binds to the
+ * registered provider at once. The per-request histograms and counters come
+ * out through `metricProducer`, which goes in the reader's
+ * `metricProducers` (the user's exporter, the user's port: nothing here
+ * listens anywhere).
+ */
+import { createMonitor, InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { metrics, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
+import type { MetricProducer } from '@opentelemetry/sdk-metrics';
+import { LateMeterProvider } from './late-meter';
+import { sdkMetricProducer, type TemporalitySource } from './producer';
+import type { PassThroughMonitorOptions, StartLogger } from './types';
+import { SCOPE } from './version';
+
+export interface InferSignalInstrumentationConfig extends PassThroughMonitorOptions {
+  /** The OTel `InstrumentationConfig` flag (default true). */
+  enabled?: boolean;
+  /** The monitor's service name (alerts, webhooks); the SDK's resource names the service in the exported data. */
+  serviceName?: string;
+  /** Create `infersignal.request` / `infersignal.model.load` spans through the global tracer provider (default true). */
+  traces?: boolean;
+  /**
+   * Export `nodejs.eventloop.*` and `v8js.gc.duration` (default false: an app
+   * with its own SDK usually runs `@opentelemetry/instrumentation-runtime-node`,
+   * which exports the same names). Set true without it. The event-loop
+   * signal samples, judges and alerts either way.
+   */
+  runtimeMetrics?: boolean;
+}
+
+/** Collections of the meter with no read of the producer before the "producer not registered" warning. */
+const UNWIRED_AFTER_COLLECTIONS = 3;
+
+export class InferSignalInstrumentation {
+  readonly instrumentationName: string = SCOPE.name;
+  readonly instrumentationVersion: string = SCOPE.version;
+  readonly monitor: Monitor;
+  private readonly provider: LateMeterProvider;
+  private config: InferSignalInstrumentationConfig;
+  private readonly logger: StartLogger;
+  private producerReads = 0;
+  private meterReads = 0;
+  private cumulative: MetricProducer | undefined;
+
+  constructor(config: InferSignalInstrumentationConfig = {}) {
+    if (typeof config !== 'object' || config === null) throw new InferSignalConfigError('config', 'must be an object');
+    const { enabled, runtimeMetrics, ...monitorOptions } = config;
+    if (enabled !== undefined && typeof enabled !== 'boolean')
+      throw new InferSignalConfigError('enabled', 'must be a boolean');
+    this.config = { ...config, enabled: enabled ?? true };
+    this.logger = config.logger ?? console;
+    this.provider = new LateMeterProvider(() => this.onMeterRead());
+    this.monitor = createMonitor({
+      ...monitorOptions,
+      meterProvider: this.provider,
+      exportMode: config.exportMode ?? 'producer',
+      runtimeMetrics: runtimeMetrics ?? false,
+    });
+    // Made after sdk.start() (or beside a registered provider): bind now; before it, NodeSDK binds at start.
+    this.provider.bind(metrics.getMeterProvider());
+  }
+
+  /**
+   * Core's histograms and counters, cumulative: add it to the reader,
+   * `new PrometheusExporter({ metricProducers: [infersignal.metricProducer] })`.
+   * For a reader with a delta preference use `metricProducerFor(exporter)`.
+   * Empty in API export mode (everything then goes through the meter).
+   */
+  get metricProducer(): MetricProducer {
+    this.cumulative ??= sdkMetricProducer(
+      () => this.monitor.metricProducer,
+      undefined,
+      () => this.producerReads++,
+    );
+    return this.cumulative;
+  }
+
+  /** A producer for one reader, in the temporality that reader (or its push exporter) selects. */
+  metricProducerFor(source: TemporalitySource): MetricProducer {
+    if (typeof source?.selectAggregationTemporality !== 'function')
+      throw new InferSignalConfigError('metricProducerFor', 'takes a MetricReader or a push exporter');
+    return sdkMetricProducer(
+      () => this.monitor.metricProducer,
+      source,
+      () => this.producerReads++,
+    );
+  }
+
+  /** Called by NodeSDK (before and after it registers its provider); the no-op provider is ignored. */
+  setMeterProvider(meterProvider: MeterProvider): void {
+    this.provider.bind(meterProvider);
+  }
+
+  /** Spans go through the global tracer provider, which the API proxies until the SDK registers one. */
+  setTracerProvider(_tracerProvider: TracerProvider): void {}
+
+  /** True once bound to a real MeterProvider. */
+  get bound(): boolean {
+    return this.provider.bound;
+  }
+
+  enable(): void {
+    this.config = { ...this.config, enabled: true };
+  }
+
+  /** Nothing is patched, so there is nothing to undo; stop the monitor with `monitor.close()`. */
+  disable(): void {
+    this.config = { ...this.config, enabled: false };
+  }
+
+  getConfig(): InferSignalInstrumentationConfig {
+    return this.config;
+  }
+
+  /** Only `enabled` is read after construction: the monitor's options are fixed when it is made. */
+  setConfig(config: InferSignalInstrumentationConfig = {}): void {
+    this.config = { ...this.config, enabled: config.enabled ?? this.config.enabled };
+  }
+
+  private onMeterRead(): void {
+    if (++this.meterReads !== UNWIRED_AFTER_COLLECTIONS) return;
+    if (this.monitor.exportMode !== 'producer' || this.producerReads > 0) return;
+    try {
+      this.logger.warn(
+        `infersignal: the SDK collected InferSignal's gauges ${UNWIRED_AFTER_COLLECTIONS} times but never its metricProducer, so the request histograms and counters are not exported. ` +
+          'Add it to your reader: new PrometheusExporter({ metricProducers: [infersignal.metricProducer] }) ' +
+          "(a delta OTLP reader: metricProducerFor(exporter)), or create the instrumentation with exportMode: 'api'.",
+      );
+    } catch {
+      // A broken logger must not break a collection.
+    }
+  }
+}

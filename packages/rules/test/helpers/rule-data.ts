@@ -1,0 +1,43 @@
+/**
+ * "Every rule expression returns data", asked of a real Prometheus: each
+ * comparison is made `bool` (`a > 0.2` → `a > bool 0.2`), so an expression
+ * has a result whenever the series it names exist with matching labels,
+ * whatever the thresholds; each is polled (recording rules need a few
+ * evaluations, rate/deriv a few scrapes) up to a deadline.
+ */
+import type { RuleFile } from '@infersignal/rules';
+import { waitFor } from './binaries';
+
+export interface Rule {
+  name: string;
+  expr: string;
+}
+
+export type Query = (promql: string) => Promise<{ status: string; error?: string; data: { result: unknown[] } }>;
+
+export function asBool(expr: string): string {
+  return expr.replace(/(>=|<=|==|!=|>|<)\s*(?!bool\b)(-?\d[\d.]*(?:e[+-]?\d+)?)/g, '$1 bool $2');
+}
+
+export function rulesOf(file: RuleFile): Rule[] {
+  return file.groups.flatMap((group) =>
+    group.rules.map((rule) => ({ name: 'alert' in rule ? rule.alert : rule.record, expr: rule.expr })),
+  );
+}
+
+/** The rules whose (bool) expression still has no result after `timeoutMs` each; throws on invalid PromQL. */
+export async function rulesWithoutData(query: Query, rules: Rule[], timeoutMs = 30_000): Promise<string[]> {
+  const empty: string[] = [];
+  for (const rule of rules) {
+    const found = await waitFor(rule.name, timeoutMs, async () => {
+      const result = await query(asBool(rule.expr));
+      if (result.status !== 'success') throw new Error(`${rule.name}: ${asBool(rule.expr)}: ${result.error}`);
+      return result.data.result.length > 0 ? true : undefined;
+    }).catch((error: Error) => {
+      if (error.message.startsWith(`${rule.name}:`)) throw error;
+      return false;
+    });
+    if (!found) empty.push(`${rule.name}: ${asBool(rule.expr)}`);
+  }
+  return empty;
+}

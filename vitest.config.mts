@@ -1,0 +1,71 @@
+import { availableParallelism } from 'node:os';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { sourceAliases } from './test/support/source-aliases.mts';
+
+const alias = sourceAliases();
+
+/**
+ * Files that spend seconds of wall time on real processes or real load.
+ * They form their own project so they are handed to workers before the unit
+ * files (projects are queued by name) and overlap with them.
+ */
+const E2E = [
+  'test/benchmarks-smoke.test.ts',
+  'test/report-browser.test.ts',
+  'test/reliability/collector.test.ts',
+  'packages/rules/test/e2e-prometheus.test.ts',
+  'packages/node/test/failure.test.ts',
+];
+/**
+ * Files whose story is told in real time, in tens of milliseconds: 20 ms
+ * handlers ramped past capacity (the order of the alerts and the first
+ * failure), event-loop stalls against a 100 ms threshold, a 50 ms gRPC
+ * deadline, and the demo, which measures its server's capacity and then
+ * ramps to multiples of it. A process paused by its neighbours changes that
+ * story, so each runs alone after the rest: then the only contention is the
+ * machine's own.
+ */
+const SERIAL = [
+  'test/demo.test.ts',
+  'test/capacity-e2e.test.ts',
+  'packages/bench/test/open-loop.test.ts',
+  'packages/core/test/event-loop.test.ts',
+  'packages/grpc/test/grpc.test.ts',
+];
+
+// Most test files wait on sockets, timers or child processes part of the
+// time: one worker more than there are cores keeps the cores busy.
+const workers = availableParallelism() + 1;
+
+/** TensorFlow.js's pure-JS CPU backend greets each process that uses it with a banner about tfjs-node. */
+const TFJS_BANNER = 'Hi, looks like you are running TensorFlow.js in Node.js';
+
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    onConsoleLog: (log) => !log.includes(TFJS_BANNER),
+    // Time limits catch a test that hangs; no assertion rests on them, so they leave a loaded machine room.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: workers,
+    projects: [
+      { extends: true, test: { name: 'e2e', include: E2E } },
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+          // The SDK 3 leg runs on Node 24 with its own config (`pnpm test:sdk3`).
+          exclude: [...configDefaults.exclude, ...E2E, ...SERIAL, 'test/otel-sdk3/**'],
+          // In-process tests share worker processes: loading the OTel SDK, the frameworks and the runtimes once
+          // per worker instead of once per file halves this project's time. What a file must not leave behind
+          // for the next one is checked after each file.
+          isolate: false,
+          setupFiles: ['test/support/shared-worker.ts'],
+        },
+      },
+      { extends: true, test: { name: 'serial', include: SERIAL, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+    ],
+  },
+});
