@@ -123,7 +123,11 @@ const baseline = (mode: Mode) => perRequest.get(configs.find((c) => c.mode === m
 const costRows = configs.map((c) => {
   const values = perRequest.get(c.name)!;
   const s = spread(values);
-  return [c.name, `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`, fmtRatio(roundRatios(values, baseline(c.mode)))];
+  return [
+    c.name,
+    `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`,
+    fmtRatio(roundRatios(values, baseline(c.mode))),
+  ];
 });
 const worstGrowth = (mode: Mode) =>
   Math.max(
@@ -239,14 +243,15 @@ async function scrapedMonitor() {
 }
 
 // --- 2. one collection at the cardinality cap -------------------------------
-const OUTCOMES: readonly Outcome[] = [
+/** Every outcome a started request can end with (a rejection is counted apart, before a ticket exists). */
+const OUTCOMES = [
   'completed',
   'cancelled',
   'error',
   'timeout',
   'unavailable',
   'deadline_exceeded',
-];
+] as const satisfies readonly Outcome[];
 const MAX_QUEUES = 20;
 const MAX_MODELS = 50;
 

@@ -53,6 +53,7 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     ['loadgen', 3],
     ['server', 3],
     ['llama', 2],
+    ['growth', 4],
   ];
   for (const [suite, goals] of cases) {
     it(`${suite} runs and prints its verdict line with figures`, { timeout: 180_000 }, async ({ expect }) => {
