@@ -17,6 +17,7 @@ export type {
   Outcome,
   QueueOptions,
   QueueTracker,
+  RequestTraceOptions,
   Snapshot,
   StreamHandle,
   StreamOutcome,

@@ -45,7 +45,7 @@ export class QueueSignal implements Signal {
   constructor(
     private readonly ctx: SignalContext,
     private readonly maxQueues: number,
-    links: Pick<QueueEnvironment, 'streamOf' | 'externalLevel' | 'attributeGlitch'>,
+    links: Pick<QueueEnvironment, 'streamOf' | 'externalLevel' | 'attributeGlitch' | 'requestTraces'>,
   ) {
     this.env = {
       ctx,
