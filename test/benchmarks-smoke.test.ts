@@ -51,7 +51,7 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     ['memory', 2],
     ['gpu', 2],
     ['loadgen', 3],
-    ['server', 3],
+    ['server', 4],
     ['llama', 2],
     ['growth', 4],
   ];

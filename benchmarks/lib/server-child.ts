@@ -172,7 +172,8 @@ async function setup(variant: Variant): Promise<Telemetry> {
   const { start } = await import('@infersignal/node');
   const { BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
   const spans = new DropSpanExporter();
-  const traces = variant === 'infersignal-traces';
+  // Outliers: start()'s default once traces are on (slow, failed, cancelled, shed and 1 % of the rest).
+  const traces = variant === 'infersignal-traces' ? 'all' : variant === 'infersignal-outliers' ? 'outliers' : false;
   const signal = start({
     serviceName: 'bench',
     prometheus: { host: '127.0.0.1', port: 0 },
@@ -183,7 +184,7 @@ async function setup(variant: Variant): Promise<Telemetry> {
       : variant === 'infersignal-producer'
         ? { exportMode: 'producer' as const }
         : {}),
-    ...(traces ? { traces: true, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
+    ...(traces ? { traces, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
   });
   const address = await signal.prometheus!.ready;
   if (!address) throw new Error('Prometheus endpoint did not start');
