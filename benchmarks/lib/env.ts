@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
  *   BENCH_ROUNDS=n    interleaved A/B rounds (default 3, server 12; never fewer than 3 outside smoke mode)
  *   BENCH_FRAMEWORKS, BENCH_VARIANTS   comma-separated subsets for the server suite (a quick second run of one verdict)
  *   --node 24         run on another Node (lib/node-line.ts; BENCH_NODE=24 for every suite of `pnpm bench`)
+ *   BENCH_NOTE=text   the run's conditions (e.g. a machine shared with other work), written into each block
  */
 export const SMOKE = process.env.BENCH_SMOKE === '1';
 

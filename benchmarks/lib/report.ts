@@ -110,10 +110,14 @@ Knobs: \`BENCH_SECONDS\` (seconds per load run, default 2; the server suite
 (tinybench time per task per round, default 400), \`BENCH_FRAMEWORKS\` and
 \`BENCH_VARIANTS\` (comma-separated subsets of the server suite, for a quick
 second look at one row; such a run prints and writes nothing),
-\`--node <20|24|path>\` / \`BENCH_NODE\` (the Node line). \`BENCH_SMOKE=1\`
+\`--node <20|24|path>\` / \`BENCH_NODE\` (the Node line), \`BENCH_NOTE\` (a
+sentence on the run's conditions, printed in the blocks it writes). \`BENCH_SMOKE=1\`
 runs everything tiny and writes nothing (the smoke test in
 \`test/benchmarks-smoke.test.ts\`).
 `;
+
+/** A sentence about this run's conditions (a machine shared with other work), printed in each block it writes. */
+const RUN_NOTE = process.env.BENCH_NOTE?.trim();
 
 /** Node lines every section keeps a block for, even before one has run. */
 export const NODE_LINES = [20, 24] as const;
@@ -183,6 +187,8 @@ export function writeSection(suite: SuiteName, options: SectionOptions): void {
         `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC  `,
         `Machine: ${machine()}  `,
         `Packages: ${versions(options.packages)}`,
+        // What the run shared the machine with, said by whoever ran it (BENCH_NOTE).
+        ...(RUN_NOTE ? ['', `**Conditions:** ${RUN_NOTE}`] : []),
         '',
         options.results.trim(),
         '',
