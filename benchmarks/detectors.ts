@@ -11,6 +11,8 @@
  * figures): every per-sample update costs less than the OTel record it
  * sits next to (< 1.0×).
  */
+// First: may run this suite again on the Node chosen with --node / BENCH_NODE.
+import './lib/node-line';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { HISTOGRAM_BUCKETS, METRICS } from '@infersignal/core';
 import {
@@ -184,11 +186,10 @@ writeSection('detectors', {
   title: 'detectors: update cost per sample and memory per detector',
   command: 'pnpm bench:detectors',
   packages: ['@infersignal/core', '@opentelemetry/sdk-metrics', 'tinybench'],
-  body: `tinybench, ${TASK_MS / 2} ms per task per round, ${BATCH} calls per iteration (evaluations: 8 and 1), ${ROUNDS} rounds in rotated order, windows full before timing (steady state). *per sample* runs on the request path (once per request); *per tick* runs on the detector timer (default once a second per queue or model), so its cost is per second, not per request. The baseline is one OTel SDK \`Histogram.record\` with 2 attributes in the same rounds.
+  method: `tinybench, ${TASK_MS / 2} ms per task per round, ${BATCH} calls per iteration (evaluations: 8 and 1), ${ROUNDS} rounds in rotated order, windows full before timing (steady state). *per sample* runs on the request path (once per request); *per tick* runs on the detector timer (default once a second per queue or model), so its cost is per second, not per request. The baseline is one OTel SDK \`Histogram.record\` with 2 attributes in the same rounds.
 
-${table(['operation', 'runs', 'time, median (range)', 'vs OTel record'], rows)}
-
-Memory: heap + ArrayBuffer growth after GC for ${COUNT} instances at default sizes, per instance. All state is allocated at construction (typed-array rings), so these are also the bounds after any number of samples.
+Memory: heap + ArrayBuffer growth after GC for ${COUNT} instances at default sizes, per instance. All state is allocated at construction (typed-array rings), so these are also the bounds after any number of samples.`,
+  results: `${table(['operation', 'runs', 'time, median (range)', 'vs OTel record'], rows)}
 
 ${table(['detector', 'memory per instance'], memRows)}`,
   verdict,

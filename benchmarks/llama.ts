@@ -20,6 +20,8 @@
  * ~1,000 tokens/s on one thread: the wrapper's share is as large as it gets. A real model spends
  * 10–1,000× longer per token in llama.cpp, with the same wrapper cost per token.
  */
+// First: may run this suite again on the Node chosen with --node / BENCH_NODE.
+import './lib/node-line';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,16 +139,17 @@ const rows = variants.map((v) => {
     first ? '1.00×' : fmtRatio(roundRatios(wall, wallBaseline), 3),
   ];
 });
-const body = [
+const method = [
   `${ROUND_COUNT} rounds × ${GENERATIONS} generations × ${TOKENS} tokens per variant, one sequence of 256 tokens, one`,
   'thread, the generated printable model (one token per callback: the most callbacks per token there are).',
-  '',
+].join('\n');
+const results = [
   table(
     ['variant', 'CPU per token', 'vs bare (per round)', 'CPU added per token', 'wall per token', 'wall vs bare'],
     rows,
   ),
 ].join('\n');
-console.log(body);
+console.log(results);
 
 const goals: Goal[] = variants.slice(1).map((v) => {
   const ratio = roundRatios(cpuPerToken.get(v.name)!, baseline);
@@ -161,6 +164,7 @@ writeSection('llama', {
   title: 'llama: cost per generated token (node-llama-cpp)',
   command: 'pnpm bench:llama',
   packages: ['@infersignal/llama', '@infersignal/core', 'node-llama-cpp', '@opentelemetry/sdk-metrics'],
-  body,
+  method,
+  results,
   verdict,
 });

@@ -9,6 +9,8 @@
  *
  * Goal: growth between the two points ≤ 1 MB.
  */
+// First: may run this suite again on the Node chosen with --node / BENCH_NODE.
+import './lib/node-line';
 import { MeterProvider, type MetricProducer } from '@opentelemetry/sdk-metrics';
 import { createMonitor, METRICS, type Monitor } from '@infersignal/core';
 import { SMOKE } from './lib/env';
@@ -117,10 +119,7 @@ writeSection('memory', {
   title: 'memory: heap after GC, 10⁴ vs 10⁶ requests',
   command: 'pnpm bench:memory',
   packages: ['@opentelemetry/sdk-metrics', '@infersignal/core'],
-  body: `One monitor per export mode on a real \`MeterProvider\` + reader; requests (enqueue → start → stream of 8 tokens → end) round-robin over ${MODELS.length} models, 1 in 200 streams cancelled and 1 in 500 requests failed so every outcome series exists; detectors ticked every ${TICK_EVERY.toLocaleString('en')} requests. Each point: a reader collection, then 4 forced GCs (\`node --expose-gc\`), then \`process.memoryUsage()\`. Every one of the ${TOTAL.toLocaleString('en')} queue waits is checked to be in the export.
-
-${table(header, rows)}
-
-Growth is the difference between the two points; it is judged as heap plus ArrayBuffer growth (typed arrays may live outside the V8 heap).`,
+  method: `One monitor per export mode on a real \`MeterProvider\` + reader; requests (enqueue → start → stream of 8 tokens → end) round-robin over ${MODELS.length} models, 1 in 200 streams cancelled and 1 in 500 requests failed so every outcome series exists; detectors ticked every ${TICK_EVERY.toLocaleString('en')} requests. Each point: a reader collection, then 4 forced GCs (\`node --expose-gc\`), then \`process.memoryUsage()\`. Every one of the ${TOTAL.toLocaleString('en')} queue waits is checked to be in the export. Growth is the difference between the two points; it is judged as heap plus ArrayBuffer growth (typed arrays may live outside the V8 heap).`,
+  results: table(header, rows),
   verdict,
 });

@@ -87,7 +87,7 @@ ${rows.join('\n')}
 
 | span | when | attributes |
 |---|---|---|
-| \`${SPANS.request}\` | arrival → end of the request (queue wait + inference); child of the span active at arrival | \`${ATTR.queue}\`, \`${ATTR.model}\`, \`${ATTR.queueWait}\` (seconds, double; absent if the request ended before inference started), \`${ATTR.outcome}\`, plus any \`ticket.setAttributes()\` / \`run({ attributes })\` (e.g. \`infersignal.batch.size\`); status ERROR on \`error\` |
+| \`${SPANS.request}\` | arrival → end of the request (queue wait + inference); child of the span active at arrival. Made when the request ends, and by default (\`traces: 'outliers'\`) only for slow, failed, cancelled and shed requests and a 1 % baseline of the rest ([traces.md](traces.md)); \`traces: 'all'\` makes one per request | \`${ATTR.queue}\`, \`${ATTR.model}\`, \`${ATTR.queueWait}\` (seconds, double; absent if the request ended before inference started), \`${ATTR.outcome}\`, \`${ATTR.traceReason}\` (\`slow\`, \`failed\`, \`cancelled\`, \`shed\`, \`baseline\`, \`all\`), plus any \`ticket.setAttributes()\` / \`run({ attributes })\` (e.g. \`infersignal.batch.size\`); status ERROR on \`error\` |
 | \`${SPANS.modelLoad}\` | a model load or reload | \`gen_ai.request.model\`, \`infersignal.model.load.kind\`, \`infersignal.outcome\` |
 
 One span per request, not one per phase: the queue wait is an attribute

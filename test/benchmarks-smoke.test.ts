@@ -51,8 +51,9 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     ['memory', 2],
     ['gpu', 2],
     ['loadgen', 3],
-    ['server', 3],
+    ['server', 4],
     ['llama', 2],
+    ['growth', 4],
   ];
   for (const [suite, goals] of cases) {
     it(`${suite} runs and prints its verdict line with figures`, { timeout: 180_000 }, async ({ expect }) => {

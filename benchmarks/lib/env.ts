@@ -7,7 +7,10 @@ import { fileURLToPath } from 'node:url';
  *
  *   BENCH_SMOKE=1     tiny durations, no docs written (the smoke test in test/)
  *   BENCH_SECONDS=n   seconds per measured run in the load suites (default 2, server 0.5)
- *   BENCH_ROUNDS=n    interleaved A/B rounds (default 3, server 15; never fewer than 3 outside smoke mode)
+ *   BENCH_ROUNDS=n    interleaved A/B rounds (default 3, server 12; never fewer than 3 outside smoke mode)
+ *   BENCH_FRAMEWORKS, BENCH_VARIANTS   comma-separated subsets for the server suite (a quick second run of one verdict)
+ *   --node 24         run on another Node (lib/node-line.ts; BENCH_NODE=24 for every suite of `pnpm bench`)
+ *   BENCH_NOTE=text   the run's conditions (e.g. a machine shared with other work), written into each block
  */
 export const SMOKE = process.env.BENCH_SMOKE === '1';
 
@@ -34,6 +37,18 @@ export function rounds(fallback = 3): number {
   return Math.max(SMOKE ? 1 : 3, Math.round(positive('BENCH_ROUNDS', SMOKE ? 2 : fallback)));
 }
 export const ROUNDS = rounds();
+/**
+ * A comma-separated subset of `all` from the environment variable `name`
+ * (all of them when unset), in the order of `all`; an unknown name fails.
+ */
+export function subset<T extends string>(name: string, all: readonly T[]): T[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return [...all];
+  const wanted = raw.split(',').map((s) => s.trim());
+  const unknown = wanted.filter((w) => !all.includes(w as T));
+  if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(', ')} (known: ${all.join(', ')})`);
+  return all.filter((a) => wanted.includes(a));
+}
 /** Milliseconds tinybench spends on one task per round. */
 export const TASK_MS = positive('BENCH_TASK_MS', SMOKE ? 40 : 400);
 

@@ -14,6 +14,7 @@
  * framework loads it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { getPriority, loadavg } from 'node:os';
 import { DropSpanExporter } from './otel';
 import { FRAMEWORKS, VARIANTS, type ChildMessage, type Framework, type Variant } from './servers';
 
@@ -171,7 +172,8 @@ async function setup(variant: Variant): Promise<Telemetry> {
   const { start } = await import('@infersignal/node');
   const { BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
   const spans = new DropSpanExporter();
-  const traces = variant === 'infersignal-traces';
+  // Outliers: start()'s default once traces are on (slow, failed, cancelled, shed and 1 % of the rest).
+  const traces = variant === 'infersignal-traces' ? 'all' : variant === 'infersignal-outliers' ? 'outliers' : false;
   const signal = start({
     serviceName: 'bench',
     prometheus: { host: '127.0.0.1', port: 0 },
@@ -182,7 +184,7 @@ async function setup(variant: Variant): Promise<Telemetry> {
       : variant === 'infersignal-producer'
         ? { exportMode: 'producer' as const }
         : {}),
-    ...(traces ? { traces: true, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
+    ...(traces ? { traces, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
   });
   const address = await signal.prometheus!.ready;
   if (!address) throw new Error('Prometheus endpoint did not start');
@@ -244,11 +246,15 @@ async function main(): Promise<void> {
   let spans0 = 0;
   process.on('message', (message: { type: string }) => {
     if (message.type === 'begin') {
+      // Marks the window for callgrind (benchmarks/instructions.ts: --zero-before=uv_os_getpriority); one syscall.
+      getPriority();
       served0 = served;
       spans0 = telemetry.spans();
       cpu0 = process.cpuUsage();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
+      // The window's end for callgrind (--dump-before=uv_loadavg).
+      loadavg();
       send({
         type: 'window',
         cpuUs: cpu.user + cpu.system,

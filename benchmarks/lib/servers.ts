@@ -17,6 +17,7 @@ export const VARIANTS = [
   'otel-calls',
   'infersignal-api',
   'infersignal-producer',
+  'infersignal-outliers',
   'otel-span',
   'infersignal-traces',
   'otel-http',
@@ -30,7 +31,8 @@ export const VARIANT_LABEL: Record<Variant, string> = {
   'infersignal-api': 'InferSignal, metrics, API export',
   'infersignal-producer': 'InferSignal, metrics, producer export',
   'otel-span': 'one OTel SDK span per request, by hand (no metrics)',
-  'infersignal-traces': 'InferSignal, metrics + traces',
+  'infersignal-outliers': "InferSignal, metrics + outlier traces (`traces: true`, the default 'outliers')",
+  'infersignal-traces': "InferSignal, metrics + a span per request (`traces: 'all'`)",
   'otel-http': '@opentelemetry/instrumentation-http (metrics + traces)',
 };
 

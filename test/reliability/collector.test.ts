@@ -36,7 +36,7 @@ function startTelemetry(otlp: StartOptions['otlp'], warnings: string[]): InferSi
     serviceName: 'reliability-collector',
     prometheus: { port: 0 },
     otlp,
-    traces: true,
+    traces: 'all', // a span per request: the span path under load, not only outliers
     registerGlobals: false,
     detectorIntervalMs: 0,
     eventLoop: false,

@@ -83,7 +83,7 @@ describe('security', () => {
       serviceName: 'sec',
       prometheus: { port: 0 },
       otlp: { endpoint: collector.url, intervalMs: 200, timeoutMs: 200 },
-      traces: true,
+      traces: 'all', // every request's span is searched, not only the outliers'
       spanProcessors: [new SimpleSpanProcessor(spans)],
       registerGlobals: false,
       detectorIntervalMs: 0,

@@ -49,7 +49,7 @@ export async function soak(
     serviceName: 'soak',
     prometheus: { port: 0 },
     registerGlobals: false,
-    traces: true,
+    traces: 'all', // a span per request: the span path under load, not only outliers
     spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 2048, scheduledDelayMillis: 50 })],
     detectorIntervalMs: 0,
     eventLoop: false,

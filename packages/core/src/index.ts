@@ -18,6 +18,7 @@ export type {
   Outcome,
   QueueOptions,
   QueueTracker,
+  RequestTraceOptions,
   Snapshot,
   StreamHandle,
   StreamOutcome,

@@ -24,6 +24,7 @@ import { DeviceMemorySignal } from './signals/device-memory';
 import { EventLoopSignal } from './signals/event-loop';
 import { ModelLoadSignal } from './signals/model-load';
 import { QueueSignal } from './signals/queues';
+import { RequestTraces, traceSettings } from './signals/request-trace';
 import { StreamSignal } from './signals/stream';
 import { Registration, type RegistrationHost } from './registration';
 import { SCOPE } from './version';
@@ -179,10 +180,15 @@ class MonitorImpl implements Monitor, RegistrationHost {
       webhookDropped: this.instruments.counter(METRICS.webhookDropped),
     };
     this.signalLevel = this.instruments.gauge(METRICS.signalLevel);
+    const traceOptions = traceSettings(options.traces);
     this.tracer =
-      options.traces === false
+      traceOptions === undefined
         ? undefined
         : (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE.name, SCOPE.version);
+    const requestTraces =
+      this.tracer && traceOptions
+        ? new RequestTraces(this.tracer, traceOptions, (source, error) => this.internalError(source, error))
+        : undefined;
     this.hub = new AlertHub(
       this.clock,
       (error) => this.internalError('onAlert', error),
@@ -213,6 +219,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
           externalLevel: () => (eventLoop && loopBackpressure ? eventLoop.delayLevel : 'ok'),
           attributeGlitch: (now, windowMs) => attribution.attribute(now, windowMs),
           loopUtilization: () => eventLoop?.utilization ?? Number.NaN,
+          requestTraces,
         }),
     );
     this.streams = this.register((ctx) => new StreamSignal(ctx));

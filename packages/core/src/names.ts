@@ -39,6 +39,8 @@ export const ATTR = {
   outcome: 'infersignal.outcome',
   /** Span attribute: seconds between arrival and the start of inference (the metric's value for this request). */
   queueWait: 'infersignal.queue.wait.duration',
+  /** Span attribute: why a request's span was kept (slow, failed, cancelled, shed, baseline, all). */
+  traceReason: 'infersignal.trace.reason',
   loadKind: 'infersignal.model.load.kind',
   signal: 'infersignal.signal',
   level: 'infersignal.level',

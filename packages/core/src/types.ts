@@ -58,6 +58,33 @@ export interface Logger {
   warn(message: string): void;
 }
 
+/** Which requests get a span, and how their parent is chosen. */
+export interface RequestTraceOptions {
+  /** `outliers` (default): slow, failed, cancelled, shed, and the baseline share; `all`: every request. */
+  keep?: 'outliers' | 'all';
+  /** Share of the other requests kept anyway, as a reference for the outliers (default 0.01; 0 to 1). */
+  baseline?: number;
+  /** A completed request longer than this (seconds) is slow whatever its queue's tail (default: none). */
+  slowSeconds?: number;
+  /**
+   * A completed request above this quantile of its queue's last 1024
+   * completed request durations is slow (default 0.99; judged once 100
+   * were seen, refreshed every 250 ms at most).
+   */
+  tailQuantile?: number;
+  /**
+   * When the context at arrival holds an unsampled span (head sampling said
+   * no): `drop` (default) makes the span there, where a ParentBased sampler
+   * drops it; `link` makes it a root span linked to that parent, so the root
+   * sampler decides and an outlier is kept even when its trace was not.
+   */
+  unsampledParent?: 'drop' | 'link';
+  /** Random source in [0, 1) for the baseline draw (default Math.random; tests inject a seeded one). */
+  random?: () => number;
+}
+
+export type TracesOption = boolean | 'outliers' | 'all' | RequestTraceOptions;
+
 export interface MonitorOptions {
   serviceName?: string;
   /** Defaults to the global provider (a no-op until the app registers an SDK). */
@@ -71,8 +98,13 @@ export interface MonitorOptions {
   maxQueues?: number;
   /** Detector period in ms (default 1000). 0 disables the timer: call `monitor.tick()` yourself. */
   detectorIntervalMs?: number;
-  /** Create a request span per ticket (default true; no-op spans cost ~40 ns without an SDK). */
-  traces?: boolean;
+  /**
+   * Request spans (`infersignal.request`), made when a request ends from the
+   * timestamps core keeps: `true` or `'outliers'` (default) keeps the slow,
+   * failed, cancelled and shed requests and a baseline share of the rest;
+   * `'all'` one per request; `false` none. An object tunes them.
+   */
+  traces?: TracesOption;
   /** Millisecond clock (default `performance.now()` + time origin); tests inject one. */
   clock?: () => number;
   /**

@@ -1,8 +1,15 @@
-import { SpanStatusCode, context, trace } from '@opentelemetry/api';
+import { SpanStatusCode, TraceFlags, context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTR, SPANS } from '../src/index';
+import {
+  ATTR,
+  InferSignalConfigError,
+  type MonitorOptions,
+  QueueFullError,
+  type QueueTracker,
+  SPANS,
+} from '../src/index';
 import { setup } from './helpers';
 
 const contextManager = new AsyncLocalStorageContextManager();
@@ -22,7 +29,7 @@ function inMemoryTracing() {
 describe('traces', () => {
   it('one request span, child of the span active at arrival, with model, queue wait and outcome, no payload', async () => {
     const { exporter, tracerProvider } = inMemoryTracing();
-    const t = setup({ tracerProvider, traces: true });
+    const t = setup({ tracerProvider, traces: 'all' });
     const queue = t.monitor.queue('gen');
     const tracer = tracerProvider.getTracer('app');
     await tracer.startActiveSpan('request', async (request) => {
@@ -43,6 +50,7 @@ describe('traces', () => {
       [ATTR.model]: 'llama',
       [ATTR.queueWait]: 0.25,
       [ATTR.outcome]: 'completed',
+      [ATTR.traceReason]: 'all',
     });
     expect(trace.getSpan(context.active())).toBeUndefined();
   });
@@ -54,7 +62,12 @@ describe('traces', () => {
     queue.enqueue('m').end('timeout');
     await expect(queue.run(() => Promise.reject(new Error('boom')), { model: 'm' })).rejects.toThrow('boom');
     const [timedOut, failed] = exporter.getFinishedSpans();
-    expect(timedOut!.attributes).toEqual({ [ATTR.queue]: 'q', [ATTR.model]: 'm', [ATTR.outcome]: 'timeout' });
+    expect(timedOut!.attributes).toEqual({
+      [ATTR.queue]: 'q',
+      [ATTR.model]: 'm',
+      [ATTR.outcome]: 'timeout',
+      [ATTR.traceReason]: 'failed',
+    });
     expect(timedOut!.status.code).toBe(SpanStatusCode.UNSET);
     expect(failed!.attributes[ATTR.outcome]).toBe('error');
     expect(failed!.attributes[ATTR.queueWait]).toBeGreaterThanOrEqual(0);
@@ -63,7 +76,7 @@ describe('traces', () => {
 
   it('run() attributes land on the request span', async () => {
     const { exporter, tracerProvider } = inMemoryTracing();
-    const t = setup({ tracerProvider, traces: true });
+    const t = setup({ tracerProvider, traces: 'all' });
     await t.monitor.queue('q').run(() => 1, { model: 'm', attributes: { 'infersignal.batch.size': 8 } });
     const spans = exporter.getFinishedSpans();
     expect(spans.map((s) => s.attributes['infersignal.batch.size'])).toEqual([8]);
@@ -74,5 +87,297 @@ describe('traces', () => {
     const t = setup({ tracerProvider, traces: false });
     await t.monitor.queue('q').run(() => 1);
     expect(exporter.getFinishedSpans()).toHaveLength(0);
+  });
+});
+
+/** Epoch milliseconds, so the SDK reads the injected clock's values as wall-clock times. */
+const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
+const ms = (time: [number, number]) => time[0] * 1000 + time[1] / 1e6;
+
+/** A monitor on a manual clock whose request spans land in memory; `options` are its `traces` options. */
+function outlierSetup(options: Exclude<MonitorOptions['traces'], boolean | string | undefined> = {}) {
+  const { exporter, tracerProvider } = inMemoryTracing();
+  const t = setup({ tracerProvider, traces: { baseline: 0, ...options } });
+  t.set(T0);
+  const requests = () => exporter.getFinishedSpans().filter((s) => s.name === SPANS.request);
+  return { t, exporter, tracerProvider, requests };
+}
+
+/** `n` requests of `waitMs` queued + `runMs` running, one after the other. */
+function normal(t: ReturnType<typeof setup>, queue: QueueTracker, n: number, runMs = 100, waitMs = 0): void {
+  for (let i = 0; i < n; i++) {
+    const ticket = queue.enqueue('m');
+    t.advance(waitMs);
+    ticket.start();
+    t.advance(runMs);
+    ticket.end('completed');
+  }
+}
+
+describe("outlier traces (traces: true / 'outliers', the default)", () => {
+  it('normal requests get no span; one above the live tail of its queue gets exactly one, complete', () => {
+    const { t, tracerProvider, requests } = outlierSetup();
+    const queue = t.monitor.queue('gen');
+    normal(t, queue, 200);
+    expect(requests()).toHaveLength(0);
+
+    const app = tracerProvider.getTracer('app');
+    let parentId = '';
+    const arrival = t.now();
+    const ticket = app.startActiveSpan('http', (http) => {
+      parentId = http.spanContext().spanId;
+      http.end();
+      return queue.enqueue('m');
+    });
+    // It ends outside the app's span: the parent is the context captured at arrival.
+    expect(trace.getSpan(context.active())).toBeUndefined();
+    t.advance(30);
+    ticket.start();
+    t.advance(1_000);
+    ticket.end('completed');
+    normal(t, queue, 20);
+
+    const spans = requests();
+    expect(spans).toHaveLength(1);
+    const [slow] = spans;
+    expect(ms(slow!.startTime)).toBe(arrival);
+    expect(ms(slow!.endTime)).toBe(arrival + 1_030);
+    expect(slow!.parentSpanContext?.spanId).toBe(parentId);
+    expect(slow!.attributes).toEqual({
+      [ATTR.queue]: 'gen',
+      [ATTR.model]: 'm',
+      [ATTR.outcome]: 'completed',
+      [ATTR.queueWait]: 0.03,
+      [ATTR.traceReason]: 'slow',
+    });
+    expect(slow!.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
+  it('the tail is per queue and live: what is normal on a slow queue is slow on a fast one', () => {
+    const { t, requests } = outlierSetup();
+    const fast = t.monitor.queue('fast');
+    const slowQueue = t.monitor.queue('slow');
+    normal(t, fast, 150, 10);
+    normal(t, slowQueue, 150, 500);
+    expect(requests()).toHaveLength(0);
+    normal(t, fast, 1, 500);
+    expect(requests().map((s) => s.attributes[ATTR.queue])).toEqual(['fast']);
+    // The slow queue's new normal: after the tail moves up, 600 ms requests stop being outliers.
+    normal(t, slowQueue, 1, 600);
+    expect(requests()).toHaveLength(2);
+    normal(t, slowQueue, 1_100, 600);
+    const before = requests().length;
+    normal(t, slowQueue, 50, 600);
+    expect(requests()).toHaveLength(before);
+  });
+
+  it('slowSeconds: a request above it is slow from the first one, before any tail exists', () => {
+    const { t, requests } = outlierSetup({ slowSeconds: 0.5 });
+    const queue = t.monitor.queue('q');
+    normal(t, queue, 1, 400);
+    expect(requests()).toHaveLength(0);
+    normal(t, queue, 1, 200, 400);
+    expect(requests()).toHaveLength(1);
+    expect(requests()[0]!.attributes[ATTR.traceReason]).toBe('slow');
+    expect(ms(requests()[0]!.endTime) - ms(requests()[0]!.startTime)).toBe(600);
+  });
+
+  it('a failed request: one span with its times, status ERROR, reason failed', async () => {
+    const { t, requests } = outlierSetup();
+    const queue = t.monitor.queue('q');
+    normal(t, queue, 150);
+    const arrival = t.now();
+    await expect(
+      queue.run(
+        () => {
+          t.advance(70);
+          throw new Error('boom');
+        },
+        { model: 'm' },
+      ),
+    ).rejects.toThrow('boom');
+    const spans = requests();
+    expect(spans).toHaveLength(1);
+    expect(ms(spans[0]!.startTime)).toBe(arrival);
+    expect(ms(spans[0]!.endTime)).toBe(arrival + 70);
+    expect(spans[0]!.attributes).toEqual({
+      [ATTR.queue]: 'q',
+      [ATTR.model]: 'm',
+      [ATTR.outcome]: 'error',
+      [ATTR.queueWait]: 0,
+      [ATTR.traceReason]: 'failed',
+    });
+    expect(spans[0]!.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it('a request cancelled while it waited: one span, arrival → abort, no queue wait, reason cancelled', async () => {
+    const { t, tracerProvider, requests } = outlierSetup();
+    const queue = t.monitor.queue('q', { concurrency: 1 });
+    let release!: () => void;
+    const running = queue.run(() => new Promise<void>((r) => (release = r)), { model: 'm' });
+    const controller = new AbortController();
+    let parentId = '';
+    let waiting!: Promise<unknown>;
+    const arrival = t.now();
+    tracerProvider.getTracer('app').startActiveSpan('http', (http) => {
+      parentId = http.spanContext().spanId;
+      waiting = queue.run(() => 1, { model: 'm', signal: controller.signal });
+      http.end();
+    });
+    t.advance(250);
+    controller.abort();
+    await expect(waiting).rejects.toThrow();
+    release();
+    await running;
+    const spans = requests();
+    expect(spans).toHaveLength(1);
+    expect(ms(spans[0]!.startTime)).toBe(arrival);
+    expect(ms(spans[0]!.endTime)).toBe(arrival + 250);
+    expect(spans[0]!.parentSpanContext?.spanId).toBe(parentId);
+    expect(spans[0]!.attributes).toEqual({
+      [ATTR.queue]: 'q',
+      [ATTR.model]: 'm',
+      [ATTR.outcome]: 'cancelled',
+      [ATTR.traceReason]: 'cancelled',
+    });
+    expect(spans[0]!.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
+  it('a shed request (queue.reject at arrival, and run() on a full queue): one span each, reason shed', async () => {
+    const { t, tracerProvider, requests } = outlierSetup();
+    const queue = t.monitor.queue('q', { concurrency: 1, maxWaiting: 0 });
+    let parentId = '';
+    const at = t.now();
+    tracerProvider.getTracer('app').startActiveSpan('http', (http) => {
+      parentId = http.spanContext().spanId;
+      queue.reject('m');
+      http.end();
+    });
+    let release!: () => void;
+    const running = queue.run(() => new Promise<void>((r) => (release = r)), { model: 'm' });
+    t.advance(5);
+    await expect(queue.run(() => 1, { model: 'm' })).rejects.toThrow(QueueFullError);
+    release();
+    await running;
+
+    const spans = requests();
+    expect(spans).toHaveLength(2);
+    const [rejected, full] = spans;
+    expect(ms(rejected!.startTime)).toBe(at);
+    expect(ms(rejected!.endTime)).toBe(at);
+    expect(rejected!.parentSpanContext?.spanId).toBe(parentId);
+    expect(rejected!.attributes).toEqual({
+      [ATTR.queue]: 'q',
+      [ATTR.model]: 'm',
+      [ATTR.outcome]: 'rejected',
+      [ATTR.traceReason]: 'shed',
+    });
+    expect(ms(full!.startTime)).toBe(at + 5);
+    expect(full!.attributes[ATTR.traceReason]).toBe('shed');
+    expect(full!.parentSpanContext).toBeUndefined();
+  });
+
+  it('the baseline share: exactly the requests the injected random source draws below it, and none at 0', () => {
+    // 1 draw in 100 is below 0.01: 1000 normal requests keep exactly 10.
+    let draw = 0;
+    const random = () => (draw++ % 100) / 100;
+    const { t, requests } = outlierSetup({ baseline: 0.01, random });
+    normal(t, t.monitor.queue('q'), 1_000);
+    expect(requests()).toHaveLength(10);
+    expect(requests().every((s) => s.attributes[ATTR.traceReason] === 'baseline')).toBe(true);
+    // The draw is made for normal requests only (an outlier is kept without one).
+    expect(draw).toBe(1_000);
+
+    const none = outlierSetup({ baseline: 0, random });
+    normal(none.t, none.t.monitor.queue('q'), 1_000);
+    expect(none.requests()).toHaveLength(0);
+  });
+
+  it("the default baseline is 1 %, drawn from a seeded source; 'all' keeps every request", () => {
+    // A seeded generator (mulberry32): its own draws say how many of 5000 fall below 0.01.
+    const seeded = (seed: number) => () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+      return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+    };
+    const reference = seeded(42);
+    let expected = 0;
+    for (let i = 0; i < 5_000; i++) if (reference() < 0.01) expected++;
+    expect(expected).toBeGreaterThan(0);
+    const { exporter, tracerProvider } = inMemoryTracing();
+    const t = setup({ tracerProvider, traces: { random: seeded(42) } });
+    t.set(T0);
+    normal(t, t.monitor.queue('q'), 5_000);
+    expect(exporter.getFinishedSpans()).toHaveLength(expected);
+
+    const all = outlierSetup({ keep: 'all' });
+    normal(all.t, all.t.monitor.queue('q'), 300);
+    expect(all.requests()).toHaveLength(300);
+    expect(new Set(all.requests().map((s) => s.attributes[ATTR.traceReason]))).toEqual(new Set(['all']));
+  });
+
+  it('an unsampled parent (ParentBased sampler): dropped by default; with unsampledParent link, a linked root span', () => {
+    const unsampled = trace.setSpanContext(context.active(), {
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: TraceFlags.NONE,
+      isRemote: true,
+    });
+    const failOne = (t: ReturnType<typeof setup>) => {
+      const ticket = context.with(unsampled, () => t.monitor.queue('q').enqueue('m'));
+      t.advance(20);
+      ticket.end('error');
+    };
+
+    const dropped = outlierSetup();
+    failOne(dropped.t);
+    expect(dropped.exporter.getFinishedSpans()).toHaveLength(0);
+
+    const linked = outlierSetup({ unsampledParent: 'link' });
+    failOne(linked.t);
+    const spans = linked.requests();
+    expect(spans).toHaveLength(1);
+    expect(spans[0]!.parentSpanContext).toBeUndefined();
+    expect(spans[0]!.spanContext().traceId).not.toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(spans[0]!.links.map((l) => l.context.spanId)).toEqual(['b7ad6b7169203331']);
+    expect(ms(spans[0]!.endTime) - ms(spans[0]!.startTime)).toBe(20);
+
+    // A sampled parent stays the parent with link on.
+    const sampled = outlierSetup({ unsampledParent: 'link' });
+    const ticket = context.with(
+      trace.setSpanContext(context.active(), {
+        traceId: '0af7651916cd43dd8448eb211c80319c',
+        spanId: 'b7ad6b7169203331',
+        traceFlags: TraceFlags.SAMPLED,
+        isRemote: true,
+      }),
+      () => sampled.t.monitor.queue('q').enqueue('m'),
+    );
+    ticket.end('cancelled');
+    expect(sampled.requests()[0]!.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+    expect(sampled.requests()[0]!.links).toHaveLength(0);
+  });
+
+  it('invalid trace options fail at creation naming the field', () => {
+    const field = (traces: unknown) => {
+      try {
+        setup({ traces: traces as MonitorOptions['traces'] });
+      } catch (error) {
+        expect(error).toBeInstanceOf(InferSignalConfigError);
+        return (error as InferSignalConfigError).field;
+      }
+      return 'no error';
+    };
+    expect(field('some')).toBe('traces');
+    expect(field(3)).toBe('traces');
+    expect(field({ keep: 'every' })).toBe('traces.keep');
+    expect(field({ baseline: 2 })).toBe('traces.baseline');
+    expect(field({ baseline: -0.1 })).toBe('traces.baseline');
+    expect(field({ slowSeconds: 0 })).toBe('traces.slowSeconds');
+    expect(field({ tailQuantile: 1 })).toBe('traces.tailQuantile');
+    expect(field({ unsampledParent: 'keep' })).toBe('traces.unsampledParent');
+    expect(field({ random: 0.5 })).toBe('traces.random');
+    expect(field({ sample: 1 })).toBe('traces.sample');
   });
 });

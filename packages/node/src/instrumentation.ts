@@ -12,7 +12,7 @@
  * `metricProducers` (the user's exporter, the user's port: nothing here
  * listens anywhere).
  */
-import { createMonitor, InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { createMonitor, InferSignalConfigError, type Monitor, type MonitorOptions } from '@infersignal/core';
 import { metrics, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
 import type { MetricProducer } from '@opentelemetry/sdk-metrics';
 import { LateMeterProvider } from './late-meter';
@@ -25,8 +25,11 @@ export interface InferSignalInstrumentationConfig extends PassThroughMonitorOpti
   enabled?: boolean;
   /** The monitor's service name (alerts, webhooks); the SDK's resource names the service in the exported data. */
   serviceName?: string;
-  /** Create `infersignal.request` / `infersignal.model.load` spans through the global tracer provider (default true). */
-  traces?: boolean;
+  /**
+   * Create `infersignal.request` / `infersignal.model.load` spans through the global tracer provider
+   * (default true: `'outliers'`, the slow, failed, cancelled and shed requests and 1 % of the rest; `'all'`).
+   */
+  traces?: MonitorOptions['traces'];
   /**
    * Export `nodejs.eventloop.*` and `v8js.gc.duration` (default false: an app
    * with its own SDK usually runs `@opentelemetry/instrumentation-runtime-node`,

@@ -280,7 +280,7 @@ function otlpChoice(options: StartOptions, env: OtelEnv, metricsExporters: strin
   const tracesExporters = env.list('OTEL_TRACES_EXPORTER', ['otlp', 'none']);
   const traces =
     options.traces !== false &&
-    (tracesExporters && options.traces !== true
+    (tracesExporters && options.traces === undefined
       ? tracesExporters.includes('otlp') && !tracesExporters.includes('none')
       : given || endpoint('TRACES'));
   return { metrics, traces };
@@ -300,7 +300,16 @@ export function resolveStartOptions(options: StartOptions): ResolvedStart {
   if (options.serviceName !== undefined && (typeof options.serviceName !== 'string' || options.serviceName === '')) {
     fail('serviceName', 'must be a non-empty string');
   }
-  for (const key of ['traces', 'registerGlobals', 'runtimeMetrics'] as const) {
+  const traces: unknown = options.traces;
+  if (
+    traces !== undefined &&
+    typeof traces !== 'boolean' &&
+    traces !== 'outliers' &&
+    traces !== 'all' &&
+    (typeof traces !== 'object' || traces === null || Array.isArray(traces))
+  )
+    fail('traces', `must be a boolean, 'outliers', 'all' or an options object, got ${JSON.stringify(traces)}`);
+  for (const key of ['registerGlobals', 'runtimeMetrics'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'boolean') fail(key, 'must be a boolean');
   }
   const limit = options.cardinalityLimit ?? DEFAULT_CARDINALITY_LIMIT;
@@ -337,7 +346,10 @@ export function resolveStartOptions(options: StartOptions): ResolvedStart {
     disabled,
     prometheus,
     otlp,
-    traces: options.traces ?? (otlp?.traces !== undefined || (options.spanProcessors?.length ?? 0) > 0),
+    traces:
+      options.traces === undefined
+        ? otlp?.traces !== undefined || (options.spanProcessors?.length ?? 0) > 0
+        : options.traces !== false,
     cardinalityLimit: limit,
     registerGlobals: options.registerGlobals ?? true,
     runtimeMetrics: options.runtimeMetrics ?? true,

@@ -167,7 +167,8 @@ export function start(options: StartOptions = {}): InferSignal {
       serviceName: config.serviceName,
       meterProvider,
       tracerProvider,
-      traces: config.traces,
+      // Which requests get a span (core validates the details, naming `traces.<field>`).
+      traces: config.traces ? (options.traces ?? true) : false,
       thresholds: options.thresholds,
       onAlert: options.onAlert,
       maxModels: options.maxModels,

@@ -71,8 +71,12 @@ export interface StartOptions extends PassThroughMonitorOptions {
    * package of its protocol (`@opentelemetry/exporter-metrics-otlp-proto`, …; optional peers).
    */
   otlp?: OtlpOptions | false;
-  /** Create and export spans (default: on when OTLP is on or span processors are given). */
-  traces?: boolean;
+  /**
+   * Create and export spans (default: on when OTLP is on or span processors are given). On, `true` is
+   * `'outliers'`: a request span for each slow, failed, cancelled or shed request and 1 % of the rest;
+   * `'all'` one per request; an object tunes it (core's `RequestTraceOptions`).
+   */
+  traces?: MonitorOptions['traces'];
   /** Distinct attribute sets kept per instrument before new ones fold into the overflow series (default 2000). */
   cardinalityLimit?: number;
   /** Register the providers, context manager and propagator as the OTel globals (default true). */

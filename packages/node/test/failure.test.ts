@@ -74,7 +74,7 @@ function startWith(endpoint: string | undefined, warnings: string[], timeoutMs =
     metricReaders: [testReader],
     serviceName: 'failure-test',
     prometheus: false,
-    traces: true,
+    traces: 'all', // a span per request: the span path under load, not only outliers
     detectorIntervalMs: 0,
     otlp: endpoint === undefined ? false : { endpoint, intervalMs: 300, timeoutMs },
     logger: { warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },

@@ -48,6 +48,7 @@ describe('start() options', () => {
     expect(fieldOf({ otlp: { headers: { a: 1 } } })).toBe('otlp.headers.a');
     expect(fieldOf({ cardinalityLimit: 1 })).toBe('cardinalityLimit');
     expect(fieldOf({ traces: 'yes' })).toBe('traces');
+    expect(fieldOf({ traces: 1 })).toBe('traces');
     expect(fieldOf({ runtimeMetrics: 1 })).toBe('runtimeMetrics');
     expect(fieldOf({ logger: {} })).toBe('logger');
   });
@@ -167,6 +168,9 @@ describe('start() options', () => {
     expect(resolve().resolved.traces).toBe(false);
     expect(resolve({ otlp: {} }).resolved.otlp?.traces).toBeUndefined();
     expect(resolve({ otlp: {}, traces: true }).resolved.otlp?.traces).toBeDefined();
+    // A trace mode or options object turns traces on like true.
+    expect(resolve({ otlp: {}, traces: 'outliers' }).resolved.otlp?.traces).toBeDefined();
+    expect(resolve({ otlp: {}, traces: { keep: 'all' } }).resolved.traces).toBe(true);
   });
 
   it('per-signal endpoints, headers, protocols and timeouts; the export interval and temporality', () => {

@@ -68,9 +68,11 @@ describe('OTLP/HTTP protobuf export', () => {
       prometheus: false,
       otlp: { endpoint: receiver.url, headers: { authorization: 'Bearer t0ken' }, intervalMs: 60_000, timeoutMs: 2000 },
       detectorIntervalMs: 0,
+      // A span per request, passed through to core (the default keeps outliers only).
+      traces: 'all',
     });
     cleanup.push(() => s.shutdown());
-    expect(s.tracerProvider).toBeDefined(); // traces default on with OTLP
+    expect(s.tracerProvider).toBeDefined();
 
     // The app's request span is active at arrival: core's spans become its children.
     const queue = s.monitor.queue('main', { capacity: 4 });

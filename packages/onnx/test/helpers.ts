@@ -21,7 +21,7 @@ export interface Harness {
 export function harness(options: Partial<MonitorOptions> = {}): Harness {
   const spans = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
-  const t = testMonitor({ clock: undefined, traces: true, tracerProvider, ...options });
+  const t = testMonitor({ clock: undefined, traces: 'all', tracerProvider, ...options });
   return {
     monitor: t.monitor,
     alerts: t.alerts,

@@ -1,4 +1,4 @@
-import { SpanStatusCode, context, type Attributes, type Span } from '@opentelemetry/api';
+import type { Attributes, Context } from '@opentelemetry/api';
 import { LabelTable } from '../aggregates/label-table';
 import type { CounterRecorder, HistogramRecorder, SignalContext } from '../contract';
 import { P99GlitchDetector } from '../detectors/p99-glitch';
@@ -6,7 +6,7 @@ import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector, worstLevel } from '../detectors/threshold';
 import { AnomalyDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
-import { ATTR, SPANS, UNKNOWN_MODEL } from '../names';
+import { ATTR, UNKNOWN_MODEL } from '../names';
 import type {
   Admission,
   Level,
@@ -20,6 +20,7 @@ import type {
 import { CapacityModel } from './capacity';
 import { requestDurationAttributes } from './gen-ai';
 import type { GlitchAttribution } from './attribution';
+import type { RequestTail, RequestTraces, TracedRequest } from './request-trace';
 
 const OUTCOMES: readonly Outcome[] = [
   'completed',
@@ -55,6 +56,8 @@ export interface QueueEnvironment {
    * the capacity message shows it beside ρ.
    */
   loopUtilization(): number;
+  /** Request spans, made when a request ends (undefined: traces off). */
+  readonly requestTraces: RequestTraces | undefined;
 }
 
 /** Per (queue, model) state: the attribute objects, made once. */
@@ -83,15 +86,12 @@ interface Waiter {
   reject: (error: unknown) => void;
 }
 
-class RequestTicket implements Ticket {
-  private startedAt = Number.NaN;
-  private readonly arrival: number;
-  /**
-   * One span per request, arrival → end, with the queue wait as an attribute
-   * (as vLLM's request span carries its time in queue): a second span for
-   * the queue phase doubled the SDK's cost per request (~2 µs per span).
-   */
-  private span: Span | undefined;
+class RequestTicket implements Ticket, TracedRequest {
+  startedAt = Number.NaN;
+  readonly arrival: number;
+  /** With traces on, the context at arrival: the parent of a span made when the request ends (request-trace.ts). */
+  readonly parent: Context | undefined;
+  extra: Attributes | undefined;
   started = false;
   ended = false;
 
@@ -99,15 +99,8 @@ class RequestTicket implements Ticket {
     private readonly queue: Queue,
     private readonly slot: QueueModel,
   ) {
-    const ctx = queue.ctx;
-    this.arrival = ctx.clock();
-    if (ctx.tracer) {
-      try {
-        this.span = ctx.tracer.startSpan(SPANS.request, { attributes: slot.waitAttributes }, context.active());
-      } catch (error) {
-        ctx.internalError('ticket.span', error);
-      }
-    }
+    this.arrival = queue.ctx.clock();
+    this.parent = queue.traces?.parent();
   }
 
   get model(): string {
@@ -126,7 +119,6 @@ class RequestTicket implements Ticket {
       const wait = (now - this.arrival) / 1000;
       q.ctx.recordSeconds(q.instruments.queueWait, wait, this.slot.waitAttributes);
       q.waits.push(wait, now);
-      this.span?.setAttribute(ATTR.queueWait, wait);
     } catch (error) {
       q.ctx.internalError('ticket.start', error);
     }
@@ -157,12 +149,7 @@ class RequestTicket implements Ticket {
       );
       instruments.requests.add(1, attributes);
       q.completed++;
-      const span = this.span;
-      if (span) {
-        span.setAttribute(ATTR.outcome, outcome);
-        if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR });
-        span.end(now);
-      }
+      q.traces?.ended(q.tail!, this, outcome, attributes, now);
     } catch (error) {
       q.ctx.internalError('ticket.end', error);
     }
@@ -173,12 +160,9 @@ class RequestTicket implements Ticket {
   }
 
   setAttributes(attributes: Attributes): void {
-    if (!this.span || this.ended) return;
-    try {
-      this.span.setAttributes(attributes);
-    } catch (error) {
-      this.queue.ctx.internalError('ticket.setAttributes', error);
-    }
+    if (this.queue.traces === undefined || this.ended) return;
+    // Kept by reference; merged (one object) only when set twice.
+    this.extra = this.extra === undefined ? attributes : { ...this.extra, ...attributes };
   }
 }
 
@@ -209,6 +193,9 @@ export class Queue implements QueueTracker {
   readonly labels: Record<string, string>;
   readonly ctx: SignalContext;
   readonly instruments: QueueInstruments;
+  readonly traces: RequestTraces | undefined;
+  /** This queue's request-duration tail, which judges "slow" (with traces on). */
+  readonly tail: RequestTail | undefined;
 
   constructor(
     readonly name: string,
@@ -217,6 +204,8 @@ export class Queue implements QueueTracker {
   ) {
     const ctx = (this.ctx = env.ctx);
     this.instruments = env.instruments;
+    this.traces = env.requestTraces;
+    this.tail = this.traces?.tail();
     const t = ctx.thresholds;
     this.concurrency = options.concurrency ?? 1;
     this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
@@ -320,6 +309,7 @@ export class Queue implements QueueTracker {
     try {
       const slot = this.models.get(this.ctx.label('model', model ?? UNKNOWN_MODEL));
       this.instruments.requests.add(1, slot.outcomeAttributes.rejected);
+      this.traces?.shed(slot.outcomeAttributes.rejected, this.ctx.clock());
     } catch (error) {
       this.ctx.internalError('queue.reject', error);
     }

@@ -1,0 +1,28 @@
+/**
+ * Every suite, one after another, each in its own process on the same Node
+ * (its arguments, `--node 24` included, passed to each):
+ *
+ *   pnpm bench                 (tsx benchmarks/all.ts; pnpm bench --node 24)
+ *
+ * Stops at the first suite that fails.
+ */
+// First: may run this again on the Node chosen with --node / BENCH_NODE.
+import './lib/node-line';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { CHILD_ENV } from './lib/env';
+import { ROOT, SUITES } from './lib/report';
+
+for (const suite of SUITES) {
+  console.log(`\n=== ${suite} (Node ${process.versions.node})`);
+  const file = fileURLToPath(new URL(`./${suite}.ts`, import.meta.url));
+  const result = spawnSync(process.execPath, ['--import', 'tsx', file, ...process.argv.slice(2)], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: CHILD_ENV,
+  });
+  if (result.status !== 0) {
+    console.error(`suite ${suite} failed (exit ${result.status ?? result.signal})`);
+    process.exit(result.status ?? 1);
+  }
+}
