@@ -242,7 +242,9 @@ function standingReason(run: AlertRun): string {
 function runLines(facts: DemoFacts, verdict: PrecursorVerdict, max = 40): string[] {
   const failure = facts.ramp.firstFailure;
   const rows = verdict.runs.slice(0, max).map((run) => {
-    const raised = `raised at ${fixed(run.fromMs / 1000, 1)} s`;
+    // Raised before the first poll of the ramp: the state the ramp started from (after the probe).
+    const raised =
+      run.fromMs <= 0 ? 'already raised when the ramp began' : `raised at ${fixed(run.fromMs / 1000, 1)} s`;
     const critical =
       run.criticalAtMs !== null && run.firstLevel < 2 ? `, CRITICAL at ${fixed(run.criticalAtMs / 1000, 1)} s` : '';
     const cleared =
