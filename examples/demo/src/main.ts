@@ -187,29 +187,29 @@ async function main(): Promise<number> {
       `measuring capacity: closed loop, ${users} users, ${PROBE_WINDOWS} windows of ${(windowMs / 1000).toFixed(1)} s after ${(warmMs / 1000).toFixed(1)} s of warm-up …`,
     );
     // The SSE load runs beside the probe as it will beside the ramp: the probe measures what is left for /v1/infer.
-    const probeStreams = new AbortController();
-    const stopProbeStreams = (): void => probeStreams.abort();
-    abort.signal.addEventListener('abort', stopProbeStreams, { once: true });
-    const probeStreamRun = withStreams
-      ? streamLoad(
-          info.url,
-          [{ name: 'probe', durationMs: 2 * (warmMs + PROBE_WINDOWS * windowMs) }],
-          probeStreams.signal,
-        )
+    // In 1 s runs that each end with their streams: aborting one mid-stream would count cut-off streams.
+    let probing = true;
+    const probeStreamLoad = withStreams
+      ? (async () => {
+          while (probing && !abort.signal.aborted)
+            await streamLoad(info.url, [{ name: 'probe', durationMs: 1000 }], abort.signal);
+        })()
       : null;
     const probe = await probeCapacity(info.url, {
       warmMs,
       windowMs,
       windows: PROBE_WINDOWS,
       users,
+      settle: () => waitForCalm(info.url, 5000, 0.6),
       signal: abort.signal,
-    }).finally(() => probeStreams.abort());
-    await probeStreamRun?.catch(() => undefined);
-    abort.signal.removeEventListener('abort', stopProbeStreams);
+    }).finally(() => {
+      probing = false;
+    });
+    await probeStreamLoad;
     if (interrupted) return 130;
     const rates = FACTORS.map((f) => Math.max(1, Math.round(f * probe.rps)));
     say(
-      `  windows ${probe.windows.map((w) => w.toFixed(0)).join(', ')} req/s (spread ${(probe.spread * 100).toFixed(0)} %${probe.rounds > 1 ? ', measured twice' : ''})`,
+      `  windows ${probe.windows.map((w) => w.toFixed(0)).join(', ')} req/s (spread ${(probe.spread * 100).toFixed(0)} %, ${probe.rounds} round${probe.rounds > 1 ? 's' : ''}${probe.refused.length ? `; ${probe.refused.length} window(s) with failed requests left out` : ''})`,
     );
     say(
       `  ≈ ${probe.rps.toFixed(0)} req/s (lower quartile; median ${probe.medianRps.toFixed(0)}) → stages ${rates.map((r, i) => `${FACTORS[i]}× ${r}/s`).join(', ')}`,
@@ -273,6 +273,7 @@ async function main(): Promise<number> {
         windows: probe.windows,
         spread: probe.spread,
         rounds: probe.rounds,
+        refused: probe.refused,
         p50Ms: probe.p50Ms,
         users: probe.users,
         windowMs: probe.windowMs,
