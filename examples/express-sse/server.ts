@@ -91,14 +91,16 @@ app.get('/v1/stream', async (req: Request, res: Response) => {
   const signal = req.inferSignal!;
   const prompt = String(req.query.prompt ?? 'hello');
   const tokens = Math.min(Number(req.query.max_tokens ?? 24) || 24, 256);
-  // The head is written with the first event, so time to first token includes the queue wait.
-  const sse = signal.sse();
+  // The head is written with the first event, so time to first token includes the queue wait. A client that
+  // stops reading is cut off once its socket buffer has not drained for 10 s; heartbeats every 5 s after the first event.
+  const sse = signal.sse({ stallTimeoutMs: 10_000, heartbeatMs: 5_000 });
   try {
     await signal.run(async () => {
       let index = 0;
       for await (const word of generate(signal.model, prompt, tokens, signal.signal)) {
         if (sse.closed) break; // client gone: the request is already counted `cancelled`
-        sse.send({ index: index++, token: word }, { event: 'token' });
+        // A full socket buffer: wait for the client to read (false: it went away or stalled past the timeout).
+        if (!sse.send({ index: index++, token: word }, { event: 'token' }) && !(await sse.drained())) break;
       }
     });
     sse.send('[DONE]', { event: 'done', tokens: 0 });

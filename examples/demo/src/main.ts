@@ -3,13 +3,16 @@
  *
  * 1. starts the Fastify + ONNX example server as a child process (loopback,
  *    free ports, Prometheus endpoint);
- * 2. measures its capacity with a short closed-loop probe;
+ * 2. measures its capacity: a closed loop over several short windows, with
+ *    the SSE load beside it, whose lower quartile is the figure;
  * 3. ramps an open-loop load through 0.5× → 0.9× → 1.1× → 2× of it with
  *    `@infersignal/bench`, scraping the server's /metrics, with a light SSE
  *    stream load beside it and a slow hot reload of the model early on;
  * 4. prints throughput and latency per stage, each signal's level per
- *    second, and which alert fired first and how many seconds before the
- *    first failed request; writes the JSON result under .tmp/demo/.
+ *    second, every alert with its subject judged against the first failed
+ *    request, and the headline: the first true precursor and its lead time,
+ *    or a missed precursor (see precursors.ts); writes the JSON result
+ *    under .tmp/demo/.
  *
  * Environment: DEMO_SECONDS (length of the ramp, default 45; the probe and
  * pauses scale with it), DEMO_RELOAD=0 (no reload), DEMO_STREAMS=0 (no SSE
@@ -23,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import type { ThresholdsInput } from '@infersignal/core';
 import { runBench, writeResult, type BenchResult } from '@infersignal/bench';
 import { INFER_BODY, probeCapacity } from './probe';
-import { formatDemoReport, headline, type ReloadEvent } from './report';
+import { FAILING_QUEUES, formatDemoReport, headline, type ReloadEvent } from './report';
 import { ServerStartError, spawnServer, type ServerProcess } from './server-process';
 import { pollSnapshots, waitForCalm } from './snapshots';
 
@@ -42,6 +45,8 @@ const SHARES = [0.15, 0.3, 0.35, 0.2] as const;
 /** Rows per /v1/infer request: ~5 ms of model time, so the model (not HTTP) is the bottleneck and the load generator needs few requests to saturate it. */
 const ROWS = 1024;
 const STREAM_RATE = 3;
+/** Measuring windows of the capacity probe per round (see probe.ts for the figure taken from them). */
+const PROBE_WINDOWS = 5;
 
 /**
  * Thresholds the server runs with in the demo. Core's defaults are sized
@@ -64,6 +69,17 @@ const DEMO_THRESHOLDS: ThresholdsInput = {
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
+/**
+ * Closed-loop users of the capacity probe: enough to keep the one model
+ * slot busy, few enough that the others wait about 0.1 s for it (half the
+ * queue-wait WARN), so the probe itself raises no queue alert and is never
+ * shed, however slow the machine makes a run. 2 to 8.
+ */
+function probeUsers(runSeconds: number): number {
+  if (!(runSeconds > 0)) return 4;
+  return Math.max(2, Math.min(8, Math.floor(0.1 / runSeconds) + 1));
+}
+
 function numberEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -74,6 +90,25 @@ function numberEnv(name: string, fallback: number, min: number, max: number): nu
 }
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
+
+/** The background SSE load: STREAM_RATE streams per second of 16 tokens, for the given stages. */
+function streamLoad(
+  url: string,
+  stages: { name: string; durationMs: number }[],
+  signal: AbortSignal,
+): Promise<BenchResult> {
+  return runBench({
+    target: `${url}/v1/completions`,
+    body: 'Tell me about early warnings',
+    model: 'matmul-chain',
+    maxTokens: 16,
+    stream: true,
+    stages: stages.map((stage) => ({ ...stage, rate: STREAM_RATE })),
+    timeoutMs: 3000,
+    progress: false,
+    signal,
+  });
+}
 
 async function reload(url: string, slowMs: number, atMs: number): Promise<ReloadEvent> {
   try {
@@ -146,12 +181,39 @@ async function main(): Promise<number> {
     if (interrupted) return 130;
 
     const warmMs = Math.round(1000 * Math.max(0.5, scale));
-    const measureMs = Math.round(2500 * Math.max(0.6, scale));
-    say(`measuring capacity: closed loop, 8 users, ${((warmMs + measureMs) / 1000).toFixed(1)} s …`);
-    const probe = await probeCapacity(info.url, { warmMs, measureMs, signal: abort.signal });
+    const windowMs = Math.round(800 * Math.max(0.6, scale));
+    const users = probeUsers(info.runSeconds);
+    say(
+      `measuring capacity: closed loop, ${users} users, ${PROBE_WINDOWS} windows of ${(windowMs / 1000).toFixed(1)} s after ${(warmMs / 1000).toFixed(1)} s of warm-up …`,
+    );
+    // The SSE load runs beside the probe as it will beside the ramp: the probe measures what is left for /v1/infer.
+    // In 1 s runs that each end with their streams: aborting one mid-stream would count cut-off streams.
+    let probing = true;
+    const probeStreamLoad = withStreams
+      ? (async () => {
+          while (probing && !abort.signal.aborted)
+            await streamLoad(info.url, [{ name: 'probe', durationMs: 1000 }], abort.signal);
+        })()
+      : null;
+    const probe = await probeCapacity(info.url, {
+      warmMs,
+      windowMs,
+      windows: PROBE_WINDOWS,
+      users,
+      settle: () => waitForCalm(info.url, 5000, 0.6),
+      signal: abort.signal,
+    }).finally(() => {
+      probing = false;
+    });
+    await probeStreamLoad;
     if (interrupted) return 130;
     const rates = FACTORS.map((f) => Math.max(1, Math.round(f * probe.rps)));
-    say(`  ≈ ${probe.rps.toFixed(0)} req/s → stages ${rates.map((r, i) => `${FACTORS[i]}× ${r}/s`).join(', ')}`);
+    say(
+      `  windows ${probe.windows.map((w) => w.toFixed(0)).join(', ')} req/s (spread ${(probe.spread * 100).toFixed(0)} %, ${probe.rounds} round${probe.rounds > 1 ? 's' : ''}${probe.refused.length ? `; ${probe.refused.length} window(s) with failed requests left out` : ''})`,
+    );
+    say(
+      `  ≈ ${probe.rps.toFixed(0)} req/s (lower quartile; median ${probe.medianRps.toFixed(0)}) → stages ${rates.map((r, i) => `${FACTORS[i]}× ${r}/s`).join(', ')}`,
+    );
     // The probe drove utilization to 1 by design; start the ramp from a calm server.
     const calm = await waitForCalm(info.url, Math.round(10_000 * Math.max(0.5, scale)), 0.6);
     if (!calm) say('  (some signal is still above ok after the probe; its alert may show at 0 s)');
@@ -182,17 +244,11 @@ async function main(): Promise<number> {
       );
     }
     const streamRun: Promise<BenchResult> | null = withStreams
-      ? runBench({
-          target: `${info.url}/v1/completions`,
-          body: 'Tell me about early warnings',
-          model: 'matmul-chain',
-          maxTokens: 16,
-          stream: true,
-          stages: stageMs.map((durationMs, i) => ({ name: `${FACTORS[i]}x`, rate: STREAM_RATE, durationMs })),
-          timeoutMs: 3000,
-          progress: false,
-          signal: abort.signal,
-        })
+      ? streamLoad(
+          info.url,
+          stageMs.map((durationMs, i) => ({ name: `${FACTORS[i]}x`, durationMs })),
+          abort.signal,
+        )
       : null;
     const ramp = await runBench({
       target: `${info.url}/v1/infer`,
@@ -211,7 +267,17 @@ async function main(): Promise<number> {
 
     const facts = {
       server: { ...info, rows: ROWS },
-      probe: { rps: probe.rps, p50Ms: probe.p50Ms, users: probe.users, measureMs: probe.measureMs },
+      probe: {
+        rps: probe.rps,
+        medianRps: probe.medianRps,
+        windows: probe.windows,
+        spread: probe.spread,
+        rounds: probe.rounds,
+        refused: probe.refused,
+        p50Ms: probe.p50Ms,
+        users: probe.users,
+        windowMs: probe.windowMs,
+      },
       factors: FACTORS,
       ramp,
       streams,
@@ -230,9 +296,22 @@ async function main(): Promise<number> {
       process.env.DEMO_OUT ||
       join(REPO_ROOT, '.tmp', 'demo', `demo-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     mkdirSync(dirname(out), { recursive: true });
+    const { text, verdict } = headline(facts);
     writeFileSync(
       out,
-      `${JSON.stringify({ ...facts, thresholds: DEMO_THRESHOLDS, headline: headline(facts).text, probe: { ...facts.probe, result: probe.result } }, null, 2)}\n`,
+      `${JSON.stringify(
+        {
+          ...facts,
+          thresholds: DEMO_THRESHOLDS,
+          headline: text,
+          precursor: verdict.precursor,
+          alertRuns: verdict.runs,
+          failingQueues: FAILING_QUEUES,
+          probe: { ...facts.probe, result: probe.result },
+        },
+        null,
+        2,
+      )}\n`,
     );
     // The ramp alone, in the bench's own format: `infersignal report <file> --out run.html` draws it.
     const rampOut = out.replace(/(\.json)?$/, '.ramp.json');

@@ -4,7 +4,8 @@
  * the server's snapshots), the bench's lead times (from its scrape of
  * /metrics), the warnings standing at the first failure, and the headline.
  */
-import type { BenchResult, ErrorCounts, LeadTime, StageResult } from '@infersignal/bench';
+import type { BenchResult, ErrorCounts, StageResult } from '@infersignal/bench';
+import { describeRun, judgePrecursors, type AlertRun, type PrecursorVerdict, type RunVerdict } from './precursors';
 import type { SnapshotSample } from './snapshots';
 
 /** Lanes always shown, in this order, whether or not they ever left ok. */
@@ -13,8 +14,8 @@ export const LANE_SERIES = [
   'queue_wait[infer]',
   'queue_occupancy[infer]',
   'event_loop',
-  'stream_interruptions',
-  'model_load',
+  'stream_interruptions[matmul-chain]',
+  'model_load[matmul-chain]',
 ] as const;
 
 /** Signals the demo injects on purpose rather than as a consequence of load. */
@@ -30,7 +31,15 @@ export interface ReloadEvent {
 
 export interface DemoFacts {
   server: { url: string; metricsUrl: string; pid: number; inferCapacity: number; runSeconds: number; rows: number };
-  probe: { rps: number; p50Ms: number; users: number; measureMs: number };
+  probe: {
+    rps: number;
+    medianRps: number;
+    windows: number[];
+    spread: number;
+    p50Ms: number;
+    users: number;
+    windowMs: number;
+  };
   factors: readonly number[];
   ramp: BenchResult;
   streams: BenchResult | null;
@@ -117,12 +126,14 @@ function lanes(facts: DemoFacts): string[] {
   const seconds = Math.ceil(result.stages.reduce((sum, s) => sum + s.durationMs, 0) / 1000);
   const stageStarts = new Set(result.stages.map((s) => Math.round(s.startMs / 1000)));
   const bySecond = new Map(result.timeline.map((p) => [p.second, p]));
+  // On the ramp's clock, like the stages and the failures.
+  const samples = facts.snapshots.map((s) => ({ ...s, atMs: s.atMs - facts.rampOffsetMs }));
   const firstSample = new Map<number, SnapshotSample>();
-  for (const sample of facts.snapshots) {
+  for (const sample of samples) {
     const second = Math.floor(sample.atMs / 1000);
     if (second >= 0 && !firstSample.has(second)) firstSample.set(second, sample);
   }
-  const levels = levelsPerSecond(facts.snapshots, seconds);
+  const levels = levelsPerSecond(samples, seconds);
   const width = Math.max(26, ...[...levels.keys()].map((k) => k.length + 2));
   const out: string[] = [];
   // Header: the stage names over their columns.
@@ -159,66 +170,99 @@ function lanes(facts: DemoFacts): string[] {
   return out;
 }
 
-/** A warning still raised when the first request failed, and since when (ms, the snapshot clock). */
-export interface StandingWarning {
-  series: string;
-  signal: string;
-  /** Level at the last snapshot before the failure (1 WARN, 2 CRITICAL). */
-  level: number;
-  sinceMs: number;
-  leadSeconds: number;
-}
-
 /**
- * The warnings that were standing at the first failure: series above ok in
- * the last snapshot before it, each with the start of its unbroken run of
- * non-ok snapshots. An alert that fired and cleared earlier (a blip of a
- * busy machine) is not counted as a warning of this failure.
+ * Queues a failed `/v1/infer` request went through: its route's queue and
+ * the model's queue behind it. A warning on either is about the resource
+ * that failed.
  */
-export function standingWarnings(samples: SnapshotSample[], failureAtMs: number): StandingWarning[] {
-  const before = samples.filter((s) => s.atMs < failureAtMs).sort((a, b) => a.atMs - b.atMs);
-  const last = before[before.length - 1];
-  if (!last) return [];
-  const out: StandingWarning[] = [];
-  for (const active of last.active) {
-    if (INJECTED_SIGNALS.has(active.signal)) continue;
-    let since = last.atMs;
-    for (let i = before.length - 2; i >= 0 && before[i].active.some((a) => a.series === active.series); i--)
-      since = before[i].atMs;
-    out.push({
-      series: active.series,
-      signal: active.signal,
-      level: active.level,
-      sinceMs: since,
-      leadSeconds: (failureAtMs - since) / 1000,
-    });
-  }
-  return out.sort((a, b) => a.sinceMs - b.sinceMs);
+export const FAILING_QUEUES: readonly string[] = ['infer', 'onnx:matmul-chain'];
+
+/** Every alert run of the ramp judged against the first failure, on the ramp's clock. */
+export function judgeRun(facts: Pick<DemoFacts, 'ramp' | 'snapshots' | 'rampOffsetMs'>): PrecursorVerdict {
+  const samples = facts.snapshots.map((s) => ({ atMs: s.atMs - facts.rampOffsetMs, active: s.active }));
+  const first = facts.ramp.stages[0];
+  return judgePrecursors(samples, facts.ramp.firstFailure?.atMs ?? null, {
+    failingQueues: FAILING_QUEUES,
+    healthyUntilMs: first ? first.startMs + first.durationMs : 0,
+    injected: INJECTED_SIGNALS,
+  });
 }
 
-const LEVEL = ['OK', 'WARN', 'CRITICAL'];
+/** Name of the stage a ramp time falls in (`1.1× stage`). */
+export function stageAt(facts: Pick<DemoFacts, 'ramp'>, atMs: number): string {
+  const stage = facts.ramp.stages.find((s) => atMs >= s.startMs && atMs < s.startMs + s.durationMs);
+  return stage ? `${stage.name.split(' ')[0].replace(/x$/, '×')} stage` : 'after the ramp';
+}
 
-/** The headline line (and the standing warnings behind it). `offsetMs` converts bench time to snapshot time. */
+/** The headline line and the judged runs behind it. */
 export function headline(facts: Pick<DemoFacts, 'ramp' | 'snapshots' | 'rampOffsetMs'>): {
   text: string;
-  standing: StandingWarning[];
+  verdict: PrecursorVerdict;
 } {
+  const verdict = judgeRun(facts);
   const failure = facts.ramp.firstFailure;
-  if (!failure) return { text: 'no failed request in this run', standing: [] };
-  const failedAt = failure.atMs + facts.rampOffsetMs;
-  const what = `${failure.detail} at ${fixed(failure.atMs / 1000, 1)} s`;
-  const standing = standingWarnings(facts.snapshots, failedAt);
-  const first = standing[0];
-  if (!first) return { text: `no warning was standing when the first request failed (${what})`, standing };
+  if (!failure) return { text: 'no failed request in this run', verdict };
+  const what = `${failure.detail} at ${fixed(failure.atMs / 1000, 1)} s, ${stageAt(facts, failure.atMs)}`;
+  const p = verdict.precursor;
+  if (p) {
+    return {
+      text: `first warning: ${describeRun(p, p.firstLevel)}, raised ${fixed(p.leadSeconds ?? NaN, 1)} s before the first failed request (${what})`,
+      verdict,
+    };
+  }
+  const queues = FAILING_QUEUES.map((q) => `"${q}"`).join(' or ');
+  const late = verdict.firstAfter;
   return {
-    text: `first warning: ${first.series} ${LEVEL[first.level]}, raised ${fixed(first.leadSeconds, 1)} s before the first failed request (${what})`,
-    standing,
+    text:
+      `missed precursor: the first request failed (${what}) with no warning on queue ${queues} standing` +
+      (late
+        ? `; the first came ${fixed(-(late.leadSeconds ?? NaN), 1)} s after it: ${describeRun(late, late.firstLevel)}`
+        : ''),
+    verdict,
   };
 }
 
-function leadLine(lead: LeadTime): string {
-  const injected = INJECTED_SIGNALS.has(lead.signal) ? '  (the injected slow reload, not an overload precursor)' : '';
-  return `  ${lead.text}${injected}`;
+const VERDICT_TEXT: Record<RunVerdict, string> = {
+  precursor: 'standing at the first failure: true precursor',
+  'standing-other': 'standing at the first failure, not counted',
+  'false-alarm': 'cleared before any request failed: false alarm',
+  'after-failure': 'after the first failure',
+  injected: 'the injected slow reload, not an overload precursor',
+  'no-failure': 'nothing failed in this run',
+};
+
+/** Why a standing run is not counted: its subject, or that it stood since the healthy stage. */
+function standingReason(run: AlertRun): string {
+  if (run.queue !== null) return `not about queue ${FAILING_QUEUES.map((q) => `"${q}"`).join(' or ')}`;
+  if (run.subject === null) return 'already raised at half load, where nothing fails';
+  return `about ${run.subject}`;
+}
+
+/** One line per alert run: what, when raised (and CRITICAL), when cleared, lead before the first failure, verdict. */
+function runLines(facts: DemoFacts, verdict: PrecursorVerdict, max = 40): string[] {
+  const failure = facts.ramp.firstFailure;
+  const rows = verdict.runs.slice(0, max).map((run) => {
+    // Raised before the first poll of the ramp: the state the ramp started from (after the probe).
+    const raised =
+      run.fromMs <= 0 ? 'already raised when the ramp began' : `raised at ${fixed(run.fromMs / 1000, 1)} s`;
+    const critical =
+      run.criticalAtMs !== null && run.firstLevel < 2 ? `, CRITICAL at ${fixed(run.criticalAtMs / 1000, 1)} s` : '';
+    const cleared =
+      run.clearedAtMs === null ? ', still raised at the end' : `, cleared at ${fixed(run.clearedAtMs / 1000, 1)} s`;
+    let lead = '';
+    if (failure && run.leadSeconds !== null)
+      lead =
+        run.leadSeconds > 0
+          ? `; ${fixed(run.leadSeconds, 1)} s before the first failure`
+          : `; ${fixed(-run.leadSeconds, 1)} s after it`;
+    const why =
+      run.verdict === 'standing-other'
+        ? `${VERDICT_TEXT[run.verdict]} (${standingReason(run)})`
+        : VERDICT_TEXT[run.verdict];
+    return `  ${describeRun(run, run.firstLevel)}: ${raised}${critical}${cleared}${lead} — ${why}`;
+  });
+  if (verdict.runs.length > max) rows.push(`  … ${verdict.runs.length - max} more`);
+  return rows;
 }
 
 export function formatDemoReport(facts: DemoFacts): string {
@@ -231,7 +275,8 @@ export function formatDemoReport(facts: DemoFacts): string {
     `model     matmul-chain.onnx, ${server.rows} rows per request: ${fixed(server.runSeconds * 1000, 2)} ms per run; infer queue capacity ${server.inferCapacity}`,
   );
   out.push(
-    `capacity  ${fixed(probe.rps, 0)} req/s (closed loop, ${probe.users} users, ${fixed(probe.measureMs / 1000, 1)} s, p50 ${fixed(probe.p50Ms, 1)} ms)`,
+    `capacity  ${fixed(probe.rps, 0)} req/s: lower quartile of ${probe.windows.length} closed-loop windows of ${fixed(probe.windowMs / 1000, 1)} s, ${probe.users} users ` +
+      `(${probe.windows.map((w) => fixed(w, 0)).join(', ')} req/s; spread ${fixed(probe.spread * 100, 0)} %; p50 ${fixed(probe.p50Ms, 1)} ms)`,
   );
   out.push(
     `ramp      ${ramp.stages.map((s, i) => `${facts.factors[i]}× = ${fixed(s.targetRate ?? 0, 0)} req/s for ${fixed(s.durationMs / 1000, 1)} s`).join(', ')}`,
@@ -285,20 +330,15 @@ export function formatDemoReport(facts: DemoFacts): string {
   out.push('');
   const failure = ramp.firstFailure;
   if (failure)
-    out.push(`first failure: ${failure.errorClass} (${failure.detail}) at ${fixed(failure.atMs / 1000, 1)} s`);
+    out.push(
+      `first failure: ${failure.errorClass} (${failure.detail}) at ${fixed(failure.atMs / 1000, 1)} s, ${stageAt(facts, failure.atMs)}`,
+    );
   else out.push('first failure: none — no failed request in this run');
-  if (ramp.leadTimes.length) {
-    out.push('alerts, first of each signal and level (scraped from /metrics by the bench):');
-    for (const lead of [...ramp.leadTimes].sort((a, b) => a.firedAtMs - b.firedAtMs)) out.push(leadLine(lead));
-  } else out.push('alerts: none seen');
   const h = headline(facts);
-  if (h.standing.length) {
-    out.push('warnings standing when the first request failed:');
-    for (const w of h.standing)
-      out.push(
-        `  ${w.series} ${LEVEL[w.level]} (raised at ${fixed((w.sinceMs - facts.rampOffsetMs) / 1000, 1)} s, ${fixed(w.leadSeconds, 1)} s before)`,
-      );
-  }
+  if (h.verdict.runs.length) {
+    out.push("alerts, each run above ok with its subject (the server's snapshot, twice a second; ramp clock):");
+    out.push(...runLines(facts, h.verdict));
+  } else out.push('alerts: none raised');
   out.push('');
   out.push(`>>> ${h.text}`);
   if (ramp.scrapeErrors) out.push(`(${ramp.scrapeErrors} metrics scrapes failed)`);

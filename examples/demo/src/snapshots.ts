@@ -5,6 +5,7 @@
  * lanes come from the bench's Prometheus scrape, as in a real deployment.
  */
 import { performance } from 'node:perf_hooks';
+import { seriesName, subjectOf, type ActiveSeries } from './precursors';
 
 export interface QueueValues {
   utilization: number;
@@ -14,12 +15,7 @@ export interface QueueValues {
 }
 
 /** One signal above ok, keyed like the report's lanes: `capacity[infer]`, `event_loop`. */
-export interface ActiveSignal {
-  series: string;
-  signal: string;
-  /** 1 WARN, 2 CRITICAL. */
-  level: number;
-}
+export type ActiveSignal = ActiveSeries;
 
 export interface SnapshotSample {
   /** ms since the poller's origin. */
@@ -34,11 +30,6 @@ interface SnapshotJson {
   level?: string;
   queues?: Record<string, { utilization?: number; waitQuantileSeconds?: number; occupancy?: number; waiting?: number }>;
   active?: { signal?: string; level?: string; labels?: Record<string, string> }[];
-}
-
-/** `signal[queue]` for queue signals, the bare signal name otherwise (one model here). */
-export function seriesName(signal: string, labels: Record<string, string> | undefined): string {
-  return labels?.queue ? `${signal}[${labels.queue}]` : signal;
 }
 
 export interface SnapshotPoller {
@@ -76,6 +67,7 @@ export function pollSnapshots(url: string, origin: number, intervalMs = 1000, ma
           active: (body.active ?? []).map((a) => ({
             series: seriesName(String(a.signal), a.labels),
             signal: String(a.signal),
+            ...subjectOf(a.labels),
             level: a.level === 'critical' ? 2 : a.level === 'warn' ? 1 : 0,
           })),
         });

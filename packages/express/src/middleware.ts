@@ -2,7 +2,6 @@ import { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
-  HTTP_SHED_BODY,
   createHttpTracking,
   trackedRequestOf,
   type HttpRequestSignal,
@@ -14,7 +13,7 @@ export type InferSignalRequest = HttpRequestSignal;
 
 /**
  * The adapters' shared options (`queue`, `model`, `shed`, `autoStart`,
- * `errorStatus`) and Express's `route`. `model` is read at arrival (mount
+ * `errorStatus`, `shedResponse`) and Express's `route`. `model` is read at arrival (mount
  * the middleware after your body parser to read `req.body`); its default is
  * the route pattern when the middleware is mounted on a route, else core's
  * `default`.
@@ -100,10 +99,7 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
       const model = tracking.model(req, route);
       const retryAfter = tracking.shed(model);
       if (retryAfter !== undefined) {
-        res.statusCode = 503;
-        res.setHeader('retry-after', retryAfter);
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(HTTP_SHED_BODY);
+        tracking.answerShed(req, res, retryAfter, model);
         return;
       }
       const signal = tracking.track(model, route, res);

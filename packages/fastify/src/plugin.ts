@@ -9,7 +9,6 @@ import type {
 import fp from 'fastify-plugin';
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
-  HTTP_SHED_BODY,
   createHttpTracking,
   instrumentServer,
   type HttpRequestSignal,
@@ -35,7 +34,7 @@ export interface InferSignalRequest extends HttpRequestSignal {
 
 /**
  * The adapters' shared options (`queue`, `model`, `shed`, `autoStart`,
- * `errorStatus`), the monitor, and the plugin's routes and server
+ * `errorStatus`, `shedResponse`), the monitor, and the plugin's routes and server
  * instrumentation. `model` is read in onRequest (params, headers and query
  * are parsed; the body is not yet); its default is the route pattern.
  */
@@ -135,11 +134,14 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
           const retryAfter = tracking.shed(model);
           if (retryAfter !== undefined) {
             // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
-            reply
-              .code(503)
-              .header('retry-after', retryAfter)
-              .header('content-type', 'application/json; charset=utf-8')
-              .send(HTTP_SHED_BODY);
+            const answer = tracking.shedAnswer;
+            if (answer.handler === undefined) {
+              reply.code(answer.status).header('retry-after', retryAfter).headers(answer.headers).send(answer.body);
+            } else {
+              // The app writes the answer on the raw objects; Fastify sends nothing for this request.
+              reply.hijack();
+              tracking.answerShed(request.raw, reply.raw, retryAfter, model);
+            }
             return;
           }
           // The reply is the owner the lifecycle hijacks before SSE takes over reply.raw.

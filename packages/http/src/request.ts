@@ -222,7 +222,14 @@ export function trackHttpRequest(
 type WriteHead = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 
 /** What sse() returns once the request was counted: a stream to a client that is gone. */
-const ENDED_SSE: SseStream = Object.freeze({ send: () => false, comment: () => false, end: () => {}, closed: true });
+const ENDED_SSE: SseStream = Object.freeze({
+  send: () => false,
+  comment: () => false,
+  drained: () => Promise.resolve(false),
+  end: () => {},
+  closed: true,
+  endReason: undefined,
+});
 
 const trackedRequests = new WeakMap<ServerResponse, HttpRequestLifecycle>();
 

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InferSignalConfigError, type Monitor, type QueueTracker } from '@infersignal/core';
 import {
   ADAPTER_OPTION_KEYS,
@@ -8,6 +8,13 @@ import {
   type RequestGate,
 } from '@infersignal/core/signals';
 import { trackHttpRequest, type HttpReplyOwner, type HttpRequestSettings, type TrackedHttpRequest } from './request';
+import {
+  DEFAULT_SHED_ANSWER,
+  resolveShedAnswer,
+  writeShedAnswer,
+  type ShedAnswer,
+  type ShedResponseOption,
+} from './shed';
 
 /**
  * Options every HTTP adapter takes: the shared adapter dialect (`queue`,
@@ -23,6 +30,13 @@ export interface HttpTrackingOptions<Req = never> extends AdapterOptions<[Req]> 
    * route is not a model, and `gen_ai.request.model` should name the model.
    */
   modelFromRoute?: boolean;
+  /**
+   * The answer to a shed request: `{ status, headers, body }` (each part
+   * optional, over the default 503 JSON answer; Retry-After is always
+   * set unless `headers` sets it), or a function that writes the whole
+   * answer on the raw request and response.
+   */
+  shedResponse?: ShedResponseOption;
 }
 
 /** What an adapter says about its registration. */
@@ -32,12 +46,6 @@ export interface HttpTrackingSettings {
   /** Options of its own besides HttpTrackingOptions' (checked by the adapter); any other key is refused. */
   readonly keys?: Iterable<string>;
 }
-
-/** Body of a shed request's 503; the same bytes every time. */
-export const HTTP_SHED_BODY = JSON.stringify({
-  error: 'overloaded',
-  message: 'The server is at critical backpressure; retry later.',
-});
 
 /**
  * What one adapter registration (a middleware, a plugin) does per request,
@@ -67,6 +75,15 @@ export interface HttpTracking {
    * least 1). Otherwise undefined: take the request.
    */
   shed(model: string | undefined): string | undefined;
+  /** The `shedResponse` option, resolved once (its `handler` set when the app answers itself). */
+  readonly shedAnswer: ShedAnswer;
+  /**
+   * Answers a request shed() refused, on the raw Node objects: the
+   * configured answer, or the app's handler (a throw, or a handler that
+   * left the response unanswered, is counted as `<source>.shedResponse`
+   * and gets the default 503).
+   */
+  answerShed(req: IncomingMessage, res: ServerResponse, retryAfter: string, model: string | undefined): void;
   /**
    * Arrival: enqueues a ticket and tracks the request to its one outcome on
    * the raw response. One request per response: an adapter that can see a
@@ -87,6 +104,7 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
   readonly tracker: QueueTracker;
   readonly autoStart: boolean;
   readonly source: string;
+  readonly shedAnswer: ShedAnswer;
   private readonly gate: RequestGate;
   private readonly modelFromRoute: boolean;
 
@@ -104,10 +122,11 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
       );
     }
     this.errorStatus = status ?? 500;
+    this.shedAnswer = resolveShedAnswer((options as HttpTrackingOptions<unknown> | null)?.shedResponse);
     this.gate = createRequestGate(monitor, options, {
       source: settings.source,
       queue: 'http',
-      keys: [...ADAPTER_OPTION_KEYS, 'errorStatus', 'modelFromRoute', ...(settings.keys ?? [])],
+      keys: [...ADAPTER_OPTION_KEYS, 'errorStatus', 'modelFromRoute', 'shedResponse', ...(settings.keys ?? [])],
     });
     this.modelFromRoute = booleanOption('options.modelFromRoute', options.modelFromRoute, false);
     this.tracker = this.gate.tracker;
@@ -131,6 +150,29 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
   shed(model: string | undefined): string | undefined {
     const seconds = this.gate.shed(model);
     return seconds === undefined ? undefined : String(Math.max(1, Math.ceil(seconds)));
+  }
+
+  answerShed(req: IncomingMessage, res: ServerResponse, retryAfter: string, model: string | undefined): void {
+    const handler = this.shedAnswer.handler;
+    if (handler === undefined) {
+      writeShedAnswer(this.shedAnswer, res, retryAfter);
+      return;
+    }
+    const fallBack = (error: unknown): void => {
+      this.monitor.internalError(`${this.source}.shedResponse`, error);
+      if (!res.headersSent && !res.writableEnded) writeShedAnswer(DEFAULT_SHED_ANSWER, res, retryAfter);
+    };
+    const check = (): void => {
+      if (!res.headersSent && !res.writableEnded) fallBack(new Error('the shedResponse handler did not answer'));
+    };
+    try {
+      const result = handler(req, res, { retryAfter, model });
+      if (typeof (result as Promise<void> | undefined)?.then === 'function')
+        (result as Promise<void>).then(check, fallBack);
+      else check();
+    } catch (error) {
+      fallBack(error);
+    }
   }
 
   track(
