@@ -45,7 +45,10 @@ export class QueueSignal implements Signal {
   constructor(
     private readonly ctx: SignalContext,
     private readonly maxQueues: number,
-    links: Pick<QueueEnvironment, 'streamOf' | 'externalLevel' | 'attributeGlitch' | 'loopUtilization' | 'requestTraces'>,
+    links: Pick<
+      QueueEnvironment,
+      'streamOf' | 'externalLevel' | 'attributeGlitch' | 'loopUtilization' | 'requestTraces'
+    >,
   ) {
     this.env = {
       ctx,
