@@ -45,6 +45,18 @@ describe('LoopBlockProbe', () => {
     expect(probe.take(now)).toBe(0);
   });
 
+  it('keeps the CPU time the process spent during the longest block', () => {
+    const probe = new LoopBlockProbe(20, 0, 1000);
+    probe.fired(26, 1006); // a 6 ms run
+    probe.fired(346, 1306); // a 300 ms block, all on CPU
+    probe.fired(536, 1310); // 170 ms waiting for a CPU, 4 ms of work
+    expect(probe.take(540, 1310)).toBe(300);
+    expect(probe.cpuOfLongest).toBe(300);
+    probe.fired(800, 1312); // due at 556: 244 ms late, 2 ms on CPU
+    expect(probe.take(801, 1312)).toBe(244);
+    expect(probe.cpuOfLongest).toBe(2);
+  });
+
   it('counts a probe still overdue at the end of a period once, in that period', () => {
     const probe = new LoopBlockProbe(20, 0);
     // Due at 20; the loop was held until 320 and the period ends before the probe runs.
@@ -110,6 +122,22 @@ describe('event loop: blocking, not busyness', () => {
     expect(recovered!.at - warn!.at).toBeLessThanOrEqual(1100);
     expect(alerts.filter((a) => a.signal === 'event_loop')).toHaveLength(2);
     expect(samplesBefore).toBeGreaterThan(8);
+  });
+
+  it('names what held the loop: its own work on CPU, or a wait for a CPU', () => {
+    const { loop, alerts } = simulated();
+    slices(loop, 3, 10_000, 6, 24);
+    loop.busy(2_130, 300);
+    loop.stall(6_130, 250);
+    loop.advance(10_000);
+    const raised = alerts.filter((a) => a.signal === 'event_loop' && a.level === 'warn');
+    expect(raised).toHaveLength(2);
+    expect(raised[0]!.message).toMatch(/blocked for \d+ ms at once \((2[89]\d|30\d) ms of it on CPU: synchronous work/);
+    expect(raised[0]!.details?.blockCpuSeconds).toBeGreaterThan(0.28);
+    expect(raised[1]!.message).toMatch(
+      /blocked for \d+ ms at once \(only \d ms of it on CPU: the process waited for a CPU/,
+    );
+    expect(raised[1]!.details?.blockCpuSeconds).toBeLessThan(0.01);
   });
 
   it('a block that ends just as the period does is judged in that period', () => {

@@ -16,7 +16,8 @@ interface Timer {
 export class SimLoop implements LoopSource {
   t = 0;
   private readonly timers: Timer[] = [];
-  private readonly runs: { at: number; ms: number }[] = [];
+  private readonly runs: { at: number; ms: number; cpu: boolean }[] = [];
+  private cpu = 0;
   private busyMs = 0;
   private busyAtLastRead = 0;
   private readAt = 0;
@@ -35,7 +36,13 @@ export class SimLoop implements LoopSource {
 
   /** A synchronous run of `ms` that becomes ready at `at`. */
   busy(at: number, ms: number): void {
-    this.runs.push({ at, ms });
+    this.runs.push({ at, ms, cpu: true });
+    this.runs.sort((a, b) => a.at - b.at);
+  }
+
+  /** The process kept off the CPUs for `ms` from `at`: the loop stands still without running anything. */
+  stall(at: number, ms: number): void {
+    this.runs.push({ at, ms, cpu: false });
     this.runs.sort((a, b) => a.at - b.at);
   }
 
@@ -58,6 +65,7 @@ export class SimLoop implements LoopSource {
         this.runs.shift();
         this.t += run!.ms;
         this.busyMs += run!.ms;
+        if (run!.cpu) this.cpu += run!.ms;
       }
     }
     this.t = Math.max(this.t, until);
@@ -73,6 +81,10 @@ export class SimLoop implements LoopSource {
     this.readAt = this.t;
     this.busyAtLastRead = this.busyMs;
     return share;
+  }
+
+  cpuMs(): number {
+    return this.cpu;
   }
 
   close(): void {

@@ -5,23 +5,38 @@
  * waited for the loop. Many short runs each delay it by one run, never by
  * their sum: a loop 25 % busy in 6 ms slices reads as ≈ 6 ms, one 300 ms
  * block as ≈ 300 ms.
+ *
+ * With the process's CPU time at each firing, it also tells what held the
+ * loop: a block of the process's own work spends about its length on CPU;
+ * a process that waited for a CPU (a loaded machine, a CPU quota) spends
+ * little.
  */
 export class LoopBlockProbe {
   private dueAt: number;
+  private lastCpu: number;
   private longest = 0;
+  private longestCpu = 0;
+  /** CPU time (ms) the process spent during the longest block of the last period taken. */
+  cpuOfLongest = 0;
 
   constructor(
     readonly intervalMs: number,
     now: number,
+    cpuMs = 0,
   ) {
     this.dueAt = now + intervalMs;
+    this.lastCpu = cpuMs;
   }
 
   /** The probe timer fired at `now` (ms) and is re-armed for `intervalMs` later; returns its lateness (ms). */
-  fired(now: number): number {
+  fired(now: number, cpuMs = 0): number {
     const late = now - this.dueAt;
-    if (late > this.longest) this.longest = late;
+    if (late > this.longest) {
+      this.longest = late;
+      this.longestCpu = cpuMs - this.lastCpu;
+    }
     this.dueAt = now + this.intervalMs;
+    this.lastCpu = cpuMs;
     return late;
   }
 
@@ -35,11 +50,21 @@ export class LoopBlockProbe {
    * `now` (its timer has not run yet); starts the next period. The overdue
    * part is counted here once: the probe's lateness is then measured from `now`.
    */
-  take(now: number): number {
+  take(now: number, cpuMs = 0): number {
     const overdue = now - this.dueAt;
-    const longest = Math.max(0, this.longest, overdue);
-    if (overdue > 0) this.dueAt = now;
+    let longest = Math.max(0, this.longest);
+    let cpu = this.longestCpu;
+    if (overdue > longest) {
+      longest = overdue;
+      cpu = cpuMs - this.lastCpu;
+    }
+    if (overdue > 0) {
+      this.dueAt = now;
+      this.lastCpu = cpuMs;
+    }
     this.longest = 0;
+    this.longestCpu = 0;
+    this.cpuOfLongest = Math.max(0, cpu);
     return longest;
   }
 }

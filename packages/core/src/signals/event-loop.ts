@@ -46,6 +46,8 @@ export interface LoopSource {
   delay(): LoopDelay | undefined;
   /** Share of the time since the last call the loop was busy. */
   utilization(): number;
+  /** CPU time (ms, user + system) the process has used so far. */
+  cpuMs(): number;
   close(): void;
 }
 
@@ -79,6 +81,10 @@ export function nodeLoop(): LoopSource {
       const share = performance.eventLoopUtilization(now, elu).utilization;
       elu = now;
       return share;
+    },
+    cpuMs() {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1000;
     },
     close: () => histogram.disable(),
   };
@@ -144,7 +150,7 @@ export class EventLoopSignal implements Signal {
     loop.utilization();
     this.periodStart = loop.now();
     const probeMs = Math.min(PROBE_MS, t.sampleIntervalMs);
-    this.probe = new LoopBlockProbe(probeMs, this.periodStart);
+    this.probe = new LoopBlockProbe(probeMs, this.periodStart, loop.cpuMs());
     try {
       this.gcObserver = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) this.onGc(entry);
@@ -156,7 +162,7 @@ export class EventLoopSignal implements Signal {
     // One timer: each firing measures a block; the one that ends a period samples it.
     this.stopProbe = loop.every(probeMs, () => {
       const now = loop.now();
-      this.probe.fired(now);
+      this.probe.fired(now, loop.cpuMs());
       if (now - this.periodStart >= t.sampleIntervalMs) this.sample();
     });
   }
@@ -195,7 +201,8 @@ export class EventLoopSignal implements Signal {
       const loopNow = this.loop.now();
       const periodMs = loopNow - this.periodStart;
       this.periodStart = loopNow;
-      const block = this.probe.take(loopNow) / 1000;
+      const block = this.probe.take(loopNow, this.loop.cpuMs()) / 1000;
+      const blockCpu = Math.min(block, this.probe.cpuOfLongest / 1000);
       const delay = this.loop.delay();
       // The probe's block is a delay sample the histogram may have missed (its
       // timer can run after this one); a request arriving in a 1 s period with
@@ -216,7 +223,8 @@ export class EventLoopSignal implements Signal {
         this.labels,
         this.delayLevel === 'ok'
           ? undefined
-          : `the loop was blocked for ${ms(this.max)} at once (delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
+          : `the loop was blocked for ${ms(this.max)} at once (${cause(block, blockCpu)}; delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
+        this.delayLevel === 'ok' ? undefined : { blockSeconds: block, blockCpuSeconds: blockCpu },
       );
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);
@@ -236,6 +244,18 @@ export class EventLoopSignal implements Signal {
     this.loop.close();
     this.gcObserver?.disconnect();
   }
+}
+
+/**
+ * What held the loop: the process's own work spends about the block on CPU;
+ * a process kept off the CPUs (a loaded machine, a container's CPU quota)
+ * spends little of it.
+ */
+function cause(block: number, cpu: number): string {
+  if (block <= 0) return 'no single block';
+  return cpu >= block / 2
+    ? `${ms(cpu)} of it on CPU: synchronous work in this process`
+    : `only ${ms(cpu)} of it on CPU: the process waited for a CPU (machine load or CPU quota)`;
 }
 
 function ms(seconds: number): string {
