@@ -112,7 +112,7 @@ export interface EventLoopThresholds {
   delayCriticalSeconds: number;
   /** Sampling period (ms) of the event-loop monitor. */
   sampleIntervalMs: number;
-  /** Let the event-loop level raise the queues' backpressure level. */
+  /** Let the event-loop level raise the queues' backpressure level (from the second blocked sample period in a row). */
   backpressure: boolean;
 }
 

@@ -216,7 +216,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
       (ctx) =>
         new QueueSignal(ctx, maxQueues, {
           streamOf: (model, arrival) => this.streams.open(model, arrival),
-          externalLevel: () => (eventLoop && loopBackpressure ? eventLoop.delayLevel : 'ok'),
+          externalLevel: () => (eventLoop && loopBackpressure ? eventLoop.backpressureLevel : 'ok'),
           attributeGlitch: (now, windowMs) => attribution.attribute(now, windowMs),
           loopUtilization: () => eventLoop?.utilization ?? Number.NaN,
           requestTraces,

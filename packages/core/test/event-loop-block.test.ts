@@ -156,4 +156,23 @@ describe('event loop: blocking, not busyness', () => {
     loop.advance(5000);
     expect(alerts.find((a) => a.signal === 'event_loop')?.level).toBe('critical');
   });
+
+  it('one block is announced but sheds nothing; a loop blocked period after period raises backpressure', () => {
+    const { loop, alerts, signal } = simulated();
+    slices(loop, 3, 12_000, 6, 24);
+    loop.busy(2_130, 300);
+    loop.advance(4_000);
+    expect(alerts.find((a) => a.signal === 'event_loop' && a.level === 'warn')).toBeDefined();
+    expect(signal.backpressureLevel).toBe('ok');
+    // A 300 ms block in each of three periods in a row: WARN from the second.
+    const levels: string[] = [];
+    for (const at of [5_100, 6_100, 7_100]) {
+      loop.busy(at, 300);
+      loop.advance(at + 1_000);
+      levels.push(signal.backpressureLevel);
+    }
+    expect(levels).toEqual(['ok', 'warn', 'warn']);
+    loop.advance(12_000);
+    expect(signal.backpressureLevel).toBe('ok');
+  });
 });

@@ -73,7 +73,7 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
 }
 
 describe('event loop and P99-glitch attribution', () => {
-  it('a handler that blocks the loop for 200 ms: loop delay P99 over threshold, backpressure WARN, glitch names the event loop', async () => {
+  it('a handler that blocks the loop for 200 ms once: announced, no backpressure (nothing shed), glitch names the event loop', async () => {
     const { alerts, backpressureAtLoopAlert, warnings, metrics } = await drive(
       () => {},
       (i) => {
@@ -87,7 +87,8 @@ describe('event loop and P99-glitch attribution', () => {
     const loop = alerts.find((a) => a.signal === 'event_loop' && a.level !== 'ok');
     expect(loop, trail).toBeDefined();
     expect(loop!.value).toBeGreaterThan(0.1);
-    expect(backpressureAtLoopAlert[0]).not.toBe('ok');
+    // One block is over by the time a request sees it: the queues shed only on a loop blocked period after period.
+    expect(backpressureAtLoopAlert[0]).toBe('ok');
     const glitch = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn');
     expect(glitch, trail).toBeDefined();
     expect(glitch!.details?.cause, trail).toBe('event_loop_delay');

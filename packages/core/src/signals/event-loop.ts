@@ -10,7 +10,7 @@ import {
 import type { Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
 import { LoopBlockProbe } from '../detectors/loop-block';
 import { SlidingWindow } from '../detectors/sliding-window';
-import { ThresholdDetector } from '../detectors/threshold';
+import { levelRank, ThresholdDetector } from '../detectors/threshold';
 import { METRICS } from '../names';
 import type { Level } from '../types';
 
@@ -125,8 +125,15 @@ export class EventLoopSignal implements Signal {
   utilization = Number.NaN;
   /** Sample periods judged so far. */
   samples = 0;
-  /** Level of the longest block as last sampled (announced as `event_loop`; queues read it as backpressure). */
+  /** Level of the longest block as last sampled (announced as `event_loop`). */
   delayLevel: Level = 'ok';
+  /**
+   * What the queues read as backpressure (and shed on): the lower of the
+   * last two periods' levels. One block (a start-up, a major GC) is
+   * announced but sheds nothing: by the time a request sees it, it is over.
+   * A loop blocked period after period sheds from the second one.
+   */
+  backpressureLevel: Level = 'ok';
   readonly labels: Record<string, string> = {};
 
   constructor(
@@ -213,7 +220,9 @@ export class EventLoopSignal implements Signal {
       this.utilization = this.loop.utilization();
       this.samples++;
       const now = this.ctx.clock();
+      const previous = this.delayLevel;
       this.delayLevel = this.detector.update(this.max, now);
+      this.backpressureLevel = levelRank(previous) < levelRank(this.delayLevel) ? previous : this.delayLevel;
       const t = this.ctx.thresholds.eventLoop;
       this.ctx.report(
         'event_loop',
