@@ -78,7 +78,7 @@ describe('predictive capacity', () => {
 
   it('a ramp from 10/s to 60/s over 60 s: time to saturation counts down and the early warning precedes P95 wait > 200 ms', async () => {
     // The event loop sampled every 20 ms, so the capacity message can show how busy it was.
-    const t = setup({ thresholds: { eventLoop: { sampleIntervalMs: 20 } } });
+    const t = setup({ eventLoop: true, thresholds: { eventLoop: { sampleIntervalMs: 20 } } });
     for (let i = 0; i < 2000; i++) {
       if ((await t.collect()).metric(METRICS.eventLoopUtilization.name)) break;
       await new Promise((r) => setTimeout(r, 10));
