@@ -134,7 +134,7 @@ function lanes(facts: DemoFacts): string[] {
     if (second >= 0 && !firstSample.has(second)) firstSample.set(second, sample);
   }
   const levels = levelsPerSecond(samples, seconds);
-  const width = Math.max(26, ...[...levels.keys()].map((k) => k.length + 2));
+  const width = Math.max(26, ...[...LANE_SERIES, ...levels.keys()].map((k) => k.length + 2));
   const out: string[] = [];
   // Header: the stage names over their columns.
   let header = '';

@@ -24,9 +24,10 @@ export interface SseOptions {
   stallTimeoutMs?: number;
   /**
    * Writes a comment line (`:`) after this many ms without a write, from the
-   * first event on, so proxies keep the connection open and a client that
-   * stopped reading fills its buffer (which the stall check then sees) even
-   * while nothing is generated. Default 0: off.
+   * first event on, so proxies keep an idle stream open and a peer that
+   * vanished without closing is found by the failed write (the response
+   * then closes, counted `cancelled`). Skipped while the buffer is full.
+   * Default 0: off.
    */
   heartbeatMs?: number;
 }
