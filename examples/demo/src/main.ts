@@ -333,7 +333,18 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
+/** `pnpm demo llama`: the llama-completions server driven past its context sequences instead. */
+async function llama(): Promise<number> {
+  const { headline, runLlamaDemo } = await import('@infersignal/example-llama-completions/src/demo.ts');
+  const result = await runLlamaDemo({ log: say });
+  say('\nalerts:');
+  for (const alert of result.alerts)
+    say(`  ${alert.at.toFixed(1).padStart(6)} s  ${alert.signal} ${alert.level.padEnd(8)} ${alert.message}`);
+  say(`\n${headline(result)}`);
+  return result.firstFailure && !result.firstWarning ? 1 : 0;
+}
+
+(process.argv.slice(2).includes('llama') ? llama() : main()).then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

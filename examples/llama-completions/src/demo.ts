@@ -1,7 +1,7 @@
 /**
  * The llama-completions server driven past its context sequences, in one process, on 127.0.0.1:
  *
- *   pnpm demo:llama          (STAGE_SECONDS=n sets each stage's length)
+ *   pnpm demo llama          (or pnpm demo:llama; STAGE_SECONDS=n sets each stage's length)
  *
  * 1. probe: one client at a time measures how long a generation of `max_tokens` takes here (S);
  * 2. ramp: closed-loop clients at 1, 2, 4, 8 and 12 per sequence, STAGE_SECONDS each (default 6), every

@@ -68,7 +68,8 @@ describe.each(MODES)('%s', (mode) => {
     });
     // The same two calls: the old sum is the new one in milliseconds (one delayed 30 ms).
     expect(old[0].value.sum).toBeCloseTo(current!.sum! * 1000, 6);
-    expect(old[0].value.sum).toBeGreaterThanOrEqual(30);
+    // Node's timers count from the loop's cached millisecond: a 30 ms timer can end up to 1 ms short of 30 ms.
+    expect(old[0].value.sum).toBeGreaterThanOrEqual(29);
     expect(old[0].value.buckets.boundaries).toEqual([
       0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000,
     ]);
