@@ -139,8 +139,25 @@ export async function runLlamaDemo(options: LlamaDemoOptions = {}): Promise<Llam
       message: event.message,
     }));
     const failureAt = (firstFailure as LlamaDemoResult['firstFailure'])?.at ?? Number.POSITIVE_INFINITY;
-    // Alerts of the start-up and the probe (a model load blocks the loop) are listed, not taken as warnings.
-    const firstWarning = alerts.find((alert) => alert.level !== 'ok' && alert.at >= 0 && alert.at <= failureAt) ?? null;
+    // A warning of the failure: raised during the ramp (start-up and probe alerts are listed, not taken) and
+    // still standing when the first request failed; a warning that came and went before it announced nothing.
+    const standing = (alert: LlamaDemoAlert) =>
+      !alerts.some(
+        (later) =>
+          later.signal === alert.signal &&
+          later.subject === alert.subject &&
+          later.level === 'ok' &&
+          later.at > alert.at &&
+          later.at <= failureAt,
+      );
+    const firstWarning =
+      alerts.find(
+        (alert) =>
+          alert.level !== 'ok' &&
+          alert.at >= 0 &&
+          alert.at <= failureAt &&
+          (failureAt === Number.POSITIVE_INFINITY || standing(alert)),
+      ) ?? null;
     const failure = firstFailure as LlamaDemoResult['firstFailure'];
     const leadSeconds = firstWarning && failure ? failure.at - firstWarning.at : null;
     return { serviceSeconds, maxTokens, stages, alerts, firstFailure: failure, firstWarning, leadSeconds };
