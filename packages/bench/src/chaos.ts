@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { seededRandom } from './rng';
+import { brand } from '@infersignal/core/signals';
 
 /** Chaos defaults: 15 % of calls fail, latency drawn from 200–1200 ms. */
 export const CHAOS_DEFAULTS = Object.freeze({ errorRate: 0.15, latencyMs: [200, 1200] as readonly [number, number] });
@@ -30,6 +31,8 @@ export class ChaosError extends Error {
     super('infersignal chaos: injected failure');
   }
 }
+// `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
+brand(ChaosError, 'bench.ChaosError');
 
 export interface ChaosDecision {
   fail: boolean;

@@ -1,5 +1,6 @@
 import type { BenchConfig, Stage, TargetKind } from './types';
 import type { StagePlan } from './recorder';
+import { brand } from '@infersignal/core/signals';
 
 export const DEFAULTS = {
   connections: 10,
@@ -23,6 +24,8 @@ export class BenchConfigError extends Error {
     super(`bench: invalid config "${field}": ${message}`);
   }
 }
+// `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
+brand(BenchConfigError, 'bench.BenchConfigError');
 
 function positive(field: string, value: unknown, integer = false): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {

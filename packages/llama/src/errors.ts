@@ -1,3 +1,4 @@
+import { brand } from '@infersignal/core/signals';
 /**
  * Why a GGUF model did not load. node-llama-cpp rejects with a bare `Failed to load model`; the reason is
  * read from llama.cpp's log line (`error loading model: …`), or from the error itself for the cases
@@ -41,6 +42,8 @@ export class LlamaLoadError extends Error {
     );
   }
 }
+// `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
+brand(LlamaLoadError, 'llama.LlamaLoadError');
 
 /** `complete()`, `withSequence()` or `reload()` after `release()`. */
 export class LlamaModelReleasedError extends Error {
@@ -49,6 +52,7 @@ export class LlamaModelReleasedError extends Error {
     super(`llama model "${model}" was released`);
   }
 }
+brand(LlamaModelReleasedError, 'llama.LlamaModelReleasedError');
 
 function messageOf(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);

@@ -1,3 +1,4 @@
+import { brand } from '@infersignal/core/signals';
 /** Why a model did not load, as far as the runtime's message tells. */
 export type LoadFailureReason = 'missing' | 'corrupt' | 'unsupported_opset' | 'provider_unavailable' | 'unknown';
 
@@ -24,6 +25,8 @@ export class ModelLoadError extends Error {
     super(`Failed to ${kind} ONNX model "${model}": ${EXPLANATION[reason]} (${messageOf(options.cause)})`, options);
   }
 }
+// `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
+brand(ModelLoadError, 'onnx.ModelLoadError');
 
 /** `run()` or `reload()` after `release()`. */
 export class SessionReleasedError extends Error {
@@ -32,6 +35,7 @@ export class SessionReleasedError extends Error {
     super(`ONNX session "${model}" was released`);
   }
 }
+brand(SessionReleasedError, 'onnx.SessionReleasedError');
 
 function messageOf(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);

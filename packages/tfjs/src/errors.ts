@@ -1,3 +1,4 @@
+import { brand } from '@infersignal/core/signals';
 /** A TF.js model load or reload failed; thrown after the `error` outcome was recorded, runtime error as `cause`. */
 export class ModelLoadError extends Error {
   override readonly name = 'ModelLoadError';
@@ -10,6 +11,8 @@ export class ModelLoadError extends Error {
     super(`Failed to ${kind} TF.js model "${model}": ${cause.split('\n')[0]}`, options);
   }
 }
+// `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
+brand(ModelLoadError, 'tfjs.ModelLoadError');
 
 /** A call after `release()`. */
 export class ModelReleasedError extends Error {
@@ -18,3 +21,4 @@ export class ModelReleasedError extends Error {
     super(`TF.js model "${model}" was released`);
   }
 }
+brand(ModelReleasedError, 'tfjs.ModelReleasedError');
