@@ -11,9 +11,10 @@
  * - step: 0.5× then 2×.
  *
  * A fresh server per run: no earlier overload has shaped its detectors'
- * baselines. Capacity is measured again for each run, just before it: on a
- * shared machine it drifts by tens of per cent within minutes, and a figure
- * taken earlier would make "0.5×" something else.
+ * baselines. Capacity is measured again for each run, just before it (for
+ * steady, with the neighbour already running): on a shared machine it
+ * drifts by tens of per cent within minutes, and a figure taken earlier
+ * would make "0.5×" something else.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -392,26 +393,22 @@ async function runScenario(
   capacityRps: number,
   settings: FidelityResult['settings'],
   short: boolean,
+  neighbour: string | null,
   signal?: AbortSignal,
 ): Promise<RunFigures> {
   const stages = scenarioStages(scenario, capacityRps, settings);
-  const neighbour = scenario === 'steady' ? startNeighbour() : null;
-  try {
-    const result = await runBench({
-      target: `${server.url}/v1/infer`,
-      body: INFER_BODY,
-      stages,
-      timeoutMs: 2000,
-      subscribeAlerts: (listener) => server.onAlert(listener),
-      metricsUrl: server.metricsUrl,
-      scrapeIntervalMs: SCRAPE_INTERVAL_MS,
-      progress: false,
-      signal,
-    });
-    return figures(scenario, repeat, capacityRps, stages, result, neighbour?.describe ?? null, short);
-  } finally {
-    await neighbour?.stop();
-  }
+  const result = await runBench({
+    target: `${server.url}/v1/infer`,
+    body: INFER_BODY,
+    stages,
+    timeoutMs: 2000,
+    subscribeAlerts: (listener) => server.onAlert(listener),
+    metricsUrl: server.metricsUrl,
+    scrapeIntervalMs: SCRAPE_INTERVAL_MS,
+    progress: false,
+    signal,
+  });
+  return figures(scenario, repeat, capacityRps, stages, result, neighbour, short);
 }
 
 export async function runFidelity(options: FidelityOptions = {}): Promise<FidelityResult> {
@@ -437,6 +434,9 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
   for (let repeat = 1; repeat <= repeats && !options.signal?.aborted; repeat++) {
     for (const scenario of SCENARIOS) {
       if (options.signal?.aborted) break;
+      // The steady run's neighbour runs through the capacity measurement too: "60 %" is of what the
+      // server can do beside it (on 2 cores it takes half the machine), or the run is no longer healthy.
+      const neighbour = scenario === 'steady' ? startNeighbour() : null;
       const run = await withServer(async (server) => {
         const capacity = await measureCapacity(server.url, {
           windows: 5,
@@ -445,12 +445,21 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
         });
         result.capacities.push(capacity);
         log(
-          `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s (closed loop, median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %; the server's 1 / S: ${capacity.serviceRps.toFixed(0)})`,
+          `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s${neighbour ? ' (neighbour running)' : ''} (closed loop, median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %; the server's 1 / S: ${capacity.serviceRps.toFixed(0)})`,
         );
         // The measurement drove utilization to 1 by design; start from a calm server.
         await waitForCalm(server.url, 15_000);
-        return runScenario(server, scenario, repeat, capacity.rps, settings, short, options.signal);
-      });
+        return runScenario(
+          server,
+          scenario,
+          repeat,
+          capacity.rps,
+          settings,
+          short,
+          neighbour?.describe ?? null,
+          options.signal,
+        );
+      }).finally(() => neighbour?.stop());
       log(`  ${describeRun(run)}`);
       result.runs.push(run);
     }
