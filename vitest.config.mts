@@ -36,6 +36,7 @@ const SERIAL = [
   'packages/bench/test/open-loop.test.ts',
   'packages/core/test/event-loop.test.ts',
   'packages/grpc/test/grpc.test.ts',
+  'test/fidelity.test.ts',
 ];
 
 // Most test files wait on sockets, timers or child processes part of the

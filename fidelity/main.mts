@@ -1,0 +1,44 @@
+/**
+ * `pnpm fidelity`: the scenario suite (see suite.ts), written into
+ * docs/fidelity.md with its verdict line; the result as JSON under
+ * .tmp/fidelity/. Environment: FIDELITY_RUNS (repeats, default 5),
+ * FIDELITY_STEADY_SECONDS (default 600), FIDELITY_SHORT=1 (one short run
+ * of each; prints, writes no doc), FIDELITY_NOTE (a sentence on the run's
+ * conditions, printed in the doc).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { renderDoc, verdictLine } from './report';
+import { runFidelity } from './suite';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+function intEnv(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${raw}`);
+  return value;
+}
+
+const short = process.env.FIDELITY_SHORT === '1';
+const abort = new AbortController();
+process.once('SIGINT', () => abort.abort());
+process.once('SIGTERM', () => abort.abort());
+
+const result = await runFidelity({
+  short,
+  repeats: intEnv('FIDELITY_RUNS'),
+  steadySeconds: intEnv('FIDELITY_STEADY_SECONDS'),
+  log: (line) => console.log(line),
+  signal: abort.signal,
+});
+mkdirSync(`${ROOT}.tmp/fidelity`, { recursive: true });
+const json = `${ROOT}.tmp/fidelity/fidelity-${result.startedAt.replace(/[:.]/g, '-')}.json`;
+writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
+console.log(`JSON result: ${json}`);
+if (!short && !abort.signal.aborted) {
+  writeFileSync(`${ROOT}docs/fidelity.md`, renderDoc(result, process.env.FIDELITY_NOTE?.trim() || undefined));
+  console.log('wrote docs/fidelity.md');
+}
+console.log(verdictLine(result));

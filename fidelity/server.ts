@@ -1,0 +1,123 @@
+/**
+ * The fastify-onnx example server as a child process, as the demo starts it
+ * (examples/demo/src/server-process.ts), plus what the suite needs beside
+ * it: the server's alert events as they happen. With `ALERTS=1` the server
+ * prints each one (`[alert] <signal> <from> -> <to>: <message>`, the message
+ * naming its subject); the line reaches the suite over a pipe within
+ * milliseconds, while a Prometheus scrape of an overloaded server waits in
+ * the same event loop as the requests and sees a level change late.
+ */
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ThresholdsInput } from '@infersignal/core';
+import type { AlertLike } from '@infersignal/bench';
+
+const SERVER_MAIN = fileURLToPath(new URL('../examples/fastify-onnx/src/main.ts', import.meta.url));
+const ROOT_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
+
+export interface AlertServer {
+  url: string;
+  metricsUrl: string;
+  pid: number;
+  /** Calls `listener` with each alert the server raises or clears, until the returned function is called. */
+  onAlert(listener: (event: AlertLike) => void): () => void;
+  stop(): Promise<void>;
+}
+
+const ALERT_LINE = /^\[alert\] (\S+) (\w+) -> (\w+): (.*)$/;
+
+/** `capacity WARN on queue "infer", model "m": …` → `{ queue: 'infer', model: 'm' }`; `on this process` → `{}`. */
+export function labelsOfMessage(message: string): Record<string, string> {
+  const on = / on (.*?): /.exec(message);
+  const labels: Record<string, string> = {};
+  if (!on) return labels;
+  for (const match of on[1].matchAll(/([\w.]+) ("(?:[^"\\]|\\.)*")/g))
+    labels[match[1]] = JSON.parse(match[2]) as string;
+  return labels;
+}
+
+/** Parses one `[alert]` line of the server's output; null for any other line. */
+export function parseAlertLine(line: string): AlertLike | null {
+  const match = ALERT_LINE.exec(line);
+  if (!match) return null;
+  return { signal: match[1], level: match[3], labels: labelsOfMessage(match[4]), message: match[4] };
+}
+
+export function startAlertServer(options: {
+  thresholds: ThresholdsInput;
+  env: Record<string, string>;
+  readyTimeoutMs?: number;
+}): Promise<AlertServer> {
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  const child = spawn(process.execPath, ['--import', tsx, SERVER_MAIN], {
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    env: {
+      ...process.env,
+      TSX_TSCONFIG_PATH: ROOT_TSCONFIG,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      METRICS_PORT: '0',
+      THRESHOLDS: JSON.stringify(options.thresholds),
+      ...options.env,
+      ALERTS: '1',
+    },
+  });
+  const listeners = new Set<(event: AlertLike) => void>();
+  const tail: string[] = [];
+  let partial = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const event = parseAlertLine(line);
+      if (event) for (const listener of listeners) listener(event);
+      else if (line) tail.push(line);
+      if (tail.length > 40) tail.shift();
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    tail.push(chunk.toString('utf8'));
+    if (tail.length > 40) tail.shift();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (child.connected) child.disconnect();
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    })();
+    return stopping;
+  };
+  return new Promise((resolve, reject) => {
+    const fail = (message: string): void => {
+      clearTimeout(timer);
+      void stop().then(() => reject(new Error(`${message}\n${tail.join('\n')}`)));
+    };
+    const timer = setTimeout(() => fail('the server did not report ready'), options.readyTimeoutMs ?? 30_000);
+    let ready = false;
+    child.once('exit', (code, signal) => {
+      if (!ready) fail(`the server exited during start-up (${signal ?? `code ${code}`})`);
+    });
+    child.on('message', (message: { type?: string; url?: string; metricsUrl?: string; message?: string }) => {
+      if (message?.type === 'error') return fail(`the server failed to start: ${message.message}`);
+      if (message?.type !== 'ready' || !message.url || !message.metricsUrl) return;
+      clearTimeout(timer);
+      ready = true;
+      resolve({
+        url: message.url,
+        metricsUrl: message.metricsUrl,
+        pid: child.pid ?? 0,
+        onAlert(listener) {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+        stop,
+      });
+    });
+  });
+}

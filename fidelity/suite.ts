@@ -1,0 +1,488 @@
+/**
+ * The fidelity suite: does an alert come before the failure it predicts,
+ * and does nothing alert on a healthy service?
+ * Each run starts the fastify-onnx example server as a child process,
+ * measures its capacity, then runs one scenario against it with
+ * `@infersignal/bench`, which scrapes the server's Prometheus endpoint for
+ * signal levels:
+ *
+ * - steady: 60 % of capacity with a CPU-bound neighbour process on one core;
+ * - ramp: 0.3× → 1.5× of capacity, one rate step per second;
+ * - step: 0.5× then 2×.
+ *
+ * A fresh server per run: no earlier overload has shaped its detectors'
+ * baselines. Capacity is measured again for each run, just before it (for
+ * steady, with the neighbour already running): on a shared machine it
+ * drifts by tens of per cent within minutes, and a figure taken earlier
+ * would make "0.5×" something else.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import type { ThresholdsInput } from '@infersignal/core';
+import { runBench, type AlertRecord, type BenchResult, type Stage } from '@infersignal/bench';
+import { subjectOf } from '../examples/demo/src/precursors';
+import { startAlertServer, type AlertServer } from './server';
+
+/** One 512-wide row tiled into the batch: the same request the demo sends. */
+const INFER_BODY = { input: [0.5, -0.25, 1, 0.125] };
+/** Rows per /v1/infer batch: a few ms of model time, so the model (not HTTP) is the bottleneck. */
+const ROWS = 1024;
+/**
+ * The demo's thresholds: rates over 5 s (half-life 2 s) and waits over 10 s
+ * instead of the production 10 s / 30 s, so a signal follows a scenario
+ * that lasts seconds; a queue level holds 2 s before it counts (and sheds).
+ * The event loop does not shed: the model runs on the main thread, so a
+ * busy loop here is the model working, and admission is the queue's job.
+ */
+export const FIDELITY_THRESHOLDS: ThresholdsInput = {
+  capacity: { rateHalfLifeSeconds: 2, rateWindowSeconds: 5, serviceWindowSeconds: 10, trendWindowSeconds: 10 },
+  queue: { waitWindowSeconds: 10, forSeconds: 2 },
+  eventLoop: { backpressure: false },
+  stream: { minSamples: 20 },
+};
+
+/**
+ * What a failed /v1/infer request went through: its route queue, the model
+ * queue behind it and the model. An alert about one of these is about the
+ * resource that failed.
+ */
+export const FAILING_SUBJECTS: readonly string[] = [
+  'queue "infer"',
+  'queue "onnx:matmul-chain"',
+  'model "matmul-chain"',
+];
+
+export type ScenarioName = 'steady' | 'ramp' | 'step';
+export const SCENARIOS: readonly ScenarioName[] = ['steady', 'ramp', 'step'];
+
+export interface FidelityOptions {
+  /** One short run of each scenario (ramp 20 s, step 10 s, steady 15 s). */
+  short?: boolean;
+  /** Repeats of each scenario (default 5; 1 in short mode). */
+  repeats?: number;
+  /** Length of the steady scenario (default 600 s; 15 s in short mode). */
+  steadySeconds?: number;
+  /** Length of the ramp (default 90 s; 20 s in short mode). */
+  rampSeconds?: number;
+  /** Each half of the step (default 15 s; 5 s in short mode). */
+  stepSeconds?: number;
+  log?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface CapacityFigure {
+  /** The figure the scenarios are sized by: the median closed-loop throughput of the windows (req/s). */
+  rps: number;
+  /**
+   * Cross-check: concurrency (1) / the `infer` queue's service time as the
+   * server's capacity signal estimates it (median over the windows).
+   */
+  serviceRps: number;
+  /** Per window: throughput (req/s) and the server's service time (s). */
+  windows: { throughputRps: number; serviceSeconds: number | null }[];
+  /** (max − min) / median of the windows' throughputs. */
+  spread: number;
+}
+
+/** One alert rise, on the scenario's clock, judged against the first failure. */
+export interface JudgedAlert {
+  signal: string;
+  level: string;
+  /** `queue "infer"`, `model "m"`, `device "d"`; null for a process-wide signal. */
+  subject: string | null;
+  atSeconds: number;
+  /** Offered load when it was seen, as a multiple of the measured capacity. */
+  offeredFactor: number | null;
+  /**
+   * `true`: about a failing resource, raised no later than the first failure (a true precursor).
+   * `late`: about a failing resource, raised after it.
+   * `false`: in a run where nothing failed, or about a subject that did not fail.
+   * `process`: a process-wide signal (no subject) in a run that failed: neither true nor false.
+   */
+  verdict: 'true' | 'late' | 'false' | 'process';
+}
+
+export interface RunFigures {
+  scenario: ScenarioName;
+  repeat: number;
+  capacityRps: number;
+  /** Offered rates the run went through (req/s), first and last. */
+  fromRps: number;
+  toRps: number;
+  durationSeconds: number;
+  requests: number;
+  failed: number;
+  /** Seconds from the run start; null when nothing failed. */
+  failureAtSeconds: number | null;
+  failureDetail: string | null;
+  /** Every first rise per (signal, subject, level), in order. */
+  alerts: JudgedAlert[];
+  firstAlert: JudgedAlert | null;
+  firstTruePrecursor: JudgedAlert | null;
+  /** Seconds from the first true precursor to the first failure. */
+  leadSeconds: number | null;
+  falseAlerts: JudgedAlert[];
+  /** Whether the run met its scenario's goal (see `goalMet`). */
+  met: boolean;
+  /** CPU-bound neighbour process during the run (steady only). */
+  neighbour: string | null;
+}
+
+export interface FidelityResult {
+  startedAt: string;
+  short: boolean;
+  repeats: number;
+  settings: { steadySeconds: number; rampSeconds: number; stepSeconds: number; rows: number };
+  capacities: CapacityFigure[];
+  runs: RunFigures[];
+  wallSeconds: number;
+}
+
+/**
+ * Alerts are timed when the server's alert event reaches the suite (a line
+ * over a pipe), failures when the failed response does (over a socket).
+ * Raised in the same evaluation, either may arrive first by a few
+ * milliseconds: an alert that arrives within this much after the failure
+ * counts as raised no later than it (`judgeAlerts`).
+ */
+export const ARRIVAL_TOLERANCE_MS = 50;
+/** The bench also scrapes /metrics (the result's value lanes, and levels as a second source). */
+const SCRAPE_INTERVAL_MS = 500;
+
+/** Lead the ramp must give, in long mode; the short ramp (20 s) is asked for the ordering only. */
+export const RAMP_LEAD_GOAL_SECONDS = 10;
+
+/**
+ * The goal of one run: ramp, a true precursor ≥ 10 s (short mode: > 0 s)
+ * before the first failure; step, a true precursor no later than the first
+ * failure (see ARRIVAL_TOLERANCE_MS); steady, no failure and no alert of any signal.
+ */
+export function goalMet(run: Omit<RunFigures, 'met'>, short: boolean): boolean {
+  switch (run.scenario) {
+    case 'steady':
+      return run.failureAtSeconds === null && run.alerts.length === 0;
+    case 'ramp':
+      return run.leadSeconds !== null && (short ? run.leadSeconds > 0 : run.leadSeconds >= RAMP_LEAD_GOAL_SECONDS);
+    case 'step':
+      return run.firstTruePrecursor !== null;
+  }
+}
+
+/**
+ * Judges every alert of a bench run against its first failure (see
+ * JudgedAlert). An alert seen within `resolutionMs` after the failure
+ * counts as raised no later than it (its lead is then between −resolution
+ * and 0): see ARRIVAL_TOLERANCE_MS.
+ */
+export function judgeAlerts(
+  records: readonly AlertRecord[],
+  failureAtMs: number | null,
+  resolutionMs = ARRIVAL_TOLERANCE_MS,
+  factorAt: (atMs: number) => number | null = () => null,
+): JudgedAlert[] {
+  const seen = new Set<string>();
+  const out: JudgedAlert[] = [];
+  for (const record of [...records].sort((a, b) => a.atMs - b.atMs)) {
+    if (record.level !== 'warn' && record.level !== 'critical') continue;
+    const { subject } = subjectOf(record.labels);
+    const key = `${record.signal}|${subject}|${record.level}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    let verdict: JudgedAlert['verdict'];
+    if (failureAtMs === null) verdict = 'false';
+    else if (subject === null) verdict = 'process';
+    else if (!FAILING_SUBJECTS.includes(subject)) verdict = 'false';
+    else verdict = record.atMs <= failureAtMs + resolutionMs ? 'true' : 'late';
+    out.push({
+      signal: record.signal,
+      level: record.level,
+      subject,
+      atSeconds: record.atMs / 1000,
+      offeredFactor: factorAt(record.atMs),
+      verdict,
+    });
+  }
+  return out;
+}
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = (sorted.length - 1) / 2;
+  return (sorted[Math.floor(mid)] + sorted[Math.ceil(mid)]) / 2;
+};
+
+interface ReadyJson {
+  level?: string;
+  active?: unknown[];
+  queues?: Record<string, { utilization?: number; serviceTimeSeconds?: number | null }>;
+}
+
+async function readiness(url: string): Promise<{ status: number; body: ReadyJson } | null> {
+  try {
+    const response = await fetch(`${url}/healthz/ready`, { signal: AbortSignal.timeout(1000) });
+    return { status: response.status, body: (await response.json()) as ReadyJson };
+  } catch {
+    return null;
+  }
+}
+
+/** Waits (bounded) until the server is ready, no signal is raised and the `infer` utilization is below 0.5. */
+async function waitForCalm(url: string, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const ready = await readiness(url);
+    if (
+      ready?.status === 200 &&
+      ready.body.level === 'ok' &&
+      (ready.body.active?.length ?? 0) === 0 &&
+      (ready.body.queues?.infer?.utilization ?? 0) < 0.5
+    )
+      return true;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
+}
+
+/**
+ * Capacity from service time and concurrency, over repeated windows: a
+ * closed loop of 3 users keeps the `infer` queue (concurrency 1) busy, so
+ * each window's throughput X is 1 / S for the whole request path (HTTP,
+ * JSON and the model share one thread). The figure is the median window:
+ * one window is only good to tens of per cent on a shared machine. The
+ * server's own estimate of S (its capacity signal's) is kept beside it as a
+ * cross-check: it is what the `capacity` alert divides by.
+ */
+export async function measureCapacity(
+  url: string,
+  options: { windows: number; windowMs: number; signal?: AbortSignal },
+): Promise<CapacityFigure> {
+  const windows: CapacityFigure['windows'] = [];
+  for (let i = 0; i < options.windows && !options.signal?.aborted; i++) {
+    await waitForCalm(url, 5000);
+    const result = await runBench({
+      target: `${url}/v1/infer`,
+      body: INFER_BODY,
+      stages: [
+        { name: 'warm-up', concurrency: 3, durationMs: 400 },
+        { name: 'window', concurrency: 3, durationMs: options.windowMs },
+      ],
+      timeoutMs: 5000,
+      progress: false,
+      signal: options.signal,
+    });
+    const ready = await readiness(url);
+    windows.push({
+      throughputRps: result.stages[1]?.throughput ?? 0,
+      serviceSeconds: ready?.body.queues?.infer?.serviceTimeSeconds ?? null,
+    });
+  }
+  const throughputs = windows.map((w) => w.throughputRps).filter((t) => t > 0);
+  const services = windows.map((w) => w.serviceSeconds).filter((s): s is number => s !== null && s > 0);
+  if (throughputs.length === 0) throw new Error('capacity: no window delivered a response');
+  const m = median(throughputs);
+  return {
+    rps: m,
+    serviceRps: services.length > 0 ? 1 / median(services) : Number.NaN,
+    windows,
+    spread: (Math.max(...throughputs) - Math.min(...throughputs)) / m,
+  };
+}
+
+/** A CPU-bound process on core 0 (pinned with taskset where it exists), until stopped. */
+function startNeighbour(): { describe: string; stop(): Promise<void> } {
+  const pinned = existsSync('/usr/bin/taskset');
+  const args = ['-e', 'for (;;) {}'];
+  const child: ChildProcess = pinned
+    ? spawn('/usr/bin/taskset', ['-c', '0', process.execPath, ...args], { stdio: 'ignore' })
+    : spawn(process.execPath, args, { stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    describe: pinned ? 'busy loop pinned to core 0 (taskset -c 0)' : 'busy loop (no taskset: not pinned)',
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+function rampStages(capacity: number, seconds: number): Stage[] {
+  const steps = Math.max(2, Math.round(seconds));
+  return Array.from({ length: steps }, (_, i) => {
+    const factor = 0.3 + (1.5 - 0.3) * (i / (steps - 1));
+    return {
+      name: `${factor.toFixed(2)}x`,
+      rate: Math.max(1, Math.round(factor * capacity)),
+      durationMs: (seconds * 1000) / steps,
+    };
+  });
+}
+
+function scenarioStages(scenario: ScenarioName, capacity: number, settings: FidelityResult['settings']): Stage[] {
+  switch (scenario) {
+    case 'steady':
+      return [
+        { name: '0.6x', rate: Math.max(1, Math.round(0.6 * capacity)), durationMs: settings.steadySeconds * 1000 },
+      ];
+    case 'ramp':
+      return rampStages(capacity, settings.rampSeconds);
+    case 'step':
+      return [
+        { name: '0.5x', rate: Math.max(1, Math.round(0.5 * capacity)), durationMs: settings.stepSeconds * 1000 },
+        { name: '2x', rate: Math.max(1, Math.round(2 * capacity)), durationMs: settings.stepSeconds * 1000 },
+      ];
+  }
+}
+
+function figures(
+  scenario: ScenarioName,
+  repeat: number,
+  capacityRps: number,
+  stages: Stage[],
+  result: BenchResult,
+  neighbour: string | null,
+  short: boolean,
+): RunFigures {
+  const failureAtMs = result.firstFailure?.atMs ?? null;
+  const factorAt = (atMs: number): number | null => {
+    let end = 0;
+    for (const stage of stages) {
+      end += stage.durationMs;
+      if (atMs < end) return (stage.rate ?? 0) / capacityRps;
+    }
+    return null;
+  };
+  const alerts = judgeAlerts(result.alerts, failureAtMs, ARRIVAL_TOLERANCE_MS, factorAt);
+  const firstTruePrecursor = alerts.find((a) => a.verdict === 'true') ?? null;
+  const run: Omit<RunFigures, 'met'> = {
+    scenario,
+    repeat,
+    capacityRps,
+    fromRps: stages[0]?.rate ?? 0,
+    toRps: stages.at(-1)?.rate ?? 0,
+    durationSeconds: result.durationMs / 1000,
+    requests: result.total.responses,
+    failed: result.total.responses - result.total.ok,
+    failureAtSeconds: failureAtMs === null ? null : failureAtMs / 1000,
+    failureDetail: result.firstFailure ? `${result.firstFailure.errorClass} ${result.firstFailure.detail}` : null,
+    alerts,
+    firstAlert: alerts[0] ?? null,
+    firstTruePrecursor,
+    leadSeconds: firstTruePrecursor && failureAtMs !== null ? failureAtMs / 1000 - firstTruePrecursor.atSeconds : null,
+    falseAlerts: alerts.filter((a) => a.verdict === 'false'),
+    neighbour,
+  };
+  return { ...run, met: goalMet(run, short) };
+}
+
+async function withServer<T>(use: (server: AlertServer) => Promise<T>): Promise<T> {
+  const server = await startAlertServer({ thresholds: FIDELITY_THRESHOLDS, env: { ROWS: String(ROWS) } });
+  try {
+    // Start-up (the runtime, the model, the warm-up runs) holds the loop for a moment; let that settle.
+    await waitForCalm(server.url, 10_000);
+    return await use(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function runScenario(
+  server: AlertServer,
+  scenario: ScenarioName,
+  repeat: number,
+  capacityRps: number,
+  settings: FidelityResult['settings'],
+  short: boolean,
+  neighbour: string | null,
+  signal?: AbortSignal,
+): Promise<RunFigures> {
+  const stages = scenarioStages(scenario, capacityRps, settings);
+  const result = await runBench({
+    target: `${server.url}/v1/infer`,
+    body: INFER_BODY,
+    stages,
+    timeoutMs: 2000,
+    subscribeAlerts: (listener) => server.onAlert(listener),
+    metricsUrl: server.metricsUrl,
+    scrapeIntervalMs: SCRAPE_INTERVAL_MS,
+    progress: false,
+    signal,
+  });
+  return figures(scenario, repeat, capacityRps, stages, result, neighbour, short);
+}
+
+export async function runFidelity(options: FidelityOptions = {}): Promise<FidelityResult> {
+  const short = options.short ?? false;
+  const repeats = options.repeats ?? (short ? 1 : 5);
+  const settings = {
+    steadySeconds: options.steadySeconds ?? (short ? 15 : 600),
+    rampSeconds: options.rampSeconds ?? (short ? 20 : 90),
+    stepSeconds: options.stepSeconds ?? (short ? 5 : 15),
+    rows: ROWS,
+  };
+  const log = options.log ?? (() => {});
+  const started = performance.now();
+  const result: FidelityResult = {
+    startedAt: new Date().toISOString(),
+    short,
+    repeats,
+    settings,
+    capacities: [],
+    runs: [],
+    wallSeconds: 0,
+  };
+  for (let repeat = 1; repeat <= repeats && !options.signal?.aborted; repeat++) {
+    for (const scenario of SCENARIOS) {
+      if (options.signal?.aborted) break;
+      // The steady run's neighbour runs through the capacity measurement too: "60 %" is of what the
+      // server can do beside it (on 2 cores it takes half the machine), or the run is no longer healthy.
+      const neighbour = scenario === 'steady' ? startNeighbour() : null;
+      const run = await withServer(async (server) => {
+        const capacity = await measureCapacity(server.url, {
+          windows: 5,
+          windowMs: short ? 600 : 1500,
+          signal: options.signal,
+        });
+        result.capacities.push(capacity);
+        log(
+          `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s${neighbour ? ' (neighbour running)' : ''} (closed loop, median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %; the server's 1 / S: ${capacity.serviceRps.toFixed(0)})`,
+        );
+        // The measurement drove utilization to 1 by design; start from a calm server.
+        await waitForCalm(server.url, 15_000);
+        return runScenario(
+          server,
+          scenario,
+          repeat,
+          capacity.rps,
+          settings,
+          short,
+          neighbour?.describe ?? null,
+          options.signal,
+        );
+      }).finally(() => neighbour?.stop());
+      log(`  ${describeRun(run)}`);
+      result.runs.push(run);
+    }
+  }
+  result.wallSeconds = (performance.now() - started) / 1000;
+  return result;
+}
+
+export function describeAlert(alert: JudgedAlert): string {
+  const factor = alert.offeredFactor === null ? '' : ` (${alert.offeredFactor.toFixed(2)}×)`;
+  return `${alert.signal} ${alert.level.toUpperCase()}${alert.subject ? ` on ${alert.subject}` : ''} at ${alert.atSeconds.toFixed(1)} s${factor}`;
+}
+
+export function describeRun(run: RunFigures): string {
+  const failure =
+    run.failureAtSeconds === null
+      ? 'nothing failed'
+      : `first failure ${run.failureDetail} at ${run.failureAtSeconds.toFixed(1)} s (${run.failed} of ${run.requests} failed)`;
+  const precursor = run.firstTruePrecursor
+    ? `; first true precursor ${describeAlert(run.firstTruePrecursor)}, lead ${run.leadSeconds!.toFixed(1)} s`
+    : run.failureAtSeconds === null
+      ? ''
+      : '; no true precursor';
+  const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeAlert).join(', ')}` : '';
+  return `${run.scenario} #${run.repeat} (${run.fromRps}→${run.toRps} req/s): ${failure}${precursor}${falses} — ${run.met ? 'met' : 'NOT met'}`;
+}
