@@ -110,12 +110,21 @@ export class WebhookDelivery implements WebhookSink {
     let lastError: unknown;
     for (let attempt = 0; attempt <= this.retries && !this.closed; attempt++) {
       if (attempt > 0) await sleep(this.backoffMs * 2 ** (attempt - 1), this.abort.signal);
+      // The attempt's own timer, strongly held until the attempt ends and then cleared. With
+      // AbortSignal.timeout() inside AbortSignal.any() (whose sources Node holds weakly), an attempt was seen
+      // to outlive its timeout under load and be counted delivered.
+      const timeout = new AbortController();
+      const timer = setTimeout(
+        () => timeout.abort(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError')),
+        this.timeoutMs,
+      );
+      timer.unref();
       try {
         const response = await fetch(this.url, {
           method: 'POST',
           headers: this.headers,
           body,
-          signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.timeoutMs)]),
+          signal: AbortSignal.any([this.abort.signal, timeout.signal]),
         });
         // Drain the body so the connection is reused.
         await response.arrayBuffer().catch(() => undefined);
@@ -123,6 +132,8 @@ export class WebhookDelivery implements WebhookSink {
         lastError = new Error(`webhook answered ${response.status}`);
       } catch (error) {
         lastError = error;
+      } finally {
+        clearTimeout(timer);
       }
     }
     if (!this.closed) this.onDrop('delivery failed', lastError);
