@@ -5,6 +5,8 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { getLlama, type Llama } from 'node-llama-cpp';
 import type { MonitorOptions } from '@infersignal/core';
+import { createLlamaModel, type LlamaMonitorOptions, type MonitoredLlamaModel } from '@infersignal/llama';
+import { afterAll, beforeAll } from 'vitest';
 import { writeGguf, type GgufOptions } from '../../../scripts/make-gguf';
 import { testMonitor } from '../../../test/support/monitor';
 
@@ -69,3 +71,29 @@ export const STREAM_TOKENS = 'infersignal.stream.tokens';
 export const TTFT = 'gen_ai.server.time_to_first_token';
 export const TPOT = 'gen_ai.server.time_per_output_token';
 export const MODEL = 'gen_ai.request.model';
+
+/**
+ * One Llama and one generated printable model for a test file (made in beforeAll, disposed in afterAll),
+ * and `open()`, which serves it on a test monitor with 2 sequences; `defaults` are the file's own options.
+ */
+export function servedModel(defaults: Partial<LlamaMonitorOptions>) {
+  const dir = models();
+  const state = { llama: undefined as unknown as Llama, path: '' };
+  beforeAll(async () => {
+    ({ llama: state.llama } = await cpuLlama());
+    state.path = dir.write({ printable: true });
+  });
+  afterAll(async () => {
+    await state.llama.dispose();
+    dir.cleanup();
+  });
+  const open = (t: ReturnType<typeof monitorFor>, options = {}): Promise<MonitoredLlamaModel> =>
+    createLlamaModel(t.monitor, 'tiny', state.path, {
+      llama: state.llama,
+      sequences: 2,
+      contextOptions: CONTEXT,
+      ...defaults,
+      ...options,
+    });
+  return { open, state };
+}

@@ -1,32 +1,13 @@
-import type { Llama, LlamaContextSequence } from 'node-llama-cpp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LLAMA_METRICS, createLlamaModel, type MonitoredLlamaModel } from '@infersignal/llama';
-import { CONTEXT, KV_BYTES_PER_TOKEN, MODEL, cpuLlama, models, monitorFor } from './helpers';
+import type { LlamaContextSequence } from 'node-llama-cpp';
+import { describe, expect, it } from 'vitest';
+import { LLAMA_METRICS, type MonitoredLlamaModel } from '@infersignal/llama';
+import { KV_BYTES_PER_TOKEN, MODEL, monitorFor, servedModel } from './helpers';
 
 const SHIFTS = LLAMA_METRICS.kvCacheShifts.name;
 const REASON = 'infersignal.kv_cache.shift.reason';
 
 describe('KV cache as allocated versus reserved', () => {
-  const dir = models();
-  let llama: Llama;
-  let path: string;
-  beforeAll(async () => {
-    ({ llama } = await cpuLlama());
-    path = dir.write({ printable: true });
-  });
-  afterAll(async () => {
-    await llama.dispose();
-    dir.cleanup();
-  });
-
-  const open = (t: ReturnType<typeof monitorFor>, options = {}): Promise<MonitoredLlamaModel> =>
-    createLlamaModel(t.monitor, 'tiny', path, {
-      llama,
-      sequences: 2,
-      contextOptions: CONTEXT,
-      kvCache: { intervalMs: 0 },
-      ...options,
-    });
+  const { open } = servedModel({ kvCache: { intervalMs: 0 } });
 
   /** Both sequences, held together so each can be read (`withSequence` hands out free ones). */
   async function sequencesOf(model: MonitoredLlamaModel): Promise<LlamaContextSequence[]> {

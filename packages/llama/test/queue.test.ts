@@ -1,30 +1,9 @@
-import type { Llama } from 'node-llama-cpp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QueueFullError } from '@infersignal/core';
-import { createLlamaModel, type MonitoredLlamaModel } from '@infersignal/llama';
-import { CONTEXT, MODEL, QUEUE_WAIT, REQUESTS, TPOT, TTFT, cpuLlama, gate, models, monitorFor, until } from './helpers';
+import { MODEL, QUEUE_WAIT, REQUESTS, TPOT, TTFT, gate, monitorFor, servedModel, until } from './helpers';
 
 describe('sequence slots are the queue', () => {
-  const dir = models();
-  let llama: Llama;
-  let path: string;
-  beforeAll(async () => {
-    ({ llama } = await cpuLlama());
-    path = dir.write({ printable: true });
-  });
-  afterAll(async () => {
-    await llama.dispose();
-    dir.cleanup();
-  });
-
-  const open = (t: ReturnType<typeof monitorFor>, options = {}): Promise<MonitoredLlamaModel> =>
-    createLlamaModel(t.monitor, 'tiny', path, {
-      llama,
-      sequences: 2,
-      contextOptions: CONTEXT,
-      kvCache: false,
-      ...options,
-    });
+  const { open } = servedModel({ kvCache: false });
 
   it('more callers than sequences wait their turn: exact queue waits, TTFT from arrival', async () => {
     const t = monitorFor();
