@@ -104,16 +104,18 @@ describe('case 7: user callbacks that throw', () => {
 
     const exported = await t.collect();
     const bySource = exported.by(METRICS.internalErrors.name, ATTR.errorSource);
+    // The throwing listener did not stop delivery to the next one: every reported alert reached it. The ticks run
+    // the real detectors on the real clock, so a paused machine may add an alert of its own (a stalled loop):
+    // the listener threw once for each alert delivered, whatever raised it.
+    expect(delivered.filter((alert) => alert.startsWith('user_signal:'))).toHaveLength(ALERTS);
     expect(bySource).toEqual({
       'express.model': N,
       'express.route': N,
       'fastify.model': N,
       'deviceMemory.allocated': TICKS,
-      onAlert: ALERTS,
+      onAlert: delivered.length,
     });
-    expect(t.monitor.snapshot().internalErrors).toBe(3 * N + TICKS + ALERTS);
-    // The throwing listener did not stop delivery to the next one.
-    expect(delivered).toHaveLength(ALERTS);
+    expect(t.monitor.snapshot().internalErrors).toBe(3 * N + TICKS + delivered.length);
     expect(exported.sum(METRICS.requests.name, { [ATTR.outcome]: 'completed' })).toBe(2 * N);
     // A source that cannot be read is "not measured": nothing invented in its place.
     expect(t.monitor.snapshot().deviceMemory.user).toMatchObject({ allocated: null, fragmentation: null });
