@@ -20,6 +20,7 @@
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import autocannon from 'autocannon';
+import { BASELINE } from './lib/baseline';
 import { SMOKE, rounds, seconds, subset } from './lib/env';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import {
@@ -49,12 +50,10 @@ const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH
 /** Bare is always measured: every ratio is over it. */
 const VARIANTS: readonly Variant[] = ['bare', ...subset('BENCH_VARIANTS', ALL_VARIANTS).filter((v) => v !== 'bare')];
 /**
- * Another checkout (built, `pnpm install`ed) whose `@infersignal/*` packages
- * each InferSignal variant also runs on, as arm `<variant>@baseline` in the
- * same rounds: before/after a change measured in one run.
+ * What one server runs: a variant on this tree's packages, or (`@baseline`)
+ * on those of the checkout BENCH_BASELINE names (lib/baseline.ts); with it,
+ * each InferSignal variant runs on both, in the same rounds.
  */
-const BASELINE = process.env.BENCH_BASELINE?.trim() || undefined;
-/** What one server runs: a variant, on this tree's packages or (`@baseline`) on BASELINE's. */
 type Arm = Variant | `${Variant}@baseline`;
 const onBaseline = (v: Variant): Arm => `${v}@baseline`;
 const ARMS: readonly Arm[] = [

@@ -14,10 +14,8 @@
  * framework loads it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { getPriority, loadavg } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { importFrom } from './baseline';
 import { DropSpanExporter } from './otel';
 import { FRAMEWORKS, PACKAGES_FROM_ENV, VARIANTS, type ChildMessage, type Framework, type Variant } from './servers';
 
@@ -32,18 +30,12 @@ interface Telemetry {
 }
 
 /**
- * An `@infersignal/*` package: this tree's (`own`), or the built ESM entry of
- * the same package in the checkout named by PACKAGES_FROM_ENV, whose own
- * imports then resolve inside that checkout (an A/B of two builds).
+ * An `@infersignal/*` package: this tree's (`own`), or the same package
+ * from the checkout named by PACKAGES_FROM_ENV (an A/B of two builds).
  */
-async function infersignal<T>(name: string, own: () => Promise<T>): Promise<T> {
+function infersignal<T>(name: string, own: () => Promise<T>): Promise<T> {
   const tree = process.env[PACKAGES_FROM_ENV];
-  if (!tree) return own();
-  const dir = join(tree, 'benchmarks', 'node_modules', name);
-  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  const entry: unknown = manifest.exports?.['.']?.import?.default ?? manifest.module;
-  if (typeof entry !== 'string') throw new Error(`${dir}: no ESM entry in package.json`);
-  return (await import(pathToFileURL(join(dir, entry)).href)) as T;
+  return tree ? importFrom<T>(tree, name) : own();
 }
 
 /** A loopback server for a Prometheus handler: what a scrape costs is this process's CPU, as in production. */
