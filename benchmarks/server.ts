@@ -5,6 +5,10 @@
  * set of server processes every few rounds.
  *
  *   pnpm bench:server          (tsx benchmarks/server.ts; BENCH_SECONDS, BENCH_ROUNDS)
+ *   BENCH_BASELINE=/path/to/other/checkout pnpm bench:server
+ *                              A/B of two builds: each InferSignal variant also
+ *                              runs on that checkout's built packages (`variant@baseline`),
+ *                              interleaved with the rest; prints, writes no docs
  *
  * The figure that decides is server CPU µs per request (the server's own
  * `process.cpuUsage()` over the window / requests it served), divided by
@@ -16,6 +20,7 @@
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import autocannon from 'autocannon';
+import { BASELINE } from './lib/baseline';
 import { SMOKE, rounds, seconds, subset } from './lib/env';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import {
@@ -44,8 +49,22 @@ const ROUNDS = SMOKE ? 1 : rounds(12);
 const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH_FRAMEWORKS', FRAMEWORKS);
 /** Bare is always measured: every ratio is over it. */
 const VARIANTS: readonly Variant[] = ['bare', ...subset('BENCH_VARIANTS', ALL_VARIANTS).filter((v) => v !== 'bare')];
+/**
+ * What one server runs: a variant on this tree's packages, or (`@baseline`)
+ * on those of the checkout BENCH_BASELINE names (lib/baseline.ts); with it,
+ * each InferSignal variant runs on both, in the same rounds.
+ */
+type Arm = Variant | `${Variant}@baseline`;
+const onBaseline = (v: Variant): Arm => `${v}@baseline`;
+const ARMS: readonly Arm[] = [
+  ...VARIANTS,
+  ...(BASELINE === undefined ? [] : VARIANTS.filter((v) => v.startsWith('infersignal')).map(onBaseline)),
+];
+const variantOf = (arm: Arm) => arm.replace(/@baseline$/, '') as Variant;
 /** A run of a subset prints its figures but leaves the docs alone (their tables and verdict need every row); smoke mode writes nothing anyway. */
-const PARTIAL = !SMOKE && (FRAMEWORKS_RUN.length < FRAMEWORKS.length || VARIANTS.length < ALL_VARIANTS.length);
+const PARTIAL =
+  !SMOKE &&
+  (FRAMEWORKS_RUN.length < FRAMEWORKS.length || VARIANTS.length < ALL_VARIANTS.length || BASELINE !== undefined);
 
 interface Sample {
   cpuPerRequestUs: number;
@@ -75,7 +94,7 @@ function load(url: string, windowSeconds: number) {
 const PINNING = pinCpus();
 console.log(`CPUs: ${PINNING}`);
 
-const key = (f: Framework, v: Variant) => `${f}/${v}`;
+const key = (f: Framework, v: Arm) => `${f}/${v}`;
 const samples = new Map<string, Sample[]>();
 /** Unmeasured load just before each window: a server idle for seconds starts its window cold (caches, JIT). */
 const PRIME_SECONDS = SMOKE ? 0 : 0.2;
@@ -99,13 +118,16 @@ const ROUNDS_PER_BLOCK = SMOKE ? ROUNDS : 4;
  */
 const WARM_UP_SECONDS = SMOKE ? 0.2 : Number(process.env.BENCH_WARM_UP ?? 4);
 
-const INSTRUMENTED = VARIANTS.filter((v) => v !== 'bare');
+const INSTRUMENTED = ARMS.filter((v) => v !== 'bare');
 
 /** One primed window of load against one server. */
 async function measure(server: ServerHandle): Promise<Sample> {
   if (PRIME_SECONDS > 0) await load(server.url, PRIME_SECONDS);
   const { result, server: w, scrapes } = await server.window(() => load(server.url, SECONDS));
-  if (w.requests === 0) throw new Error(`${key(server.framework, server.variant)} served no requests`);
+  if (w.requests === 0)
+    throw new Error(
+      `${server.framework}/${server.variant}${server.packagesFrom ? '@baseline' : ''} served no requests`,
+    );
   return {
     cpuPerRequestUs: w.cpuUs / w.requests,
     vsBare: Number.NaN,
@@ -125,10 +147,13 @@ function overNeighbours(sample: Sample, before: Sample, after: Sample): number {
 }
 
 async function measureBlock(framework: Framework, firstRound: number, roundCount: number): Promise<void> {
-  const servers = new Map<Variant, ServerHandle>();
+  const servers = new Map<Arm, ServerHandle>();
   try {
     // Started in parallel, this costs one tsx start-up.
-    for (const s of await Promise.all(VARIANTS.map((v) => startServer(framework, v)))) servers.set(s.variant, s);
+    const started = await Promise.all(
+      ARMS.map((arm) => startServer(framework, variantOf(arm), arm === variantOf(arm) ? undefined : BASELINE)),
+    );
+    for (const [i, s] of started.entries()) servers.set(ARMS[i]!, s);
     for (const s of servers.values()) await load(s.url, WARM_UP_SECONDS);
 
     for (let round = firstRound; round < firstRound + roundCount; round++) {
@@ -137,7 +162,7 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
       // speed over a round cancels instead of landing on whichever variant
       // ran furthest from bare.
       const bare: Sample[] = [await measure(servers.get('bare')!)];
-      const measured: Array<{ variant: Variant; sample: Sample }> = [];
+      const measured: Array<{ variant: Arm; sample: Sample }> = [];
       for (const variant of rotate(INSTRUMENTED, round)) {
         measured.push({ variant, sample: await measure(servers.get(variant)!) });
         bare.push(await measure(servers.get('bare')!));
@@ -152,9 +177,9 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
         samples.get(key(framework, 'bare'))!.push(sample);
       });
       if (round % ROUNDS_PER_BLOCK === ROUNDS_PER_BLOCK - 1 || round === ROUNDS - 1) {
-        const line = VARIANTS.map(
-          (v) => `${v} ${samples.get(key(framework, v))!.at(-1)!.cpuPerRequestUs.toFixed(1)}`,
-        ).join(', ');
+        const line = ARMS.map((v) => `${v} ${samples.get(key(framework, v))!.at(-1)!.cpuPerRequestUs.toFixed(1)}`).join(
+          ', ',
+        );
         console.log(`round ${round + 1}/${ROUNDS} ${framework} CPU µs/req: ${line}`);
       }
     }
@@ -166,7 +191,7 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
 
 // One framework at a time: its servers idle only while their siblings are measured.
 for (const framework of FRAMEWORKS_RUN) {
-  for (const v of VARIANTS) samples.set(key(framework, v), []);
+  for (const v of ARMS) samples.set(key(framework, v), []);
   for (let round = 0; round < ROUNDS; round += ROUNDS_PER_BLOCK) {
     await measureBlock(framework, round, Math.min(ROUNDS_PER_BLOCK, ROUNDS - round));
   }
@@ -182,22 +207,22 @@ for (const framework of FRAMEWORKS_RUN) {
     if (spans === 0)
       throw new Error(`${key(framework, variant)} exported no spans: the variant is not measuring what it claims`);
   }
-  for (const variant of VARIANTS) {
+  for (const variant of ARMS) {
     const errors = samples.get(key(framework, variant))!.reduce((n, s) => n + s.errors, 0);
     if (errors > 0) throw new Error(`${key(framework, variant)}: ${errors} failed requests`);
   }
 }
 
-const ratio = (f: Framework, v: Variant) =>
+const ratio = (f: Framework, v: Arm) =>
   spread(samples.get(key(f, v))!.flatMap((s) => (Number.isNaN(s.vsBare) ? [] : [s.vsBare])));
 const sections: string[] = [];
 for (const framework of FRAMEWORKS_RUN) {
-  const rows = VARIANTS.map((variant) => {
+  const rows = ARMS.map((variant) => {
     const list = samples.get(key(framework, variant))!;
     const perReq = list.reduce((n, s) => n + s.requests, 0) / list.length;
     const spansPerReq = list.reduce((n, s) => n + s.spans, 0) / list.reduce((n, s) => n + s.requests, 0);
     return [
-      VARIANT_LABEL[variant],
+      VARIANT_LABEL[variantOf(variant)] + (variant === variantOf(variant) ? '' : ` — ${BASELINE}`),
       fmtSpread(spread(list.map((s) => s.cpuPerRequestUs)), 1),
       `**${fmtRatio(ratio(framework, variant))}**`,
       fmtSpread(spread(list.map((s) => s.rps)), 0),
@@ -213,8 +238,24 @@ for (const framework of FRAMEWORKS_RUN) {
   sections.push(`### ${framework}\n\n${t}`);
 }
 
+if (BASELINE !== undefined) {
+  // Per round, this tree's variant over the baseline's, each already over its neighbouring bare windows.
+  for (const f of FRAMEWORKS_RUN) {
+    for (const v of VARIANTS.filter((v) => ARMS.includes(onBaseline(v)))) {
+      const over = samples.get(key(f, onBaseline(v)))!;
+      const ratios = spread(samples.get(key(f, v))!.map((s, i) => s.vsBare / over[i]!.vsBare));
+      const cpu = (arm: Arm) => spread(samples.get(key(f, arm))!.map((s) => s.cpuPerRequestUs)).median;
+      console.log(
+        `${f} ${v}: this tree ${fmtRatio(ratios)} the baseline's; added CPU per request over bare (medians) ${(cpu(v) - cpu('bare')).toFixed(1)} µs here, ${(cpu(onBaseline(v)) - cpu('bare')).toFixed(1)} µs on the baseline`,
+      );
+    }
+  }
+}
+
 if (PARTIAL) {
-  console.log(`subset run (BENCH_FRAMEWORKS / BENCH_VARIANTS): no verdict, docs/benchmarks.md left alone`);
+  console.log(
+    `subset or baseline run (BENCH_FRAMEWORKS / BENCH_VARIANTS / BENCH_BASELINE): no verdict, docs/benchmarks.md left alone`,
+  );
   process.exit(0);
 }
 

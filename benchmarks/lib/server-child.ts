@@ -15,8 +15,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getPriority, loadavg } from 'node:os';
+import { importFrom } from './baseline';
 import { DropSpanExporter } from './otel';
-import { FRAMEWORKS, VARIANTS, type ChildMessage, type Framework, type Variant } from './servers';
+import { FRAMEWORKS, PACKAGES_FROM_ENV, VARIANTS, type ChildMessage, type Framework, type Variant } from './servers';
 
 const BODY = { id: 0, model: 'tiny', output: 'hello' };
 
@@ -26,6 +27,15 @@ interface Telemetry {
   /** Express/Fastify wiring: returns the handler-side hooks. */
   fastify?: (app: import('fastify').FastifyInstance) => Promise<void>;
   express?: (app: import('express').Express) => void;
+}
+
+/**
+ * An `@infersignal/*` package: this tree's (`own`), or the same package
+ * from the checkout named by PACKAGES_FROM_ENV (an A/B of two builds).
+ */
+function infersignal<T>(name: string, own: () => Promise<T>): Promise<T> {
+  const tree = process.env[PACKAGES_FROM_ENV];
+  return tree ? importFrom<T>(tree, name) : own();
 }
 
 /** A loopback server for a Prometheus handler: what a scrape costs is this process's CPU, as in production. */
@@ -169,7 +179,7 @@ async function setup(variant: Variant): Promise<Telemetry> {
   }
 
   // InferSignal through the one-call start(): Prometheus on a loopback port, scraped by the parent.
-  const { start } = await import('@infersignal/node');
+  const { start } = await infersignal('@infersignal/node', () => import('@infersignal/node'));
   const { BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
   const spans = new DropSpanExporter();
   // Outliers: start()'s default once traces are on (slow, failed, cancelled, shed and 1 % of the rest).
@@ -193,7 +203,7 @@ async function setup(variant: Variant): Promise<Telemetry> {
     metricsUrl: address.url,
     spans: () => spans.spans,
     fastify: async (app) => {
-      const { inferSignal } = await import('@infersignal/fastify');
+      const { inferSignal } = await infersignal('@infersignal/fastify', () => import('@infersignal/fastify'));
       await app.register(inferSignal, { monitor });
     },
     express: (app) => {
@@ -210,7 +220,7 @@ async function main(): Promise<void> {
   if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant))
     throw new Error(`usage: server-child <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`);
   if (framework === 'express' && variant.startsWith('infersignal')) {
-    const { inferSignal } = await import('@infersignal/express');
+    const { inferSignal } = await infersignal('@infersignal/express', () => import('@infersignal/express'));
     expressMiddleware = (monitor) => inferSignal(monitor);
   }
   const telemetry = await setup(variant);

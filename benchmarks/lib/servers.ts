@@ -41,6 +41,9 @@ export type ChildMessage =
   | { type: 'window'; cpuUs: number; requests: number; spans: number }
   | { type: 'error'; message: string };
 
+/** Tells a server child to load `@infersignal/*` from another checkout (see startServer). */
+export const PACKAGES_FROM_ENV = 'INFERSIGNAL_BENCH_PACKAGES_FROM';
+
 const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 
 export interface ServerWindow {
@@ -55,6 +58,8 @@ export interface ServerWindow {
 export interface ServerHandle {
   readonly framework: Framework;
   readonly variant: Variant;
+  /** The checkout whose built `@infersignal/*` packages this server loads (undefined: this one). */
+  readonly packagesFrom: string | undefined;
   readonly url: string;
   readonly metricsUrl: string | null;
   /** Runs `load` while the server measures its own CPU; Prometheus is scraped every second meanwhile. */
@@ -146,7 +151,17 @@ function pin(): { line: string; serverCpus: string | null } {
   return { line: `load generator pinned to CPU 0, servers to CPU ${serverCpus} (\`taskset\`)`, serverCpus };
 }
 
-export async function startServer(framework: Framework, variant: Variant): Promise<ServerHandle> {
+/**
+ * `packagesFrom`: another checkout (built, dependencies installed) whose
+ * `@infersignal/*` packages the server loads instead of this tree's, for an
+ * A/B of two builds in one run; the server code, the framework and the
+ * OpenTelemetry SDK stay this tree's.
+ */
+export async function startServer(
+  framework: Framework,
+  variant: Variant,
+  packagesFrom?: string,
+): Promise<ServerHandle> {
   const node = ['--import', 'tsx'];
   // fork() runs `execPath ...execArgv module`: taskset execs node in place, so the IPC channel is node's.
   const serverCpus = pinning?.serverCpus ?? null;
@@ -156,7 +171,7 @@ export async function startServer(framework: Framework, variant: Variant): Promi
       : { execPath: 'taskset', execArgv: ['-c', serverCpus, process.execPath, ...node] };
   const child = fork(CHILD, [framework, variant], {
     cwd: ROOT,
-    env: CHILD_ENV,
+    env: packagesFrom === undefined ? CHILD_ENV : { ...CHILD_ENV, [PACKAGES_FROM_ENV]: packagesFrom },
     ...launch,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -164,6 +179,7 @@ export async function startServer(framework: Framework, variant: Variant): Promi
   return {
     framework,
     variant,
+    packagesFrom,
     url: `http://127.0.0.1:${ready.port}/v1/infer`,
     metricsUrl: ready.metricsUrl,
     async window(load) {

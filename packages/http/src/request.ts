@@ -86,12 +86,11 @@ const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
  * dropping the response marks it counted, and with the ticket's idempotent
  * end() the rest are no-ops.
  *
- * Per request this allocates the object, its `close` listener, one entry in
- * the response → request WeakMap and, on a plain response, a writeHead
- * wrapper (startOnHead), and nothing more unless asked (stream handle,
- * AbortController). Nothing is stored on the response itself: see
- * trackedRequestOf. Once counted, the lifecycle lets go of the response and
- * its owner, which nothing after the end needs.
+ * Per request this allocates the object, its `close` listener, the link
+ * from the response to it (see trackedRequestOf) and, on a plain response,
+ * a writeHead wrapper (startOnHead), and nothing more unless asked (stream
+ * handle, AbortController). Once counted, the lifecycle lets go of the
+ * response and its owner, which nothing after the end needs.
  */
 class HttpRequestLifecycle implements TrackedHttpRequest {
   private handle: StreamHandle | undefined = undefined;
@@ -113,7 +112,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     this.res = res;
     this.owner = owner;
     // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
-    trackedRequests.set(res, this);
+    remember(res, this);
     if (settings.autoStart) startOnHead(res, ticket);
     // One listener rather than `finish` + `close` (the server benchmark priced
     // each listener on Express's path): `close` follows `finish` on every response.
@@ -231,22 +230,39 @@ const ENDED_SSE: SseStream = Object.freeze({
   endReason: undefined,
 });
 
+/** Re-parented responses (Express's) → their request: see trackedRequestOf. */
 const trackedRequests = new WeakMap<ServerResponse, HttpRequestLifecycle>();
+/** Where a plain response (its prototype Node's own) holds its request: see trackedRequestOf. */
+const TRACKED = Symbol('infersignal.trackedRequest');
+type PlainResponse = ServerResponse & { [TRACKED]?: HttpRequestLifecycle };
+
+function remember(res: ServerResponse, request: HttpRequestLifecycle): void {
+  if (Object.getPrototypeOf(res) === ServerResponse.prototype) (res as PlainResponse)[TRACKED] = request;
+  else trackedRequests.set(res, request);
+}
 
 /**
  * The request tracked on a raw response, if any. The Express adapter
  * serves `req.inferSignal` from it, and the head hook on a response
  * prototype starts it.
  *
- * A WeakMap rather than a property on the response: Express re-parents
- * every response with `Object.setPrototypeOf`, after which each property
- * added to it builds a hidden class of its own (~2 % of an Express
- * hello-world request, measured). The lifecycle drops its response when it
- * settles, so no dead entry's value reaches its own key: such an ephemeron
- * cycle cost ~5 % of the same request, in the garbage collector.
+ * Two places, by the response's prototype. A plain response (Fastify's
+ * `reply.raw`, a bare `http` server) holds it in a symbol property: every
+ * such response takes the same hidden-class transition, and a WeakMap
+ * entry instead cost ~0.7 µs a request (the key's identity hash, the
+ * ephemeron table and its processing in the garbage collector), half of
+ * the Fastify plugin's own work (benchmarks/fastify-hooks.ts). A response
+ * re-parented with `Object.setPrototypeOf` (Express does it to every one)
+ * is kept in a WeakMap: on such an object each property added builds a
+ * hidden class of its own (~2 % of an Express hello-world request,
+ * measured). The lifecycle drops its response when it settles, so no dead
+ * entry's value reaches its own key: such an ephemeron cycle cost ~5 % of
+ * the same request, in the garbage collector.
  */
 export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | undefined {
-  return trackedRequests.get(res);
+  return Object.getPrototypeOf(res) === ServerResponse.prototype
+    ? (res as PlainResponse)[TRACKED]
+    : trackedRequests.get(res);
 }
 
 /** Head hook installed on each response prototype seen; null where none can be (frozen, or not made from Node's). */

@@ -1,0 +1,77 @@
+/**
+ * trackedRequestOf on the two kinds of response a tracked request can sit
+ * on: a plain one (Node's own prototype, as Fastify's `reply.raw`) and one
+ * re-parented with Object.setPrototypeOf (as Express does to every
+ * response), on a real node:http server on 127.0.0.1:0.
+ */
+import { createServer, get, ServerResponse, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, METRICS } from '@infersignal/core';
+import { createHttpTracking, trackedRequestOf, type TrackedHttpRequest } from '@infersignal/http';
+import { until } from '../../../test/support/async';
+import { testMonitor } from '../../../test/support/monitor';
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+interface Seen {
+  tracked: TrackedHttpRequest;
+  /** trackedRequestOf(res) in the handler, before the response was written. */
+  during: TrackedHttpRequest | undefined;
+  /** trackedRequestOf of a response nobody tracked, made in the same handler. */
+  untracked: TrackedHttpRequest | undefined;
+  res: ServerResponse;
+}
+
+async function serve(reparent: boolean) {
+  const t = testMonitor({ exportMode: 'producer' });
+  cleanup.push(() => t.close());
+  const tracking = createHttpTracking(t.monitor, { model: 'tiny' }, { source: 'test' });
+  // What Express does: every response re-parented onto one object made from Node's prototype.
+  const proto = Object.create(ServerResponse.prototype) as ServerResponse;
+  const seen: Seen[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    if (reparent) Object.setPrototypeOf(res, proto);
+    const tracked = tracking.track('tiny', '/infer', res);
+    t.advance(5);
+    seen.push({ tracked, during: trackedRequestOf(res), untracked: trackedRequestOf(new ServerResponse(req)), res });
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const port = (server.address() as AddressInfo).port;
+  for (let i = 0; i < 3; i++) {
+    await new Promise<void>((resolve, reject) =>
+      get({ host: '127.0.0.1', port, path: '/infer' }, (res) => res.resume().on('end', resolve)).on('error', reject),
+    );
+  }
+  await until(() => seen.every((s) => s.tracked.ended), 5000, 'every request counted');
+  return { t, seen };
+}
+
+describe('trackedRequestOf', () => {
+  for (const reparent of [false, true]) {
+    it(`finds the request on a ${reparent ? 're-parented' : 'plain'} response, ended once counted; the head started it`, async () => {
+      const { t, seen } = await serve(reparent);
+      expect(seen).toHaveLength(3);
+      expect(Object.getPrototypeOf(seen[0]!.res) === ServerResponse.prototype).toBe(!reparent);
+      for (const s of seen) {
+        expect(s.during).toBe(s.tracked);
+        expect(s.untracked).toBeUndefined();
+        expect(trackedRequestOf(s.res)).toBe(s.tracked);
+        expect(trackedRequestOf(s.res)!.ended).toBe(true);
+      }
+      const exported = await t.collect();
+      const done = { [ATTR.queue]: 'http', [ATTR.model]: 'tiny', [ATTR.outcome]: 'completed' };
+      expect(exported.value(METRICS.requests.name, done)).toBe(3);
+      // Started by the head, 5 ms (injected clock) after arrival: three waits of 5 ms.
+      expect(exported.histogram(METRICS.queueWait.name, { [ATTR.queue]: 'http', [ATTR.model]: 'tiny' })).toMatchObject({
+        count: 3,
+        sum: 0.015,
+      });
+    });
+  }
+});
