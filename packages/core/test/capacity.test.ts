@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { METRICS } from '../src/index';
+import { DEFAULT_THRESHOLDS, METRICS } from '../src/index';
 import { erlangC, predictedWaitMMc } from '../src/signals/capacity';
 import { setup } from './helpers';
 
@@ -115,6 +115,50 @@ describe('predictive capacity', () => {
     const secondHalf = countdown.slice(countdown.length >> 1);
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     expect(mean(secondHalf)).toBeLessThan(mean(firstHalf));
+  });
+
+  it('a step from idle to a steady ρ ≈ 0.6 raises no capacity alert: a step is not a trend', () => {
+    const t = setup();
+    // A burst at 0–1 s gives S (20 ms, kept through the idle time), then 29 s idle, then 30/s for 3 minutes.
+    const burst = Array.from({ length: 40 }, (_, i) => i * 25);
+    const steady = Array.from({ length: 30 * 180 }, (_, i) => 30_000 + i * (1000 / 30));
+    const saturation: number[] = [];
+    simulate(t, [...burst, ...steady], 20, 1, () => {
+      const tts = t.monitor.snapshot().queues.sim.timeToSaturationSeconds;
+      if (tts !== null) saturation.push(tts);
+    });
+    // The step does tilt the trend line (the projection is seen) for about one trend window, then the line is flat.
+    expect(saturation.length).toBeGreaterThan(5);
+    expect(saturation.length).toBeLessThan(DEFAULT_THRESHOLDS.capacity.trendWindowSeconds * 1.5);
+    expect(t.monitor.snapshot().queues.sim.utilization).toBeCloseTo(0.6, 1);
+    expect(t.alerts.filter((a) => a.signal === 'capacity')).toHaveLength(0);
+  });
+
+  it('S is the time run() held the slot, not start → end: the response written after the slot is free does not count', async () => {
+    const t = setup();
+    const queue = t.monitor.queue('slot', { concurrency: 1, capacity: 100 });
+    for (let i = 0; i < 40; i++) {
+      // 10 ms in the slot, then 30 ms writing the response (the next request may start meanwhile).
+      const ticket = queue.enqueue('m');
+      await queue.run(() => t.advance(10), { ticket });
+      t.advance(30);
+      ticket.end('completed');
+      if (i % 10 === 9) t.monitor.tick();
+    }
+    t.advance(1000);
+    t.monitor.tick();
+    expect(t.monitor.snapshot().queues.slot.serviceTimeSeconds).toBeCloseTo(0.01, 6);
+    // A ticket the caller starts and ends itself (no run()) is served from start to end.
+    const own = t.monitor.queue('own', { concurrency: 1, capacity: 100 });
+    for (let i = 0; i < 40; i++) {
+      const ticket = own.enqueue('m');
+      ticket.start();
+      t.advance(40);
+      ticket.end('completed');
+      if (i % 10 === 9) t.monitor.tick();
+    }
+    t.monitor.tick();
+    expect(t.monitor.snapshot().queues.own.serviceTimeSeconds).toBeCloseTo(0.04, 6);
   });
 
   it('steady load at ρ ≈ 0.6 raises no capacity alert', () => {

@@ -22,6 +22,8 @@ export interface CapacityEstimate {
   predictedWait: number;
   /** Seconds until ρ reaches 1 at the current trend; +Infinity when ρ is not rising. */
   timeToSaturation: number;
+  /** Whether timeToSaturation has stayed under capacity.saturationWarnSeconds long enough to raise WARN. */
+  risingSustained: boolean;
   level: Level;
 }
 
@@ -29,6 +31,13 @@ export interface CapacityEstimate {
 const MIN_TICKS = 3;
 const MIN_SERVICE_SAMPLES = 20;
 const RANK: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
+/**
+ * The trend raises WARN once its projection has held for this many trend
+ * windows. A step in load (idle → 60 %) tilts the least-squares line for as
+ * long as the step is inside the window, exactly one window; noise on a
+ * steady load tilts it for a few ticks. A ramp keeps it tilted.
+ */
+const SUSTAINED_TREND_WINDOWS = 1.5;
 
 /**
  * Erlang C: the probability that an arrival waits in an M/M/c queue with
@@ -65,6 +74,8 @@ export class CapacityModel {
   private lastTick = Number.NaN;
   private ticks = 0;
   private pendingSince = Number.NaN;
+  /** Since when the projection has been under capacity.saturationWarnSeconds, tick after tick. */
+  private risingSince = Number.NaN;
   private ewma = Number.NaN;
   private readonly arrivalTicks: SlidingWindow;
   private readonly completionTicks: SlidingWindow;
@@ -98,6 +109,7 @@ export class CapacityModel {
       headroom: Number.NaN,
       predictedWait: 0,
       timeToSaturation: Number.POSITIVE_INFINITY,
+      risingSustained: false,
       level: 'ok',
     };
   }
@@ -150,7 +162,9 @@ export class CapacityModel {
       e.headroom = c / S - e.arrivalRate;
       e.predictedWait = predictedWaitMMc(c, e.arrivalRate, S);
     }
-    this.utilizationTrend.push(e.utilization, now);
+    // The trend is fitted to each tick's own ρ (this tick's arrivals), not to the EWMA: the EWMA's approach
+    // to a new level after a step lasts several half-lives and would read as a rise long after the step.
+    if (S > 0) this.utilizationTrend.push((rate * S) / c, now);
     const trendStart = now - t.trendWindowSeconds * 1000;
     const trend = linearFit(this.utilizationTrend, trendStart);
     // A slope needs some history: half the window, at most 10 s.
@@ -163,6 +177,14 @@ export class CapacityModel {
         : trendFull && trend.slope > 0
           ? (1 - e.utilization) / trend.slope
           : Number.POSITIVE_INFINITY;
+    if (e.timeToSaturation < t.saturationWarnSeconds) {
+      if (Number.isNaN(this.risingSince)) this.risingSince = now;
+    } else {
+      this.risingSince = Number.NaN;
+    }
+    e.risingSustained =
+      !Number.isNaN(this.risingSince) &&
+      now - this.risingSince >= SUSTAINED_TREND_WINDOWS * t.trendWindowSeconds * 1000;
     this.ticks++;
     // Warm-up: a rate from one or two ticks, or S from a handful of requests, is noise.
     const warm = this.ticks >= MIN_TICKS && service.count >= MIN_SERVICE_SAMPLES;
@@ -171,7 +193,7 @@ export class CapacityModel {
         ? 'ok'
         : e.utilization >= t.utilizationCritical
           ? 'critical'
-          : e.utilization > t.utilizationWarn || e.timeToSaturation < t.saturationWarnSeconds
+          : e.utilization > t.utilizationWarn || e.risingSustained
             ? 'warn'
             : 'ok';
     e.level = this.hold(raw, now, t.forSeconds * 1000);

@@ -94,6 +94,8 @@ class RequestTicket implements Ticket, TracedRequest {
   extra: Attributes | undefined;
   started = false;
   ended = false;
+  /** Its service time has gone to the capacity model (at slot release in run(), else at end). */
+  private served = false;
 
   constructor(
     private readonly queue: Queue,
@@ -138,7 +140,7 @@ class RequestTicket implements Ticket, TracedRequest {
         const inference = (now - this.startedAt) / 1000;
         q.ctx.recordSeconds(instruments.inferenceDuration, inference, attributes);
         q.glitch.record(inference, now);
-        q.capacity_.served(inference, now);
+        if (!this.served) q.capacity_.served(inference, now);
       } else {
         q.waiting--;
       }
@@ -157,6 +159,22 @@ class RequestTicket implements Ticket, TracedRequest {
 
   stream(): StreamHandle {
     return this.queue.streamOf(this.slot.model, this.arrival);
+  }
+
+  /**
+   * run() gave its slot back: the next request may start while this one
+   * still writes its response, so S for capacity is the time the slot was
+   * held, not start → end (which would overstate ρ = λ·S / c).
+   */
+  released(): void {
+    if (!this.started || this.ended || this.served) return;
+    this.served = true;
+    try {
+      const now = this.queue.ctx.clock();
+      this.queue.capacity_.served((now - this.startedAt) / 1000, now);
+    } catch (error) {
+      this.queue.ctx.internalError('ticket.released', error);
+    }
   }
 
   setAttributes(attributes: Attributes): void {
@@ -348,6 +366,7 @@ export class Queue implements QueueTracker {
       if (own) ticket.end('error');
       throw error;
     } finally {
+      ticket.released();
       this.running--;
       this.next();
     }
