@@ -21,6 +21,7 @@ export type {
   RequestTraceOptions,
   Snapshot,
   StreamHandle,
+  StreamEndReason,
   StreamOutcome,
   Ticket,
   WebhookOptions,
