@@ -485,7 +485,9 @@ export class Queue implements QueueTracker {
 
     if (!Number.isNaN(this.waitQuantile)) {
       const baseline = this.anomaly.baseline;
-      const level = this.anomaly.update(this.waitQuantile, now);
+      // The value queue_wait judges: once the queue has drained, the window's quantile still holds a
+      // stall that is over (one paused second keeps a 10 s P95 high for 10 s), and would outlast the hold.
+      const level = this.anomaly.update(waitValue, now);
       const z = this.anomaly.z;
       ctx.report(
         'latency_anomaly',
@@ -495,8 +497,8 @@ export class Queue implements QueueTracker {
         this.labels,
         level === 'ok'
           ? undefined
-          : `queue wait P${p} ${ms(this.waitQuantile)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
-        level === 'ok' ? undefined : { waitQuantile: this.waitQuantile, baseline },
+          : `queue wait P${p} ${ms(waitValue)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
+        level === 'ok' ? undefined : { waitQuantile: waitValue, baseline },
       );
     }
   }
