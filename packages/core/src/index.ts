@@ -21,7 +21,6 @@ export type {
   RequestTraceOptions,
   Snapshot,
   StreamHandle,
-  StreamEndReason,
   StreamOutcome,
   Ticket,
   WebhookOptions,

@@ -1,4 +1,4 @@
-import type { StreamEndReason, StreamHandle, Ticket } from '@infersignal/core';
+import type { StreamHandle, Ticket } from '@infersignal/core';
 import type { Deadline } from '@grpc/grpc-js';
 import type { Instrumentation, ShedStatus } from './instrumentation';
 import { attributesOf, oldAttributesOf } from './methods';
@@ -81,7 +81,7 @@ export class CallRecorder {
   }
 
   /** The final status (and why the server ended the stream itself, if it did). The first call wins. */
-  finish(code: number, reason?: StreamEndReason): void {
+  finish(code: number, reason?: Parameters<StreamHandle['end']>[1]): void {
     if (this.done) return;
     this.done = true;
     const { instrumentation } = this;

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { InferSignalConfigError, type StreamEndReason, type StreamHandle } from '@infersignal/core';
+import { InferSignalConfigError, type StreamHandle } from '@infersignal/core';
 
 /** One server-sent event. */
 export interface SseEvent {
@@ -34,7 +34,7 @@ export interface SseOptions {
 }
 
 /** Why a stream was ended by the writer rather than by the handler or the client. */
-export type SseEndReason = StreamEndReason;
+export type SseEndReason = 'write_stall';
 
 /** Writer for a `text/event-stream` response that reports to the request's stream handle. */
 export interface SseStream {
