@@ -20,7 +20,7 @@ export const BIG_EVENT = 'x'.repeat(64 * 1024);
 /**
  * After a client stopped reading: the handler's stream ended with
  * `write_stall` (read through `endReason`), the stream and the request were
- * counted `cancelled` once, and nothing of queue `queue` is in flight.
+ * counted `cancelled` once (the stream with `error.type` write_stall), and nothing of queue `queue` is in flight.
  */
 export async function expectStalledStream(
   monitor: Monitor,
@@ -34,6 +34,7 @@ export async function expectStalledStream(
   await until(() => monitor.snapshot().queues[queue]?.inFlight === 0, 5000, 'nothing in flight');
   const out = await collect(reader);
   expect(out.sum(METRICS.streams.name, { [ATTR.outcome]: 'cancelled' })).toBe(1);
+  expect(out.sum(METRICS.streams.name, { [ATTR.outcome]: 'cancelled', [ATTR.errorType]: 'write_stall' })).toBe(1);
   expect(out.sum(METRICS.streams.name, { [ATTR.outcome]: 'completed' })).toBe(0);
   expect(out.sum(METRICS.requests.name, { [ATTR.outcome]: 'cancelled' })).toBe(1);
 }

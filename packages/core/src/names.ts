@@ -164,7 +164,8 @@ export const METRICS = {
     name: 'infersignal.queue.service.time',
     type: 'gauge',
     unit: 's',
-    description: 'Mean service time S (start of inference → end) over capacity.serviceWindowSeconds.',
+    description:
+      "Mean service time S over capacity.serviceWindowSeconds: start of inference → end, or → the slot's release when `queue.run()` holds it (the response may still be written after).",
     attributes: [ATTR.queue],
   },
   queueServiceTimeP90: {
@@ -284,8 +285,9 @@ export const METRICS = {
     name: 'infersignal.streams',
     type: 'counter',
     unit: '{stream}',
-    description: 'Streams that ended, by outcome (completed, cancelled, error, unavailable, deadline_exceeded).',
-    attributes: [m, ATTR.outcome],
+    description:
+      'Streams that ended, by outcome (completed, cancelled, error, unavailable, deadline_exceeded). `error.type` only when the writer ended the stream itself: `write_stall` (the peer accepted nothing for the write-stall timeout; outcome cancelled).',
+    attributes: [m, ATTR.outcome, ATTR.errorType],
     feeds: 'stream.interruptedRatio',
   },
   streamTokens: {

@@ -15,6 +15,13 @@ export type Outcome =
 /** How a stream ended. Everything but `completed` counts as interrupted. */
 export type StreamOutcome = 'completed' | 'cancelled' | 'error' | 'unavailable' | 'deadline_exceeded';
 
+/**
+ * Why a stream was ended by its writer rather than by the handler or the
+ * peer: `write_stall`, the peer accepted nothing for the write-stall
+ * timeout. Recorded as `error.type` on `infersignal.streams`.
+ */
+export type StreamEndReason = 'write_stall';
+
 export type Level = 'ok' | 'warn' | 'critical';
 
 export type SignalName =
@@ -211,8 +218,8 @@ export interface StreamHandle {
   firstToken(): void;
   /** Counts n tokens (or events); the first call also marks the first token. */
   token(n?: number): void;
-  /** The first call wins. */
-  end(outcome: StreamOutcome): void;
+  /** The first call wins. `reason` names why the writer ended it (`error.type` on the streams counter). */
+  end(outcome: StreamOutcome, reason?: StreamEndReason): void;
   readonly ended: boolean;
 }
 

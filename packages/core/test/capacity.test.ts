@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { METRICS } from '../src/index';
+import { DEFAULT_THRESHOLDS, METRICS } from '../src/index';
 import { erlangC, predictedWaitMMc } from '../src/signals/capacity';
 import { setup } from './helpers';
 
@@ -47,6 +47,39 @@ function simulate(
   }
   return queue;
 }
+
+/** Seeded PRNG (mulberry32): the same arrivals on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Poisson arrival times (ms) from `fromMs` to `toMs` at `rate(ms)` per second (thinning, rate ≤ maxRate). */
+function poissonArrivals(
+  random: () => number,
+  fromMs: number,
+  toMs: number,
+  rate: (atMs: number) => number,
+  maxRate: number,
+): number[] {
+  const out: number[] = [];
+  for (let at = fromMs; ; ) {
+    at += (-Math.log(1 - random()) / maxRate) * 1000;
+    if (at >= toMs) return out;
+    if (random() * maxRate < rate(at)) out.push(at);
+  }
+}
+
+/** The demo's and the fidelity suite's windows: seconds, so the signal follows a load that changes within seconds. */
+const SHORT_WINDOWS = {
+  capacity: { rateHalfLifeSeconds: 2, rateWindowSeconds: 5, serviceWindowSeconds: 10, trendWindowSeconds: 10 },
+};
 
 describe('predictive capacity', () => {
   it('Erlang C matches M/M/1 and known M/M/c values', () => {
@@ -115,6 +148,97 @@ describe('predictive capacity', () => {
     const secondHalf = countdown.slice(countdown.length >> 1);
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     expect(mean(secondHalf)).toBeLessThan(mean(firstHalf));
+  });
+
+  it('a step from idle to a steady ρ ≈ 0.6 raises no capacity alert: a step is not a trend', () => {
+    const t = setup();
+    // A burst at 0–1 s gives S (20 ms, kept through the idle time), then 29 s idle, then 30/s for 3 minutes.
+    const burst = Array.from({ length: 40 }, (_, i) => i * 25);
+    const steady = Array.from({ length: 30 * 180 }, (_, i) => 30_000 + i * (1000 / 30));
+    const saturation: number[] = [];
+    simulate(t, [...burst, ...steady], 20, 1, () => {
+      const tts = t.monitor.snapshot().queues.sim.timeToSaturationSeconds;
+      if (tts !== null) saturation.push(tts);
+    });
+    // The step does tilt the trend line (the projection is seen) for about one trend window, then the line is flat.
+    expect(saturation.length).toBeGreaterThan(5);
+    expect(saturation.length).toBeLessThan(DEFAULT_THRESHOLDS.capacity.trendWindowSeconds * 1.5);
+    expect(t.monitor.snapshot().queues.sim.utilization).toBeCloseTo(0.6, 1);
+    expect(t.alerts.filter((a) => a.signal === 'capacity')).toHaveLength(0);
+  });
+
+  it('S is the time run() held the slot, not start → end: the response written after the slot is free does not count', async () => {
+    const t = setup();
+    const queue = t.monitor.queue('slot', { concurrency: 1, capacity: 100 });
+    for (let i = 0; i < 40; i++) {
+      // 10 ms in the slot, then 30 ms writing the response (the next request may start meanwhile).
+      const ticket = queue.enqueue('m');
+      await queue.run(() => t.advance(10), { ticket });
+      t.advance(30);
+      ticket.end('completed');
+      if (i % 10 === 9) t.monitor.tick();
+    }
+    t.advance(1000);
+    t.monitor.tick();
+    expect(t.monitor.snapshot().queues.slot.serviceTimeSeconds).toBeCloseTo(0.01, 6);
+    // A ticket the caller starts and ends itself (no run()) is served from start to end.
+    const own = t.monitor.queue('own', { concurrency: 1, capacity: 100 });
+    for (let i = 0; i < 40; i++) {
+      const ticket = own.enqueue('m');
+      ticket.start();
+      t.advance(40);
+      ticket.end('completed');
+      if (i % 10 === 9) t.monitor.tick();
+    }
+    t.monitor.tick();
+    expect(t.monitor.snapshot().queues.own.serviceTimeSeconds).toBeCloseTo(0.04, 6);
+  });
+
+  it('Poisson arrivals at ρ ≈ 0.6 for 10 minutes after idle, short windows: no capacity alert (3 seeds)', () => {
+    for (const seed of [1, 2, 3]) {
+      const t = setup({ thresholds: SHORT_WINDOWS });
+      const random = seeded(seed);
+      // S = 12 ms (μ ≈ 83/s) from a burst at 0–1 s, idle to 20 s, then 50/s: ρ = 0.6, each tick's count ±14 %.
+      const burst = Array.from({ length: 40 }, (_, i) => i * 25);
+      const arrivals = [...burst, ...poissonArrivals(random, 20_000, 620_000, () => 50, 50)];
+      let peak = 0;
+      let tilted = 0;
+      simulate(t, arrivals, 12, 1, () => {
+        const q = t.monitor.snapshot().queues.sim;
+        peak = Math.max(peak, q.utilization);
+        if (q.timeToSaturationSeconds !== null && q.timeToSaturationSeconds < 60) tilted++;
+      });
+      // The noise is real: ρ swings above its mean, and the trend line now and then projects saturation within 60 s.
+      expect(peak).toBeGreaterThan(0.65);
+      expect(tilted).toBeGreaterThan(10);
+      expect(t.alerts.filter((a) => a.signal === 'capacity')).toEqual([]);
+    }
+  });
+
+  it('a Poisson ramp 0.3× → 1.5× of capacity over 90 s, short windows: capacity WARN well before 1×, mostly from the trend (10 seeds)', () => {
+    const mu = 1000 / 12;
+    const rampStart = 20_000;
+    const factor = (at: number) => 0.3 + (1.2 * (at - rampStart)) / 90_000;
+    const saturatedAt = rampStart + ((1 - 0.3) / 1.2) * 90_000; // offered load reaches 1×
+    const leads: number[] = [];
+    for (let seed = 1; seed <= 10; seed++) {
+      const t = setup({ thresholds: SHORT_WINDOWS });
+      const random = seeded(seed);
+      const burst = Array.from({ length: 40 }, (_, i) => i * 25);
+      const ramp = poissonArrivals(random, rampStart, rampStart + 90_000, (at) => factor(at) * mu, 1.5 * mu);
+      let warnAt = Number.NaN;
+      simulate(t, [...burst, ...ramp], 12, 1, (second) => {
+        if (Number.isNaN(warnAt) && t.alerts.some((a) => a.signal === 'capacity' && a.level !== 'ok'))
+          warnAt = second * 1000;
+      });
+      expect(factor(warnAt)).toBeGreaterThan(0.4); // not the step from idle to 0.3×
+      leads.push((saturatedAt - warnAt) / 1000);
+    }
+    console.log(`capacity WARN before 1×: ${leads.map((s) => s.toFixed(0)).join(', ')} s`);
+    // ρ > utilizationWarn (0.8) plus the 2 s hold comes about 10 s before 1×: every run warns at least that early,
+    // and the sustained trend makes most of them earlier.
+    expect(Math.min(...leads)).toBeGreaterThanOrEqual(9);
+    expect(leads.filter((s) => s >= 15).length).toBeGreaterThanOrEqual(7);
   });
 
   it('steady load at ρ ≈ 0.6 raises no capacity alert', () => {

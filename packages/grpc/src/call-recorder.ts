@@ -80,8 +80,8 @@ export class CallRecorder {
     this.finish(Date.now() >= at - DEADLINE_SLACK_MS ? GRPC_STATUS.DEADLINE_EXCEEDED : GRPC_STATUS.CANCELLED);
   }
 
-  /** The final status. The first call wins. */
-  finish(code: number): void {
+  /** The final status (and why the server ended the stream itself, if it did). The first call wins. */
+  finish(code: number, reason?: Parameters<StreamHandle['end']>[1]): void {
     if (this.done) return;
     this.done = true;
     const { instrumentation } = this;
@@ -93,7 +93,7 @@ export class CallRecorder {
       // recordSeconds' range check holds for milliseconds too.
       if (instrumentation.options.oldConventions)
         ctx.recordSeconds(instrumentation.calls.durationOld, ms, oldAttributesOf(this.entry, code));
-      this.stream?.end(streamOutcomeOf(code));
+      this.stream?.end(streamOutcomeOf(code), reason);
       this.ticket?.end(outcomeOf(code));
     } catch (error) {
       instrumentation.monitor.internalError('grpc', error);

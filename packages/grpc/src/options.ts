@@ -49,6 +49,18 @@ export interface GrpcInstrumentationOptions extends AdapterOptions<[GrpcMethodIn
    * `rpc.service`, `rpc.method`, `rpc.grpc.status_code`) beside them.
    */
   semconvStabilityOptIn?: string;
+  /**
+   * A client that keeps a response stream open but accepts nothing for this
+   * long is cut off: once a `write()` found the call's buffer full (returned
+   * false) and `drain` has not come within this many ms, the call is reset
+   * (RST_STREAM CANCEL: the client sees CANCELLED), counted CANCELLED, and
+   * its stream `cancelled` with `error.type` `write_stall`; its queue ticket
+   * ends, so in-flight falls. The handler sees the call's `cancelled` event,
+   * as when the client cancels. Default 30 000; 0 turns the check off.
+   * `instrumentService` only: an interceptor does not see the handler's
+   * writes back up.
+   */
+  writeStallTimeoutMs?: number;
 }
 
 export interface ResolvedOptions {
@@ -58,9 +70,13 @@ export interface ResolvedOptions {
   modelFromMethod: boolean;
   /** Also record the older conventions' `rpc.server.duration`. */
   oldConventions: boolean;
+  /** 0: off. */
+  writeStallTimeoutMs: number;
 }
 
-const KEYS = [...ADAPTER_OPTION_KEYS, 'shedStatus', 'modelFromMethod', 'semconvStabilityOptIn'];
+const DEFAULT_WRITE_STALL_TIMEOUT_MS = 30_000;
+
+const KEYS = [...ADAPTER_OPTION_KEYS, 'shedStatus', 'modelFromMethod', 'semconvStabilityOptIn', 'writeStallTimeoutMs'];
 
 /** Whether an `OTEL_SEMCONV_STABILITY_OPT_IN` value asks for the older RPC conventions too. */
 export function wantsOldRpcConventions(optIn: string | undefined): boolean {
@@ -82,6 +98,13 @@ export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOpt
       'options.semconvStabilityOptIn',
       'must be a string like OTEL_SEMCONV_STABILITY_OPT_IN (e.g. "rpc/dup")',
     );
+  const stall = (options as GrpcInstrumentationOptions | null)?.writeStallTimeoutMs ?? DEFAULT_WRITE_STALL_TIMEOUT_MS;
+  // setTimeout's range: a larger delay would fire at once.
+  if (typeof stall !== 'number' || !Number.isFinite(stall) || stall < 0 || stall > 2 ** 31 - 1)
+    throw new InferSignalConfigError(
+      'options.writeStallTimeoutMs',
+      `must be a number of milliseconds ≥ 0 (0: off), got ${JSON.stringify(stall)}`,
+    );
   const gate = createRequestGate(monitor, options, { source: 'grpc', queue: 'grpc', keys: KEYS });
   return {
     gate,
@@ -89,5 +112,6 @@ export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOpt
     autoStart: gate.autoStart,
     modelFromMethod: booleanOption('options.modelFromMethod', options.modelFromMethod, false),
     oldConventions: wantsOldRpcConventions(optIn ?? process.env.OTEL_SEMCONV_STABILITY_OPT_IN),
+    writeStallTimeoutMs: stall,
   };
 }

@@ -1,3 +1,4 @@
+import { constants as http2 } from 'node:http2';
 import type { Monitor } from '@infersignal/core';
 import type {
   Metadata,
@@ -66,7 +67,7 @@ function wrapHandler(instrumentation: Instrumentation, entry: MethodEntry, handl
         call.emit('error', recorder.shed);
         return;
       }
-      watchResponseStream(call, recorder);
+      watchResponseStream(call, recorder, instrumentation);
       return runHandler(handler, this, recorder, call, undefined);
     };
   }
@@ -104,8 +105,10 @@ function arrive(
  * token); `finish` is the end the handler chose (OK, or the code of an
  * error it emitted); `cancelled` before that is the client or the deadline.
  */
-function watchResponseStream(call: ResponseStream, recorder: CallRecorder): void {
+function watchResponseStream(call: ResponseStream, recorder: CallRecorder, instrumentation: Instrumentation): void {
   const write = call.write;
+  const stallTimeoutMs = instrumentation.options.writeStallTimeoutMs;
+  const backedUp = stallTimeoutMs > 0 ? watchWriteStall(call, recorder, instrumentation, stallTimeoutMs) : undefined;
   // Replaced on the instance; explicit parameters rather than rest
   // arguments, so counting a token allocates nothing.
   call.write = function countedWrite(
@@ -115,14 +118,87 @@ function watchResponseStream(call: ResponseStream, recorder: CallRecorder): void
     callback?: unknown,
   ): boolean {
     recorder.message();
-    return (write as AnyHandler).call(this, chunk, encoding, callback) as boolean;
+    const flushed = (write as AnyHandler).call(this, chunk, encoding, callback) as boolean;
+    if (!flushed) backedUp?.();
+    return flushed;
   } as typeof call.write;
+  if (backedUp !== undefined) {
+    // A handler can write a few messages (fewer than the buffer holds, so no write returned false) and end:
+    // the status then waits behind messages a stalled client never takes.
+    const end = call.end;
+    call.end = function endWatched(this: ResponseStream, ...args: unknown[]) {
+      const result = (end as AnyHandler).apply(this, args);
+      if (this.writableLength > 0) backedUp();
+      return result;
+    } as typeof call.end;
+  }
   call.on('error', (error: unknown) => {
     // grpc-js's own listener turns this error into the final status.
     if (recorder.errorCode === undefined) recorder.errorCode = statusOfError(error);
   });
   call.on('finish', () => recorder.finish(recorder.errorCode ?? GRPC_STATUS.OK));
   call.on('cancelled', () => recorder.cancelled(call.getDeadline()));
+}
+
+/**
+ * A client can keep the call open and stop reading: HTTP/2 flow control then
+ * holds every message, the call's buffer fills, `write()` returns false and
+ * a handler that waits for `drain` waits forever with the call in flight.
+ * The first write that finds the buffer full arms one timer (per stall, not
+ * per write); `drain` disarms it. If it fires, the call is counted
+ * CANCELLED with reason `write_stall`, then reset. Returns what a full write calls.
+ */
+function watchWriteStall(
+  call: ResponseStream,
+  recorder: CallRecorder,
+  instrumentation: Instrumentation,
+  timeoutMs: number,
+): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const disarm = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  const stalled = (): void => {
+    timer = undefined;
+    if (recorder.ended) return;
+    recorder.finish(GRPC_STATUS.CANCELLED, 'write_stall');
+    if (!resetCall(call)) {
+      instrumentation.monitor.internalError(
+        'grpc.writeStall',
+        new Error('a stalled call could not be reset: no HTTP/2 stream found under the grpc-js call'),
+      );
+    }
+  };
+  call.on('drain', disarm);
+  call.once('finish', disarm);
+  call.once('cancelled', disarm);
+  return () => {
+    if (timer === undefined && !recorder.ended) timer = setTimeout(stalled, timeoutMs).unref();
+  };
+}
+
+/**
+ * grpc-js has no public way for a server to cancel a call, and a status
+ * cannot reach a client that reads nothing (the trailers wait behind the
+ * unsent messages). So the HTTP/2 stream under the call is reset with
+ * CANCEL, which grpc-js then reports to the handler as the call's
+ * `cancelled`. The stream is found through the call's interceptor chain
+ * (`call.call`, then each layer's `nextCall`, grpc-js ≥ 1.10); false when
+ * it is not there.
+ */
+function resetCall(call: object): boolean {
+  // biome-ignore lint/suspicious/noExplicitAny: grpc-js internals, probed defensively.
+  let layer: any = (call as any).call;
+  for (let depth = 0; layer !== null && typeof layer === 'object' && depth < 32; depth++) {
+    const stream = layer.stream;
+    if (stream !== null && typeof stream === 'object' && typeof stream.close === 'function') {
+      if (!stream.closed && !stream.destroyed) stream.close(http2.NGHTTP2_CANCEL);
+      return true;
+    }
+    layer = layer.nextCall;
+  }
+  return false;
 }
 
 function runHandler(

@@ -18,7 +18,8 @@ export interface SseOptions {
    * A client that accepts nothing for this long is a stalled stream: once a
    * write found the socket buffer full (`send()` returned false) and
    * `drain` has not come within this many ms, the response is destroyed and
-   * the stream counted `cancelled` (an interruption), with `stalled` true.
+   * the stream counted `cancelled` (an interruption) with `error.type`
+   * `write_stall`, and `endReason` is `write_stall`.
    * Default 30 000; 0 turns the check off.
    */
   stallTimeoutMs?: number;
@@ -180,7 +181,7 @@ class ServerSentEvents implements SseStream {
     this.endReason = 'write_stall';
     // Counted here rather than left to whoever tracks the request: a writer made from a bare
     // ticket.stream() has no lifecycle to see the close. The first end() wins, so a lifecycle's later one is a no-op.
-    this.handle.end('cancelled');
+    this.handle.end('cancelled', 'write_stall');
     this.res.destroy();
   };
 

@@ -98,6 +98,11 @@ function streamsEnded(t: TestMonitor) {
     (await t.collect()).sum(METRICS.streams.name, { [ATTR.model]: 'tiny', [ATTR.outcome]: outcome });
 }
 
+/** Streams counted with `error.type` write_stall. */
+async function writeStalls(t: TestMonitor): Promise<number> {
+  return (await t.collect()).sum(METRICS.streams.name, { [ATTR.model]: 'tiny', [ATTR.errorType]: 'write_stall' });
+}
+
 describe('SSE write stall', () => {
   it('a client that stops reading is cut off after the stall timeout: cancelled, write_stall, nothing in flight', async () => {
     const t = testMonitor({ eventLoop: false });
@@ -132,6 +137,7 @@ describe('SSE write stall', () => {
     const ended = streamsEnded(t);
     expect(await ended('cancelled')).toBe(1);
     expect(await ended('completed')).toBe(0);
+    expect(await writeStalls(t)).toBe(1);
     expect(t.monitor.snapshot().queues.sse).toMatchObject({ inFlight: 0, waiting: 0 });
     // The peer sees the connection go once it reads again.
     socket.resume();
@@ -166,6 +172,7 @@ describe('SSE write stall', () => {
     await until(() => t.monitor.snapshot().queues.sse.completed === 1, 10_000, 'the request to be counted');
     expect(await streamsEnded(t)('completed')).toBe(1);
     expect(await streamsEnded(t)('cancelled')).toBe(0);
+    expect(await writeStalls(t)).toBe(0);
   }, 30_000);
 
   it('heartbeats are comment lines written while the handler generates nothing, from the first event on', async () => {
@@ -213,6 +220,7 @@ describe('SSE write stall', () => {
     ]);
     expect(sse!.endReason).toBe('write_stall');
     expect(await streamsEnded(t)('cancelled')).toBe(1);
+    expect(await writeStalls(t)).toBe(1);
     server.closeAllConnections();
   }, 30_000);
 

@@ -94,6 +94,8 @@ class RequestTicket implements Ticket, TracedRequest {
   extra: Attributes | undefined;
   started = false;
   ended = false;
+  /** Its service time has gone to the capacity model (at slot release in run(), else at end). */
+  private served = false;
 
   constructor(
     private readonly queue: Queue,
@@ -138,7 +140,7 @@ class RequestTicket implements Ticket, TracedRequest {
         const inference = (now - this.startedAt) / 1000;
         q.ctx.recordSeconds(instruments.inferenceDuration, inference, attributes);
         q.glitch.record(inference, now);
-        q.capacity_.served(inference, now);
+        if (!this.served) q.capacity_.served(inference, now);
       } else {
         q.waiting--;
       }
@@ -157,6 +159,22 @@ class RequestTicket implements Ticket, TracedRequest {
 
   stream(): StreamHandle {
     return this.queue.streamOf(this.slot.model, this.arrival);
+  }
+
+  /**
+   * run() gave its slot back: the next request may start while this one
+   * still writes its response, so S for capacity is the time the slot was
+   * held, not start → end (which would overstate ρ = λ·S / c).
+   */
+  released(): void {
+    if (!this.started || this.ended || this.served) return;
+    this.served = true;
+    try {
+      const now = this.queue.ctx.clock();
+      this.queue.capacity_.served((now - this.startedAt) / 1000, now);
+    } catch (error) {
+      this.queue.ctx.internalError('ticket.released', error);
+    }
   }
 
   setAttributes(attributes: Attributes): void {
@@ -348,6 +366,7 @@ export class Queue implements QueueTracker {
       if (own) ticket.end('error');
       throw error;
     } finally {
+      ticket.released();
       this.running--;
       this.next();
     }
@@ -466,7 +485,9 @@ export class Queue implements QueueTracker {
 
     if (!Number.isNaN(this.waitQuantile)) {
       const baseline = this.anomaly.baseline;
-      const level = this.anomaly.update(this.waitQuantile, now);
+      // The value queue_wait judges: once the queue has drained, the window's quantile still holds a
+      // stall that is over (one paused second keeps a 10 s P95 high for 10 s), and would outlast the hold.
+      const level = this.anomaly.update(waitValue, now);
       const z = this.anomaly.z;
       ctx.report(
         'latency_anomaly',
@@ -476,8 +497,8 @@ export class Queue implements QueueTracker {
         this.labels,
         level === 'ok'
           ? undefined
-          : `queue wait P${p} ${ms(this.waitQuantile)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
-        level === 'ok' ? undefined : { waitQuantile: this.waitQuantile, baseline },
+          : `queue wait P${p} ${ms(waitValue)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
+        level === 'ok' ? undefined : { waitQuantile: waitValue, baseline },
       );
     }
   }

@@ -4,7 +4,7 @@ import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder, Signal, 
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
 import { genAiAttributes } from './gen-ai';
-import type { Level, Snapshot, StreamHandle, StreamOutcome } from '../types';
+import type { Level, Snapshot, StreamEndReason, StreamHandle, StreamOutcome } from '../types';
 
 const OUTCOMES: readonly StreamOutcome[] = ['completed', 'cancelled', 'error', 'unavailable', 'deadline_exceeded'];
 
@@ -18,6 +18,8 @@ export class StreamModel {
   /** TTFT's and TPOT's: the GenAI conventions' attributes. */
   readonly genAiAttributes: Attributes;
   readonly outcomeAttributes: Record<StreamOutcome, Attributes>;
+  /** A stream its writer cut off because the peer stopped reading. */
+  readonly writeStallAttributes: Attributes;
   private readonly ring: Uint8Array;
   private head = 0;
   private filled = 0;
@@ -35,6 +37,7 @@ export class StreamModel {
     this.outcomeAttributes = Object.fromEntries(
       OUTCOMES.map((o) => [o, { [ATTR.model]: model, [ATTR.outcome]: o }]),
     ) as unknown as Record<StreamOutcome, Attributes>;
+    this.writeStallAttributes = { ...this.outcomeAttributes.cancelled, [ATTR.errorType]: 'write_stall' };
     const t = ctx.thresholds.stream;
     this.ring = new Uint8Array(t.windowSize);
     this.detector = new ThresholdDetector({
@@ -124,12 +127,15 @@ export class Stream implements StreamHandle {
     }
   }
 
-  end(outcome: StreamOutcome): void {
+  end(outcome: StreamOutcome, reason?: StreamEndReason): void {
     if (this.ended) return;
     this.ended = true;
     try {
       const signal = this.signal;
-      const attributes = this.state.outcomeAttributes[outcome] ?? this.state.outcomeAttributes.error;
+      const attributes =
+        reason === 'write_stall' && outcome === 'cancelled'
+          ? this.state.writeStallAttributes
+          : (this.state.outcomeAttributes[outcome] ?? this.state.outcomeAttributes.error);
       signal.streams.add(1, attributes);
       if (outcome === 'completed' && !Number.isNaN(this.firstAt)) {
         const { ctx } = signal;
