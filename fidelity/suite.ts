@@ -58,11 +58,11 @@ export type ScenarioName = 'steady' | 'ramp' | 'step';
 export const SCENARIOS: readonly ScenarioName[] = ['steady', 'ramp', 'step'];
 
 export interface FidelityOptions {
-  /** One short run of each scenario (ramp 20 s, step 10 s, steady 15 s). */
+  /** One short run of each scenario (ramp 20 s, step 10 s, steady 10 s). */
   short?: boolean;
   /** Repeats of each scenario (default 5; 1 in short mode). */
   repeats?: number;
-  /** Length of the steady scenario (default 600 s; 15 s in short mode). */
+  /** Length of the steady scenario (default 600 s; 10 s in short mode). */
   steadySeconds?: number;
   /** Length of the ramp (default 90 s; 20 s in short mode). */
   rampSeconds?: number;
@@ -452,7 +452,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
   const short = options.short ?? false;
   const repeats = options.repeats ?? (short ? 1 : 5);
   const settings = {
-    steadySeconds: options.steadySeconds ?? (short ? 15 : 600),
+    steadySeconds: options.steadySeconds ?? (short ? 10 : 600),
     rampSeconds: options.rampSeconds ?? (short ? 20 : 90),
     stepSeconds: options.stepSeconds ?? (short ? 5 : 15),
     rows: ROWS,
