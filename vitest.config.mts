@@ -16,6 +16,7 @@ const E2E = [
   'packages/rules/test/e2e-prometheus.test.ts',
   'packages/node/test/failure.test.ts',
   'test/llama-demo.test.ts',
+  'test/demo-exit.test.ts',
   // llama.cpp's log callback is process-wide: a Llama left by another file in a shared worker would take
   // the log lines that carry a failed load's reason. Each llama file gets a process of its own here.
   'test/llama-example.test.ts',
@@ -25,8 +26,8 @@ const E2E = [
  * Files whose story is told in real time, in tens of milliseconds: 20 ms
  * handlers ramped past capacity (the order of the alerts and the first
  * failure), event-loop stalls against a 100 ms threshold, a 50 ms gRPC
- * deadline, and the demo, which measures its server's capacity and then
- * ramps to multiples of it. A process paused by its neighbours changes that
+ * deadline, and the demo's run, which measures its server's capacity and
+ * then ramps to multiples of it. A process paused by its neighbours changes that
  * story, so each runs alone after the rest: then the only contention is the
  * machine's own.
  */

@@ -11,7 +11,8 @@
  * - step: 0.5× then 2×.
  *
  * A fresh server per run: no earlier overload has shaped its detectors'
- * baselines. Capacity is measured again for each run, just before it (for
+ * baselines (the servers of a repeat start side by side, then wait idle for
+ * their turn). Capacity is measured again for each run, just before it (for
  * steady, with the neighbour already running): on a shared machine it
  * drifts by tens of per cent within minutes, and a figure taken earlier
  * would make "0.5×" something else.
@@ -57,11 +58,11 @@ export type ScenarioName = 'steady' | 'ramp' | 'step';
 export const SCENARIOS: readonly ScenarioName[] = ['steady', 'ramp', 'step'];
 
 export interface FidelityOptions {
-  /** One short run of each scenario (ramp 20 s, step 10 s, steady 15 s). */
+  /** One short run of each scenario (ramp 20 s, step 10 s, steady 10 s). */
   short?: boolean;
   /** Repeats of each scenario (default 5; 1 in short mode). */
   repeats?: number;
-  /** Length of the steady scenario (default 600 s; 15 s in short mode). */
+  /** Length of the steady scenario (default 600 s; 10 s in short mode). */
   steadySeconds?: number;
   /** Length of the ramp (default 90 s; 20 s in short mode). */
   rampSeconds?: number;
@@ -244,46 +245,60 @@ async function waitForCalm(url: string, timeoutMs: number): Promise<boolean> {
   return false;
 }
 
+/** Closed-loop warm-up before the measuring windows (JIT, first allocations). */
+const CAPACITY_WARM_UP_MS = 400;
+
 /**
- * Capacity from service time and concurrency, over repeated windows: a
- * closed loop of 3 users keeps the `infer` queue (concurrency 1) busy, so
- * each window's throughput X is 1 / S for the whole request path (HTTP,
- * JSON and the model share one thread). The figure is the median window:
- * one window is only good to tens of per cent on a shared machine. The
- * server's own estimate of S (its capacity signal's) is kept beside it as a
- * cross-check: it is what the `capacity` alert divides by.
+ * Capacity from service time and concurrency, over consecutive windows of
+ * one closed-loop run: 3 users keep the `infer` queue (concurrency 1) busy,
+ * so each window's throughput X is 1 / S for the whole request path (HTTP,
+ * JSON and the model share one thread), and wait about 2 S for it: far
+ * below any queue threshold, so the run sheds nothing. The figure is the
+ * median window: one window is only good to tens of per cent on a shared
+ * machine. The server's own estimate of S (its capacity signal's), read as
+ * each window ends, is kept beside it as a cross-check: it is what the
+ * `capacity` alert divides by.
  */
 export async function measureCapacity(
   url: string,
   options: { windows: number; windowMs: number; signal?: AbortSignal },
 ): Promise<CapacityFigure> {
-  const windows: CapacityFigure['windows'] = [];
-  for (let i = 0; i < options.windows && !options.signal?.aborted; i++) {
-    await waitForCalm(url, 5000);
-    const result = await runBench({
-      target: `${url}/v1/infer`,
-      body: INFER_BODY,
-      stages: [
-        { name: 'warm-up', concurrency: 3, durationMs: 400 },
-        { name: 'window', concurrency: 3, durationMs: options.windowMs },
-      ],
-      timeoutMs: 5000,
-      progress: false,
-      signal: options.signal,
-    });
-    const ready = await readiness(url);
-    windows.push({
-      throughputRps: result.stages[1]?.throughput ?? 0,
-      serviceSeconds: ready?.body.queues?.infer?.serviceTimeSeconds ?? null,
-    });
-  }
+  await waitForCalm(url, 5000);
+  const services: Promise<number | null>[] = [];
+  const readService = (): void =>
+    void services.push(readiness(url).then((ready) => ready?.body.queues?.infer?.serviceTimeSeconds ?? null));
+  const timers = Array.from({ length: options.windows }, (_, i) =>
+    setTimeout(readService, CAPACITY_WARM_UP_MS + (i + 1) * options.windowMs),
+  );
+  const result = await runBench({
+    target: `${url}/v1/infer`,
+    body: INFER_BODY,
+    stages: [
+      { name: 'warm-up', concurrency: 3, durationMs: CAPACITY_WARM_UP_MS },
+      ...Array.from({ length: options.windows }, (_, i) => ({
+        name: `window ${i + 1}`,
+        concurrency: 3,
+        durationMs: options.windowMs,
+      })),
+    ],
+    timeoutMs: 5000,
+    progress: false,
+    signal: options.signal,
+  }).finally(() => {
+    for (const timer of timers) clearTimeout(timer);
+  });
+  const serviceAtEnd = await Promise.all(services);
+  const windows: CapacityFigure['windows'] = result.stages.slice(1).map((stage, i) => ({
+    throughputRps: stage.throughput,
+    serviceSeconds: serviceAtEnd[i] ?? null,
+  }));
   const throughputs = windows.map((w) => w.throughputRps).filter((t) => t > 0);
-  const services = windows.map((w) => w.serviceSeconds).filter((s): s is number => s !== null && s > 0);
+  const serviceTimes = windows.map((w) => w.serviceSeconds).filter((s): s is number => s !== null && s > 0);
   if (throughputs.length === 0) throw new Error('capacity: no window delivered a response');
   const m = median(throughputs);
   return {
     rps: m,
-    serviceRps: services.length > 0 ? 1 / median(services) : Number.NaN,
+    serviceRps: serviceTimes.length > 0 ? 1 / median(serviceTimes) : Number.NaN,
     windows,
     spread: (Math.max(...throughputs) - Math.min(...throughputs)) / m,
   };
@@ -375,10 +390,32 @@ function figures(
   return { ...run, met: goalMet(run, short) };
 }
 
-async function withServer<T>(use: (server: AlertServer) => Promise<T>): Promise<T> {
-  const server = await startAlertServer({ thresholds: FIDELITY_THRESHOLDS, env: { ROWS: String(ROWS) } });
+/**
+ * The fresh servers of one repeat, started side by side: start-up (tsx, the
+ * runtime, the model, the warm-up runs) is seconds of CPU no scenario
+ * measures, and a server that waits idle for its turn is as fresh as one
+ * started just before it (no load has shaped its baselines). Each is stopped
+ * after its run; `stopAll` stops what is left when a run fails.
+ */
+function startServers(count: number): { next(index: number): Promise<AlertServer>; stopAll(): Promise<void> } {
+  const starts = Array.from({ length: count }, () =>
+    startAlertServer({ thresholds: FIDELITY_THRESHOLDS, env: { ROWS: String(ROWS) }, readyTimeoutMs: 60_000 }),
+  );
+  // A failed start is reported by the run that awaits it.
+  for (const start of starts) start.catch(() => {});
+  return {
+    next: (index) => starts[index],
+    async stopAll() {
+      await Promise.allSettled(starts.map((start) => start.then((server) => server.stop())));
+    },
+  };
+}
+
+async function withServer<T>(started: Promise<AlertServer>, use: (server: AlertServer) => Promise<T>): Promise<T> {
+  const server = await started;
   try {
-    // Start-up (the runtime, the model, the warm-up runs) holds the loop for a moment; let that settle.
+    // Start-up holds the loop for a moment, and a server waiting beside another's run may see its loop delayed;
+    // let that settle.
     await waitForCalm(server.url, 10_000);
     return await use(server);
   } finally {
@@ -415,7 +452,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
   const short = options.short ?? false;
   const repeats = options.repeats ?? (short ? 1 : 5);
   const settings = {
-    steadySeconds: options.steadySeconds ?? (short ? 15 : 600),
+    steadySeconds: options.steadySeconds ?? (short ? 10 : 600),
     rampSeconds: options.rampSeconds ?? (short ? 20 : 90),
     stepSeconds: options.stepSeconds ?? (short ? 5 : 15),
     rows: ROWS,
@@ -431,37 +468,45 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
     runs: [],
     wallSeconds: 0,
   };
+  const runOne = (server: Promise<AlertServer>, scenario: ScenarioName, repeat: number): Promise<RunFigures> => {
+    // The steady run's neighbour runs through the capacity measurement too: "60 %" is of what the
+    // server can do beside it (on 2 cores it takes half the machine), or the run is no longer healthy.
+    const neighbour = scenario === 'steady' ? startNeighbour() : null;
+    return withServer(server, async (server) => {
+      const capacity = await measureCapacity(server.url, {
+        windows: 5,
+        windowMs: short ? 600 : 1500,
+        signal: options.signal,
+      });
+      result.capacities.push(capacity);
+      log(
+        `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s${neighbour ? ' (neighbour running)' : ''} (closed loop, median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %; the server's 1 / S: ${capacity.serviceRps.toFixed(0)})`,
+      );
+      // The measurement drove utilization to 1 by design; start from a calm server.
+      await waitForCalm(server.url, 15_000);
+      return runScenario(
+        server,
+        scenario,
+        repeat,
+        capacity.rps,
+        settings,
+        short,
+        neighbour?.describe ?? null,
+        options.signal,
+      );
+    }).finally(() => neighbour?.stop());
+  };
   for (let repeat = 1; repeat <= repeats && !options.signal?.aborted; repeat++) {
-    for (const scenario of SCENARIOS) {
-      if (options.signal?.aborted) break;
-      // The steady run's neighbour runs through the capacity measurement too: "60 %" is of what the
-      // server can do beside it (on 2 cores it takes half the machine), or the run is no longer healthy.
-      const neighbour = scenario === 'steady' ? startNeighbour() : null;
-      const run = await withServer(async (server) => {
-        const capacity = await measureCapacity(server.url, {
-          windows: 5,
-          windowMs: short ? 600 : 1500,
-          signal: options.signal,
-        });
-        result.capacities.push(capacity);
-        log(
-          `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s${neighbour ? ' (neighbour running)' : ''} (closed loop, median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %; the server's 1 / S: ${capacity.serviceRps.toFixed(0)})`,
-        );
-        // The measurement drove utilization to 1 by design; start from a calm server.
-        await waitForCalm(server.url, 15_000);
-        return runScenario(
-          server,
-          scenario,
-          repeat,
-          capacity.rps,
-          settings,
-          short,
-          neighbour?.describe ?? null,
-          options.signal,
-        );
-      }).finally(() => neighbour?.stop());
-      log(`  ${describeRun(run)}`);
-      result.runs.push(run);
+    const servers = startServers(SCENARIOS.length);
+    try {
+      for (const [index, scenario] of SCENARIOS.entries()) {
+        if (options.signal?.aborted) break;
+        const run = await runOne(servers.next(index), scenario, repeat);
+        log(`  ${describeRun(run)}`);
+        result.runs.push(run);
+      }
+    } finally {
+      await servers.stopAll();
     }
   }
   result.wallSeconds = (performance.now() - started) / 1000;

@@ -109,7 +109,7 @@ describe('fidelity, short mode', () => {
     const run = only('steady');
     expect(run.neighbour).not.toBeNull();
     // "No alert while nothing fails" is the steady goal, judged by `pnpm fidelity` over repeated 10-minute
-    // runs and written into docs/fidelity.md: on a shared 2-core machine one 15 s run is not yet quiet (the
+    // runs and written into docs/fidelity.md: on a shared 2-core machine one 10 s run is not yet quiet (the
     // capacity signal's service time, measured in wall time, grows when the neighbour takes the CPU).
     // What one short run can show for certain: every alert is judged false where nothing failed, and a
     // failure (the machine starving the server) was announced, as in the step.
