@@ -2,6 +2,8 @@
  * How cost grows with what a server tracks:
  *
  *   pnpm bench:growth          (tsx benchmarks/growth.ts; --node 24)
+ *   BENCH_GROWTH=cap,loaded    only those parts (cost, cap, loaded): a quick
+ *                              rerun of one verdict; docs/benchmarks.md left alone
  *
  * 1. Per-request cost with 1, 10 and 50 models × 1 and 8 queues, through
  *    core's hot path (enqueue → start → stream → end, lib/requests.ts), in
@@ -36,7 +38,7 @@ import { MeterProvider, type MetricProducer } from '@opentelemetry/sdk-metrics';
 import { createMonitor, type Monitor, type Outcome, type QueueTracker, type Ticket } from '@infersignal/core';
 import { start } from '@infersignal/node';
 import { Bench } from 'tinybench';
-import { ROUNDS, SMOKE, TASK_MS } from './lib/env';
+import { ROUNDS, SMOKE, subset, TASK_MS } from './lib/env';
 import { PullReader } from './lib/otel';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import { fmtNs, fmtRatio, roundRatios, rotate, spread } from './lib/stats';
@@ -51,6 +53,9 @@ const IN_FLIGHT = SMOKE ? 1_000 : 10_000;
 const SCRAPE_EVERY_MS = 100;
 const LOADED_SECONDS = SMOKE ? 0.5 : 3;
 const CAP_SCRAPES = SMOKE ? 3 : 20;
+const PARTS = ['cost', 'cap', 'loaded'] as const;
+const RUN = subset('BENCH_GROWTH', PARTS);
+const PARTIAL = RUN.length < PARTS.length;
 
 // --- 1. per-request cost by number of models and queues --------------------
 type Mode = 'producer' | 'api';
@@ -102,11 +107,13 @@ function configuration(mode: Mode, models: number, queues: number) {
   };
 }
 
-const configs = (['producer', 'api'] as const).flatMap((mode) =>
-  MODEL_COUNTS.flatMap((models) => QUEUE_COUNTS.map((queues) => configuration(mode, models, queues))),
-);
+const configs = RUN.includes('cost')
+  ? (['producer', 'api'] as const).flatMap((mode) =>
+      MODEL_COUNTS.flatMap((models) => QUEUE_COUNTS.map((queues) => configuration(mode, models, queues))),
+    )
+  : [];
 const perRequest = new Map<string, number[]>(configs.map((c) => [c.name, []]));
-for (let round = 0; round < ROUNDS; round++) {
+for (let round = 0; configs.length > 0 && round < ROUNDS; round++) {
   const bench = new Bench({ time: TASK_MS, warmupTime: SMOKE ? 10 : 100 });
   for (const c of rotate(configs, round)) bench.add(c.name, c.run);
   await bench.run();
@@ -133,7 +140,8 @@ const worstGrowth = (mode: Mode) =>
   Math.max(
     ...configs.filter((c) => c.mode === mode).map((c) => roundRatios(perRequest.get(c.name)!, baseline(mode)).median),
   );
-console.log(table(['configuration', 'per request, median (range)', 'vs 1 model × 1 queue'], costRows));
+if (configs.length > 0)
+  console.log(table(['configuration', 'per request, median (range)', 'vs 1 model × 1 queue'], costRows));
 
 // --- scraping from a worker thread ------------------------------------------
 /**
@@ -255,106 +263,121 @@ const OUTCOMES = [
 const MAX_QUEUES = 20;
 const MAX_MODELS = 50;
 
-const cap = await scrapedMonitor();
-{
-  // One more model than the cap, so the `_other` slot exists too.
-  const models = Array.from({ length: MAX_MODELS + 1 }, (_, m) => `model-${m}`);
-  for (const model of models) await cap.monitor.modelLoad(model, 'load', () => undefined);
-  for (let q = 0; q < MAX_QUEUES; q++) {
-    const queue = cap.monitor.queue(`queue-${q}`, { capacity: 1024 });
-    for (const model of models) {
-      queue.reject(model);
-      for (const outcome of OUTCOMES) {
-        const ticket = queue.enqueue(model);
-        ticket.start();
-        const stream = ticket.stream();
-        stream.token(4);
-        stream.end(outcome === 'timeout' ? 'error' : outcome);
-        ticket.end(outcome);
+async function atCap() {
+  const cap = await scrapedMonitor();
+  {
+    // One more model than the cap, so the `_other` slot exists too.
+    const models = Array.from({ length: MAX_MODELS + 1 }, (_, m) => `model-${m}`);
+    for (const model of models) await cap.monitor.modelLoad(model, 'load', () => undefined);
+    for (let q = 0; q < MAX_QUEUES; q++) {
+      const queue = cap.monitor.queue(`queue-${q}`, { capacity: 1024 });
+      for (const model of models) {
+        queue.reject(model);
+        for (const outcome of OUTCOMES) {
+          const ticket = queue.enqueue(model);
+          ticket.start();
+          const stream = ticket.stream();
+          stream.token(4);
+          stream.end(outcome === 'timeout' ? 'error' : outcome);
+          ticket.end(outcome);
+        }
       }
     }
+    cap.monitor.tick();
   }
-  cap.monitor.tick();
+  const capReports: ScrapeReport[] = [];
+  for (let i = 0; i < CAP_SCRAPES; i++) capReports.push(await cap.scrape());
+  const capCosts = cap.costs.splice(0);
+  await cap.close();
+  if (capReports.some((r) => r.status !== 200)) throw new Error('a scrape at the cap failed');
+  // The first scrape pays for lazy set-up and compilation; the steady cost is what recurs every scrape.
+  const steadyCap = capCosts.slice(1);
+  const capMs = spread(steadyCap.map((c) => c.ms));
+  const capBlock = spread(steadyCap.map((c) => c.blockMs));
+  const capLine = `${capReports[0]!.series} series, ${(capReports[0]!.bytes / 1024).toFixed(0)} KiB`;
+  console.log(
+    `cap: ${capLine}; collection ${capMs.median.toFixed(2)} ms (max ${capMs.max.toFixed(2)}), block ${capBlock.median.toFixed(2)} ms (max ${capBlock.max.toFixed(2)}); first scrape ${capCosts[0]!.ms.toFixed(1)} ms`,
+  );
+  return { capCosts, steadyCap, capMs, capBlock, capLine };
 }
-const capReports: ScrapeReport[] = [];
-for (let i = 0; i < CAP_SCRAPES; i++) capReports.push(await cap.scrape());
-const capCosts = cap.costs.splice(0);
-await cap.close();
-if (capReports.some((r) => r.status !== 200)) throw new Error('a scrape at the cap failed');
-// The first scrape pays for lazy set-up and compilation; the steady cost is what recurs every scrape.
-const steadyCap = capCosts.slice(1);
-const capMs = spread(steadyCap.map((c) => c.ms));
-const capBlock = spread(steadyCap.map((c) => c.blockMs));
-const capLine = `${capReports[0]!.series} series, ${(capReports[0]!.bytes / 1024).toFixed(0)} KiB`;
-console.log(
-  `cap: ${capLine}; collection ${capMs.median.toFixed(2)} ms (max ${capMs.max.toFixed(2)}), block ${capBlock.median.toFixed(2)} ms (max ${capBlock.max.toFixed(2)}); first scrape ${capCosts[0]!.ms.toFixed(1)} ms`,
-);
 
 // --- 3. a scrape every 100 ms under 10 000 requests in flight ---------------
-const loaded = await scrapedMonitor();
-const queue = loaded.monitor.queue('in-flight', { capacity: IN_FLIGHT * 2 });
-const inFlight: Ticket[] = [];
-let started = 0;
-let ended = 0;
-/** Counts after every step of the load: a scrape must report one of these moments, exactly. */
-const endedSeen = new Set<number>([0]);
-const startedSeen = new Set<number>([0]);
-const inFlightSeen = new Set<number>([0]);
-const note = () => {
-  endedSeen.add(ended);
-  startedSeen.add(started);
-  inFlightSeen.add(inFlight.length);
-};
-const arrive = (n: number) => {
-  for (let i = 0; i < n; i++) {
-    const ticket = queue.enqueue(`model-${started % 10}`);
-    ticket.start();
-    inFlight.push(ticket);
-    started++;
-  }
-};
-const finish = (n: number) => {
-  for (const ticket of inFlight.splice(0, n)) {
-    ticket.end('completed');
-    ended++;
-  }
-};
-arrive(IN_FLIGHT);
-note();
-// Each step (one macrotask) ends the oldest 1 % and lets as many arrive: always IN_FLIGHT in flight.
-let loading = true;
-const STEP = IN_FLIGHT / 100;
-const step = () => {
-  if (!loading) return;
-  finish(STEP);
-  arrive(STEP);
+async function underLoad() {
+  const loaded = await scrapedMonitor();
+  const queue = loaded.monitor.queue('in-flight', { capacity: IN_FLIGHT * 2 });
+  const inFlight: Ticket[] = [];
+  let started = 0;
+  let ended = 0;
+  /** Counts after every step of the load: a scrape must report one of these moments, exactly. */
+  const endedSeen = new Set<number>([0]);
+  const startedSeen = new Set<number>([0]);
+  const inFlightSeen = new Set<number>([0]);
+  const note = () => {
+    endedSeen.add(ended);
+    startedSeen.add(started);
+    inFlightSeen.add(inFlight.length);
+  };
+  const arrive = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const ticket = queue.enqueue(`model-${started % 10}`);
+      ticket.start();
+      inFlight.push(ticket);
+      started++;
+    }
+  };
+  const finish = (n: number) => {
+    for (const ticket of inFlight.splice(0, n)) {
+      ticket.end('completed');
+      ended++;
+    }
+  };
+  arrive(IN_FLIGHT);
   note();
+  // Each step (one macrotask) ends the oldest 1 % and lets as many arrive: always IN_FLIGHT in flight.
+  let loading = true;
+  const STEP = IN_FLIGHT / 100;
+  const step = () => {
+    if (!loading) return;
+    finish(STEP);
+    arrive(STEP);
+    note();
+    setImmediate(step);
+  };
   setImmediate(step);
-};
-setImmediate(step);
-const loadedReports: ScrapeReport[] = [];
-const until = performance.now() + LOADED_SECONDS * 1000;
-while (performance.now() < until) {
-  const next = performance.now() + SCRAPE_EVERY_MS;
-  loadedReports.push(await loaded.scrape());
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - performance.now())));
-}
-loading = false;
-finish(inFlight.length);
-note();
-const last = await loaded.scrape();
-const loadedCosts = loaded.costs.splice(0);
-await loaded.close();
+  const loadedReports: ScrapeReport[] = [];
+  const until = performance.now() + LOADED_SECONDS * 1000;
+  while (performance.now() < until) {
+    const next = performance.now() + SCRAPE_EVERY_MS;
+    loadedReports.push(await loaded.scrape());
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - performance.now())));
+  }
+  loading = false;
+  finish(inFlight.length);
+  note();
+  const last = await loaded.scrape();
+  const loadedCosts = loaded.costs.splice(0);
+  await loaded.close();
 
-const torn = loadedReports.filter(
-  (r) => !endedSeen.has(r.requests) || !startedSeen.has(r.waits) || !inFlightSeen.has(r.inFlight),
-);
-const finalExact = last.requests === started && last.waits === started && last.inFlight === 0 && ended === started;
-const loadedBlock = spread(loadedCosts.slice(1).map((c) => c.blockMs));
-const loadedMs = spread(loadedCosts.slice(1).map((c) => c.ms));
-console.log(
-  `under ${IN_FLIGHT} in flight: ${loadedReports.length} scrapes, ${torn.length} off any counted moment; last scrape requests ${last.requests}, waits ${last.waits}, in flight ${last.inFlight} for ${started} started; block median ${loadedBlock.median.toFixed(2)} ms, max ${loadedBlock.max.toFixed(2)} ms`,
-);
+  const torn = loadedReports.filter(
+    (r) => !endedSeen.has(r.requests) || !startedSeen.has(r.waits) || !inFlightSeen.has(r.inFlight),
+  );
+  const finalExact = last.requests === started && last.waits === started && last.inFlight === 0 && ended === started;
+  const loadedBlock = spread(loadedCosts.slice(1).map((c) => c.blockMs));
+  const loadedMs = spread(loadedCosts.slice(1).map((c) => c.ms));
+  console.log(
+    `under ${IN_FLIGHT} in flight: ${loadedReports.length} scrapes, ${torn.length} off any counted moment; last scrape requests ${last.requests}, waits ${last.waits}, in flight ${last.inFlight} for ${started} started; block median ${loadedBlock.median.toFixed(2)} ms, max ${loadedBlock.max.toFixed(2)} ms`,
+  );
+  return { loadedReports, torn, finalExact, last, started, loadedBlock, loadedMs, loadedCosts };
+}
+
+const capRun = RUN.includes('cap') ? await atCap() : undefined;
+const loadedRun = RUN.includes('loaded') ? await underLoad() : undefined;
+if (PARTIAL) {
+  console.log('subset run (BENCH_GROWTH): no verdict, docs/benchmarks.md left alone');
+  process.exit(0);
+}
+const { capCosts, steadyCap, capMs, capBlock, capLine } = capRun!;
+const { loadedReports, torn, finalExact, last, started, loadedBlock, loadedMs, loadedCosts } = loadedRun!;
 
 // --- verdict and docs ---------------------------------------------------------
 const goals: Goal[] = [
