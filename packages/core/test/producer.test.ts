@@ -188,6 +188,12 @@ describe('producer export mode', () => {
         .filter((m) => m.descriptor.name === METRICS.requests.name)
         .flatMap((m) => m.dataPoints)
         .reduce((n, p) => n + (p.value as number), 0);
+    const waitCount = (result: Collected) =>
+      result.resourceMetrics.scopeMetrics
+        .flatMap((s) => s.metrics)
+        .filter((m) => m.descriptor.name === METRICS.queueWait.name)
+        .flatMap((m) => m.dataPoints)
+        .reduce((n, p) => n + (p.value as { count: number }).count, 0);
     /** Collects while a probe re-arms setImmediate: how many times the event loop turned meanwhile. */
     async function collectCountingTurns(producer: MetricProducer, during?: () => void) {
       let turns = 0;
@@ -216,22 +222,29 @@ describe('producer export mode', () => {
       await monitor.close();
     });
 
-    it('reports every series as it was when the collection began, whatever is recorded between its turns', async () => {
+    it('reports every series as of one instant, whatever is recorded between its turns', async () => {
       const monitor = filled(4, 50);
       const before = 4 * 50 * OUTCOMES.length;
       const queue = monitor.queue('queue-0');
       let recorded = 0;
+      // Each turn of the probe is a whole request: one queue wait and one request more, together.
       const { result, turns } = await collectCountingTurns(monitor.metricProducer!, () => {
         const ticket = queue.enqueue('model-7');
         ticket.start();
         ticket.end('completed');
         recorded++;
       });
-      expect(turns).toBeGreaterThan(1);
+      expect(turns).toBeGreaterThan(2);
       expect(recorded).toBe(turns);
-      expect(requestTotal(result)).toBe(before);
+      // Requests recorded after the copy are not in it: it was taken before the last of them.
+      const seen = requestTotal(result) - before;
+      expect(seen).toBeGreaterThanOrEqual(0);
+      expect(seen).toBeLessThan(recorded);
+      expect(waitCount(result) - before).toBe(seen);
       // The next collection sees them all.
-      expect(requestTotal((await monitor.metricProducer!.collect()) as Collected)).toBe(before + recorded);
+      const next = (await monitor.metricProducer!.collect()) as Collected;
+      expect(requestTotal(next)).toBe(before + recorded);
+      expect(waitCount(next)).toBe(before + recorded);
       await monitor.close();
     });
 
@@ -248,16 +261,23 @@ describe('producer export mode', () => {
       const monitor = filled(4, 50);
       const delta = monitor.metricProducer!.forTemporality(() => 'delta');
       const queue = monitor.queue('queue-1');
-      const first = delta.collect();
-      for (let i = 0; i < 5; i++) {
+      const request = () => {
         const ticket = queue.enqueue('model-3');
         ticket.start();
         ticket.end('error');
-      }
+      };
+      const first = delta.collect();
+      for (let i = 0; i < 5; i++) request();
       const second = delta.collect();
+      setImmediate(() => {
+        for (let i = 0; i < 7; i++) request();
+      });
       const [a, b] = (await Promise.all([first, second])) as Collected[];
-      expect(requestTotal(a)).toBe(4 * 50 * OUTCOMES.length);
-      expect(requestTotal(b)).toBe(5);
+      const third = (await delta.collect()) as Collected;
+      expect(requestTotal(a) + requestTotal(b) + requestTotal(third)).toBe(4 * 50 * OUTCOMES.length + 12);
+      expect(requestTotal(a)).toBeGreaterThanOrEqual(4 * 50 * OUTCOMES.length);
+      // The third sees only what came after the second's copy.
+      expect(requestTotal(third)).toBeLessThanOrEqual(7);
       await monitor.close();
     });
   });

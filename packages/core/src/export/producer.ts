@@ -179,7 +179,8 @@ function snapshotHistogram(h: AggregateHistogram): Snapshot {
     values[at + 1] = fixed.sum;
     values[at + 2] = fixed.min;
     values[at + 3] = fixed.max;
-    values.set(fixed.counts, at + 4);
+    const counts = fixed.counts;
+    for (let b = 0; b < counts.length; b++) values[at + 4 + b] = counts[b];
     at += stride;
   }
   return { histogram: h, boundaries: [...h.boundaries], counter: undefined, cells, attributes, values, stride };
@@ -209,9 +210,11 @@ function snapshotCounter(c: AggregateCounter): Snapshot {
  * histogram points carry no min/max (the aggregates keep them since start
  * only).
  *
- * A collection copies every series' numbers when it is called, in one
- * synchronous stretch (typed-array copies: every point is of that instant,
- * ~1 ms at the cardinality caps), then builds the
+ * A collection copies every series' numbers in one synchronous stretch
+ * (typed-array copies, so every point is of one instant; ~2 ms at the
+ * cardinality caps): when it is called, or, past `POINTS_PER_TURN` series,
+ * in the next turn of the event loop (the reader collects its own
+ * instruments in the calling one). Then it builds the
  * data points from that copy `POINTS_PER_TURN` at a time, letting the event
  * loop turn in between: a collection at the cardinality caps never holds up
  * the requests it measures. Collections of one producer run one after another.
@@ -258,14 +261,24 @@ export class CoreMetricProducer {
   }
 
   collect(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
-    let collection: Collection;
-    try {
-      collection = this.snapshot();
-    } catch (err) {
-      return Promise.reject(err);
+    let series = 0;
+    for (const h of this.histograms) series += h.series.size;
+    for (const c of this.counters) series += c.series.size;
+    let result: Promise<Awaited<ReturnType<CoreMetricProducer['build']>>>;
+    if (series > POINTS_PER_TURN) {
+      // Large: the reader collects its own instruments in the turn that called this one; the copy waits for the next.
+      result = this.running.then(nextTurn).then(() => this.build(this.snapshot()));
+    } else {
+      let collection: Collection;
+      try {
+        collection = this.snapshot();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      result = this.running.then(() => this.build(collection));
     }
-    // A delta producer's state moves with each collection: an overlapping one is built after the previous.
-    const result = this.running.then(() => this.build(collection));
+    // A delta producer's state moves with each collection: an overlapping one is read and built after the
+    // previous (series are never removed, so a small collection never follows a large one still waiting).
     this.running = result.catch(() => undefined);
     return result;
   }
@@ -296,7 +309,8 @@ export class CoreMetricProducer {
     const deltaStart = this.lastCollect;
     this.lastCollect = endTime;
     const metrics: unknown[] = [];
-    let budget = points > POINTS_PER_TURN ? POINTS_PER_TURN : Number.POSITIVE_INFINITY;
+    // A large collection lets the loop turn right after its snapshot, then after every POINTS_PER_TURN points.
+    let budget = points > POINTS_PER_TURN ? 0 : Number.POSITIVE_INFINITY;
     for (const snapshot of snapshots) {
       const dataPoints: unknown[] = [];
       for (let i = 0; i < snapshot.cells.length; i++) {
@@ -324,32 +338,35 @@ export class CoreMetricProducer {
 
   private histogramPoint(s: Snapshot, i: number, delta: boolean, deltaStart: HrTime, endTime: HrTime) {
     const at = i * s.stride;
-    const counts = s.values.subarray(at + 4, at + s.stride);
+    const values = s.values;
     const boundaries = s.boundaries;
     if (delta) {
-      const change = this.delta(s.cells[i], s.values[at], s.values[at + 1], counts);
+      const change = this.delta(s.cells[i], values[at], values[at + 1], values.subarray(at + 4, at + s.stride));
       if (change === undefined) return undefined;
       return {
         startTime: deltaStart,
         endTime,
         attributes: s.attributes[i],
         value: {
-          buckets: { boundaries, counts: Array.from(change.counts ?? counts) },
+          buckets: { boundaries, counts: Array.from(change.counts as Float64Array) },
           count: change.count,
           sum: change.sum,
         },
       };
     }
+    // A loop, not Array.from(subarray): both of those go through generic protocols, several times slower.
+    const counts: number[] = [];
+    for (let b = at + 4; b < at + s.stride; b++) counts.push(values[b]);
     return {
       startTime: this.startTime,
       endTime,
       attributes: s.attributes[i],
       value: {
-        buckets: { boundaries, counts: Array.from(counts) },
-        count: s.values[at],
-        sum: s.values[at + 1],
-        min: s.values[at + 2],
-        max: s.values[at + 3],
+        buckets: { boundaries, counts },
+        count: values[at],
+        sum: values[at + 1],
+        min: values[at + 2],
+        max: values[at + 3],
       },
     };
   }
