@@ -2,7 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { start, type InferSignal } from '@infersignal/node';
-import { DataPointType, type MetricData, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import { DataPointType, type MetricData, type MetricProducer, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { CHUNK_CHARS, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
 import { parseExposition } from './helpers/exposition';
 import { referenceExposition } from './helpers/exposition-reference';
@@ -149,8 +149,9 @@ describe('Prometheus handler', () => {
     await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
   });
 
-  async function mounted(onResponse: (res: ServerResponse) => void) {
+  async function mounted(onResponse: (res: ServerResponse) => void, metricProducers?: MetricProducer[]) {
     const s = start({
+      metricProducers,
       serviceName: 'chunked',
       registerGlobals: false,
       detectorIntervalMs: 0,
@@ -229,5 +230,46 @@ describe('Prometheus handler', () => {
     const body = await response.text();
     expect(body.length).toBeLessThan(CHUNK_CHARS);
     expect(response.headers.get('content-length')).toBe(String(Buffer.byteLength(body)));
+  });
+
+  it('cuts a response off when the exposition fails after its first chunk went out, answers 500 before', async () => {
+    // A producer of the app's whose points throw when read: at point `failAt`, once per scrape that asks.
+    let failAt = -1;
+    const points = Array.from({ length: 5000 }, (_, i) => {
+      const attributes = { route: `/route/${i}` };
+      return {
+        startTime: time,
+        endTime: time,
+        get attributes() {
+          if (i === failAt) throw new Error('unreadable point');
+          return attributes;
+        },
+        value: i,
+      };
+    });
+    const app: MetricProducer = {
+      collect: async () => ({
+        resourceMetrics: {
+          resource: undefined as never,
+          scopeMetrics: [
+            { scope: { name: 'app' }, metrics: [{ ...sum('app.routes', []), dataPoints: points } as MetricData] },
+          ],
+        },
+        errors: [],
+      }),
+    };
+    const { url } = await mounted(() => {}, [app]);
+    failAt = 4000;
+    const cut = await fetch(url);
+    expect(cut.status).toBe(200);
+    await expect(cut.text()).rejects.toThrow();
+    failAt = 0;
+    const failed = await fetch(url);
+    expect(failed.status).toBe(500);
+    expect(await failed.text()).toMatch(/metrics exposition failed: unreadable point/);
+    failAt = -1;
+    const whole = await fetch(url);
+    expect(whole.status).toBe(200);
+    expect(parseExposition(await whole.text()).get('app_routes_total')?.samples).toHaveLength(5000);
   });
 });
