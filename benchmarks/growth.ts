@@ -164,8 +164,14 @@ const sum = (body, prefix) => {
 parentPort.on('message', async (message) => {
   if (message.type !== 'scrape') return;
   const t0 = performance.now();
-  const response = await fetch(workerData.url);
-  const body = await response.text();
+  let response, body;
+  try {
+    response = await fetch(workerData.url);
+    body = await response.text();
+  } catch (err) {
+    parentPort.postMessage({ status: 0, error: String(err.cause ?? err) });
+    return;
+  }
   parentPort.postMessage({
     status: response.status,
     ms: performance.now() - t0,
@@ -179,7 +185,9 @@ parentPort.on('message', async (message) => {
 `;
 
 interface ScrapeReport {
+  /** 0: the fetch failed (`error` says how). */
   status: number;
+  error?: string;
   ms: number;
   bytes: number;
   series: number;
@@ -243,6 +251,9 @@ async function scrapedMonitor() {
     });
     handler(req, res);
   });
+  // No idle timeout on the scraper's keep-alive connection: on a loaded machine its parse of a 23 MB body can
+  // outlast the default 5 s, and a socket closed as the next scrape goes out fails that fetch.
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
   const worker = new Worker(SCRAPER, { eval: true, workerData: { url } });
@@ -317,7 +328,8 @@ async function atCap() {
   await cap.attributeGc();
   const capCosts = cap.costs.splice(0);
   await cap.close();
-  if (capReports.some((r) => r.status !== 200)) throw new Error('a scrape at the cap failed');
+  const capFailed = capReports.find((r) => r.status !== 200);
+  if (capFailed) throw new Error(`a scrape at the cap failed: ${capFailed.error ?? `status ${capFailed.status}`}`);
   // The first scrape pays for lazy set-up and compilation; the steady cost is what recurs every scrape.
   const steadyCap = capCosts.slice(1);
   const capMs = spread(steadyCap.map((c) => c.ms));
@@ -388,6 +400,9 @@ async function underLoad() {
   const loadedCosts = loaded.costs.splice(0);
   await loaded.close();
 
+  const loadedFailed = [...loadedReports, last].find((r) => r.status !== 200);
+  if (loadedFailed)
+    throw new Error(`a scrape under load failed: ${loadedFailed.error ?? `status ${loadedFailed.status}`}`);
   const torn = loadedReports.filter(
     (r) => !endedSeen.has(r.requests) || !startedSeen.has(r.waits) || !inFlightSeen.has(r.inFlight),
   );
