@@ -6,6 +6,7 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
+import { POINTS_PER_TURN } from '../src/export/producer';
 import { createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
 import { collect, TestReader } from './helpers';
 
@@ -155,5 +156,129 @@ describe('producer export mode', () => {
   it('api mode has no producer; an invalid mode names the field', () => {
     expect(createMonitor({ detectorIntervalMs: 0, eventLoop: false }).metricProducer).toBeUndefined();
     expect(() => createMonitor({ exportMode: 'fast' as never })).toThrow(/exportMode/);
+  });
+
+  describe('a large collection', () => {
+    const OUTCOMES = ['completed', 'error', 'cancelled'] as const;
+    /** A producer-mode monitor with every (queue, model, outcome) series of `queues` × `models` recorded once. */
+    function filled(queues: number, models: number) {
+      const monitor = createMonitor({ detectorIntervalMs: 0, traces: false, eventLoop: false, exportMode: 'producer' });
+      for (let q = 0; q < queues; q++) {
+        const queue = monitor.queue(`queue-${q}`);
+        for (let m = 0; m < models; m++) {
+          for (const outcome of OUTCOMES) {
+            const ticket = queue.enqueue(`model-${m}`);
+            ticket.start();
+            ticket.end(outcome);
+          }
+        }
+      }
+      return monitor;
+    }
+    type Collected = {
+      resourceMetrics: {
+        scopeMetrics: { metrics: { descriptor: { name: string }; dataPoints: { value: unknown }[] }[] }[];
+      };
+    };
+    const pointsOf = (result: Collected) =>
+      result.resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).reduce((n, m) => n + m.dataPoints.length, 0);
+    const requestTotal = (result: Collected) =>
+      result.resourceMetrics.scopeMetrics
+        .flatMap((s) => s.metrics)
+        .filter((m) => m.descriptor.name === METRICS.requests.name)
+        .flatMap((m) => m.dataPoints)
+        .reduce((n, p) => n + (p.value as number), 0);
+    const waitCount = (result: Collected) =>
+      result.resourceMetrics.scopeMetrics
+        .flatMap((s) => s.metrics)
+        .filter((m) => m.descriptor.name === METRICS.queueWait.name)
+        .flatMap((m) => m.dataPoints)
+        .reduce((n, p) => n + (p.value as { count: number }).count, 0);
+    /** Collects while a probe re-arms setImmediate: how many times the event loop turned meanwhile. */
+    async function collectCountingTurns(producer: MetricProducer, during?: () => void) {
+      let turns = 0;
+      let collecting = true;
+      const probe = () => {
+        if (!collecting) return;
+        turns++;
+        during?.();
+        setImmediate(probe);
+      };
+      setImmediate(probe);
+      const result = (await producer.collect()) as Collected;
+      collecting = false;
+      return { result, turns };
+    }
+
+    it('builds its points a bounded number per turn of the event loop', async () => {
+      const monitor = filled(4, 50);
+      const { result, turns } = await collectCountingTurns(monitor.metricProducer!);
+      const points = pointsOf(result);
+      expect(points).toBeGreaterThanOrEqual(4 * POINTS_PER_TURN);
+      // One turn after each full chunk: never more than POINTS_PER_TURN points built without the loop turning.
+      const chunks = Math.ceil(points / POINTS_PER_TURN);
+      expect(turns).toBeGreaterThanOrEqual(chunks - 1);
+      expect(turns).toBeLessThanOrEqual(chunks + 1);
+      await monitor.close();
+    });
+
+    it('reports every series as of one instant, whatever is recorded between its turns', async () => {
+      const monitor = filled(4, 50);
+      const before = 4 * 50 * OUTCOMES.length;
+      const queue = monitor.queue('queue-0');
+      let recorded = 0;
+      // Each turn of the probe is a whole request: one queue wait and one request more, together.
+      const { result, turns } = await collectCountingTurns(monitor.metricProducer!, () => {
+        const ticket = queue.enqueue('model-7');
+        ticket.start();
+        ticket.end('completed');
+        recorded++;
+      });
+      expect(turns).toBeGreaterThan(2);
+      expect(recorded).toBe(turns);
+      // Requests recorded after the copy are not in it: it was taken before the last of them.
+      const seen = requestTotal(result) - before;
+      expect(seen).toBeGreaterThanOrEqual(0);
+      expect(seen).toBeLessThan(recorded);
+      expect(waitCount(result) - before).toBe(seen);
+      // The next collection sees them all.
+      const next = (await monitor.metricProducer!.collect()) as Collected;
+      expect(requestTotal(next)).toBe(before + recorded);
+      expect(waitCount(next)).toBe(before + recorded);
+      await monitor.close();
+    });
+
+    it('stays one synchronous stretch below the budget', async () => {
+      const monitor = filled(1, 5);
+      const { result, turns } = await collectCountingTurns(monitor.metricProducer!);
+      expect(pointsOf(result)).toBeGreaterThan(0);
+      expect(pointsOf(result)).toBeLessThanOrEqual(POINTS_PER_TURN);
+      expect(turns).toBe(0);
+      await monitor.close();
+    });
+
+    it('runs overlapping collections of a delta producer one after another: no change reported twice or lost', async () => {
+      const monitor = filled(4, 50);
+      const delta = monitor.metricProducer!.forTemporality(() => 'delta');
+      const queue = monitor.queue('queue-1');
+      const request = () => {
+        const ticket = queue.enqueue('model-3');
+        ticket.start();
+        ticket.end('error');
+      };
+      const first = delta.collect();
+      for (let i = 0; i < 5; i++) request();
+      const second = delta.collect();
+      setImmediate(() => {
+        for (let i = 0; i < 7; i++) request();
+      });
+      const [a, b] = (await Promise.all([first, second])) as Collected[];
+      const third = (await delta.collect()) as Collected;
+      expect(requestTotal(a) + requestTotal(b) + requestTotal(third)).toBe(4 * 50 * OUTCOMES.length + 12);
+      expect(requestTotal(a)).toBeGreaterThanOrEqual(4 * 50 * OUTCOMES.length);
+      // The third sees only what came after the second's copy.
+      expect(requestTotal(third)).toBeLessThanOrEqual(7);
+      await monitor.close();
+    });
   });
 });

@@ -46,10 +46,26 @@ function typeOf(metric: MetricData): Family['type'] | undefined {
 }
 
 const escapeText = (text: string) => text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-const labelName = (key: string) => key.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');
+const NEEDS_ESCAPE = /[\\\n"]/;
+const NOT_LABEL_CHAR = /[^a-zA-Z0-9_]/;
+
+/** Label names seen so far, mapped (attribute keys are few; the cache is bounded all the same). */
+const labelNames = new Map<string, string>();
+const MAX_LABEL_NAMES = 1024;
+
+function labelName(key: string): string {
+  if (!NOT_LABEL_CHAR.test(key) && !key.includes('__')) return key;
+  let name = labelNames.get(key);
+  if (name === undefined) {
+    name = key.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');
+    if (labelNames.size < MAX_LABEL_NAMES) labelNames.set(key, name);
+  }
+  return name;
+}
 
 function labelValue(value: unknown): string {
-  return escapeText(typeof value === 'string' ? value : JSON.stringify(value)).replace(/"/g, '\\"');
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return NEEDS_ESCAPE.test(text) ? escapeText(text).replace(/"/g, '\\"') : text;
 }
 
 function number(value: number): string {
@@ -58,41 +74,76 @@ function number(value: number): string {
   return String(value);
 }
 
-function sample(name: string, labels: Attributes, value: number, extra?: Attributes): string {
-  const parts: string[] = [];
-  for (const [key, v] of Object.entries(labels)) parts.push(`${labelName(key)}="${labelValue(v)}"`);
-  if (extra) for (const [key, v] of Object.entries(extra)) parts.push(`${key}="${labelValue(v)}"`);
-  return `${name}${parts.length ? `{${parts.join(',')}}` : ''} ${number(value)}\n`;
+/**
+ * `name="value",…` of a point's attributes and its scope's labels, in the
+ * order of `{ ...attributes, ...scope }` (a scope label's value wins).
+ */
+function labelText(attributes: Attributes, scope: Attributes): string {
+  let text = '';
+  for (const key of Object.keys(attributes)) {
+    const value = Object.hasOwn(scope, key) ? scope[key] : attributes[key];
+    text += `${text ? ',' : ''}${labelName(key)}="${labelValue(value)}"`;
+  }
+  for (const key of Object.keys(scope)) {
+    if (!Object.hasOwn(attributes, key)) text += `${text ? ',' : ''}${labelName(key)}="${labelValue(scope[key])}"`;
+  }
+  return text;
 }
 
-function points(family: Family): string {
-  let out = '';
+const line = (name: string, labels: string, value: number) =>
+  `${name}${labels ? `{${labels}}` : ''} ${number(value)}\n`;
+
+/** Text of at least this many characters is handed out as one chunk. */
+export const CHUNK_CHARS = 64 * 1024;
+
+/** The samples of one family, in chunks of at least `CHUNK_CHARS` (the last one shorter, possibly empty). */
+function* points(family: Family, head: string): Generator<string, string> {
+  let out = head;
   for (const { metric, scope } of family.metrics) {
     if (family.type !== 'histogram') {
-      for (const point of metric.dataPoints as DataPoint<number>[])
-        out += sample(family.name, { ...point.attributes, ...scope }, point.value);
+      for (const point of metric.dataPoints as DataPoint<number>[]) {
+        out += line(family.name, labelText(point.attributes, scope), point.value);
+        if (out.length >= CHUNK_CHARS) {
+          yield out;
+          out = '';
+        }
+      }
       continue;
     }
+    const count = `${family.name}_count`;
+    const sum = `${family.name}_sum`;
+    const bucket = `${family.name}_bucket{`;
     for (const point of metric.dataPoints as DataPoint<Histogram>[]) {
-      const labels = { ...point.attributes, ...scope };
-      const { buckets, count, sum } = point.value;
-      out += sample(`${family.name}_count`, labels, count);
-      if (sum !== undefined) out += sample(`${family.name}_sum`, labels, sum);
+      const labels = labelText(point.attributes, scope);
+      const le = labels ? `${labels},le="` : 'le="';
+      const { buckets, count: n, sum: total } = point.value;
+      out += line(count, labels, n);
+      if (total !== undefined) out += line(sum, labels, total);
       let cumulative = 0;
       for (let i = 0; i < buckets.counts.length; i++) {
         cumulative += buckets.counts[i];
         const bound = buckets.boundaries[i];
-        out += sample(`${family.name}_bucket`, labels, cumulative, {
-          le: bound === undefined || bound === Number.POSITIVE_INFINITY ? '+Inf' : String(bound),
-        });
+        out += `${bucket}${le}${bound === undefined || bound === Number.POSITIVE_INFINITY ? '+Inf' : String(bound)}"} ${number(cumulative)}\n`;
+      }
+      if (out.length >= CHUNK_CHARS) {
+        yield out;
+        out = '';
       }
     }
   }
   return out;
 }
 
-/** The exposition of `resourceMetrics`, each metric named by `nameOf`. */
-export function serializeExposition(resourceMetrics: ResourceMetrics, nameOf: (metric: MetricData) => string): string {
+/**
+ * The exposition of `resourceMetrics`, each metric named by `nameOf`, as
+ * chunks of about `CHUNK_CHARS` characters: at the cardinality caps the text
+ * is tens of megabytes, which a caller writes (and lets the event loop turn)
+ * chunk by chunk rather than as one string.
+ */
+export function* expositionChunks(
+  resourceMetrics: ResourceMetrics,
+  nameOf: (metric: MetricData) => string,
+): Generator<string, void> {
   const families = new Map<string, Family>();
   for (const { scope, metrics } of resourceMetrics.scopeMetrics) {
     const own = isOwn(scope.name);
@@ -111,13 +162,20 @@ export function serializeExposition(resourceMetrics: ResourceMetrics, nameOf: (m
     }
   }
   let out = '# HELP target_info Target metadata\n# TYPE target_info gauge\n';
-  out += sample('target_info', resourceMetrics.resource.attributes as Attributes, 1);
+  out += line('target_info', labelText(resourceMetrics.resource.attributes as Attributes, {}), 1);
   for (const family of families.values()) {
     const { description, unit } = family.metrics[0].metric.descriptor;
     out += `# HELP ${family.name} ${escapeText(description || 'description missing')}\n`;
     if (unit) out += `# UNIT ${family.name} ${escapeText(unit)}\n`;
     out += `# TYPE ${family.name} ${family.type}\n`;
-    out += points(family);
+    out = yield* points(family, out);
   }
+  if (out) yield out;
+}
+
+/** The whole exposition as one string. */
+export function serializeExposition(resourceMetrics: ResourceMetrics, nameOf: (metric: MetricData) => string): string {
+  let out = '';
+  for (const chunk of expositionChunks(resourceMetrics, nameOf)) out += chunk;
   return out;
 }

@@ -17,7 +17,7 @@ import {
   type MetricProducer,
 } from '@opentelemetry/sdk-metrics';
 import { gaugeTemporality } from './export-guard';
-import { serializeExposition } from './prometheus-exposition';
+import { expositionChunks } from './prometheus-exposition';
 import { CollectorNames } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
@@ -27,6 +27,59 @@ const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 /** Prometheus wants cumulative series; gauges as DELTA so a vanished series is not re-exported stale. */
 export const prometheusTemporality = (type: InstrumentType): AggregationTemporality =>
   gaugeTemporality(type) ?? AggregationTemporality.CUMULATIVE;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function fail(res: ServerResponse, what: string, err: unknown): void {
+  const message = `# infersignal: ${what}: ${err instanceof Error ? err.message : String(err)}\n`;
+  if (res.headersSent) {
+    // Part of the body is out: cut the response off rather than let a truncated one parse as complete.
+    res.destroy(err instanceof Error ? err : new Error(message));
+    return;
+  }
+  res.statusCode = 500;
+  res.setHeader('content-type', 'text/plain; charset=utf-8');
+  res.end(message);
+}
+
+/** Resolves when `res` can take more (or is gone). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/**
+ * Streams `chunks` to `res`: each chunk is made and written in its own turn
+ * of the event loop, and the next waits while the socket's buffer is full.
+ * A stopped client stops the serialization.
+ */
+async function writeExposition(res: ServerResponse, chunks: Generator<string, void>): Promise<void> {
+  try {
+    let chunk = chunks.next();
+    res.statusCode = 200;
+    res.setHeader('content-type', CONTENT_TYPE);
+    for (;;) {
+      const next = chunks.next();
+      if (next.done) {
+        res.end(chunk.done ? undefined : chunk.value);
+        return;
+      }
+      if (res.destroyed) return;
+      if (!chunk.done && !res.write(chunk.value) && !res.destroyed) await drained(res);
+      await nextTurn();
+      chunk = next;
+    }
+  } catch (err) {
+    fail(res, 'metrics exposition failed', err);
+  }
+}
 
 export class PrometheusReader extends MetricReader {
   private readonly names = new CollectorNames();
@@ -39,20 +92,19 @@ export class PrometheusReader extends MetricReader {
     });
   }
 
-  /** Writes the current exposition to `res`; a failed collection answers 500, never throws. */
+  /**
+   * Writes the current exposition to `res`; a failed collection answers 500,
+   * never throws. A large exposition is written chunk by chunk, one chunk
+   * per turn of the event loop (a small one is one `end()`, as before).
+   */
   readonly handler: MetricsHandler = (_req: IncomingMessage, res: ServerResponse) => {
     this.collect().then(
-      ({ resourceMetrics }) => {
-        const body = serializeExposition(resourceMetrics, (metric) => this.names.of(metric));
-        res.statusCode = 200;
-        res.setHeader('content-type', CONTENT_TYPE);
-        res.end(body);
-      },
-      (err: unknown) => {
-        res.statusCode = 500;
-        res.setHeader('content-type', 'text/plain; charset=utf-8');
-        res.end(`# infersignal: metrics collection failed: ${err instanceof Error ? err.message : String(err)}\n`);
-      },
+      ({ resourceMetrics }) =>
+        writeExposition(
+          res,
+          expositionChunks(resourceMetrics, (metric) => this.names.of(metric)),
+        ),
+      (err: unknown) => fail(res, 'metrics collection failed', err),
     );
   };
 

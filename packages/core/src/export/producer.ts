@@ -133,6 +133,72 @@ export class AggregateCounter {
 }
 
 /**
+ * Data points built per turn of the event loop. At core's caps a collection
+ * is ~7,500 points (~100,000 Prometheus series); built in one go they held
+ * the loop for tens of milliseconds. Below this a collection stays one
+ * synchronous stretch.
+ */
+export const POINTS_PER_TURN = 500;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * One instrument's series copied at one instant: the values of series i at
+ * `values[i * stride …]` (histograms: count, sum, min, max, then the bucket
+ * counts; counters: the value).
+ */
+interface Snapshot {
+  histogram: AggregateHistogram | undefined;
+  /** The histogram's boundaries, one copy per collection shared by its points (the aggregates' own stay private). */
+  boundaries: number[];
+  counter: AggregateCounter | undefined;
+  cells: object[];
+  attributes: Attributes[];
+  values: Float64Array;
+  stride: number;
+}
+
+/** One collection's snapshots, taken at `endTime`. */
+interface Collection {
+  endTime: HrTime;
+  snapshots: Snapshot[];
+  points: number;
+}
+
+function snapshotHistogram(h: AggregateHistogram): Snapshot {
+  const stride = h.boundaries.length + 5;
+  const cells: object[] = [];
+  const attributes: Attributes[] = [];
+  const values = new Float64Array(h.series.size * stride);
+  let at = 0;
+  for (const [attrs, fixed] of h.series) {
+    if (fixed.count === 0) continue;
+    cells.push(fixed);
+    attributes.push(attrs);
+    values[at] = fixed.count;
+    values[at + 1] = fixed.sum;
+    values[at + 2] = fixed.min;
+    values[at + 3] = fixed.max;
+    const counts = fixed.counts;
+    for (let b = 0; b < counts.length; b++) values[at + 4 + b] = counts[b];
+    at += stride;
+  }
+  return { histogram: h, boundaries: [...h.boundaries], counter: undefined, cells, attributes, values, stride };
+}
+
+function snapshotCounter(c: AggregateCounter): Snapshot {
+  const cells: object[] = [];
+  const attributes: Attributes[] = [];
+  const values = new Float64Array(c.series.size);
+  for (const [attrs, cell] of c.series) {
+    values[cells.length] = cell.value;
+    cells.push(cell);
+    attributes.push(attrs);
+  }
+  return { histogram: undefined, boundaries: [], counter: c, cells, attributes, values, stride: 1 };
+}
+
+/**
  * A MetricProducer (the `@opentelemetry/sdk-metrics` interface, matched
  * structurally) that exports core's own aggregates at collection time.
  * Register it on the application's MetricReader
@@ -143,12 +209,22 @@ export class AggregateCounter {
  * series, so each reader that wants deltas needs its own producer. Delta
  * histogram points carry no min/max (the aggregates keep them since start
  * only).
+ *
+ * A collection copies every series' numbers in one synchronous stretch
+ * (typed-array copies, so every point is of one instant; ~2 ms at the
+ * cardinality caps): when it is called, or, past `POINTS_PER_TURN` series,
+ * in the next turn of the event loop (the reader collects its own
+ * instruments in the calling one). Then it builds the
+ * data points from that copy `POINTS_PER_TURN` at a time, letting the event
+ * loop turn in between: a collection at the cardinality caps never holds up
+ * the requests it measures. Collections of one producer run one after another.
  */
 export class CoreMetricProducer {
   private readonly startTime: HrTime;
   /** End of the previous collection: the start of the next delta point. */
   private lastCollect: HrTime;
   private readonly reported = new Map<object, Reported>();
+  private running: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly histograms: AggregateHistogram[],
@@ -184,86 +260,72 @@ export class CoreMetricProducer {
     return change;
   }
 
-  async collect(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
-    const endTime = hrTime(this.clock());
-    const metrics: unknown[] = [];
-    const histogramDelta = this.temporality('histogram') === 'delta';
-    const counterDelta = this.temporality('counter') === 'delta';
-    const deltaStart = this.lastCollect;
+  collect(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
+    let series = 0;
+    for (const h of this.histograms) series += h.series.size;
+    for (const c of this.counters) series += c.series.size;
+    let result: Promise<Awaited<ReturnType<CoreMetricProducer['build']>>>;
+    if (series > POINTS_PER_TURN) {
+      // Large: the reader collects its own instruments in the turn that called this one; the copy waits for the next.
+      result = this.running.then(nextTurn).then(() => this.build(this.snapshot()));
+    } else {
+      let collection: Collection;
+      try {
+        collection = this.snapshot();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      result = this.running.then(() => this.build(collection));
+    }
+    // A delta producer's state moves with each collection: an overlapping one is read and built after the
+    // previous (series are never removed, so a small collection never follows a large one still waiting).
+    this.running = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Every series' numbers as they are now, in one synchronous stretch. */
+  private snapshot(): Collection {
+    const snapshots: Snapshot[] = [];
+    let points = 0;
     for (const h of this.histograms) {
       if (h.series.size === 0) continue;
-      const dataPoints = [];
-      for (const [attributes, fixed] of h.series) {
-        if (fixed.count === 0) continue;
-        if (histogramDelta) {
-          const change = this.delta(fixed, fixed.count, fixed.sum, fixed.counts);
-          if (change === undefined) continue;
-          dataPoints.push({
-            startTime: deltaStart,
-            endTime,
-            attributes,
-            value: {
-              buckets: { boundaries: [...h.boundaries], counts: Array.from(change.counts ?? fixed.counts) },
-              count: change.count,
-              sum: change.sum,
-            },
-          });
-          continue;
-        }
-        dataPoints.push({
-          startTime: this.startTime,
-          endTime,
-          attributes,
-          value: {
-            buckets: { boundaries: [...h.boundaries], counts: Array.from(fixed.counts) },
-            count: fixed.count,
-            sum: fixed.sum,
-            min: fixed.min,
-            max: fixed.max,
-          },
-        });
-      }
-      if (dataPoints.length === 0) continue;
-      metrics.push({
-        descriptor: {
-          name: h.spec.name,
-          description: h.spec.description,
-          unit: h.spec.unit,
-          type: 'HISTOGRAM',
-          valueType: VALUE_TYPE_DOUBLE,
-        },
-        aggregationTemporality: histogramDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
-        dataPointType: DATA_POINT_HISTOGRAM,
-        dataPoints,
-      });
+      const snapshot = snapshotHistogram(h);
+      points += snapshot.cells.length;
+      snapshots.push(snapshot);
     }
     for (const c of this.counters) {
       if (c.series.size === 0) continue;
-      const dataPoints = [];
-      for (const [attributes, cell] of c.series) {
-        if (!counterDelta) {
-          dataPoints.push({ startTime: this.startTime, endTime, attributes, value: cell.value });
-          continue;
+      const snapshot = snapshotCounter(c);
+      points += snapshot.cells.length;
+      snapshots.push(snapshot);
+    }
+    return { endTime: hrTime(this.clock()), snapshots, points };
+  }
+
+  /** The data points of a snapshot, `POINTS_PER_TURN` per turn of the event loop when there are more. */
+  private async build({ endTime, snapshots, points }: Collection) {
+    const histogramDelta = this.temporality('histogram') === 'delta';
+    const counterDelta = this.temporality('counter') === 'delta';
+    const deltaStart = this.lastCollect;
+    this.lastCollect = endTime;
+    const metrics: unknown[] = [];
+    // A large collection lets the loop turn right after its snapshot, then after every POINTS_PER_TURN points.
+    let budget = points > POINTS_PER_TURN ? 0 : Number.POSITIVE_INFINITY;
+    for (const snapshot of snapshots) {
+      const dataPoints: unknown[] = [];
+      for (let i = 0; i < snapshot.cells.length; i++) {
+        if (budget-- === 0) {
+          await nextTurn();
+          budget = POINTS_PER_TURN - 1;
         }
-        const change = this.delta(cell, cell.value, cell.value);
-        if (change !== undefined) dataPoints.push({ startTime: deltaStart, endTime, attributes, value: change.count });
+        const point = snapshot.histogram
+          ? this.histogramPoint(snapshot, i, histogramDelta, deltaStart, endTime)
+          : this.counterPoint(snapshot, i, counterDelta, deltaStart, endTime);
+        if (point !== undefined) dataPoints.push(point);
       }
       if (dataPoints.length === 0) continue;
-      metrics.push({
-        descriptor: {
-          name: c.spec.name,
-          description: c.spec.description,
-          unit: c.spec.unit,
-          type: 'COUNTER',
-          valueType: VALUE_TYPE_DOUBLE,
-        },
-        aggregationTemporality: counterDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
-        dataPointType: DATA_POINT_SUM,
-        isMonotonic: true,
-        dataPoints,
-      });
+      metrics.push(this.metric(snapshot, histogramDelta, counterDelta, dataPoints));
     }
-    this.lastCollect = endTime;
     return {
       // The reader keeps the SDK's own resource and merges these scope metrics into it.
       resourceMetrics: {
@@ -271,6 +333,81 @@ export class CoreMetricProducer {
         scopeMetrics: metrics.length ? [{ scope: SCOPE, metrics }] : [],
       },
       errors: [],
+    };
+  }
+
+  private histogramPoint(s: Snapshot, i: number, delta: boolean, deltaStart: HrTime, endTime: HrTime) {
+    const at = i * s.stride;
+    const values = s.values;
+    const boundaries = s.boundaries;
+    if (delta) {
+      const change = this.delta(s.cells[i], values[at], values[at + 1], values.subarray(at + 4, at + s.stride));
+      if (change === undefined) return undefined;
+      return {
+        startTime: deltaStart,
+        endTime,
+        attributes: s.attributes[i],
+        value: {
+          buckets: { boundaries, counts: Array.from(change.counts as Float64Array) },
+          count: change.count,
+          sum: change.sum,
+        },
+      };
+    }
+    // A loop, not Array.from(subarray): both of those go through generic protocols, several times slower.
+    const counts: number[] = [];
+    for (let b = at + 4; b < at + s.stride; b++) counts.push(values[b]);
+    return {
+      startTime: this.startTime,
+      endTime,
+      attributes: s.attributes[i],
+      value: {
+        buckets: { boundaries, counts },
+        count: values[at],
+        sum: values[at + 1],
+        min: values[at + 2],
+        max: values[at + 3],
+      },
+    };
+  }
+
+  private counterPoint(s: Snapshot, i: number, delta: boolean, deltaStart: HrTime, endTime: HrTime) {
+    const value = s.values[i];
+    if (!delta) return { startTime: this.startTime, endTime, attributes: s.attributes[i], value };
+    const change = this.delta(s.cells[i], value, value);
+    return change === undefined
+      ? undefined
+      : { startTime: deltaStart, endTime, attributes: s.attributes[i], value: change.count };
+  }
+
+  private metric(s: Snapshot, histogramDelta: boolean, counterDelta: boolean, dataPoints: unknown[]) {
+    if (s.histogram) {
+      return {
+        descriptor: {
+          name: s.histogram.spec.name,
+          description: s.histogram.spec.description,
+          unit: s.histogram.spec.unit,
+          type: 'HISTOGRAM',
+          valueType: VALUE_TYPE_DOUBLE,
+        },
+        aggregationTemporality: histogramDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
+        dataPointType: DATA_POINT_HISTOGRAM,
+        dataPoints,
+      };
+    }
+    const c = s.counter as AggregateCounter;
+    return {
+      descriptor: {
+        name: c.spec.name,
+        description: c.spec.description,
+        unit: c.spec.unit,
+        type: 'COUNTER',
+        valueType: VALUE_TYPE_DOUBLE,
+      },
+      aggregationTemporality: counterDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
+      dataPointType: DATA_POINT_SUM,
+      isMonotonic: true,
+      dataPoints,
     };
   }
 }
