@@ -13,6 +13,7 @@ import {
   judgeAlerts,
   runFidelity,
   ARRIVAL_TOLERANCE_MS,
+  RAMP_TO,
   type FidelityResult,
   type RunFigures,
 } from '../fidelity/suite';
@@ -83,7 +84,7 @@ describe('fidelity, short mode', () => {
     near(steady.fromRps, 0.6, steady.capacityRps);
     const ramp = only('ramp');
     near(ramp.fromRps, 0.3, ramp.capacityRps);
-    near(ramp.toRps, 1.5, ramp.capacityRps);
+    near(ramp.toRps, RAMP_TO.short, ramp.capacityRps);
     const step = only('step');
     near(step.fromRps, 0.5, step.capacityRps);
     near(step.toRps, 2, step.capacityRps);
@@ -91,7 +92,10 @@ describe('fidelity, short mode', () => {
 
   it('ramp: the overload fails, and a true precursor came before the first failure', () => {
     const run = only('ramp');
-    expect(run.failureAtSeconds, `1.5× the measured capacity should fail: ${describeRun(run)}`).not.toBeNull();
+    expect(
+      run.failureAtSeconds,
+      `${RAMP_TO.short}× the measured capacity should fail: ${describeRun(run)}`,
+    ).not.toBeNull();
     expect(run.firstTruePrecursor, describeRun(run)).not.toBeNull();
     expect(run.leadSeconds!, describeRun(run)).toBeGreaterThan(0);
     expect(run.met).toBe(true);
