@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+/**
+ * The last step of `pnpm test`: vitest, with the typecheck beside it at the
+ * lowest CPU priority. The unit and end-to-end files keep the cores busy,
+ * while the real-time files that run last (vitest.config.mts) leave one of
+ * them mostly idle: the typecheck takes that idle CPU instead of half a
+ * minute of its own, and never takes a core from a test that judges time.
+ * Exits non-zero when either fails; the typecheck's output follows vitest's.
+ */
+import { spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
+
+const LOWEST_PRIORITY = 19;
+
+function run(command, args, { quietUntilDone }) {
+  const child = spawn(command, args, { stdio: quietUntilDone ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+  let output = '';
+  if (quietUntilDone) {
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+  }
+  const done = new Promise((resolve) => {
+    child.on('error', (error) => resolve({ code: 1, output: `${command}: ${error.message}\n` }));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output }));
+  });
+  return { child, done };
+}
+
+const typecheck = run('tsc', ['-p', 'tsconfig.json', '--noEmit'], { quietUntilDone: true });
+try {
+  setPriority(typecheck.child.pid, LOWEST_PRIORITY);
+} catch {
+  // Not permitted here (or no pid after a failed spawn): it runs at normal priority.
+}
+const vitest = run('vitest', ['run', ...process.argv.slice(2)], { quietUntilDone: false });
+
+const [tests, types] = await Promise.all([vitest.done, typecheck.done]);
+process.stdout.write(`\ntypecheck (tsc -p tsconfig.json --noEmit): ${types.code === 0 ? 'passed' : 'FAILED'}\n`);
+if (types.code !== 0) process.stdout.write(types.output);
+process.exit(tests.code !== 0 ? tests.code : types.code);
