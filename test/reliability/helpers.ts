@@ -189,17 +189,8 @@ export function quantile(values: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
-/** Deterministic PRNG (mulberry32) for reproducible "random" abort points. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG for reproducible "random" abort points. */
+export { seededRandom as rng } from '../support/random';
 
 /** Prints one figure line for docs/reliability.md (grep `[reliability]` in the test output). */
 export function figure(caseName: string, values: Record<string, number | string>): void {

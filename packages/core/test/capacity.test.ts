@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_THRESHOLDS, METRICS } from '../src/index';
 import { erlangC, predictedWaitMMc } from '../src/signals/capacity';
 import { setup } from './helpers';
+import { seededRandom } from '../../../test/support/random';
 
 /**
  * Discrete-event simulation of a FIFO queue with c servers under the
@@ -46,18 +47,6 @@ function simulate(
     event.run();
   }
   return queue;
-}
-
-/** Seeded PRNG (mulberry32): the same arrivals on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Poisson arrival times (ms) from `fromMs` to `toMs` at `rate(ms)` per second (thinning, rate ≤ maxRate). */
@@ -197,7 +186,7 @@ describe('predictive capacity', () => {
   it('Poisson arrivals at ρ ≈ 0.6 for 10 minutes after idle, short windows: no capacity alert (3 seeds)', () => {
     for (const seed of [1, 2, 3]) {
       const t = setup({ thresholds: SHORT_WINDOWS });
-      const random = seeded(seed);
+      const random = seededRandom(seed);
       // S = 12 ms (μ ≈ 83/s) from a burst at 0–1 s, idle to 20 s, then 50/s: ρ = 0.6, each tick's count ±14 %.
       const burst = Array.from({ length: 40 }, (_, i) => i * 25);
       const arrivals = [...burst, ...poissonArrivals(random, 20_000, 620_000, () => 50, 50)];
@@ -223,7 +212,7 @@ describe('predictive capacity', () => {
     const leads: number[] = [];
     for (let seed = 1; seed <= 10; seed++) {
       const t = setup({ thresholds: SHORT_WINDOWS });
-      const random = seeded(seed);
+      const random = seededRandom(seed);
       const burst = Array.from({ length: 40 }, (_, i) => i * 25);
       const ramp = poissonArrivals(random, rampStart, rampStart + 90_000, (at) => factor(at) * mu, 1.5 * mu);
       let warnAt = Number.NaN;
