@@ -183,13 +183,17 @@ export function goalMet(run: Omit<RunFigures, 'met'>, short: boolean): boolean {
  * Judges every alert of a bench run against its first failure (see
  * JudgedAlert). An alert seen within `resolutionMs` after the failure
  * counts as raised no later than it (its lead is then between −resolution
- * and 0): see ARRIVAL_TOLERANCE_MS.
+ * and 0): see ARRIVAL_TOLERANCE_MS. `failingSubjects` names the resources
+ * the failure is about (default: those of /v1/infer); `null` in it makes a
+ * process-wide alert (event loop, …) one of them, for a failure of the
+ * whole process.
  */
 export function judgeAlerts(
   records: readonly AlertRecord[],
   failureAtMs: number | null,
   resolutionMs = ARRIVAL_TOLERANCE_MS,
   factorAt: (atMs: number) => number | null = () => null,
+  failingSubjects: readonly (string | null)[] = FAILING_SUBJECTS,
 ): JudgedAlert[] {
   const seen = new Set<string>();
   const out: JudgedAlert[] = [];
@@ -201,8 +205,8 @@ export function judgeAlerts(
     seen.add(key);
     let verdict: JudgedAlert['verdict'];
     if (failureAtMs === null) verdict = 'false';
-    else if (subject === null) verdict = 'process';
-    else if (!FAILING_SUBJECTS.includes(subject)) verdict = 'false';
+    else if (subject === null && !failingSubjects.includes(null)) verdict = 'process';
+    else if (!failingSubjects.includes(subject)) verdict = 'false';
     else verdict = record.atMs <= failureAtMs + resolutionMs ? 'true' : 'late';
     out.push({
       signal: record.signal,

@@ -1,0 +1,50 @@
+/**
+ * Fault scenarios: a resource other than raw request capacity degrades
+ * (storage, clients, device memory, the JS heap) while the server takes a
+ * light, steady load, until something fails. Each scenario defines its own
+ * failure (documented in `failureDefinition`) and the resources it is about;
+ * alerts are judged with `judgeAlerts` from ../suite against them.
+ */
+import type { JudgedAlert } from '../suite';
+
+export type FaultScenarioName = 'slow-reload' | 'stream-drops' | 'device-memory' | 'gc-pressure';
+
+export interface FaultRunFigures {
+  scenario: FaultScenarioName;
+  repeat: number;
+  /** What the run did, one line (e.g. "storage 1× → 5× slower over 12 reloads at 0.3× capacity"). */
+  conditions: string;
+  /** The resources the failure is about: `model "m"`, `queue "q"`, `device "d"`; null for the process. */
+  failingSubjects: (string | null)[];
+  durationSeconds: number;
+  /** Seconds from the run start; null when nothing failed. */
+  failureAtSeconds: number | null;
+  failureDetail: string | null;
+  /** Every first rise per (signal, subject, level), in order, judged against the failure. */
+  alerts: JudgedAlert[];
+  firstTruePrecursor: JudgedAlert | null;
+  /** Seconds from the first true precursor to the first failure. */
+  leadSeconds: number | null;
+  falseAlerts: JudgedAlert[];
+  /** The scenario's goal: a true precursor of the expected signal before the first failure, no false alert. */
+  met: boolean;
+}
+
+export interface FaultRunOptions {
+  /** One shortened run, as part of the test command. */
+  short: boolean;
+  repeat: number;
+  log: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface FaultScenario {
+  name: FaultScenarioName;
+  /** The signal that must announce this failure (`model_load`, `stream_interruptions`, …). */
+  expectedSignal: string;
+  /** What counts as a failure in this scenario, for docs/fidelity.md's definitions. */
+  failureDefinition: string;
+  /** The goal, one line, for the doc and the verdict. */
+  goal: string;
+  run(options: FaultRunOptions): Promise<FaultRunFigures>;
+}
