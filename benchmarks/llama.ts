@@ -3,6 +3,7 @@
  * measured in the same process on the same generated model.
  *
  *   pnpm bench:llama           (tsx benchmarks/llama.ts; BENCH_ROUNDS, LLAMA_TOKENS, LLAMA_GENERATIONS)
+ *   LLAMA_ISOLATE=1 pnpm bench:llama   adds each difference of the call alone (diagnostic; docs not written)
  *
  * Two wrapped models (API export, producer export), each with its own context of the same GGUF (one
  * sequence, 256 tokens, one thread). The bare variants run `LlamaCompletion.generateCompletionWithMeta()`
@@ -76,14 +77,22 @@ interface Variant {
   close(): Promise<void>;
 }
 
-/** The bare runtime on a sequence: a LlamaCompletion of its own, no InferSignal code on the path. */
-function bare(name: string, sequence: LlamaContextSequence): Variant {
+/**
+ * The bare runtime on a sequence: a LlamaCompletion of its own, no InferSignal code on the path (`run`
+ * changes the call, for the LLAMA_ISOLATE variants).
+ */
+function bare(
+  name: string,
+  sequence: LlamaContextSequence,
+  run: (completion: LlamaCompletion) => Promise<unknown> = (c) =>
+    c.generateCompletionWithMeta(PROMPT, { maxTokens: TOKENS, onToken: noop }),
+): Variant {
   const completion: LlamaCompletion = new llama.classes.LlamaCompletion({ contextSequence: sequence });
   return {
     name,
     async generate() {
       const before = sequence.tokenMeter.usedOutputTokens;
-      await completion.generateCompletionWithMeta(PROMPT, { maxTokens: TOKENS, onToken: noop });
+      await run(completion);
       return sequence.tokenMeter.usedOutputTokens - before;
     },
     async close() {
@@ -92,7 +101,9 @@ function bare(name: string, sequence: LlamaContextSequence): Variant {
   };
 }
 
-async function wrapped(exportMode: 'api' | 'producer'): Promise<{ variant: Variant; sequence: LlamaContextSequence }> {
+async function wrapped(
+  exportMode: 'api' | 'producer',
+): Promise<{ variant: Variant; sequence: LlamaContextSequence; monitor: Monitor }> {
   let monitor: Monitor | undefined;
   const reader = new PullReader(
     exportMode === 'producer' ? [{ collect: () => monitor!.metricProducer!.collect() } as never] : undefined,
@@ -120,7 +131,7 @@ async function wrapped(exportMode: 'api' | 'producer'): Promise<{ variant: Varia
       await meterProvider.shutdown();
     },
   };
-  return { variant, sequence };
+  return { variant, sequence, monitor };
 }
 
 const api = await wrapped('api');
@@ -135,6 +146,48 @@ const variants: Variant[] = [
   bare2,
   { ...producer.variant, baseline: bare2 },
 ];
+/**
+ * LLAMA_ISOLATE=1: what the wrapper changes in the call, one difference at a time, on context 1 against its
+ * bare run (a diagnostic run: docs/benchmarks.md is left alone).
+ */
+const ISOLATE = process.env.LLAMA_ISOLATE === '1';
+if (ISOLATE) {
+  const shiftSize = (s: LlamaContextSequence) => Math.max(1, Math.floor(s.context.contextSize / 10));
+  const queue = api.monitor.queue('isolate', { concurrency: 1 });
+  const isolated: Array<[string, (c: LlamaCompletion) => Promise<unknown>]> = [
+    [
+      'bare + a contextShiftSize function',
+      (c) => c.generateCompletionWithMeta(PROMPT, { maxTokens: TOKENS, onToken: noop, contextShiftSize: shiftSize }),
+    ],
+    [
+      'bare + the prompt as tokens',
+      (c) =>
+        c.generateCompletionWithMeta(api.sequence.model.tokenize(PROMPT, false, 'trimLeadingSpace'), {
+          maxTokens: TOKENS,
+          onToken: noop,
+        }),
+    ],
+    [
+      "bare + core's ticket and stream (api export)",
+      async (c) => {
+        const ticket = queue.enqueue('tiny');
+        ticket.start();
+        const stream = ticket.stream();
+        await c.generateCompletionWithMeta(PROMPT, {
+          maxTokens: TOKENS,
+          onToken: (tokens) => {
+            stream.token(tokens.length);
+            return noop();
+          },
+        });
+        stream.end('completed');
+        ticket.end('completed');
+      },
+    ],
+  ];
+  // Before the wrapped variant of context 1, so each is closed before that model is released.
+  variants.splice(2, 0, ...isolated.map(([name, run]) => ({ ...bare(name, api.sequence, run), baseline: bare1 })));
+}
 // Warm-up: first decodes allocate llama.cpp's buffers and JIT the JS paths.
 for (const v of variants) for (let i = 0; i < 2; i++) await v.generate();
 
@@ -243,11 +296,12 @@ const goals: Goal[] = [api.variant, producer.variant].map((w) => {
   };
 });
 const verdict = printVerdict('llama', goals);
-writeSection('llama', {
-  title: 'llama: cost per generated token (node-llama-cpp)',
-  command: 'pnpm bench:llama',
-  packages: ['@infersignal/llama', '@infersignal/core', 'node-llama-cpp', '@opentelemetry/sdk-metrics'],
-  method,
-  results,
-  verdict,
-});
+if (!ISOLATE)
+  writeSection('llama', {
+    title: 'llama: cost per generated token (node-llama-cpp)',
+    command: 'pnpm bench:llama',
+    packages: ['@infersignal/llama', '@infersignal/core', 'node-llama-cpp', '@opentelemetry/sdk-metrics'],
+    method,
+    results,
+    verdict,
+  });
