@@ -113,9 +113,14 @@ function resolveShiftSize(size: ShiftSize, sequence: LlamaContextSequence): numb
   return Math.max(1, Math.floor(sequence.context.contextSize / 10));
 }
 
-/** Whether node-llama-cpp prepends the beginning-of-sequence token (and so tokenizes text without its leading space). */
+/**
+ * Whether `LlamaCompletion` prepends the beginning-of-sequence token (and so tokenizes text without its
+ * leading space): node-llama-cpp's rule by vocabulary type, in `resolveBeginningTokenToPrepend()`.
+ */
 function prependsBos(model: LlamaModel): boolean {
-  return model.tokens.shouldPrependBosToken && model.tokens.bos !== null;
+  const type: string = model.vocabularyType;
+  if (type === 'rwkv' || type === 'ugm') return false;
+  return (type === 'wpm' || model.tokens.shouldPrependBosToken) && model.tokens.bos != null;
 }
 
 /** The prompt's tokens as node-llama-cpp's `generateCompletionWithMeta()` tokenizes them; tokens are passed as given. */
