@@ -6,6 +6,18 @@ import type { CompleteOptions, CompletionInput, CompletionResult } from './types
 
 type ShiftSize = CompleteOptions['contextShiftSize'];
 
+/**
+ * Handed-out tokens go to the stream (its tokens counter and last-token time) at the first callback (time
+ * to first token), once at least this many have gathered, at the callback that reaches `maxTokens`, and at
+ * the end: one counter update per batch instead of one per token, which is most of the wrapper's cost per
+ * token where the counter is an OpenTelemetry SDK instrument (`add()` hashes its attributes on every call).
+ * Time per output token stays exact: a completed generation's last token is either the one reaching
+ * `maxTokens`, recorded at its callback, or followed by tokens never handed out (end of generation, a stop
+ * trigger), which were counted at the end before as well. An open stream's counter lags by fewer than
+ * this many tokens.
+ */
+const TOKEN_BATCH = 16;
+
 /** What a finished generation reports to the model wrapper (which owns the counters). */
 export interface GenerationTally {
   contextShifts: number;
@@ -20,9 +32,10 @@ export interface GenerationHooks {
 
 /**
  * One completion on a sequence the queue handed out. Token accounting comes from the runtime: `onToken`
- * marks the first token and counts tokens as they are handed out (grouped when bytes form one character);
- * the sequence's token meter gives the exact number generated, and tokens generated but never handed out
- * (held partial characters, a stop trigger) are counted when the stream ends. Context shifts are seen
+ * marks the first token and counts tokens as they are handed out (grouped when bytes form one character;
+ * added to the stream in batches, see TOKEN_BATCH); the sequence's token meter gives the exact number
+ * generated, and tokens generated but never handed out (held partial characters, a stop trigger) are
+ * counted when the stream ends. Context shifts are seen
  * through `contextShiftSize`, which node-llama-cpp resolves once before generating (where the prompt is
  * fitted into the context) and once per shift. A text prompt is tokenized here, once, the way
  * node-llama-cpp would, and handed over as tokens (which it uses as given): the prompt-length check reads
@@ -49,9 +62,16 @@ export async function generate(
   const userOnToken = options.onToken;
   const userShiftSize = options.contextShiftSize;
 
+  // Tokens handed out but not yet added to the stream (see TOKEN_BATCH).
+  let unrecorded = 0;
+  const lastToken = options.maxTokens !== undefined && options.maxTokens > 0 ? options.maxTokens : Infinity;
   const onToken = (tokens: Token[]) => {
     handedOut += tokens.length;
-    stream.token(tokens.length);
+    unrecorded += tokens.length;
+    if (unrecorded >= TOKEN_BATCH || unrecorded === handedOut || handedOut >= lastToken) {
+      stream.token(unrecorded);
+      unrecorded = 0;
+    }
     return userOnToken?.(tokens);
   };
   let promptLength = 0;
@@ -91,7 +111,8 @@ export async function generate(
     throw error;
   } finally {
     const generated = meter.usedOutputTokens - outputBefore;
-    if (generated > handedOut) stream.token(generated - handedOut);
+    const rest = unrecorded + Math.max(0, generated - handedOut);
+    if (rest > 0) stream.token(rest);
     stream.end(outcome as StreamOutcome);
     ticket.setAttributes({
       [LLAMA_ATTR.evaluatedTokens]: meter.usedInputTokens - inputBefore,

@@ -55,6 +55,35 @@ describe('token streams', () => {
     }
   });
 
+  it('adds tokens to the counter in batches of 16 while streaming; the total and time per output token stay exact', async () => {
+    const t = monitorFor();
+    const model = await open(t, printable);
+    try {
+      // The printable model hands out one token per callback; each moves the monitor's clock 1 ms and
+      // collects the tokens counter as it stands then (the collection settles before the next decode).
+      const during: Array<Promise<number | undefined>> = [];
+      await model.complete('count me', {
+        maxTokens: 40,
+        onToken() {
+          during.push(t.collect().then((exported) => exported.sum(STREAM_TOKENS, { [MODEL]: 'tiny' })));
+          t.advance(1);
+        },
+      });
+      // The first token at once (time to first token), then 16 at a time, then the one reaching maxTokens.
+      const expected = [1, ...Array(15).fill(1), ...Array(16).fill(17), ...Array(7).fill(33), 40];
+      expect(await Promise.all(during)).toEqual(expected);
+      const exported = await t.collect();
+      expect(exported.sum(STREAM_TOKENS, { [MODEL]: 'tiny' })).toBe(40);
+      // (last − first token) / 39 on the monitor's clock: the last token's time is its own callback's.
+      const tpot = exported.histogram(TPOT, { [MODEL]: 'tiny' });
+      expect(tpot?.count).toBe(1);
+      expect(tpot?.sum).toBeCloseTo(0.001, 9);
+    } finally {
+      await model.release();
+      await t.close();
+    }
+  });
+
   it('an abort mid-stream stops the generation, frees the sequence and counts cancelled', async () => {
     const t = monitorFor();
     const model = await open(t, printable);
