@@ -47,8 +47,9 @@ const GENERATIONS = Number(process.env.LLAMA_GENERATIONS ?? (SMOKE ? 1 : 2));
  * Many rounds: one round's ratio spreads over ±4 % (IQR 0.98–1.06 on a quiet machine: llama.cpp's own time
  * varies), against a goal of 1 %. The median of n such ratios has a standard error of about
  * 1.25 · (IQR / 1.35) / √n: 0.7 % for 101 rounds, 0.5 % for 201 (about 55 s for the five variants on this
- * model). The wrapper's per-token work costs ~0.1 µs in a tight loop but ~2 µs between two tokens, where
- * node-llama-cpp's own JavaScript has just evicted it from the caches: about 1 % of a token here.
+ * model). Core's stream work for one token costs ~0.1 µs in a tight loop but ~0.5–1.5 µs between two
+ * tokens, where node-llama-cpp's own JavaScript has just evicted it from the caches: up to ~1 % of a token
+ * here, which is why the wrapper hands tokens to the stream in batches.
  */
 const ROUND_COUNT = SMOKE ? ROUNDS : rounds(201);
 const CONTEXT = { contextSize: 256, threads: 1 } as const;
@@ -168,7 +169,7 @@ if (ISOLATE) {
         }),
     ],
     [
-      "bare + core's ticket and stream (api export)",
+      "bare + core's ticket and stream, token() per callback (api export)",
       async (c) => {
         const ticket = queue.enqueue('tiny');
         ticket.start();
