@@ -134,14 +134,9 @@ function resolveShiftSize(size: ShiftSize, sequence: LlamaContextSequence): numb
   return Math.max(1, Math.floor(sequence.context.contextSize / 10));
 }
 
-/**
- * Whether `LlamaCompletion` prepends the beginning-of-sequence token (and so tokenizes text without its
- * leading space): node-llama-cpp's rule by vocabulary type, in `resolveBeginningTokenToPrepend()`.
- */
+/** Whether node-llama-cpp prepends the beginning-of-sequence token (and so tokenizes text without its leading space). */
 function prependsBos(model: LlamaModel): boolean {
-  const type: string = model.vocabularyType;
-  if (type === 'rwkv' || type === 'ugm') return false;
-  return (type === 'wpm' || model.tokens.shouldPrependBosToken) && model.tokens.bos != null;
+  return model.tokens.shouldPrependBosToken && model.tokens.bos !== null;
 }
 
 /** The prompt's tokens as node-llama-cpp's `generateCompletionWithMeta()` tokenizes them; tokens are passed as given. */
