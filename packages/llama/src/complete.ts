@@ -1,4 +1,4 @@
-import type { LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
+import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import { isTimeout, type Outcome, type StreamOutcome, type Ticket } from './glue';
 import { LLAMA_ATTR } from './names';
 import type { SequenceEntry } from './slot';
@@ -37,11 +37,7 @@ export interface GenerationHooks {
  * generated, and tokens generated but never handed out (held partial characters, a stop trigger) are
  * counted when the stream ends. Context shifts are seen
  * through `contextShiftSize`, which node-llama-cpp resolves once before generating (where the prompt is
- * fitted into the context) and once per shift. A text prompt is tokenized here, once, the way
- * node-llama-cpp would, and handed over as tokens (which it uses as given): the prompt-length check reads
- * the tokens the runtime evaluates, at no second tokenization. Nothing else differs from a bare
- * `generateCompletionWithMeta()` call with the same options: the runtime does no per-token work for the
- * wrapper beyond calling its `onToken`.
+ * fitted into the context) and once per shift.
  */
 export async function generate(
   entry: SequenceEntry,
@@ -74,12 +70,11 @@ export async function generate(
     }
     return userOnToken?.(tokens);
   };
-  let promptLength = 0;
   const decide = (size: number, seq: LlamaContextSequence): number => {
     if (meter.usedOutputTokens > outputBefore) contextShifts++;
     else {
       try {
-        promptTruncated = promptLength > promptRoom(seq, size);
+        promptTruncated = promptOverflows(input, seq, size);
       } catch (error) {
         hooks.internalError('llama.promptLength', error);
       }
@@ -93,9 +88,7 @@ export async function generate(
 
   let outcome: Outcome = 'error';
   try {
-    const tokens = promptTokens(input, sequence.model);
-    promptLength = tokens.length;
-    const response = await completion.generateCompletionWithMeta(tokens, { ...options, onToken, contextShiftSize });
+    const response = await completion.generateCompletionWithMeta(input, { ...options, onToken, contextShiftSize });
     outcome = response.metadata.stopReason === 'abort' ? abortOutcome(signal) : 'completed';
     return {
       ...response,
@@ -134,22 +127,18 @@ function resolveShiftSize(size: ShiftSize, sequence: LlamaContextSequence): numb
   return Math.max(1, Math.floor(sequence.context.contextSize / 10));
 }
 
-/** Whether node-llama-cpp prepends the beginning-of-sequence token (and so tokenizes text without its leading space). */
-function prependsBos(model: LlamaModel): boolean {
-  return model.tokens.shouldPrependBosToken && model.tokens.bos !== null;
-}
-
-/** The prompt's tokens as node-llama-cpp's `generateCompletionWithMeta()` tokenizes them; tokens are passed as given. */
-function promptTokens(input: CompletionInput, model: LlamaModel): Token[] {
-  if (Array.isArray(input)) return input;
-  const options = prependsBos(model) ? 'trimLeadingSpace' : undefined;
-  return typeof input === 'string' ? model.tokenize(input, false, options) : input.tokenize(model.tokenizer, options);
-}
-
 /**
- * How many prompt tokens node-llama-cpp keeps: the last `contextSize − shift size` tokens, the
- * beginning-of-sequence token included. A longer prompt loses its start before generation begins.
+ * Whether node-llama-cpp will cut the prompt to fit: it keeps the last `contextSize − shift size` tokens,
+ * the beginning-of-sequence token included, and tokenizes a string without its leading space when it
+ * prepends that token. A string is tokenized here only when its UTF-8 length could exceed the room (a
+ * token covers at least one byte), so short prompts cost nothing.
  */
-function promptRoom(sequence: LlamaContextSequence, shiftSize: number): number {
-  return sequence.context.contextSize - shiftSize - (prependsBos(sequence.model) ? 1 : 0);
+function promptOverflows(input: CompletionInput, sequence: LlamaContextSequence, shiftSize: number): boolean {
+  const model = sequence.model;
+  const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null;
+  const room = sequence.context.contextSize - shiftSize - (bos ? 1 : 0);
+  if (Array.isArray(input)) return input.length > room;
+  if (typeof input !== 'string') return false;
+  if (Buffer.byteLength(input) + 1 <= room) return false;
+  return model.tokenize(input, false, bos ? 'trimLeadingSpace' : undefined).length > room;
 }

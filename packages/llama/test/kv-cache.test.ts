@@ -154,36 +154,6 @@ describe('KV cache as allocated versus reserved', () => {
       await t.close();
     }
   });
-
-  it('tokenizes a text prompt once: the length check and the runtime read the same tokens', async () => {
-    const t = monitorFor();
-    const model = await open(t, { sequences: 1 });
-    const llamaModel = model.model;
-    // node-llama-cpp tokenizes through `tokenizer`, which is the model's own (bound) `tokenize`.
-    expect(llamaModel.tokenizer).toBe(llamaModel.tokenize);
-    const original = llamaModel.tokenize;
-    const texts: string[] = [];
-    const counting = Object.assign((...args: Parameters<typeof original>) => {
-      texts.push(String(args[0]));
-      return original(...args);
-    }, original);
-    Object.assign(llamaModel, { tokenize: counting, tokenizer: counting });
-    try {
-      for (const [prompt, truncated] of [
-        ['word '.repeat(300), true],
-        ['word '.repeat(40), false],
-      ] as const) {
-        texts.length = 0;
-        const result = await model.complete(prompt, { maxTokens: 2 });
-        expect(result.promptTruncated).toBe(truncated);
-        expect(texts).toEqual([prompt]);
-      }
-    } finally {
-      Object.assign(llamaModel, { tokenize: original, tokenizer: original });
-      await model.release();
-      await t.close();
-    }
-  });
 });
 
 /** The only sequence of a one-sequence model. */
