@@ -236,10 +236,12 @@ export async function runFaultBench(
 
 /**
  * A fault run's figures from its bench result. Alerts are judged with
- * `judgeAlerts` against the first failure and `failingSubjects`; one raised
- * before the fault started is false whatever it is about (the healthy
- * phase must stay quiet). The goal: the first true precursor is one of
- * `expectedSignals`, and no alert is false.
+ * `judgeAlerts` against the first failure and `failingSubjects`; one about
+ * a failing subject raised before the fault started is false (the healthy
+ * phase must stay quiet about it), and a process-wide one is, as in the load
+ * scenarios, neither true nor false unless the process is what fails.
+ * The goal: the first true precursor is one of `expectedSignals`, and no
+ * alert is false.
  */
 export function faultFigures(
   run: FaultBenchRun,
@@ -249,14 +251,21 @@ export function faultFigures(
     conditions: string;
     failingSubjects: (string | null)[];
     expectedSignals: readonly string[];
-    /** Overrides the bench's first failure (e.g. a failure the server saw first); null keeps the bench's. */
-    failureDetail?: string | null;
+    /**
+     * The scenario's own failure, when it is not simply the bench's first
+     * failed request (ms on the bench's clock; null: nothing failed).
+     */
+    failure?: { atMs: number | null; detail: string | null };
   },
 ): FaultRunFigures {
   const { result, faultAtMs } = run;
-  const failureAtMs = result.firstFailure?.atMs ?? null;
+  const failureAtMs = details.failure ? details.failure.atMs : (result.firstFailure?.atMs ?? null);
   const alerts = judgeAlerts(result.alerts, failureAtMs, ARRIVAL_TOLERANCE_MS, () => null, details.failingSubjects).map(
-    (alert) => (alert.atSeconds * 1000 < faultAtMs ? { ...alert, verdict: 'false' as const } : alert),
+    // In the healthy phase an alert about a failing subject is false, not an early precursor.
+    (alert) =>
+      alert.atSeconds * 1000 < faultAtMs && alert.verdict !== 'process'
+        ? { ...alert, verdict: 'false' as const }
+        : alert,
   );
   const firstTruePrecursor = alerts.find((a) => a.verdict === 'true') ?? null;
   const falseAlerts = alerts.filter((a) => a.verdict === 'false');
@@ -269,9 +278,11 @@ export function faultFigures(
     failingSubjects: details.failingSubjects,
     durationSeconds: result.durationMs / 1000,
     failureAtSeconds: failureAtMs === null ? null : failureAtMs / 1000,
-    failureDetail:
-      details.failureDetail ??
-      (result.firstFailure ? `${result.firstFailure.errorClass} ${result.firstFailure.detail}` : null),
+    failureDetail: details.failure
+      ? details.failure.detail
+      : result.firstFailure
+        ? `${result.firstFailure.errorClass} ${result.firstFailure.detail}`
+        : null,
     alerts,
     firstTruePrecursor,
     leadSeconds,

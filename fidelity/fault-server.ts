@@ -19,6 +19,7 @@
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { QueueFullError, type ThresholdsInput } from '@infersignal/core';
 import { createGpuSampler, type GpuSampler } from '@infersignal/gpu';
 import { start } from '@infersignal/node';
@@ -58,6 +59,8 @@ const queue = monitor.queue('infer', { concurrency: 1, capacity: 256 });
 
 let active: FaultCommand | undefined;
 let activeSince = 0;
+/** When the first request failed for lack of device memory (performance.now()). */
+let firstOomAt: number | null = null;
 
 // Device memory: the allocator's reserved bytes are what the fake driver lists for this PID.
 let allocator: CachingAllocator | undefined;
@@ -91,6 +94,16 @@ if (fault === 'device-memory') {
   if (sampler.status !== 'nvml') throw new Error(`the GPU sampler did not load the fake NVML: ${sampler.reason}`);
 }
 const retained: unknown[][] = [];
+
+/** Major GC pauses (start ms on this process's clock, duration ms), the last 400: the scenario's evidence of GC pressure. */
+const majorGcs: [number, number][] = [];
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries())
+    if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+      majorGcs.push([entry.startTime, entry.duration]);
+      if (majorGcs.length > 400) majorGcs.shift();
+    }
+}).observe({ entryTypes: ['gc'] });
 
 function burn(ms: number): number {
   const end = performance.now() + ms;
@@ -147,7 +160,10 @@ const server = createServer((req, res) => {
         send(res, 200, await queue.run(infer));
       } catch (error) {
         if (error instanceof QueueFullError) return send(res, 503, { error: 'overloaded' });
-        if (error instanceof DeviceOutOfMemoryError) return send(res, 500, { error: error.message });
+        if (error instanceof DeviceOutOfMemoryError) {
+          firstOomAt ??= performance.now();
+          return send(res, 500, { error: error.message });
+        }
         send(res, 500, { error: String(error) });
       }
     } else if (req.method === 'POST' && req.url === '/fault') {
@@ -161,8 +177,12 @@ const server = createServer((req, res) => {
         reservedMiB: allocator ? allocator.reserved / MiB : null,
         largestFreeMiB: allocator ? allocator.largestFree() / MiB : null,
         oomFailures: allocator?.failures ?? null,
+        // ms after the fault's start.
+        firstOomMs: firstOomAt === null ? null : firstOomAt - activeSince,
         heapUsedMiB: process.memoryUsage().heapUsed / MiB,
         retained: retained.length,
+        // Relative to the fault's start (ms; negative before it, all of them before it when no fault started).
+        majorGcs: majorGcs.map(([at, ms]) => [at - (active ? activeSince : performance.now()), ms]),
         snapshot: monitor.snapshot(),
       });
     } else send(res, 404, { error: 'not found' });

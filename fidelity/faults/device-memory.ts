@@ -14,7 +14,8 @@
  *
  * The failure is the model's out-of-memory: a request whose block fits no
  * free block, when a new segment would pass the device's total, gets a
- * 500. What is simulated: the allocator and the device (a fake
+ * 500, timed when the server answers it (a timeout on a starved machine is
+ * another failure, logged beside it, not this one). What is simulated: the allocator and the device (a fake
  * libnvidia-ml.so.1 whose per-process figure is the allocator's reserved
  * bytes). What is real: `@infersignal/gpu`'s sampler loading that library
  * through koffi and calling the NVML entry points, core's deviceMemory
@@ -119,9 +120,14 @@ export async function runDeviceMemory(
         conditions: `${s.describe} from ${s.healthySeconds} s, ${s.rate} req/s; device ${DEVICE_PLAN.totalMiB} MiB, weights ${DEVICE_PLAN.weightsMiB} MiB, BFC-style arena`,
         failingSubjects: [DEVICE_SUBJECT],
         expectedSignals: EXPECTED,
+        failure: {
+          atMs: typeof state?.firstOomMs === 'number' ? run.faultAtMs + state.firstOomMs : null,
+          detail: typeof state?.firstOomMs === 'number' ? 'server 500 (out of device memory)' : null,
+        },
       });
+      const other = run.result.firstFailure;
       options.log(
-        `device-memory #${options.repeat} (${fault}): fault at ${(run.faultAtMs / 1000).toFixed(1)} s; at the end reserved ${Number(state?.reservedMiB).toFixed(0)} MiB, allocated ${Number(state?.allocatedMiB).toFixed(0)} MiB, ${state?.oomFailures} OOM; first precursor: ${precursorMessage(run, figures) ?? 'none'}`,
+        `device-memory #${options.repeat} (${fault}): fault at ${(run.faultAtMs / 1000).toFixed(1)} s; the bench's first failed request: ${other ? `${other.errorClass} ${other.detail} at ${(other.atMs / 1000).toFixed(1)} s` : 'none'}; at the end reserved ${Number(state?.reservedMiB).toFixed(0)} MiB, allocated ${Number(state?.allocatedMiB).toFixed(0)} MiB, ${state?.oomFailures} OOM; first precursor: ${precursorMessage(run, figures) ?? 'none'}`,
       );
       return figures;
     } finally {

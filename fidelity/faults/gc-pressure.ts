@@ -8,8 +8,10 @@
  * collector, the event loop, the signal measuring it; only the leak is
  * written for the test.
  */
+import type { AlertRecord } from '@infersignal/bench';
 import type { ThresholdsInput } from '@infersignal/core';
 import { faultFigures, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
+import type { JudgedAlert } from '../suite';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
 
 /** Core's defaults: the event loop is judged on the longest single block of each 1 s period (WARN at 100 ms). */
@@ -17,7 +19,62 @@ export const GC_PRESSURE_THRESHOLDS: ThresholdsInput = {};
 
 export const OLD_SPACE_MIB = 96;
 
-export async function runGcPressure(options: FaultRunOptions): Promise<FaultRunFigures> {
+export interface MajorGcFigures {
+  healthy: { count: number; longestMs: number };
+  fault: { count: number; longestMs: number };
+  /** When the first major GC pause over 100 ms (core's event_loop WARN) began, on the bench's clock. */
+  firstOver100Seconds: number | null;
+}
+
+/** The server's major GC pauses ([ms from the fault's start, duration ms]) split at the fault (at `faultAtMs` on the bench's clock). */
+export function majorGcPauses(pauses: readonly [number, number][], faultAtMs: number): MajorGcFigures {
+  const before = pauses.filter(([at]) => at < 0).map(([, ms]) => ms);
+  const after = pauses.filter(([at]) => at >= 0);
+  const first = after.find(([, ms]) => ms > 100);
+  return {
+    healthy: { count: before.length, longestMs: Math.max(0, ...before) },
+    fault: { count: after.length, longestMs: Math.max(0, ...after.map(([, ms]) => ms)) },
+    firstOver100Seconds: first ? (faultAtMs + first[0]) / 1000 : null,
+  };
+}
+
+/** What the message of an event_loop alert says when the process mostly waited for a CPU (core's event-loop signal). */
+const WAITED_FOR_CPU = 'the process waited for a CPU';
+
+export interface GcRunFigures extends FaultRunFigures {
+  majorGc: MajorGcFigures;
+  /**
+   * False alerts the event_loop signal itself put down to machine load (the
+   * loop was blocked, but the process spent less than half of it on a CPU):
+   * what a busy neighbour does to any process, not a precursor of this fault.
+   */
+  falseAlertsFromMachineLoad: JudgedAlert[];
+  /** The first event_loop alert raised once a major GC pause over 100 ms had begun (seconds), and its lead. */
+  gcStallAlertSeconds: number | null;
+  gcStallLeadSeconds: number | null;
+}
+
+/**
+ * The first moment at or after `fromSeconds` when event_loop stood at WARN
+ * or above (its level then, or its next rise), from every level change the
+ * bench saw, not only the first per level: an earlier rise may have been a
+ * neighbour's doing.
+ */
+export function eventLoopRaisedFrom(records: readonly AlertRecord[], fromSeconds: number): number | null {
+  let raised = false;
+  for (const record of [...records].sort((a, b) => a.atMs - b.atMs)) {
+    if (record.signal !== 'event_loop') continue;
+    const up = record.level === 'warn' || record.level === 'critical';
+    if (record.atMs / 1000 >= fromSeconds) {
+      if (raised) return fromSeconds;
+      if (up) return record.atMs / 1000;
+    }
+    raised = up;
+  }
+  return raised ? fromSeconds : null;
+}
+
+export async function runGcPressure(options: FaultRunOptions): Promise<GcRunFigures> {
   const rate = 20;
   const healthySeconds = options.short ? 4 : 30;
   // About 4.5 MB of heap a second (short) or 1.1 MB (long): the old space fills in ~20 s or ~80 s.
@@ -49,11 +106,29 @@ export async function runGcPressure(options: FaultRunOptions): Promise<FaultRunF
       failingSubjects: [null, 'queue "infer"'],
       expectedSignals: ['event_loop'],
     });
-    const state = lastState as { heapUsedMiB?: number; retained?: number } | null;
+    const state = lastState as { heapUsedMiB?: number; retained?: number; majorGcs?: [number, number][] } | null;
+    const gcs = majorGcPauses(state?.majorGcs ?? [], run.faultAtMs);
     options.log(
-      `gc-pressure #${options.repeat}: fault at ${(run.faultAtMs / 1000).toFixed(1)} s; heap ${state?.heapUsedMiB?.toFixed(0)} MiB at the last look (${state?.retained} copies); server ${server.exit() ?? 'alive'}; first precursor: ${precursorMessage(run, figures) ?? 'none'}`,
+      `gc-pressure #${options.repeat}: fault at ${(run.faultAtMs / 1000).toFixed(1)} s; heap ${state?.heapUsedMiB?.toFixed(0)} MiB at the last look (${state?.retained} copies); server ${server.exit() ?? 'alive'}; ` +
+        `major GC pauses: healthy ${gcs.healthy.count}, longest ${gcs.healthy.longestMs.toFixed(0)} ms; after the fault ${gcs.fault.count}, longest ${gcs.fault.longestMs.toFixed(0)} ms, first over 100 ms at ${gcs.firstOver100Seconds?.toFixed(1) ?? '—'} s; ` +
+        `first precursor: ${precursorMessage(run, figures) ?? 'none'}`,
     );
-    return figures;
+    const messageOf = (alert: JudgedAlert): string =>
+      run.result.alerts.find(
+        (r) => r.signal === alert.signal && r.level === alert.level && Math.abs(r.atMs / 1000 - alert.atSeconds) < 1e-6,
+      )?.message ?? '';
+    const gcStallAlertSeconds =
+      gcs.firstOver100Seconds === null ? null : eventLoopRaisedFrom(run.result.alerts, gcs.firstOver100Seconds);
+    return {
+      ...figures,
+      majorGc: gcs,
+      falseAlertsFromMachineLoad: figures.falseAlerts.filter((a) => messageOf(a).includes(WAITED_FOR_CPU)),
+      gcStallAlertSeconds,
+      gcStallLeadSeconds:
+        gcStallAlertSeconds !== null && figures.failureAtSeconds !== null
+          ? figures.failureAtSeconds - gcStallAlertSeconds
+          : null,
+    };
   } finally {
     await server.stop();
   }
