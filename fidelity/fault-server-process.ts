@@ -8,12 +8,12 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { runBench, type AlertLike, type BenchResult } from '@infersignal/bench';
+import { runBench, type AlertLike, type AlertRecord, type BenchResult } from '@infersignal/bench';
 import type { ThresholdsInput } from '@infersignal/core';
 import type { FaultCommand } from './fault-server';
 import type { FaultRunFigures, FaultScenarioName } from './faults/types';
 import { parseAlertLine } from './server';
-import { ARRIVAL_TOLERANCE_MS, judgeAlerts } from './suite';
+import { ARRIVAL_TOLERANCE_MS, judgeAlerts, type JudgedAlert } from './suite';
 
 const ENTRY = fileURLToPath(new URL('./fault-server.ts', import.meta.url));
 const ROOT_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
@@ -240,8 +240,7 @@ export async function runFaultBench(
  * a failing subject raised before the fault started is false (the healthy
  * phase must stay quiet about it), and a process-wide one is, as in the load
  * scenarios, neither true nor false unless the process is what fails.
- * The goal: the first true precursor is one of `expectedSignals`, and no
- * alert is false.
+ * The goal: a true precursor of one of `expectedSignals`, and no false alert.
  */
 export function faultFigures(
   run: FaultBenchRun,
@@ -260,13 +259,15 @@ export function faultFigures(
 ): FaultRunFigures {
   const { result, faultAtMs } = run;
   const failureAtMs = details.failure ? details.failure.atMs : (result.firstFailure?.atMs ?? null);
-  const alerts = judgeAlerts(result.alerts, failureAtMs, ARRIVAL_TOLERANCE_MS, () => null, details.failingSubjects).map(
-    // In the healthy phase an alert about a failing subject is false, not an early precursor.
-    (alert) =>
-      alert.atSeconds * 1000 < faultAtMs && alert.verdict !== 'process'
-        ? { ...alert, verdict: 'false' as const }
-        : alert,
+  // The two phases are judged apart, each with its own first rise per (signal, subject, level): a rise in the
+  // healthy phase (false, or process-wide) must not hide the same alert raised again by the fault.
+  const judge = (records: AlertRecord[]): JudgedAlert[] =>
+    judgeAlerts(records, failureAtMs, ARRIVAL_TOLERANCE_MS, () => null, details.failingSubjects);
+  const healthy = judge(result.alerts.filter((r) => r.atMs < faultAtMs)).map((alert) =>
+    // An alert about a failing subject while nothing is wrong yet is false, not an early precursor.
+    alert.verdict === 'process' ? alert : { ...alert, verdict: 'false' as const },
   );
+  const alerts = [...healthy, ...judge(result.alerts.filter((r) => r.atMs >= faultAtMs))];
   const firstTruePrecursor = alerts.find((a) => a.verdict === 'true') ?? null;
   const falseAlerts = alerts.filter((a) => a.verdict === 'false');
   const leadSeconds =
@@ -288,8 +289,7 @@ export function faultFigures(
     leadSeconds,
     falseAlerts,
     met:
-      firstTruePrecursor !== null &&
-      details.expectedSignals.includes(firstTruePrecursor.signal) &&
+      alerts.some((a) => a.verdict === 'true' && details.expectedSignals.includes(a.signal)) &&
       falseAlerts.length === 0,
   };
 }

@@ -8,18 +8,21 @@
  *   inputs); the block the last request freed is too small for the next,
  *   so the arena reserves a new segment while the freed ones stay cached:
  *   reserved climbs while allocated stays flat;
- * - leak: each request keeps a small block that is never freed (a tensor
- *   still referenced); allocated climbs, and the small-block segments it
- *   lands in strand the rest of their space.
+ * - leak: each request keeps a 20 MiB block that is never freed (a tensor
+ *   still referenced); each fills a segment of its own exactly, so the
+ *   reserved − allocated gap stays flat and fragmentation falls: only
+ *   allocated grows (memory_drift's allocated fit, not its gap fit).
  *
  * The failure is the model's out-of-memory: a request whose block fits no
  * free block, when a new segment would pass the device's total, gets a
  * 500, timed when the server answers it (a timeout on a starved machine is
- * another failure, logged beside it, not this one). What is simulated: the allocator and the device (a fake
- * libnvidia-ml.so.1 whose per-process figure is the allocator's reserved
- * bytes). What is real: `@infersignal/gpu`'s sampler loading that library
- * through koffi and calling the NVML entry points, core's deviceMemory
- * signal and its detectors, the alert events, the HTTP load.
+ * another failure, logged beside it, not this one).
+ *
+ * Simulated: the allocator and the device (a fake libnvidia-ml.so.1 whose
+ * per-process figure is the allocator's reserved bytes). Real: the
+ * `@infersignal/gpu` sampler loading that library through koffi and calling
+ * the NVML entry points, core's deviceMemory signal and its detectors, the
+ * alert events, the HTTP load.
  */
 import { rmSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,8 +78,7 @@ function settings(fault: DeviceFault, short: boolean): Settings {
       describe: `fragmentation: activations of ${DEVICE_PLAN.activationMiB} MiB growing ${creep} MiB/s`,
     };
   }
-  // 16 MiB blocks sit one to a 20 MiB segment, stranding 4 MiB each (see the module comment).
-  const leakMiB = Number(process.env.FIDELITY_LEAK_MIB) || 16;
+  const leakMiB = 20;
   return {
     rate,
     healthySeconds,
@@ -118,7 +120,8 @@ export async function runDeviceMemory(
         scenario: 'device-memory',
         repeat: options.repeat,
         conditions: `${s.describe} from ${s.healthySeconds} s, ${s.rate} req/s; device ${DEVICE_PLAN.totalMiB} MiB, weights ${DEVICE_PLAN.weightsMiB} MiB, BFC-style arena`,
-        failingSubjects: [DEVICE_SUBJECT],
+        // The failed requests went through queue "infer" too.
+        failingSubjects: [DEVICE_SUBJECT, 'queue "infer"'],
         expectedSignals: EXPECTED,
         failure: {
           atMs: typeof state?.firstOomMs === 'number' ? run.faultAtMs + state.firstOomMs : null,
@@ -143,7 +146,7 @@ export const deviceMemoryScenario: FaultScenario = {
   name: 'device-memory',
   expectedSignal: 'memory_drift or gpu_fragmentation',
   failureDefinition:
-    'a request the device cannot place: no cached free block fits its activation and a new segment would pass the device total (500, out of device memory)',
+    'a request the device cannot place: no cached free block fits its activation and a new segment would pass the device total (500, out of device memory). The allocator and the device are simulated (a model of a BFC arena; a fake libnvidia-ml.so.1 listing its reserved bytes); the NVML calls through koffi, the sampler, the detectors and the alerts are real',
   goal: 'memory_drift or gpu_fragmentation on the device before the first out-of-memory request, no alert in the healthy phase and none about another subject',
   run: (options) => runDeviceMemory(options),
 };
