@@ -26,9 +26,10 @@ const E2E = [
  * Files whose story is told in real time, in tens of milliseconds: 20 ms
  * handlers ramped past capacity (the order of the alerts and the first
  * failure), event-loop stalls against a 100 ms threshold, a 50 ms gRPC
- * deadline, and the demo's run, which measures its server's capacity and
- * then ramps to multiples of it. A process paused by its neighbours changes that
- * story, so they run after the rest, in two lanes: the fidelity suite's short
+ * deadline, the demo's run, which measures its server's capacity and
+ * then ramps to multiples of it, and the device-memory and GC-pressure fault
+ * runs (an alert before the failure, none while healthy). A process paused
+ * by its neighbours changes that story, so they run after the rest, in two lanes: the fidelity suite's short
  * mode (the longest by far) in one, the others one after another in the
  * other. The most a story then shares the machine with is one other story,
  * about what `under-load`'s busy neighbour per core is, which every one of
@@ -41,6 +42,7 @@ const SERIAL = [
   'packages/core/test/event-loop.test.ts',
   'packages/grpc/test/grpc.test.ts',
   'test/fidelity.test.ts',
+  'test/fidelity-device-gc.test.ts',
 ];
 
 // Most test files wait on sockets, timers or child processes part of the

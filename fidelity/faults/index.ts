@@ -1,4 +1,6 @@
 /** The fault scenarios `pnpm fidelity` runs after the load scenarios, in this order. */
+import { deviceMemoryScenario } from './device-memory';
+import { gcPressureScenario } from './gc-pressure';
 import type { FaultScenario } from './types';
 
-export const FAULT_SCENARIOS: readonly FaultScenario[] = [];
+export const FAULT_SCENARIOS: readonly FaultScenario[] = [deviceMemoryScenario, gcPressureScenario];

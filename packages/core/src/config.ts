@@ -51,7 +51,7 @@ export interface DeviceMemoryThresholds {
   fragmentationForSeconds: number;
   /** Samples in the drift (leak-trend) window. */
   driftWindowSamples: number;
-  /** Minimum growth of the reserved − allocated gap over the window, relative to reserved. */
+  /** Minimum growth over the window, relative to reserved, of the reserved − allocated gap or of allocated itself. */
   driftMinGrowth: number;
   /** Minimum R² of the linear fit for the growth to count as a trend rather than noise. */
   driftMinR2: number;

@@ -175,6 +175,40 @@ describe('device memory', () => {
     expect(t.alerts.filter((a) => a.signal === 'memory_drift')).toHaveLength(0);
   });
 
+  it('allocated growing with the gap flat (a leak of blocks that fill their segments) trips the drift detector', () => {
+    const t = setup({ thresholds: { deviceMemory: { driftWindowSamples: 30 } } });
+    let allocated = 3 * GB;
+    // Each 20 MB leaked fills a 20 MB segment: reserved follows allocated exactly.
+    const handle = t.monitor.deviceMemory({ allocated: () => allocated, reserved: () => allocated, intervalMs: 0 });
+    let trippedAt = -1;
+    for (let i = 0; i < 30; i++) {
+      handle.sample();
+      if (trippedAt < 0 && t.alerts.some((a) => a.signal === 'memory_drift')) trippedAt = i;
+      allocated += 20e6;
+      t.advance(1000);
+    }
+    expect(trippedAt).toBe(29);
+    const alert = t.alerts.find((a) => a.signal === 'memory_drift')!;
+    expect(alert.message).toContain('allocated memory');
+    expect(alert.value).toBeCloseTo(20e6, 0);
+    expect(alert.details).toMatchObject({ of: 'allocated', samples: 30 });
+    const snapshot = t.monitor.snapshot().deviceMemory.default;
+    expect(snapshot.drifting).toBe(true);
+    expect(snapshot.gapGrowthBytesPerSecond).toBeCloseTo(0, 0);
+  });
+
+  it('allocated that moves with the requests but does not grow does not trip the drift detector', () => {
+    const t = setup({ thresholds: { deviceMemory: { driftWindowSamples: 30 } } });
+    let seed = 11;
+    const noise = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 1 * GB;
+    const handle = t.monitor.deviceMemory({ allocated: () => 3 * GB + noise(), reserved: () => 5 * GB, intervalMs: 0 });
+    for (let i = 0; i < 120; i++) {
+      handle.sample();
+      t.advance(1000);
+    }
+    expect(t.alerts.filter((a) => a.signal === 'memory_drift')).toHaveLength(0);
+  });
+
   it('sources that return undefined or throw produce no data and no invented zeros', async () => {
     const t = setup();
     t.monitor

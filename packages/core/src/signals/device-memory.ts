@@ -13,8 +13,9 @@ const OPTION_KEYS = ['allocated', 'reserved', 'intervalMs', 'source', 'fragmenta
 /**
  * Samples allocated and reserved device memory from plain functions off
  * the request path. Fragmentation = 1 − allocated / reserved; the drift
- * detector fits a line to the reserved − allocated gap and trips when it
- * keeps growing (the leak precursor). A source that returns undefined is
+ * detectors fit a line to the reserved − allocated gap and to allocated,
+ * and memory_drift trips when either keeps growing (the leak precursors:
+ * memory reserved and never reused, or live blocks never freed). A source that returns undefined is
  * "not measured": nothing is invented in its place.
  */
 export class DeviceMemory implements DeviceMemoryHandle {
@@ -28,6 +29,8 @@ export class DeviceMemory implements DeviceMemoryHandle {
   level: Level = 'ok';
   private readonly fragmentationDetector: ThresholdDetector;
   private readonly drift: DriftDetector;
+  /** Allocated itself: a leak of live blocks that fill their segments leaves the gap flat. */
+  private readonly liveDrift: DriftDetector;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -48,6 +51,7 @@ export class DeviceMemory implements DeviceMemoryHandle {
       hysteresis: 0.05,
     });
     this.drift = new DriftDetector(t.driftWindowSamples, t.driftMinGrowth, t.driftMinR2);
+    this.liveDrift = new DriftDetector(t.driftWindowSamples, t.driftMinGrowth, t.driftMinR2);
     const intervalMs = options.intervalMs ?? 1000;
     if (intervalMs > 0) {
       const tick = () => {
@@ -95,19 +99,26 @@ export class DeviceMemory implements DeviceMemoryHandle {
     }
 
     this.drift.update(this.reserved - this.allocated, now);
+    this.liveDrift.update(this.allocated, now);
     const fit = this.drift.evaluate(this.reserved);
+    const live = this.liveDrift.evaluate(this.reserved);
     this.gapGrowth = fit.count >= 2 ? fit.slope : null;
-    this.drifting = fit.drifting;
+    this.drifting = fit.drifting || live.drifting;
+    // The gap is reported when it drifts (or nothing does); allocated when only it does.
+    const shown = fit.drifting || !live.drifting ? fit : live;
+    const what = shown === fit ? 'reserved − allocated gap' : 'allocated memory (live blocks kept, none freed)';
     ctx.report(
       'memory_drift',
-      fit.drifting ? 'warn' : 'ok',
-      fit.slope,
+      this.drifting ? 'warn' : 'ok',
+      shown.slope,
       t.driftMinGrowth,
       this.labels,
-      fit.drifting
-        ? `reserved − allocated gap grew ${(fit.growth / 2 ** 20).toFixed(1)} MiB over ${fit.count} samples (${(fit.slope / 2 ** 20).toFixed(2)} MiB/s, R² ${fit.r2.toFixed(2)})`
+      this.drifting
+        ? `${what} grew ${(shown.growth / 2 ** 20).toFixed(1)} MiB over ${shown.count} samples (${(shown.slope / 2 ** 20).toFixed(2)} MiB/s, R² ${shown.r2.toFixed(2)})`
         : undefined,
-      fit.drifting ? { growthBytes: fit.growth, r2: fit.r2, samples: fit.count } : undefined,
+      this.drifting
+        ? { growthBytes: shown.growth, r2: shown.r2, samples: shown.count, of: shown === fit ? 'gap' : 'allocated' }
+        : undefined,
     );
   }
 

@@ -1,0 +1,144 @@
+/**
+ * GC pressure: a server with a small old space (`--max-old-space-size`)
+ * runs healthy under a light load, then starts keeping a copy of every
+ * response on the JS heap (a cache without eviction: small objects, which
+ * every major GC marks). As the heap fills, V8 runs major GCs more often
+ * and each takes longer, until requests time out or the process dies of
+ * heap exhaustion (connection errors). Everything here is real: V8, its
+ * collector, the event loop, the signal measuring it; only the leak is
+ * written for the test.
+ */
+import type { AlertRecord } from '@infersignal/bench';
+import type { ThresholdsInput } from '@infersignal/core';
+import { faultFigures, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
+import type { JudgedAlert } from '../suite';
+import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
+
+/** Core's defaults: the event loop is judged on the longest single block of each 1 s period (WARN at 100 ms). */
+export const GC_PRESSURE_THRESHOLDS: ThresholdsInput = {};
+
+export const OLD_SPACE_MIB = 96;
+
+export interface MajorGcFigures {
+  healthy: { count: number; longestMs: number };
+  fault: { count: number; longestMs: number };
+  /** When the first major GC pause over 100 ms (core's event_loop WARN) began, on the bench's clock. */
+  firstOver100Seconds: number | null;
+}
+
+/** The server's major GC pauses ([ms from the fault's start, duration ms]) split at the fault (at `faultAtMs` on the bench's clock). */
+export function majorGcPauses(pauses: readonly [number, number][], faultAtMs: number): MajorGcFigures {
+  const before = pauses.filter(([at]) => at < 0).map(([, ms]) => ms);
+  const after = pauses.filter(([at]) => at >= 0);
+  const first = after.find(([, ms]) => ms > 100);
+  return {
+    healthy: { count: before.length, longestMs: Math.max(0, ...before) },
+    fault: { count: after.length, longestMs: Math.max(0, ...after.map(([, ms]) => ms)) },
+    firstOver100Seconds: first ? (faultAtMs + first[0]) / 1000 : null,
+  };
+}
+
+/** What the message of an event_loop alert says when the process mostly waited for a CPU (core's event-loop signal). */
+const WAITED_FOR_CPU = 'the process waited for a CPU';
+
+export interface GcRunFigures extends FaultRunFigures {
+  majorGc: MajorGcFigures;
+  /**
+   * False alerts the event_loop signal itself put down to machine load (the
+   * loop was blocked, but the process spent less than half of it on a CPU):
+   * what a busy neighbour does to any process, not a precursor of this fault.
+   */
+  falseAlertsFromMachineLoad: JudgedAlert[];
+  /** The first event_loop alert raised once a major GC pause over 100 ms had begun (seconds), and its lead. */
+  gcStallAlertSeconds: number | null;
+  gcStallLeadSeconds: number | null;
+}
+
+/**
+ * The first moment at or after `fromSeconds` when event_loop stood at WARN
+ * or above (its level then, or its next rise), from every level change the
+ * bench saw, not only the first per level: an earlier rise may have been a
+ * neighbour's doing.
+ */
+export function eventLoopRaisedFrom(records: readonly AlertRecord[], fromSeconds: number): number | null {
+  let raised = false;
+  for (const record of [...records].sort((a, b) => a.atMs - b.atMs)) {
+    if (record.signal !== 'event_loop') continue;
+    const up = record.level === 'warn' || record.level === 'critical';
+    if (record.atMs / 1000 >= fromSeconds) {
+      if (raised) return fromSeconds;
+      if (up) return record.atMs / 1000;
+    }
+    raised = up;
+  }
+  return raised ? fromSeconds : null;
+}
+
+export async function runGcPressure(options: FaultRunOptions): Promise<GcRunFigures> {
+  const rate = 20;
+  const healthySeconds = options.short ? 4 : 30;
+  // About 4.5 MB of heap a second (short) or 1.1 MB (long): the old space fills in ~20 s or ~80 s.
+  const retainKiB = options.short ? 200 : 50;
+  const server = await startFaultServer({
+    fault: 'gc-pressure',
+    thresholds: GC_PRESSURE_THRESHOLDS,
+    nodeArgs: [`--max-old-space-size=${OLD_SPACE_MIB}`],
+  });
+  try {
+    let lastState: Record<string, unknown> | null = null;
+    const run = await runFaultBench(server, {
+      rate,
+      healthySeconds,
+      faultSeconds: options.short ? 60 : 240,
+      fault: { kind: 'heap-leak', retainKiB },
+      timeoutMs: 2000,
+      failed: async (server) => {
+        if (server.exit() !== null) return true;
+        lastState = (await server.state()) ?? lastState;
+        return false;
+      },
+      signal: options.signal,
+    });
+    const figures = faultFigures(run, {
+      scenario: 'gc-pressure',
+      repeat: options.repeat,
+      conditions: `${retainKiB} KiB of small objects kept per request from ${healthySeconds} s, ${rate} req/s, --max-old-space-size=${OLD_SPACE_MIB}`,
+      failingSubjects: [null, 'queue "infer"'],
+      expectedSignals: ['event_loop'],
+    });
+    const state = lastState as { heapUsedMiB?: number; retained?: number; majorGcs?: [number, number][] } | null;
+    const gcs = majorGcPauses(state?.majorGcs ?? [], run.faultAtMs);
+    options.log(
+      `gc-pressure #${options.repeat}: fault at ${(run.faultAtMs / 1000).toFixed(1)} s; heap ${state?.heapUsedMiB?.toFixed(0)} MiB at the last look (${state?.retained} copies); server ${server.exit() ?? 'alive'}; ` +
+        `major GC pauses: healthy ${gcs.healthy.count}, longest ${gcs.healthy.longestMs.toFixed(0)} ms; after the fault ${gcs.fault.count}, longest ${gcs.fault.longestMs.toFixed(0)} ms, first over 100 ms at ${gcs.firstOver100Seconds?.toFixed(1) ?? '—'} s; ` +
+        `first precursor: ${precursorMessage(run, figures) ?? 'none'}`,
+    );
+    const messageOf = (alert: JudgedAlert): string =>
+      run.result.alerts.find(
+        (r) => r.signal === alert.signal && r.level === alert.level && Math.abs(r.atMs / 1000 - alert.atSeconds) < 1e-6,
+      )?.message ?? '';
+    const gcStallAlertSeconds =
+      gcs.firstOver100Seconds === null ? null : eventLoopRaisedFrom(run.result.alerts, gcs.firstOver100Seconds);
+    return {
+      ...figures,
+      majorGc: gcs,
+      falseAlertsFromMachineLoad: figures.falseAlerts.filter((a) => messageOf(a).includes(WAITED_FOR_CPU)),
+      gcStallAlertSeconds,
+      gcStallLeadSeconds:
+        gcStallAlertSeconds !== null && figures.failureAtSeconds !== null
+          ? figures.failureAtSeconds - gcStallAlertSeconds
+          : null,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+export const gcPressureScenario: FaultScenario = {
+  name: 'gc-pressure',
+  expectedSignal: 'event_loop',
+  failureDefinition:
+    'a request without a successful answer: a timeout (2 s) while the collector holds the loop, or a connection error once the process died of heap exhaustion',
+  goal: 'event_loop (process-wide) before the first failed request, no alert in the healthy phase',
+  run: runGcPressure,
+};
