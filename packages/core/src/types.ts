@@ -239,6 +239,14 @@ export interface DeviceMemoryOptions {
    * `gpu_fragmentation` alert and is not taken as a cause of a latency glitch.
    */
   fragmentationAlert?: boolean;
+  /**
+   * Judge a steady growth of `allocated` itself as a leak trend (default
+   * true): live blocks kept and never freed, in segments they fill, leave
+   * the reserved − allocated gap flat. False for a pool whose live share
+   * grows in normal use, such as a KV cache filling with a long generation's
+   * tokens: only the gap's drift is judged then.
+   */
+  allocatedDriftAlert?: boolean;
 }
 
 export interface DeviceMemoryHandle {

@@ -197,6 +197,26 @@ describe('device memory', () => {
     expect(snapshot.gapGrowthBytesPerSecond).toBeCloseTo(0, 0);
   });
 
+  it('a source registered with allocatedDriftAlert: false judges only the gap (a KV cache filling up)', () => {
+    const t = setup({ thresholds: { deviceMemory: { driftWindowSamples: 30 } } });
+    let allocated = 1 * GB;
+    const handle = t.monitor.deviceMemory({
+      allocated: () => allocated,
+      reserved: () => allocated,
+      intervalMs: 0,
+      allocatedDriftAlert: false,
+    });
+    for (let i = 0; i < 60; i++) {
+      handle.sample();
+      allocated += 20e6;
+      t.advance(1000);
+    }
+    expect(t.alerts.filter((a) => a.signal === 'memory_drift')).toHaveLength(0);
+    expect(() =>
+      t.monitor.deviceMemory({ allocated: () => 0, reserved: () => 0, allocatedDriftAlert: 'no' as never }),
+    ).toThrow(/options\.allocatedDriftAlert/);
+  });
+
   it('allocated that moves with the requests but does not grow does not trip the drift detector', () => {
     const t = setup({ thresholds: { deviceMemory: { driftWindowSamples: 30 } } });
     let seed = 11;

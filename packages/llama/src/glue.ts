@@ -90,8 +90,10 @@ export function watchKvCache(
   options: { source: string; intervalMs?: number },
 ): DeviceMemoryHandle {
   return monitor.deviceMemory({
-    // Free token slots are a KV cache's normal state, not fragmentation: only the gap's drift is judged.
+    // Free token slots are a KV cache's normal state, not fragmentation, and a cache filling with a long
+    // generation's tokens is not a leak: only the gap's drift is judged.
     fragmentationAlert: false,
+    allocatedDriftAlert: false,
     allocated: () => {
       const perToken = reading.bytesPerToken();
       return perToken === null ? undefined : reading.tokens() * perToken;

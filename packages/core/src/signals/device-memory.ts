@@ -1,14 +1,15 @@
 import type { Attributes } from '@opentelemetry/api';
 import { InferSignalConfigError } from '../config';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
-import { DriftDetector } from '../detectors/drift';
+import { DriftDetector, type LinearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
 import { checkOptionKeys, nameOption } from '../options';
 import type { DeviceMemoryHandle, DeviceMemoryOptions, Level, Snapshot } from '../types';
 
 const MAX_SOURCES = 64;
-const OPTION_KEYS = ['allocated', 'reserved', 'intervalMs', 'source', 'fragmentationAlert'];
+const NOT_DRIFTING: LinearFit & { drifting: boolean } = { slope: 0, r2: 0, count: 0, growth: 0, drifting: false };
+const OPTION_KEYS = ['allocated', 'reserved', 'intervalMs', 'source', 'fragmentationAlert', 'allocatedDriftAlert'];
 
 /**
  * Samples allocated and reserved device memory from plain functions off
@@ -99,9 +100,12 @@ export class DeviceMemory implements DeviceMemoryHandle {
     }
 
     this.drift.update(this.reserved - this.allocated, now);
-    this.liveDrift.update(this.allocated, now);
     const fit = this.drift.evaluate(this.reserved);
-    const live = this.liveDrift.evaluate(this.reserved);
+    let live = NOT_DRIFTING;
+    if (this.options.allocatedDriftAlert !== false) {
+      this.liveDrift.update(this.allocated, now);
+      live = this.liveDrift.evaluate(this.reserved);
+    }
     this.gapGrowth = fit.count >= 2 ? fit.slope : null;
     this.drifting = fit.drifting || live.drifting;
     // The gap is reported when it drifts (or nothing does); allocated when only it does.
@@ -158,8 +162,9 @@ export class DeviceMemorySignal implements Signal {
       throw new InferSignalConfigError('options.reserved', 'must be a function returning bytes (or undefined)');
     if (options.intervalMs !== undefined && !(options.intervalMs >= 0))
       throw new InferSignalConfigError('options.intervalMs', `must be >= 0, got ${options.intervalMs}`);
-    if (options.fragmentationAlert !== undefined && typeof options.fragmentationAlert !== 'boolean')
-      throw new InferSignalConfigError('options.fragmentationAlert', 'must be a boolean');
+    for (const key of ['fragmentationAlert', 'allocatedDriftAlert'] as const)
+      if (options[key] !== undefined && typeof options[key] !== 'boolean')
+        throw new InferSignalConfigError(`options.${key}`, 'must be a boolean');
     const source = nameOption('options.source', options.source, 'default');
     if (this.sources.size >= MAX_SOURCES)
       throw new InferSignalConfigError('options', `more than ${MAX_SOURCES} device memory sources`);
