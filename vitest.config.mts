@@ -41,6 +41,8 @@ const SERIAL = [
   'packages/core/test/event-loop.test.ts',
   'packages/grpc/test/grpc.test.ts',
   'test/fidelity.test.ts',
+  // Fault scenarios: reload deadlines and stream shares judged in real time.
+  'test/fidelity-faults.test.ts',
 ];
 
 // Most test files wait on sockets, timers or child processes part of the

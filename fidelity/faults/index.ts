@@ -1,4 +1,6 @@
 /** The fault scenarios `pnpm fidelity` runs after the load scenarios, in this order. */
+import { slowReload } from './slow-reload';
+import { streamDrops } from './stream-drops';
 import type { FaultScenario } from './types';
 
-export const FAULT_SCENARIOS: readonly FaultScenario[] = [];
+export const FAULT_SCENARIOS: readonly FaultScenario[] = [slowReload, streamDrops];
