@@ -29,7 +29,7 @@ const scenarios = (process.env.FIDELITY_SCENARIOS ?? '')
   .map((name) => name.trim())
   .filter(Boolean);
 // Checked before anything starts: a typo fails at once, naming the known scenarios.
-selectScenarios(scenarios);
+await selectScenarios(scenarios);
 const abort = new AbortController();
 process.once('SIGINT', () => abort.abort());
 process.once('SIGTERM', () => abort.abort());

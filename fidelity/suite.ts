@@ -27,8 +27,7 @@ import { performance } from 'node:perf_hooks';
 import type { ThresholdsInput } from '@infersignal/core';
 import { runBench, type AlertRecord, type BenchResult, type Stage } from '@infersignal/bench';
 import { subjectOf } from '../examples/demo/src/precursors';
-import { FAULT_SCENARIOS } from './faults/index';
-import type { FaultRunFigures, FaultScenarioName } from './faults/types';
+import type { FaultRunFigures, FaultScenario } from './faults/types';
 import { startAlertServer, type AlertServer } from './server';
 
 /** One 512-wide row tiled into the batch: the same request the demo sends. */
@@ -150,25 +149,29 @@ export interface FidelityResult {
   wallSeconds: number;
 }
 
-/** Every scenario name `scenarios` accepts: the load scenarios, then the fault scenarios. */
-export function scenarioNames(): string[] {
-  return [...SCENARIOS, ...FAULT_SCENARIOS.map((f) => f.name)];
+/**
+ * The fault scenarios, loaded when asked for: they build on this module (its
+ * thresholds, capacity measurement and judging), so a static import would be a cycle.
+ */
+async function faultScenarios(): Promise<readonly FaultScenario[]> {
+  return (await import('./faults/index')).FAULT_SCENARIOS;
 }
 
-/** The load and fault scenarios to run, in suite order; an unknown name is an error that lists the known ones. */
-export function selectScenarios(names: readonly string[] | undefined): {
+/**
+ * The load and fault scenarios to run, in suite order (default: all); an
+ * unknown name is an error that lists the known ones.
+ */
+export async function selectScenarios(names: readonly string[] | undefined): Promise<{
   load: ScenarioName[];
-  faults: FaultScenarioName[];
-} {
-  const known = scenarioNames();
+  faults: FaultScenario[];
+}> {
+  const faults = await faultScenarios();
+  const known: string[] = [...SCENARIOS, ...faults.map((f) => f.name)];
   const unknown = (names ?? []).filter((n) => !known.includes(n));
   if (unknown.length > 0)
     throw new RangeError(`unknown fidelity scenario ${unknown.join(', ')}: choose from ${known.join(', ')}`);
   const chosen = (name: string): boolean => names === undefined || names.length === 0 || names.includes(name);
-  return {
-    load: SCENARIOS.filter(chosen),
-    faults: FAULT_SCENARIOS.map((f) => f.name).filter(chosen),
-  };
+  return { load: SCENARIOS.filter(chosen), faults: faults.filter((f) => chosen(f.name)) };
 }
 
 /**
@@ -503,7 +506,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
     rows: ROWS,
   };
   const log = options.log ?? (() => {});
-  const selected = selectScenarios(options.scenarios);
+  const selected = await selectScenarios(options.scenarios);
   const started = performance.now();
   const result: FidelityResult = {
     startedAt: new Date().toISOString(),
@@ -558,9 +561,8 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
   }
   // A fault run starts its own server, configured for its fault.
   for (let repeat = 1; repeat <= repeats && !options.signal?.aborted; repeat++) {
-    for (const name of selected.faults) {
+    for (const scenario of selected.faults) {
       if (options.signal?.aborted) break;
-      const scenario = FAULT_SCENARIOS.find((f) => f.name === name)!;
       const run = await scenario.run({ short, repeat, log, signal: options.signal });
       log(`  ${describeFaultRun(run)}`);
       result.faults.push(run);
