@@ -10,6 +10,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { FAULT_SCENARIOS } from './faults/index';
 import { renderDoc, verdictLine } from './report';
 import { runFidelity, selectScenarios } from './suite';
 
@@ -29,7 +30,12 @@ const scenarios = (process.env.FIDELITY_SCENARIOS ?? '')
   .map((name) => name.trim())
   .filter(Boolean);
 // Checked before anything starts: a typo fails at once, naming the known scenarios.
-await selectScenarios(scenarios);
+try {
+  selectScenarios(scenarios, FAULT_SCENARIOS);
+} catch (error) {
+  console.error(`FIDELITY_SCENARIOS: ${(error as Error).message}`);
+  process.exit(2);
+}
 const abort = new AbortController();
 process.once('SIGINT', () => abort.abort());
 process.once('SIGTERM', () => abort.abort());
@@ -39,6 +45,7 @@ const result = await runFidelity({
   repeats: intEnv('FIDELITY_RUNS'),
   steadySeconds: intEnv('FIDELITY_STEADY_SECONDS'),
   scenarios,
+  faults: FAULT_SCENARIOS,
   log: (line) => console.log(line),
   signal: abort.signal,
 });

@@ -75,6 +75,12 @@ export interface FidelityOptions {
   stepSeconds?: number;
   /** The scenarios to run, load or fault, by name (default: all; see `selectScenarios`). */
   scenarios?: readonly string[];
+  /**
+   * The fault scenarios, run after the load scenarios (`pnpm fidelity` passes
+   * ./faults's FAULT_SCENARIOS; they build on this module, which therefore
+   * cannot import them). Default: none.
+   */
+  faults?: readonly FaultScenario[];
   log?: (line: string) => void;
   signal?: AbortSignal;
 }
@@ -150,22 +156,13 @@ export interface FidelityResult {
 }
 
 /**
- * The fault scenarios, loaded when asked for: they build on this module (its
- * thresholds, capacity measurement and judging), so a static import would be a cycle.
- */
-async function faultScenarios(): Promise<readonly FaultScenario[]> {
-  return (await import('./faults/index')).FAULT_SCENARIOS;
-}
-
-/**
  * The load and fault scenarios to run, in suite order (default: all); an
  * unknown name is an error that lists the known ones.
  */
-export async function selectScenarios(names: readonly string[] | undefined): Promise<{
-  load: ScenarioName[];
-  faults: FaultScenario[];
-}> {
-  const faults = await faultScenarios();
+export function selectScenarios(
+  names: readonly string[] | undefined,
+  faults: readonly FaultScenario[],
+): { load: ScenarioName[]; faults: FaultScenario[] } {
   const known: string[] = [...SCENARIOS, ...faults.map((f) => f.name)];
   const unknown = (names ?? []).filter((n) => !known.includes(n));
   if (unknown.length > 0)
@@ -506,7 +503,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
     rows: ROWS,
   };
   const log = options.log ?? (() => {});
-  const selected = await selectScenarios(options.scenarios);
+  const selected = selectScenarios(options.scenarios, options.faults ?? []);
   const started = performance.now();
   const result: FidelityResult = {
     startedAt: new Date().toISOString(),
