@@ -108,11 +108,13 @@ describe('fault scenarios, short mode', () => {
     expect(run.failureDetail).toMatch(
       new RegExp(`of the last ${SLO_WINDOW} streams cut off \\(SLO ${SLO_CUT_SHARE * 100} %\\)`),
     );
-    // The server saw the cuts the clients made: it counted every dropped stream as cancelled.
+    // The server saw the cuts the clients made, and counted no completed stream as cancelled. (A client may
+    // drop a stream whose last bytes the server had already written: the server then rightly counts it completed.)
     const dropped = Number(/(\d+) dropped by the client/.exec(run.conditions)?.[1]);
     const cancelled = Number(/the server counted .*cancelled (\d+)/.exec(run.conditions)?.[1] ?? 0);
     expect(dropped).toBeGreaterThan(0);
-    expect(cancelled).toBe(dropped);
+    expect(cancelled).toBeGreaterThan(0);
+    expect(cancelled).toBeLessThanOrEqual(dropped);
   });
 
   it('reports the fault runs in the doc and counts them in the verdict', () => {
