@@ -16,7 +16,7 @@ import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { startAlertServer } from '../server';
 import { FIDELITY_THRESHOLDS, ROWS, waitForCalm } from '../suite';
-import { faultFigures, median, recordAlerts, sleep, startClock } from './common';
+import { faultFigures, recordAlerts, sleep, startClock } from './common';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
 
 const MODEL = 'matmul-chain';
@@ -36,14 +36,14 @@ const MAX_TOKENS = 12;
  */
 const LOAD_FACTOR = 0.25;
 const RATE_BOUNDS = [4, 12] as const;
-/** Whole streams one at a time before the run: the first half warm up, the second half is timed. */
-const CALIBRATION_STREAMS = 16;
+/** Whole streams one at a time before the calibration window. */
+const WARM_UP_STREAMS = 8;
 /** Streams open at once before the client refuses to start more (a bound, not expected to be reached). */
 const MAX_OPEN = 64;
 
 const SETTINGS = {
-  short: { healthyStreams: 40, stormStreams: 100 },
-  long: { healthyStreams: 1000, stormStreams: 1000 },
+  short: { healthyStreams: 40, stormStreams: 100, calibrationMs: 2000 },
+  long: { healthyStreams: 1000, stormStreams: 1000, calibrationMs: 6000 },
 } as const;
 
 type Outcome = 'completed' | 'dropped' | 'cut';
@@ -116,20 +116,23 @@ async function run(options: FaultRunOptions): Promise<FaultRunFigures> {
   try {
     await waitForCalm(server.url, 10_000);
     const url = new URL(`${server.url}/v1/completions`);
-    // One stream at a time, whole: how long a stream takes here and now sizes the rate and the client's timeout.
-    const durations: number[] = [];
-    for (let i = 0; i < CALIBRATION_STREAMS; i++) {
-      const started = performance.now();
+    // One client streaming one at a time: a few streams to warm up, then as many as fit in a window. The mean
+    // over the window (not the median of a few) is what sizes the rate: on a shared machine the server gets the
+    // CPU in bursts, and a handful of streams can all fall into one.
+    for (let i = 0; i < WARM_UP_STREAMS; i++) {
+      const outcome = await stream(url, agent, false, 30_000);
+      if (outcome !== 'completed') throw new Error(`stream-drops: a warm-up stream was ${outcome}`);
+    }
+    const windowStarted = performance.now();
+    let whole = 0;
+    while (performance.now() - windowStarted < settings.calibrationMs) {
       const outcome = await stream(url, agent, false, 30_000);
       if (outcome !== 'completed') throw new Error(`stream-drops: a calibration stream was ${outcome}`);
-      durations.push(performance.now() - started);
+      whole++;
     }
-    const streamMs = median(durations.slice(CALIBRATION_STREAMS / 2));
+    const streamMs = (performance.now() - windowStarted) / whole;
     options.log(
-      `stream-drops #${options.repeat}: whole streams one at a time ${durations
-        .slice(CALIBRATION_STREAMS / 2)
-        .map((ms) => ms.toFixed(0))
-        .join(', ')} ms`,
+      `stream-drops #${options.repeat}: ${whole} whole streams one at a time in ${settings.calibrationMs} ms, ${streamMs.toFixed(0)} ms each`,
     );
     const rate = Math.min(RATE_BOUNDS[1], Math.max(RATE_BOUNDS[0], Math.round((LOAD_FACTOR * 1000) / streamMs)));
     // A stream that takes this long is stuck, not slow.
