@@ -29,9 +29,8 @@ const E2E = [
  * deadline, the demo's run, which measures its server's capacity and
  * then ramps to multiples of it, and the device-memory and GC-pressure fault
  * runs (an alert before the failure, none while healthy). A process paused
- * by its neighbours changes that story, so they run after the rest, in two lanes: the fidelity suite's short
- * mode (the longest by far) in one, the others one after another in the
- * other. The most a story then shares the machine with is one other story,
+ * by its neighbours changes that story, so they run after the rest, two at
+ * a time. The most a story then shares the machine with is one other story,
  * about what `under-load`'s busy neighbour per core is, which every one of
  * these files must pass under.
  */
@@ -42,6 +41,8 @@ const SERIAL = [
   'packages/core/test/event-loop.test.ts',
   'packages/grpc/test/grpc.test.ts',
   'test/fidelity.test.ts',
+  // Fault scenarios: reload deadlines, stream shares, device memory and GC pauses judged in real time.
+  'test/fidelity-faults.test.ts',
   'test/fidelity-device-gc.test.ts',
 ];
 

@@ -4,12 +4,15 @@
  * .tmp/fidelity/. Environment: FIDELITY_RUNS (repeats, default 5),
  * FIDELITY_STEADY_SECONDS (default 600), FIDELITY_SHORT=1 (one short run
  * of each; prints, writes no doc), FIDELITY_NOTE (a sentence on the run's
- * conditions, printed in the doc).
+ * conditions, printed in the doc), FIDELITY_SCENARIOS (comma-separated
+ * names, load or fault, e.g. `slow-reload,stream-drops`: only those run;
+ * the doc is written only when every scenario ran).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { FAULT_SCENARIOS } from './faults/index';
 import { renderDoc, verdictLine } from './report';
-import { runFidelity } from './suite';
+import { runFidelity, selectScenarios } from './suite';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -22,6 +25,17 @@ function intEnv(name: string): number | undefined {
 }
 
 const short = process.env.FIDELITY_SHORT === '1';
+const scenarios = (process.env.FIDELITY_SCENARIOS ?? '')
+  .split(',')
+  .map((name) => name.trim())
+  .filter(Boolean);
+// Checked before anything starts: a typo fails at once, naming the known scenarios.
+try {
+  selectScenarios(scenarios, FAULT_SCENARIOS);
+} catch (error) {
+  console.error(`FIDELITY_SCENARIOS: ${(error as Error).message}`);
+  process.exit(2);
+}
 const abort = new AbortController();
 process.once('SIGINT', () => abort.abort());
 process.once('SIGTERM', () => abort.abort());
@@ -30,6 +44,8 @@ const result = await runFidelity({
   short,
   repeats: intEnv('FIDELITY_RUNS'),
   steadySeconds: intEnv('FIDELITY_STEADY_SECONDS'),
+  scenarios,
+  faults: FAULT_SCENARIOS,
   log: (line) => console.log(line),
   signal: abort.signal,
 });
@@ -37,7 +53,8 @@ mkdirSync(`${ROOT}.tmp/fidelity`, { recursive: true });
 const json = `${ROOT}.tmp/fidelity/fidelity-${result.startedAt.replace(/[:.]/g, '-')}.json`;
 writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`JSON result: ${json}`);
-if (!short && !abort.signal.aborted) {
+if (scenarios.length > 0) console.log('a subset of the scenarios ran: docs/fidelity.md left as it is');
+else if (!short && !abort.signal.aborted) {
   writeFileSync(`${ROOT}docs/fidelity.md`, renderDoc(result, process.env.FIDELITY_NOTE?.trim() || undefined));
   console.log('wrote docs/fidelity.md');
 }

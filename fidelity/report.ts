@@ -11,9 +11,11 @@ import {
   type RunFigures,
   type ScenarioName,
 } from './suite';
+import { FAULT_SCENARIOS } from './faults/index';
+import type { FaultRunFigures, FaultScenarioName } from './faults/types';
 
 export interface ScenarioSummary {
-  scenario: ScenarioName;
+  scenario: ScenarioName | FaultScenarioName;
   runs: number;
   met: number;
   /** Leads of the runs that had a true precursor and a failure (s). */
@@ -30,17 +32,38 @@ const GOALS: Record<ScenarioName, (short: boolean) => string> = {
   steady: () => 'no failure and no alert of any signal, every run',
 };
 
+function summary(
+  scenario: ScenarioSummary['scenario'],
+  runs: readonly (RunFigures | FaultRunFigures)[],
+  goal: string,
+): ScenarioSummary {
+  return {
+    scenario,
+    runs: runs.length,
+    met: runs.filter((r) => r.met).length,
+    leads: runs.flatMap((r) => (r.leadSeconds === null ? [] : [r.leadSeconds])).sort((a, b) => a - b),
+    goal,
+  };
+}
+
+/** One summary per scenario that ran (all of them, unless a subset was chosen), load scenarios first. */
 export function summarize(result: FidelityResult): ScenarioSummary[] {
-  return SCENARIOS.map((scenario) => {
-    const runs = result.runs.filter((r) => r.scenario === scenario);
-    return {
+  const load = SCENARIOS.map((scenario) =>
+    summary(
       scenario,
-      runs: runs.length,
-      met: runs.filter((r) => r.met).length,
-      leads: runs.flatMap((r) => (r.leadSeconds === null ? [] : [r.leadSeconds])).sort((a, b) => a - b),
-      goal: GOALS[scenario](result.short),
-    };
-  });
+      result.runs.filter((r) => r.scenario === scenario),
+      GOALS[scenario](result.short),
+    ),
+  );
+  // Results written before fault scenarios existed have no `faults`.
+  const faults = FAULT_SCENARIOS.map((scenario) =>
+    summary(
+      scenario.name,
+      (result.faults ?? []).filter((r) => r.scenario === scenario.name),
+      scenario.goal,
+    ),
+  );
+  return [...load, ...faults].filter((s) => s.runs > 0);
 }
 
 function leadText(leads: readonly number[]): string {
@@ -75,6 +98,20 @@ function cell(run: RunFigures): string[] {
   ];
 }
 
+function faultCell(run: FaultRunFigures): string[] {
+  const others = run.alerts.filter((a) => a !== run.firstTruePrecursor && a.verdict !== 'false');
+  return [
+    `${run.repeat}`,
+    run.conditions,
+    run.failureAtSeconds === null ? 'none' : `${run.failureDetail} at ${run.failureAtSeconds.toFixed(1)} s`,
+    run.firstTruePrecursor ? describeAlert(run.firstTruePrecursor) : '—',
+    run.leadSeconds === null ? '—' : `${run.leadSeconds.toFixed(1)} s`,
+    others.length ? others.map((a) => `${describeAlert(a)} (${a.verdict})`).join('; ') : 'none',
+    run.falseAlerts.length ? run.falseAlerts.map(describeAlert).join('; ') : 'none',
+    run.met ? 'met' : '**not met**',
+  ];
+}
+
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   return [
     `| ${header.join(' | ')} |`,
@@ -88,6 +125,24 @@ const TITLES: Record<ScenarioName, string> = {
   step: 'Step, 0.5× → 2× of capacity',
   steady: 'Steady 60 % of capacity, CPU-bound neighbour on one core',
 };
+
+/**
+ * How the fault scenarios are run and judged. Each scenario's own failure
+ * definition is printed in its section.
+ */
+const FAULT_TEXT = [
+  '**Fault scenarios** come after the load scenarios: a resource other than request capacity degrades',
+  '(`slow-reload`: the model store; `stream-drops`: streaming clients; the others: device memory, the',
+  'JS heap) while the server takes a light, steady load, until something fails. Each run starts its own',
+  'server, first runs a healthy phase (the same load and operations, the resource at its usual state),',
+  'then degrades the resource step by step. Each scenario defines its failure (what a user or an',
+  'orchestrator would count as one) and the resources it is about, and names the signal that must',
+  'announce it. The definitions above hold, with two additions: an alert about a subject in the healthy',
+  'phase is **false** whatever fails later (nothing was degraded yet), and the goal is a true precursor',
+  'of the expected signal before the first failure with no false alert. `FIDELITY_SCENARIOS` (e.g.',
+  '`FIDELITY_SCENARIOS=slow-reload FIDELITY_RUNS=1 pnpm fidelity`) runs a subset and leaves this file as it is;',
+  'the short mode of the fault scenarios is `test/fidelity-faults.test.ts` and the other fault test files.',
+];
 
 export function renderDoc(result: FidelityResult, note?: string): string {
   const cpu = cpus();
@@ -131,6 +186,8 @@ export function renderDoc(result: FidelityResult, note?: string): string {
     '- The multiple after an alert (`0.42×`) is the offered load, as a multiple of the measured capacity,',
     '  when it was seen.',
     '',
+    ...FAULT_TEXT,
+    '',
     `Scenario lengths: ramp ${rampSeconds} s (one rate step per second), step ${stepSeconds} s + ${stepSeconds} s, steady ${steadySeconds} s.`,
     `Server thresholds: \`${JSON.stringify(FIDELITY_THRESHOLDS)}\` (the demo's: rate and wait windows of`,
     'seconds, not the production defaults of tens of seconds, so a signal follows a load that changes',
@@ -140,10 +197,36 @@ export function renderDoc(result: FidelityResult, note?: string): string {
   ];
   if (note) lines.push('', `Note: ${note}`);
   for (const summary of summarize(result)) {
+    const fault = FAULT_SCENARIOS.find((f) => f.name === summary.scenario);
+    if (fault) {
+      lines.push(
+        '',
+        `## Fault: ${fault.name} (expected signal \`${fault.expectedSignal}\`)`,
+        '',
+        `Failure: ${fault.failureDefinition}.`,
+        '',
+        `Goal: ${summary.goal}. Result: ${summary.met}/${summary.runs} runs met; ${leadText(summary.leads)}.`,
+        '',
+        table(
+          [
+            'run',
+            'conditions',
+            'first failure',
+            'first true precursor',
+            'lead',
+            'other alerts',
+            'false alerts',
+            'goal',
+          ],
+          (result.faults ?? []).filter((r) => r.scenario === fault.name).map(faultCell),
+        ),
+      );
+      continue;
+    }
     const runs = result.runs.filter((r) => r.scenario === summary.scenario);
     lines.push(
       '',
-      `## ${TITLES[summary.scenario]}`,
+      `## ${TITLES[summary.scenario as ScenarioName]}`,
       '',
       `Goal: ${summary.goal}. Result: ${summary.met}/${summary.runs} runs met; ${leadText(summary.leads)}.`,
       '',

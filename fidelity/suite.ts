@@ -8,7 +8,11 @@
  *
  * - steady: 60 % of capacity with a CPU-bound neighbour process on one core;
  * - ramp: 0.3× → 1.5× of capacity, one rate step per second (short mode: to 2.5×);
- * - step: 0.5× then 2×.
+ * - step: 0.5× then 2×;
+ *
+ * then the fault scenarios of ./faults (a resource other than request
+ * capacity degrades under a light load: storage, stream clients, …), each
+ * starting its own server.
  *
  * A fresh server per run: no earlier overload has shaped its detectors'
  * baselines (the servers of a repeat start side by side, then wait idle for
@@ -23,12 +27,13 @@ import { performance } from 'node:perf_hooks';
 import type { ThresholdsInput } from '@infersignal/core';
 import { runBench, type AlertRecord, type BenchResult, type Stage } from '@infersignal/bench';
 import { subjectOf } from '../examples/demo/src/precursors';
+import type { FaultRunFigures, FaultScenario } from './faults/types';
 import { startAlertServer, type AlertServer } from './server';
 
 /** One 512-wide row tiled into the batch: the same request the demo sends. */
-const INFER_BODY = { input: [0.5, -0.25, 1, 0.125] };
+export const INFER_BODY = { input: [0.5, -0.25, 1, 0.125] };
 /** Rows per /v1/infer batch: a few ms of model time, so the model (not HTTP) is the bottleneck. */
-const ROWS = 1024;
+export const ROWS = 1024;
 /**
  * The demo's thresholds: rates over 5 s (half-life 2 s) and waits over 10 s
  * instead of the production 10 s / 30 s, so a signal follows a scenario
@@ -68,6 +73,14 @@ export interface FidelityOptions {
   rampSeconds?: number;
   /** Each half of the step (default 15 s; 5 s in short mode). */
   stepSeconds?: number;
+  /** The scenarios to run, load or fault, by name (default: all; see `selectScenarios`). */
+  scenarios?: readonly string[];
+  /**
+   * The fault scenarios, run after the load scenarios (`pnpm fidelity` passes
+   * ./faults's FAULT_SCENARIOS; they build on this module, which therefore
+   * cannot import them). Default: none.
+   */
+  faults?: readonly FaultScenario[];
   log?: (line: string) => void;
   signal?: AbortSignal;
 }
@@ -137,7 +150,25 @@ export interface FidelityResult {
   settings: { steadySeconds: number; rampSeconds: number; rampTo: number; stepSeconds: number; rows: number };
   capacities: CapacityFigure[];
   runs: RunFigures[];
+  /** The fault scenarios' runs, in the order they ran. */
+  faults: FaultRunFigures[];
   wallSeconds: number;
+}
+
+/**
+ * The load and fault scenarios to run, in suite order (default: all); an
+ * unknown name is an error that lists the known ones.
+ */
+export function selectScenarios(
+  names: readonly string[] | undefined,
+  faults: readonly FaultScenario[],
+): { load: ScenarioName[]; faults: FaultScenario[] } {
+  const known: string[] = [...SCENARIOS, ...faults.map((f) => f.name)];
+  const unknown = (names ?? []).filter((n) => !known.includes(n));
+  if (unknown.length > 0)
+    throw new RangeError(`unknown fidelity scenario ${unknown.join(', ')}: choose from ${known.join(', ')}`);
+  const chosen = (name: string): boolean => names === undefined || names.length === 0 || names.includes(name);
+  return { load: SCENARIOS.filter(chosen), faults: faults.filter((f) => chosen(f.name)) };
 }
 
 /**
@@ -242,7 +273,7 @@ async function readiness(url: string): Promise<{ status: number; body: ReadyJson
 }
 
 /** Waits (bounded) until the server is ready, no signal is raised and the `infer` utilization is below 0.5. */
-async function waitForCalm(url: string, timeoutMs: number): Promise<boolean> {
+export async function waitForCalm(url: string, timeoutMs: number): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     const ready = await readiness(url);
@@ -472,6 +503,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
     rows: ROWS,
   };
   const log = options.log ?? (() => {});
+  const selected = selectScenarios(options.scenarios, options.faults ?? []);
   const started = performance.now();
   const result: FidelityResult = {
     startedAt: new Date().toISOString(),
@@ -480,6 +512,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
     settings,
     capacities: [],
     runs: [],
+    faults: [],
     wallSeconds: 0,
   };
   const runOne = (server: Promise<AlertServer>, scenario: ScenarioName, repeat: number): Promise<RunFigures> => {
@@ -510,10 +543,10 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
       );
     }).finally(() => neighbour?.stop());
   };
-  for (let repeat = 1; repeat <= repeats && !options.signal?.aborted; repeat++) {
-    const servers = startServers(SCENARIOS.length);
+  for (let repeat = 1; repeat <= repeats && selected.load.length > 0 && !options.signal?.aborted; repeat++) {
+    const servers = startServers(selected.load.length);
     try {
-      for (const [index, scenario] of SCENARIOS.entries()) {
+      for (const [index, scenario] of selected.load.entries()) {
         if (options.signal?.aborted) break;
         const run = await runOne(servers.next(index), scenario, repeat);
         log(`  ${describeRun(run)}`);
@@ -521,6 +554,15 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
       }
     } finally {
       await servers.stopAll();
+    }
+  }
+  // A fault run starts its own server, configured for its fault.
+  for (let repeat = 1; repeat <= repeats && !options.signal?.aborted; repeat++) {
+    for (const scenario of selected.faults) {
+      if (options.signal?.aborted) break;
+      const run = await scenario.run({ short, repeat, log, signal: options.signal });
+      log(`  ${describeFaultRun(run)}`);
+      result.faults.push(run);
     }
   }
   result.wallSeconds = (performance.now() - started) / 1000;
@@ -544,4 +586,18 @@ export function describeRun(run: RunFigures): string {
       : '; no true precursor';
   const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeAlert).join(', ')}` : '';
   return `${run.scenario} #${run.repeat} (${run.fromRps}→${run.toRps} req/s): ${failure}${precursor}${falses} — ${run.met ? 'met' : 'NOT met'}`;
+}
+
+export function describeFaultRun(run: FaultRunFigures): string {
+  const failure =
+    run.failureAtSeconds === null
+      ? 'nothing failed'
+      : `first failure at ${run.failureAtSeconds.toFixed(1)} s: ${run.failureDetail}`;
+  const precursor = run.firstTruePrecursor
+    ? `; first true precursor ${describeAlert(run.firstTruePrecursor)}, lead ${run.leadSeconds!.toFixed(1)} s`
+    : run.failureAtSeconds === null
+      ? ''
+      : '; no true precursor';
+  const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeAlert).join(', ')}` : '';
+  return `${run.scenario} #${run.repeat} (${run.conditions}): ${failure}${precursor}${falses} — ${run.met ? 'met' : 'NOT met'}`;
 }

@@ -14,6 +14,7 @@ import {
   runFidelity,
   ARRIVAL_TOLERANCE_MS,
   RAMP_TO,
+  SCENARIOS,
   type FidelityResult,
   type RunFigures,
 } from '../fidelity/suite';
@@ -21,7 +22,8 @@ import {
 let result: FidelityResult;
 
 beforeAll(async () => {
-  result = await runFidelity({ short: true });
+  // The load scenarios; each fault scenario has its own test file.
+  result = await runFidelity({ short: true, scenarios: SCENARIOS });
   // Every alert of the run, for a look after a red test.
   const dir = fileURLToPath(new URL('../.tmp/fidelity/', import.meta.url));
   mkdirSync(dir, { recursive: true });

@@ -5,7 +5,7 @@
  *
  * Settings from the environment: PORT (3000), HOST (127.0.0.1),
  * METRICS_PORT (9464), MODEL_PATH (the committed matmul-chain.onnx), ROWS (512), TOKEN_ROWS (64), QUEUE_SECONDS (1.5),
- * STREAM_CONCURRENCY (4), SHED (1), THREADS (1), THRESHOLDS (JSON of core
+ * STREAM_CONCURRENCY (4), STORAGE_MS (0), SHED (1), THREADS (1), THRESHOLDS (JSON of core
  * thresholds), ALERTS (1: print alerts).
  *
  * Started by the demo as a child process with an IPC channel: it sends
@@ -74,6 +74,7 @@ try {
     queueSeconds: numberEnv('QUEUE_SECONDS'),
     streamConcurrency: intEnv('STREAM_CONCURRENCY'),
     threads: intEnv('THREADS'),
+    storageMs: intEnv('STORAGE_MS'),
     shed: process.env.SHED === undefined ? undefined : process.env.SHED !== '0',
     thresholds: thresholdsEnv(),
     onAlert:

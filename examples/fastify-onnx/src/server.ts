@@ -58,6 +58,11 @@ export interface ServerOptions {
   streamConcurrency?: number;
   /** Answer 503 + Retry-After at CRITICAL backpressure (default true). */
   shed?: boolean;
+  /**
+   * Latency of the model store (ms, default 0): every load, the first and each reload, waits this long
+   * before reading the file, as a model fetched from network storage does. A reload's `slowMs` replaces it.
+   */
+  storageMs?: number;
   /** onnxruntime threads per run (default 1: the server stays on one core). */
   threads?: number;
   /** Core thresholds (the demo shortens the rate windows). Default here: `eventLoop.backpressure: false` (see startServer). */
@@ -174,6 +179,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   if (!(queueSeconds > 0 && queueSeconds <= 60))
     throw new RangeError(`fastify-onnx: queueSeconds must be in (0, 60], got ${queueSeconds}`);
   const shed = options.shed ?? true;
+  const storageMs = checkInteger('storageMs', options.storageMs ?? 0, 0, 10_000);
+  /** The model file through the store: `delayMs` of latency, then the bytes. */
+  const readModel = async (delayMs: number): Promise<Uint8Array> => {
+    if (delayMs > 0) await sleep(delayMs);
+    return new Uint8Array(await readFile(modelPath));
+  };
 
   // The OTel SDK, the Prometheus endpoint on loopback and the monitor, in one call.
   const telemetry: InferSignal = start({
@@ -191,7 +202,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let app: FastifyInstance | undefined;
   try {
     // Timed load (kind `load`): the model_load baseline starts here.
-    session = await createSession(monitor, modelName, modelPath, {
+    session = await createSession(monitor, modelName, storageMs > 0 ? () => readModel(storageMs) : modelPath, {
       sessionOptions: { intraOpNumThreads: threads, interOpNumThreads: 1, executionProviders: ['cpu'] },
       // Requests and stream tokens meet here; the per-route queues bound how many of each.
       queue: { maxWaiting: 4096 },
@@ -308,17 +319,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     app.get('/healthz/live', async () => ({ ok: true }));
 
     // Hot reload: the old session serves until the new one is ready. `slowMs` simulates slow
-    // storage (a loader that waits before handing over the file), which the load timing sees.
+    // storage (a loader that waits before handing over the file, instead of `storageMs`), which the load timing sees.
     app.post<{ Body: { slowMs?: number } | null }>(
       '/admin/reload',
       { schema: reloadSchema },
       async (request, reply) => {
-        const slowMs = request.body?.slowMs ?? 0;
+        const slowMs = request.body?.slowMs ?? storageMs;
         try {
-          const info = await model.reload(async () => {
-            if (slowMs > 0) await sleep(slowMs);
-            return new Uint8Array(await readFile(modelPath));
-          });
+          const info = await model.reload(() => readModel(slowMs));
           const m = monitor.snapshot().models[modelName];
           return {
             model: modelName,
