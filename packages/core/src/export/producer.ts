@@ -4,7 +4,7 @@ import type { InstrumentSpec } from '../names';
 import { SCOPE } from '../version';
 
 /** Series kept per aggregate instrument; label values are capped before they get here, so this is a guard. */
-const MAX_SERIES = 2000;
+export const MAX_SERIES = 2000;
 
 // Values of @opentelemetry/sdk-metrics enums, written out so core does not import the SDK.
 const DATA_POINT_HISTOGRAM = 0;
@@ -85,6 +85,40 @@ class SeriesTable<T> {
 }
 
 /**
+ * One series of an aggregate, its cell found on first use and kept: a
+ * record is then no Map lookup. Found lazily so that a series no request
+ * recorded into is not exported (a counter exports every series it has,
+ * zero or not). Over the table's cap the cell stays unresolved and every
+ * use counts as dropped, as a record with attributes does.
+ */
+abstract class LazySeries<T> {
+  protected cell: T | undefined = undefined;
+
+  constructor(
+    private readonly table: SeriesTable<T>,
+    private readonly attributes: Attributes,
+  ) {}
+
+  protected resolve(): T | undefined {
+    this.cell = this.table.cell(this.attributes);
+    return this.cell;
+  }
+}
+
+class AggregateHistogramSeries extends LazySeries<FixedHistogram> {
+  record(value: number): void {
+    (this.cell ?? this.resolve())?.record(value);
+  }
+}
+
+class AggregateCounterSeries extends LazySeries<{ value: number }> {
+  add(value: number): void {
+    const cell = this.cell ?? this.resolve();
+    if (cell !== undefined) cell.value += value;
+  }
+}
+
+/**
  * Producer-mode histogram: the same `record(value, attributes)` call as an
  * OTel histogram, but it only updates a typed-array histogram of its
  * series. The SDK reads it at collection time through the producer.
@@ -110,6 +144,11 @@ export class AggregateHistogram {
   record(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
     this.table.cell(attributes)?.record(value);
   }
+
+  /** The series of `attributes`, for a caller that records it often (see LazySeries). */
+  seriesOf(attributes: Attributes): { record(value: number): void } {
+    return new AggregateHistogramSeries(this.table, attributes);
+  }
 }
 
 /** Core's counter: a running sum per series, exported by the producer (or an observable counter in api export). */
@@ -129,6 +168,11 @@ export class AggregateCounter {
   add(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
     const cell = this.table.cell(attributes);
     if (cell !== undefined) cell.value += value;
+  }
+
+  /** The series of `attributes`, for a caller that adds to it often (see LazySeries). */
+  seriesOf(attributes: Attributes): { add(value: number): void } {
+    return new AggregateCounterSeries(this.table, attributes);
   }
 }
 
