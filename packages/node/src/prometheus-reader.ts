@@ -60,7 +60,7 @@ function drained(res: ServerResponse): Promise<void> {
  * of the event loop, and the next waits while the socket's buffer is full.
  * A stopped client stops the serialization.
  */
-async function writeExposition(res: ServerResponse, chunks: Generator<string, void>): Promise<void> {
+async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, void>): Promise<void> {
   try {
     let chunk = chunks.next();
     res.statusCode = 200;

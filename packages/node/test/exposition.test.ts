@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { start, type InferSignal } from '@infersignal/node';
 import { DataPointType, type MetricData, type MetricProducer, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { CHUNK_CHARS, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
+import { CHUNK_BYTES, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
 import { parseExposition } from './helpers/exposition';
 import { referenceExposition } from './helpers/exposition-reference';
 
@@ -58,6 +58,10 @@ const tricky = {
           [{ otel_scope_name: 'mine', a: 1 }, 2],
           [{ 7: 'seven', b: true, 'é-ü': 'ünïcode' }, 1e21],
           [{ quote: 'say "hi"\n' }, 0.1 + 0.2],
+          // Counts written digit by digit: the largest exact integer, one past it, and -0.
+          [{ big: 'safe' }, Number.MAX_SAFE_INTEGER],
+          [{ big: 'unsafe' }, 2 ** 53 + 2],
+          [{ zero: 'negative' }, -0],
         ]),
         histogram('infersignal.queue.wait.duration', [
           [{ 'queue.name': 'main' }, [1, 2, 3, 4, 5, 6], 12.5],
@@ -117,7 +121,7 @@ describe('Prometheus exposition writer', () => {
   it('writes exactly what the one-string writer wrote: escapes, label names, scope labels, families', () => {
     const expected = referenceExposition(tricky, nameOf);
     expect(serializeExposition(tricky, nameOf)).toBe(expected);
-    expect([...expositionChunks(tricky, nameOf)]).toEqual([expected]);
+    expect([...expositionChunks(tricky, nameOf)].map((chunk) => chunk.toString('utf8'))).toEqual([expected]);
     // The input exercises what it claims to.
     expect(expected).toContain('weird_key_2="a\\"b\\\\c\\nd"');
     expect(expected).toContain('otel_scope_name="@infersignal/core",a="1"');
@@ -125,17 +129,38 @@ describe('Prometheus exposition writer', () => {
     expect(expected).not.toContain('exponential');
   });
 
-  it('hands a large exposition out in chunks of about CHUNK_CHARS, byte for byte the same text', () => {
+  it('writes the same text at every scrape, one attribute object exported by two own scopes labelled with each', () => {
+    const expected = referenceExposition(tricky, nameOf);
+    expect(serializeExposition(tricky, nameOf)).toBe(expected);
+    expect(serializeExposition(tricky, nameOf)).toBe(expected);
+    const shared = { 'queue.name': 'main' };
+    const twoScopes = {
+      resource: { attributes: {} },
+      scopeMetrics: [
+        { scope: { name: '@infersignal/core', version: '1' }, metrics: [sum('infersignal.a', [[shared, 1]])] },
+        { scope: { name: '@infersignal/http', version: '2' }, metrics: [sum('infersignal.b', [[shared, 2]])] },
+      ],
+    } as unknown as ResourceMetrics;
+    for (let i = 0; i < 2; i++) {
+      const text = serializeExposition(twoScopes, nameOf);
+      expect(text).toBe(referenceExposition(twoScopes, nameOf));
+      expect(text).toContain(
+        'infersignal_b{queue_name="main",otel_scope_name="@infersignal/http",otel_scope_version="2"} 2',
+      );
+    }
+  });
+
+  it('hands a large exposition out in chunks of about CHUNK_BYTES, byte for byte the same text', () => {
     const input = large(3000);
     const chunks = [...expositionChunks(input, nameOf)];
-    const whole = chunks.join('');
+    const whole = Buffer.concat(chunks).toString('utf8');
     expect(whole).toBe(referenceExposition(input, nameOf));
     expect(chunks.length).toBeGreaterThan(10);
-    // Each chunk ends at a line's end, stops at the first point past CHUNK_CHARS (one histogram point is under 2 KB).
+    // Each chunk ends at a line's end, stops at the first point past CHUNK_BYTES (one histogram point is under 2 KB).
     for (const chunk of chunks.slice(0, -1)) {
-      expect(chunk.endsWith('\n')).toBe(true);
-      expect(chunk.length).toBeGreaterThanOrEqual(CHUNK_CHARS);
-      expect(chunk.length).toBeLessThan(CHUNK_CHARS + 2048);
+      expect(chunk.at(-1)).toBe(0x0a);
+      expect(chunk.length).toBeGreaterThanOrEqual(CHUNK_BYTES);
+      expect(chunk.length).toBeLessThan(CHUNK_BYTES + 2048);
     }
   });
 });
@@ -185,8 +210,8 @@ describe('Prometheus handler', () => {
         if (open) setImmediate(probe);
       };
       setImmediate(probe);
-      const write = res.write.bind(res) as (chunk: string) => boolean;
-      res.write = ((chunk: string) => {
+      const write = res.write.bind(res) as (chunk: Buffer) => boolean;
+      res.write = ((chunk: Buffer) => {
         writes++;
         written.push(chunk.length);
         return write(chunk);
@@ -211,10 +236,10 @@ describe('Prometheus handler', () => {
     const body = await response.text();
     expect(response.status).toBe(200);
     expect(response.headers.get('transfer-encoding')).toBe('chunked');
-    // Every chunk but the last (the `end()`) is one write of at least CHUNK_CHARS, never two in one turn.
+    // Every chunk but the last (the `end()`) is one write of at least CHUNK_BYTES, never two in one turn.
     expect(written.length).toBeGreaterThan(10);
-    for (const length of written) expect(length).toBeGreaterThanOrEqual(CHUNK_CHARS);
-    expect(written.reduce((a, b) => a + b, 0)).toBeLessThan(body.length);
+    for (const length of written) expect(length).toBeGreaterThanOrEqual(CHUNK_BYTES);
+    expect(written.reduce((a, b) => a + b, 0)).toBeLessThan(Buffer.byteLength(body));
     expect(Math.max(...writesPerTurn)).toBe(1);
     expect(turns).toBeGreaterThan(written.length);
     const requests = parseExposition(body).get('infersignal_requests_total')!;
@@ -228,7 +253,7 @@ describe('Prometheus handler', () => {
     ticket.end('completed');
     const response = await fetch(url);
     const body = await response.text();
-    expect(body.length).toBeLessThan(CHUNK_CHARS);
+    expect(body.length).toBeLessThan(CHUNK_BYTES);
     expect(response.headers.get('content-length')).toBe(String(Buffer.byteLength(body)));
   });
 
