@@ -56,6 +56,9 @@ function seriesKey(attributes: Attributes): string {
 class SeriesTable<T> {
   /** First attribute object of each series → its cell; what the producer exports. */
   readonly series = new Map<Attributes, T>();
+  /** The same series in order, as arrays: a collection walks them without an iterator's entry per series. */
+  readonly attributeList: Attributes[] = [];
+  readonly cellList: T[] = [];
   private readonly byValue = new Map<string, T>();
   private readonly aliases = new Map<Attributes, T>();
   dropped = 0;
@@ -79,6 +82,8 @@ class SeriesTable<T> {
     }
     cell = this.create();
     this.series.set(attributes, cell);
+    this.attributeList.push(attributes);
+    this.cellList.push(cell);
     this.byValue.set(key, cell);
     return cell;
   }
@@ -137,6 +142,11 @@ export class AggregateHistogram {
     return this.table.series;
   }
 
+  /** Every series' attribute object and cell, in the order they were made. */
+  get seriesLists(): { readonly attributes: readonly Attributes[]; readonly cells: readonly FixedHistogram[] } {
+    return { attributes: this.table.attributeList, cells: this.table.cellList };
+  }
+
   get dropped(): number {
     return this.table.dropped;
   }
@@ -159,6 +169,11 @@ export class AggregateCounter {
 
   get series(): ReadonlyMap<Attributes, { value: number }> {
     return this.table.series;
+  }
+
+  /** Every series' attribute object and cell, in the order they were made. */
+  get seriesLists(): { readonly attributes: readonly Attributes[]; readonly cells: readonly { value: number }[] } {
+    return { attributes: this.table.attributeList, cells: this.table.cellList };
   }
 
   get dropped(): number {
@@ -214,11 +229,13 @@ function snapshotHistogram(h: AggregateHistogram): Snapshot {
   const cells: object[] = [];
   const attributes: Attributes[] = [];
   const values = new Float64Array(h.series.size * stride);
+  const lists = h.seriesLists;
   let at = 0;
-  for (const [attrs, fixed] of h.series) {
+  for (let i = 0; i < lists.cells.length; i++) {
+    const fixed = lists.cells[i];
     if (fixed.count === 0) continue;
     cells.push(fixed);
-    attributes.push(attrs);
+    attributes.push(lists.attributes[i]);
     values[at] = fixed.count;
     values[at + 1] = fixed.sum;
     values[at + 2] = fixed.min;
@@ -234,10 +251,12 @@ function snapshotCounter(c: AggregateCounter): Snapshot {
   const cells: object[] = [];
   const attributes: Attributes[] = [];
   const values = new Float64Array(c.series.size);
-  for (const [attrs, cell] of c.series) {
+  const lists = c.seriesLists;
+  for (let i = 0; i < lists.cells.length; i++) {
+    const cell = lists.cells[i];
     values[cells.length] = cell.value;
     cells.push(cell);
-    attributes.push(attrs);
+    attributes.push(lists.attributes[i]);
   }
   return { histogram: undefined, boundaries: [], counter: c, cells, attributes, values, stride: 1 };
 }
