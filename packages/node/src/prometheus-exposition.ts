@@ -22,6 +22,18 @@ import {
 
 type Attributes = Record<string, unknown>;
 
+/** Core's series copy (`collectSeries()` of `@infersignal/core`), on a metric that carries no data points. */
+interface SeriesCopy {
+  readonly length: number;
+  readonly attributes: readonly Attributes[];
+  readonly values: Float64Array;
+  readonly stride: number;
+  readonly boundaries: readonly number[];
+}
+
+const seriesOf = (metric: MetricData): SeriesCopy | undefined => (metric as { series?: SeriesCopy }).series;
+const pointCount = (metric: MetricData) => seriesOf(metric)?.length ?? metric.dataPoints.length;
+
 interface Family {
   name: string;
   type: 'counter' | 'gauge' | 'histogram';
@@ -206,10 +218,80 @@ function boundTexts(boundaries: readonly number[], buckets: number): string[] {
   });
 }
 
+/** `<name>_bucket{<labels>,le="<bound>"} <cumulative count>` of each of `bounds.length` counts from `counts[from]`. */
+function bucketLines(
+  out: ByteWriter,
+  bucket: string,
+  labels: string,
+  bounds: readonly string[],
+  counts: ArrayLike<number>,
+  from: number,
+): void {
+  let cumulative = 0;
+  // `<name>_bucket{<labels>,le="` once; each further bucket line copies it.
+  let prefixFrom = -1;
+  let prefixTo = -1;
+  for (let i = 0; i < bounds.length; i++) {
+    cumulative += counts[from + i];
+    if (prefixFrom < 0) {
+      prefixFrom = out.pos;
+      out.text(bucket);
+      if (labels) {
+        out.text(labels);
+        out.text(',le="');
+      } else out.text('le="');
+      prefixTo = out.pos;
+    } else {
+      const length = prefixTo - prefixFrom;
+      out.repeat(prefixFrom, prefixTo);
+      prefixFrom = out.pos - length;
+      prefixTo = out.pos;
+    }
+    out.text(bounds[i]);
+    out.number(cumulative);
+    out.byte(NEWLINE);
+  }
+}
+
+/** The samples of core's series copy: the lines its data points would have given, read from the numbers. */
+function* seriesLines(
+  family: Family,
+  series: SeriesCopy,
+  scope: Attributes,
+  labelsOf: (attributes: Attributes, scope: Attributes) => string,
+  out: ByteWriter,
+): Generator<Buffer, void> {
+  const { values, stride } = series;
+  if (family.type !== 'histogram') {
+    for (let i = 0; i < series.length; i++) {
+      out.line(family.name, labelsOf(series.attributes[i], scope), values[i * stride]);
+      if (out.pos >= CHUNK_BYTES) yield out.take();
+    }
+    return;
+  }
+  const count = `${family.name}_count`;
+  const sum = `${family.name}_sum`;
+  const bucket = `${family.name}_bucket{`;
+  const bounds = boundTexts(series.boundaries, stride - 4);
+  for (let i = 0; i < series.length; i++) {
+    const at = i * stride;
+    const labels = labelsOf(series.attributes[i], scope);
+    out.line(count, labels, values[at]);
+    out.line(sum, labels, values[at + 1]);
+    bucketLines(out, bucket, labels, bounds, values, at + 4);
+    if (out.pos >= CHUNK_BYTES) yield out.take();
+  }
+}
+
 /** The samples of one family, in chunks of at least `CHUNK_BYTES` (the rest stays in `out`). */
 function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
   const labelsOf = family.own ? ownLabelText : labelText;
   for (const { metric, scope } of family.metrics) {
+    const series = seriesOf(metric);
+    if (series !== undefined) {
+      yield* seriesLines(family, series, scope, labelsOf, out);
+      continue;
+    }
     if (family.type !== 'histogram') {
       for (const point of metric.dataPoints as DataPoint<number>[]) {
         out.line(family.name, labelsOf(point.attributes, scope), point.value);
@@ -231,30 +313,7 @@ function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
         boundaries = buckets.boundaries;
         bounds = boundTexts(boundaries, buckets.counts.length);
       }
-      let cumulative = 0;
-      // `<name>_bucket{<labels>,le="` once; each further bucket line copies it.
-      let prefixFrom = -1;
-      let prefixTo = -1;
-      for (let i = 0; i < buckets.counts.length; i++) {
-        cumulative += buckets.counts[i];
-        if (prefixFrom < 0) {
-          prefixFrom = out.pos;
-          out.text(bucket);
-          if (labels) {
-            out.text(labels);
-            out.text(',le="');
-          } else out.text('le="');
-          prefixTo = out.pos;
-        } else {
-          const length = prefixTo - prefixFrom;
-          out.repeat(prefixFrom, prefixTo);
-          prefixFrom = out.pos - length;
-          prefixTo = out.pos;
-        }
-        out.text(bounds[i]);
-        out.number(cumulative);
-        out.byte(NEWLINE);
-      }
+      bucketLines(out, bucket, labels, bounds, buckets.counts, 0);
       if (out.pos >= CHUNK_BYTES) yield out.take();
     }
   }
@@ -277,7 +336,7 @@ export function* expositionChunks(
     if (scope.version) scopeLabels.otel_scope_version = scope.version;
     for (const metric of metrics) {
       const type = typeOf(metric);
-      if (type === undefined || metric.dataPoints.length === 0) continue;
+      if (type === undefined || pointCount(metric) === 0) continue;
       const name = nameOf(metric);
       const family = families.get(name);
       if (family === undefined || (family.own && !own)) {

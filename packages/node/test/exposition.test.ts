@@ -1,8 +1,15 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createMonitor } from '@infersignal/core';
 import { start, type InferSignal } from '@infersignal/node';
-import { DataPointType, type MetricData, type MetricProducer, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import {
+  DataPointType,
+  MeterProvider,
+  type MetricData,
+  type MetricProducer,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
 import { CHUNK_BYTES, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
 import { parseExposition } from './helpers/exposition';
 import { referenceExposition } from './helpers/exposition-reference';
@@ -162,6 +169,55 @@ describe('Prometheus exposition writer', () => {
       expect(chunk.length).toBeGreaterThanOrEqual(CHUNK_BYTES);
       expect(chunk.length).toBeLessThan(CHUNK_BYTES + 2048);
     }
+  });
+});
+
+describe("core's series written from their copy", () => {
+  it('gives byte for byte the text of its data points, with none made', async () => {
+    const monitor = createMonitor({
+      meterProvider: new MeterProvider(),
+      exportMode: 'producer',
+      traces: false,
+      detectorIntervalMs: 0,
+      eventLoop: false,
+    });
+    const outcomes = ['completed', 'error', 'cancelled'] as const;
+    for (let q = 0; q < 6; q++) {
+      const queue = monitor.queue(`queue-${q}`);
+      for (let m = 0; m < 30; m++) {
+        queue.reject(`model-${m}`);
+        for (const outcome of outcomes) {
+          const ticket = queue.enqueue(`model-${m}`);
+          ticket.start();
+          const stream = ticket.stream();
+          stream.token(q + 1);
+          stream.token(m);
+          stream.end(outcome);
+          ticket.end(outcome);
+        }
+      }
+    }
+    await monitor.modelLoad('model-0', 'load', () => undefined);
+    const producer = monitor.metricProducer!;
+    const asResource = (r: { resourceMetrics: { scopeMetrics: unknown[] } }) =>
+      ({
+        resource: { attributes: { 'service.name': 'copy' } },
+        scopeMetrics: r.resourceMetrics.scopeMetrics,
+      }) as unknown as ResourceMetrics;
+    const fromPoints = asResource(await producer.collect());
+    const fromCopy = asResource(await producer.collectSeries!());
+    const metrics = fromCopy.scopeMetrics.flatMap((scope) => scope.metrics);
+    // More series than one turn's worth of points: the copy waits a turn, as a collection does.
+    expect(
+      metrics.reduce((n, m) => n + (m as unknown as { series: { length: number } }).series.length, 0),
+    ).toBeGreaterThan(500);
+    expect(metrics.every((m) => m.dataPoints.length === 0)).toBe(true);
+    const text = serializeExposition(fromCopy, nameOf);
+    expect(text).toBe(serializeExposition(fromPoints, nameOf));
+    expect(text).toBe(referenceExposition(fromPoints, nameOf));
+    const requests = parseExposition(text).get('infersignal_requests')!;
+    expect(requests.samples.reduce((n, x) => n + x.value, 0)).toBe(6 * 30 * (outcomes.length + 1));
+    await monitor.close();
   });
 });
 

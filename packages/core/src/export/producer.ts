@@ -1,6 +1,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { FixedHistogram } from '../aggregates/histogram';
 import type { InstrumentSpec } from '../names';
+import type { SeriesCopy } from '../types';
 import { SCOPE } from '../version';
 
 /** Series kept per aggregate instrument; label values are capped before they get here, so this is a guard. */
@@ -344,6 +345,33 @@ export class CoreMetricProducer {
     // previous (series are never removed, so a small collection never follows a large one still waiting).
     this.running = result.catch(() => undefined);
     return result;
+  }
+
+  collectSeries(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
+    let series = 0;
+    for (const h of this.histograms) series += h.series.size;
+    for (const c of this.counters) series += c.series.size;
+    const copy = () => {
+      const { snapshots } = this.snapshot();
+      const metrics: unknown[] = [];
+      for (const s of snapshots) {
+        if (s.cells.length === 0) continue;
+        const series: SeriesCopy = {
+          length: s.cells.length,
+          attributes: s.attributes,
+          values: s.values,
+          stride: s.stride,
+          boundaries: s.boundaries,
+        };
+        metrics.push({ ...this.metric(s, false, false, []), series });
+      }
+      return {
+        resourceMetrics: { resource: undefined, scopeMetrics: metrics.length ? [{ scope: SCOPE, metrics }] : [] },
+        errors: [],
+      };
+    };
+    // Large: as collect(), the copy waits for the turn after the one the reader collects its own instruments in.
+    return series > POINTS_PER_TURN ? nextTurn().then(copy) : new Promise((resolve) => resolve(copy()));
   }
 
   /** Every series' numbers as they are now, in one synchronous stretch. */
