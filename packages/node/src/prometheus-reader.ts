@@ -17,7 +17,7 @@ import {
   type MetricProducer,
 } from '@opentelemetry/sdk-metrics';
 import { gaugeTemporality } from './export-guard';
-import { expositionChunks } from './prometheus-exposition';
+import { ChunkPool, expositionChunks } from './prometheus-exposition';
 import { CollectorNames } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
@@ -60,7 +60,7 @@ function drained(res: ServerResponse): Promise<void> {
  * of the event loop, and the next waits while the socket's buffer is full.
  * A stopped client stops the serialization.
  */
-async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, void>): Promise<void> {
+async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, void>, pool: ChunkPool): Promise<void> {
   try {
     let chunk = chunks.next();
     res.statusCode = 200;
@@ -72,7 +72,11 @@ async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, vo
         return;
       }
       if (res.destroyed) return;
-      if (!chunk.done && !res.write(chunk.value) && !res.destroyed) await drained(res);
+      if (!chunk.done) {
+        const written = chunk.value;
+        // The buffer goes back to the pool once the socket is done with it (or the write failed).
+        if (!res.write(written, () => pool.give(written)) && !res.destroyed) await drained(res);
+      }
       await nextTurn();
       chunk = next;
     }
@@ -83,6 +87,7 @@ async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, vo
 
 export class PrometheusReader extends MetricReader {
   private readonly names = new CollectorNames();
+  private readonly pool = new ChunkPool();
 
   constructor(cardinalityLimit: number, metricProducers: MetricProducer[] | undefined) {
     super({
@@ -102,7 +107,8 @@ export class PrometheusReader extends MetricReader {
       ({ resourceMetrics }) =>
         writeExposition(
           res,
-          expositionChunks(resourceMetrics, (metric) => this.names.of(metric)),
+          expositionChunks(resourceMetrics, (metric) => this.names.of(metric), this.pool),
+          this.pool,
         ),
       (err: unknown) => fail(res, 'metrics collection failed', err),
     );

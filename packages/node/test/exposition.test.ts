@@ -10,7 +10,7 @@ import {
   type MetricProducer,
   type ResourceMetrics,
 } from '@opentelemetry/sdk-metrics';
-import { CHUNK_BYTES, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
+import { CHUNK_BYTES, ChunkPool, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
 import { parseExposition } from './helpers/exposition';
 import { referenceExposition } from './helpers/exposition-reference';
 
@@ -172,6 +172,29 @@ describe('Prometheus exposition writer', () => {
   });
 });
 
+describe('chunk buffers', () => {
+  it('a pool hands back buffers of written chunks, keeps a few, and only whole chunk buffers', () => {
+    const pool = new ChunkPool();
+    const chunks = [...expositionChunks(large(3000), nameOf, pool)];
+    expect(pool.take()).toBeUndefined();
+    for (const chunk of chunks.slice(0, 10)) pool.give(chunk);
+    const first = pool.take()!;
+    expect(first.buffer).toBe(chunks[7]!.buffer);
+    expect(first.length).toBeGreaterThanOrEqual(CHUNK_BYTES + 4096);
+    // Eight kept: the ninth and tenth were dropped.
+    let kept = 1;
+    while (pool.take() !== undefined) kept++;
+    expect(kept).toBe(8);
+    pool.give(Buffer.alloc(16));
+    pool.give(chunks[0]!.subarray(1));
+    expect(pool.take()).toBeUndefined();
+    // Chunks written from recycled buffers are the same text.
+    for (const chunk of chunks.slice(0, 3)) pool.give(chunk);
+    const again = Buffer.concat([...expositionChunks(large(3000), nameOf, pool)].map((c) => Buffer.from(c)));
+    expect(again.toString('utf8')).toBe(referenceExposition(large(3000), nameOf));
+  });
+});
+
 describe("core's series written from their copy", () => {
   it('gives byte for byte the text of its data points, with none made', async () => {
     const monitor = createMonitor({
@@ -255,6 +278,7 @@ describe('Prometheus handler', () => {
     // Between two turns of a probe, how many chunks went out: the most the loop waited for.
     const writesPerTurn: number[] = [];
     const written: number[] = [];
+    const buffers = new Set<ArrayBufferLike>();
     let turns = 0;
     const { s, url } = await mounted((res) => {
       let writes = 0;
@@ -266,11 +290,12 @@ describe('Prometheus handler', () => {
         if (open) setImmediate(probe);
       };
       setImmediate(probe);
-      const write = res.write.bind(res) as (chunk: Buffer) => boolean;
-      res.write = ((chunk: Buffer) => {
+      const write = res.write.bind(res) as (chunk: Buffer, done: () => void) => boolean;
+      res.write = ((chunk: Buffer, done: () => void) => {
         writes++;
         written.push(chunk.length);
-        return write(chunk);
+        buffers.add(chunk.buffer);
+        return write(chunk, done);
       }) as typeof res.write;
       res.on('finish', () => {
         open = false;
@@ -297,6 +322,8 @@ describe('Prometheus handler', () => {
     for (const length of written) expect(length).toBeGreaterThanOrEqual(CHUNK_BYTES);
     expect(written.reduce((a, b) => a + b, 0)).toBeLessThan(Buffer.byteLength(body));
     expect(Math.max(...writesPerTurn)).toBe(1);
+    // A chunk's buffer, once written, takes a later chunk: a handful of buffers for the whole body.
+    expect(buffers.size).toBeLessThanOrEqual(8);
     expect(turns).toBeGreaterThan(written.length);
     const requests = parseExposition(body).get('infersignal_requests_total')!;
     expect(requests.samples.reduce((n, x) => n + x.value, 0)).toBe(queues * models * 2);
