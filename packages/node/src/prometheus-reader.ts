@@ -56,12 +56,14 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /**
- * Streams `chunks` to `res`: each chunk is made and written in its own turn
+ * Streams `chunks` to `res`, from the turn after the collection ended: each chunk is made and written in its own turn
  * of the event loop, and the next waits while the socket's buffer is full.
  * A stopped client stops the serialization.
  */
 async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, void>, pool: ChunkPool): Promise<void> {
   try {
+    // The collection's last step (core's copy of its series) ran in this turn: the text starts in the next.
+    await nextTurn();
     let chunk = chunks.next();
     res.statusCode = 200;
     res.setHeader('content-type', CONTENT_TYPE);
