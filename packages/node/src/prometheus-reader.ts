@@ -56,9 +56,10 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /**
- * Streams `chunks` to `res`, from the turn after the collection ended: each chunk is made and written in its own turn
- * of the event loop, and the next waits while the socket's buffer is full.
- * A stopped client stops the serialization.
+ * Streams `chunks` to `res`, from the turn after the collection ended: each
+ * chunk is made and written in its own turn of the event loop, and the next
+ * waits while the socket's buffer is full. A stopped client stops the
+ * serialization.
  */
 async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, void>, pool: ChunkPool): Promise<void> {
   try {
