@@ -28,7 +28,6 @@ export type {
 } from './types';
 /** The `@opentelemetry/sdk-metrics` MetricProducer of `monitor.metricProducer` (producer export), matched structurally. */
 export type { CoreMetricProducerLike as MetricProducer } from './types';
-export type { SeriesCopy } from './types';
 
 // What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field);
 // `instanceof` holds across the ESM and CommonJS builds (a `Symbol.for` brand).
