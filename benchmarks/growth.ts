@@ -219,11 +219,11 @@ const addedNs = (mode: Mode) => {
   const widest = configs.find((c) => c.mode === mode && c.models === 50 && c.queues === 8)!;
   return spread(perRequest.get(widest.name)!).median - spread(baseline(mode)).median;
 };
-const growthLine = (mode: Mode) => `${worstGrowth(mode).toFixed(2)}× (+${fmtNs(addedNs(mode))})`;
+const growthLine = (mode: Mode) => `${worstGrowth(mode).toFixed(2)}× (+${fmtNs(addedNs(mode))} at 50 × 8)`;
 if (configs.length > 0) {
   console.log(table(['configuration', 'per request, median (range)', 'vs 1 model × 1 queue'], costRows));
   console.log(
-    `growth at 50 × 8: producer ${growthLine('producer')}, api ${growthLine('api')}, floor (bare typed arrays) ${growthLine('floor')}`,
+    `worst growth over 1 × 1: producer ${growthLine('producer')}, api ${growthLine('api')}, floor (bare typed arrays) ${growthLine('floor')}`,
   );
 }
 
