@@ -56,6 +56,20 @@ export interface CounterRecorder {
   add(value: number, attributes?: Attributes): void;
 }
 
+/**
+ * One series of a histogram (one attribute set), resolved once: a signal
+ * that records the same attribute set on every request keeps one of these
+ * per set, so a record finds its numbers without a lookup by attributes.
+ */
+export interface HistogramSeries {
+  record(value: number): void;
+}
+
+/** One series of a counter, resolved once (see HistogramSeries). */
+export interface CounterSeries {
+  add(value: number): void;
+}
+
 /** An observable gauge: a signal gives its values in `observe()`. */
 export interface Gauge {
   readonly spec: InstrumentSpec;
@@ -95,6 +109,12 @@ export interface SignalContext {
   gauge(spec: InstrumentSpec): Gauge;
   /** Records a duration in seconds; a negative or non-finite one (a clock that went backwards) is counted, not recorded. */
   recordSeconds(histogram: HistogramRecorder, seconds: number, attributes: Attributes): void;
+  /** The series of `histogram` for `attributes` (an object the signal keeps and reuses). */
+  histogramSeries(histogram: HistogramRecorder, attributes: Attributes): HistogramSeries;
+  /** The series of `counter` for `attributes` (an object the signal keeps and reuses). */
+  counterSeries(counter: CounterRecorder, attributes: Attributes): CounterSeries;
+  /** `recordSeconds` into a series resolved once. */
+  recordSecondsIn(series: HistogramSeries, seconds: number): void;
   /**
    * Announces the level of `signal` for one subject (`labels`, e.g.
    * `{ queue: 'gen' }`): a change becomes an alert event for the

@@ -7,7 +7,14 @@ import {
   type Observable,
 } from '@opentelemetry/api';
 import { InferSignalConfigError } from './config';
-import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder } from './contract';
+import type {
+  CounterRecorder,
+  CounterSeries,
+  Gauge,
+  GaugeObserver,
+  HistogramRecorder,
+  HistogramSeries,
+} from './contract';
 import { AggregateCounter, AggregateHistogram } from './export/producer';
 import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec, type InstrumentType } from './names';
 
@@ -156,3 +163,41 @@ export class Instruments {
 
 /** The OTel SDK's default boundaries, for a histogram without a bucket set in names.ts. */
 const DEFAULT_BOUNDARIES: readonly number[] = [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000];
+
+/** An OTel histogram's series: the SDK looks the attributes up itself at every record. */
+class OtelHistogramSeries implements HistogramSeries {
+  constructor(
+    private readonly histogram: HistogramRecorder,
+    private readonly attributes: Attributes,
+  ) {}
+
+  record(value: number): void {
+    this.histogram.record(value, this.attributes);
+  }
+}
+
+/** A counter that is not core's aggregate (a signal's own recorder): its attributes passed at every add. */
+class OtherCounterSeries implements CounterSeries {
+  constructor(
+    private readonly counter: CounterRecorder,
+    private readonly attributes: Attributes,
+  ) {}
+
+  add(value: number): void {
+    this.counter.add(value, this.attributes);
+  }
+}
+
+/** The series of `histogram` for `attributes`: core's aggregate resolves its cell once; an OTel histogram is wrapped. */
+export function histogramSeries(histogram: HistogramRecorder, attributes: Attributes): HistogramSeries {
+  return histogram instanceof AggregateHistogram
+    ? histogram.seriesOf(attributes)
+    : new OtelHistogramSeries(histogram, attributes);
+}
+
+/** The series of `counter` for `attributes` (see histogramSeries). */
+export function counterSeries(counter: CounterRecorder, attributes: Attributes): CounterSeries {
+  return counter instanceof AggregateCounter
+    ? counter.seriesOf(attributes)
+    : new OtherCounterSeries(counter, attributes);
+}

@@ -1,8 +1,16 @@
 import type { Attributes, Tracer } from '@opentelemetry/api';
 import type { AlertHub } from './alerts/hub';
 import type { Thresholds } from './config';
-import type { CounterRecorder, Gauge, HistogramRecorder, Signal, SignalContext } from './contract';
-import type { Instruments } from './instruments';
+import type {
+  CounterRecorder,
+  CounterSeries,
+  Gauge,
+  HistogramRecorder,
+  HistogramSeries,
+  Signal,
+  SignalContext,
+} from './contract';
+import { counterSeries, histogramSeries, type Instruments } from './instruments';
 import type { InstrumentSpec } from './names';
 import type { Level, SignalName } from './types';
 
@@ -67,6 +75,19 @@ export class Registration implements SignalContext {
 
   recordSeconds(histogram: HistogramRecorder, seconds: number, attributes: Attributes): void {
     if (seconds >= 0 && seconds !== Number.POSITIVE_INFINITY) histogram.record(seconds, attributes);
+    else this.monitor.badDuration();
+  }
+
+  histogramSeries(histogram: HistogramRecorder, attributes: Attributes): HistogramSeries {
+    return histogramSeries(histogram, attributes);
+  }
+
+  counterSeries(counter: CounterRecorder, attributes: Attributes): CounterSeries {
+    return counterSeries(counter, attributes);
+  }
+
+  recordSecondsIn(series: HistogramSeries, seconds: number): void {
+    if (seconds >= 0 && seconds !== Number.POSITIVE_INFINITY) series.record(seconds);
     else this.monitor.badDuration();
   }
 

@@ -347,6 +347,29 @@ export interface CoreMetricProducerLike {
    * reader needs its own: it keeps what it last reported.
    */
   forTemporality(temporality: (instrument: 'histogram' | 'counter') => 'cumulative' | 'delta'): CoreMetricProducerLike;
+  /**
+   * Cumulative, for a writer that reads the numbers themselves (the
+   * Prometheus text): the result of `collect()` with each metric's data
+   * points left out and, as `series`, the copy of its series' numbers they
+   * would be built from (`SeriesCopy`). At the cardinality caps a
+   * collection's data points are ~7,500 objects kept alive for the whole
+   * scrape; this path makes none.
+   */
+  collectSeries?(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }>;
+}
+
+/**
+ * One metric's series copied at one instant (`metric.series` of
+ * `collectSeries()`): series i's attributes at `attributes[i]`, its numbers
+ * at `values[i * stride …]`; histograms count, sum, min, max, then the
+ * bucket counts of `boundaries` (one more than it has); counters the value.
+ */
+export interface SeriesCopy {
+  readonly length: number;
+  readonly attributes: readonly Attributes[];
+  readonly values: Float64Array;
+  readonly stride: number;
+  readonly boundaries: readonly number[];
 }
 
 export interface Monitor {

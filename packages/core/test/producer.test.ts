@@ -6,8 +6,8 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { POINTS_PER_TURN } from '../src/export/producer';
-import { createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
+import { AggregateCounter, AggregateHistogram, MAX_SERIES, POINTS_PER_TURN } from '../src/export/producer';
+import { ATTR, createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
 import { collect, TestReader } from './helpers';
 
 function drive(monitor: Monitor, advance: (ms: number) => void) {
@@ -280,5 +280,69 @@ describe('producer export mode', () => {
       expect(requestTotal(third)).toBeLessThanOrEqual(7);
       await monitor.close();
     });
+  });
+});
+
+describe('series resolved once (what the hot path records into)', () => {
+  const spec = METRICS.queueWait;
+
+  it('a histogram series records into the series its attributes name, made on first use', () => {
+    const histogram = new AggregateHistogram(spec, [1, 2, 5]);
+    const attributes = { queue: 'gen', model: 'm' };
+    const series = histogram.seriesOf(attributes);
+    expect(histogram.series.size).toBe(0);
+    series.record(0.5);
+    series.record(3);
+    // A fresh object with the same values is the same series.
+    histogram.record(1.5, { model: 'm', queue: 'gen' });
+    expect(histogram.series.size).toBe(1);
+    const cell = histogram.series.get(attributes)!;
+    expect(cell.count).toBe(3);
+    expect(cell.sum).toBe(5);
+    expect([...cell.counts]).toEqual([1, 1, 1, 0]);
+  });
+
+  it('a counter series made but never added to exports no zero series', () => {
+    const counter = new AggregateCounter(METRICS.requests);
+    const idle = counter.seriesOf({ outcome: 'timeout' });
+    const used = counter.seriesOf({ outcome: 'completed' });
+    used.add(2);
+    used.add(1);
+    expect([...counter.series.values()].map((c) => c.value)).toEqual([3]);
+    idle.add(1);
+    expect(counter.series.size).toBe(2);
+  });
+
+  it('past the series cap a series is dropped (counted each time), like a record with attributes', () => {
+    const counter = new AggregateCounter(METRICS.requests);
+    for (let i = 0; i < MAX_SERIES; i++) counter.add(1, { n: i });
+    const late = counter.seriesOf({ n: 'late' });
+    late.add(1);
+    late.add(1);
+    expect(counter.series.size).toBe(MAX_SERIES);
+    expect(counter.dropped).toBe(2);
+  });
+
+  it('api export: a series of an OTel histogram records with its attributes', async () => {
+    const reader = new TestReader();
+    const monitor = createMonitor({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      detectorIntervalMs: 0,
+      traces: false,
+      eventLoop: false,
+      exportMode: 'api',
+    });
+    const queue = monitor.queue('gen', { capacity: 10 });
+    for (const model of ['a', 'b', 'a']) queue.enqueue(model).end('completed');
+    const exported = await collect(reader);
+    const counts = normalise(exported.metric(METRICS.requestDuration.name))!.map((p) => [
+      p.attributes[ATTR.model],
+      (p.value as Histogram).count,
+    ]);
+    expect(counts).toEqual([
+      ['a', 2],
+      ['b', 1],
+    ]);
+    await monitor.close();
   });
 });

@@ -35,6 +35,8 @@ export function sdkMetricProducer(
   core: () => CoreMetricProducerLike | undefined,
   source?: TemporalitySource,
   onCollect?: () => void,
+  /** Cumulative copies of the series instead of data points (`collectSeries`), for the Prometheus writer. */
+  series = false,
 ): MetricProducer {
   let own: CoreMetricProducerLike | undefined;
   const select = source?.selectAggregationTemporality?.bind(source);
@@ -50,6 +52,7 @@ export function sdkMetricProducer(
       onCollect?.();
       const base = core();
       if (base === undefined) return EMPTY;
+      if (series && base.collectSeries) return (await base.collectSeries()) as CollectionResult;
       own ??= temporality ? base.forTemporality(temporality) : base;
       return (await own.collect(options)) as CollectionResult;
     },

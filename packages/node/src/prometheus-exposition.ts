@@ -22,6 +22,18 @@ import {
 
 type Attributes = Record<string, unknown>;
 
+/** Core's series copy (`collectSeries()` of `@infersignal/core`), on a metric that carries no data points. */
+interface SeriesCopy {
+  readonly length: number;
+  readonly attributes: readonly Attributes[];
+  readonly values: Float64Array;
+  readonly stride: number;
+  readonly boundaries: readonly number[];
+}
+
+const seriesOf = (metric: MetricData): SeriesCopy | undefined => (metric as { series?: SeriesCopy }).series;
+const pointCount = (metric: MetricData) => seriesOf(metric)?.length ?? metric.dataPoints.length;
+
 interface Family {
   name: string;
   type: 'counter' | 'gauge' | 'histogram';
@@ -90,60 +102,263 @@ function labelText(attributes: Attributes, scope: Attributes): string {
   return text;
 }
 
-const line = (name: string, labels: string, value: number) =>
-  `${name}${labels ? `{${labels}}` : ''} ${number(value)}\n`;
+/**
+ * Label text of InferSignal's own points by attribute object: core makes
+ * each series' attribute object once and never changes it, so its text is
+ * the same at every scrape (at the caps ~7,500 points, whose label texts
+ * were most of what a scrape allocated). Other scopes' attributes are not
+ * ours to assume unchanged; theirs are written every time.
+ */
+const ownLabelTexts = new WeakMap<object, { scope: Attributes; text: string }>();
 
-/** Text of at least this many characters is handed out as one chunk. */
-export const CHUNK_CHARS = 64 * 1024;
+function ownLabelText(attributes: Attributes, scope: Attributes): string {
+  const cached = ownLabelTexts.get(attributes);
+  if (cached !== undefined && sameLabels(cached.scope, scope)) return cached.text;
+  const text = labelText(attributes, scope);
+  ownLabelTexts.set(attributes, { scope, text });
+  return text;
+}
 
-/** The samples of one family, in chunks of at least `CHUNK_CHARS` (the last one shorter, possibly empty). */
-function* points(family: Family, head: string): Generator<string, string> {
-  let out = head;
+function sameLabels(a: Attributes, b: Attributes): boolean {
+  return a === b || (a.otel_scope_name === b.otel_scope_name && a.otel_scope_version === b.otel_scope_version);
+}
+
+/** A chunk of at least this many bytes is handed out (ending at a point's end). */
+export const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * The exposition's bytes, written straight into a Buffer: at the
+ * cardinality caps the text is ~100,000 lines, and building it as strings
+ * (a number string and concatenations per line, then a flat copy of each
+ * chunk to write it) allocated more than the text itself on the JS heap,
+ * collected by scavenges while the collection's points were still alive.
+ * Here a histogram point's label text is written once and copied for each
+ * of its bucket lines, counts are written digit by digit, and a chunk is
+ * one Buffer.
+ */
+class ByteWriter {
+  private buf: Buffer;
+  pos = 0;
+
+  constructor(private readonly pool: ChunkPool | undefined) {
+    this.buf = pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+  }
+
+  private ensure(bytes: number): void {
+    if (this.pos + bytes <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+    this.buf.copy(bigger, 0, 0, this.pos);
+    this.buf = bigger;
+  }
+
+  text(text: string): void {
+    this.ensure(text.length * 3);
+    this.pos += this.buf.write(text, this.pos, 'utf8');
+  }
+
+  byte(code: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = code;
+  }
+
+  /** Copies bytes already written, `[from, to)`, to the end. */
+  repeat(from: number, to: number): void {
+    this.ensure(to - from);
+    this.buf.copyWithin(this.pos, from, to);
+    this.pos += to - from;
+  }
+
+  /** `number(value)`'s text; integers (counts) without making a string. */
+  number(value: number): void {
+    if (!(value >= 0 && value <= Number.MAX_SAFE_INTEGER && Math.floor(value) === value)) {
+      this.text(number(value));
+      return;
+    }
+    let digits = 1;
+    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+    this.ensure(digits);
+    let at = this.pos + digits;
+    let rest = value;
+    do {
+      const next = Math.floor(rest / 10);
+      this.buf[--at] = 48 + (rest - next * 10);
+      rest = next;
+    } while (rest > 0);
+    this.pos += digits;
+  }
+
+  /** `name{labels} value\n`. */
+  line(name: string, labels: string, value: number): void {
+    this.text(name);
+    if (labels) {
+      this.byte(OPEN_BRACE);
+      this.text(labels);
+      this.byte(CLOSE_BRACE);
+    }
+    this.byte(SPACE);
+    this.number(value);
+    this.byte(NEWLINE);
+  }
+
+  /** The bytes so far as one chunk; the writer starts a new buffer. */
+  take(): Buffer {
+    const chunk = this.buf.subarray(0, this.pos);
+    this.buf = this.pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+    this.pos = 0;
+    return chunk;
+  }
+}
+
+/** A chunk's buffer: a chunk and the text of one more point fit without growing it. */
+const CHUNK_BUFFER = CHUNK_BYTES + 4096;
+/** Buffers a pool keeps (a few chunks are in the socket's hands at a time). */
+const POOLED = 8;
+
+/**
+ * Chunk buffers handed back once written, for the next chunks: at the caps
+ * a scrape is ~360 chunks, 23 MB, which as new buffers each time was
+ * external memory enough for V8 to collect garbage for it at every scrape.
+ */
+export class ChunkPool {
+  private readonly free: Buffer[] = [];
+
+  take(): Buffer | undefined {
+    return this.free.pop();
+  }
+
+  /** `chunk` (from `expositionChunks` with this pool) is written: its buffer may take the next chunk. */
+  give(chunk: Buffer): void {
+    if (this.free.length < POOLED && chunk.byteOffset === 0 && chunk.buffer.byteLength >= CHUNK_BUFFER)
+      this.free.push(Buffer.from(chunk.buffer));
+  }
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const SPACE = 0x20;
+const NEWLINE = 0x0a;
+
+/** `<bound>"} ` of each bucket of a boundaries array, the last `+Inf"} ` (one boundaries array serves many points). */
+function boundTexts(boundaries: readonly number[], buckets: number): string[] {
+  return Array.from({ length: buckets }, (_, i) => {
+    const bound = boundaries[i];
+    return `${bound === undefined || bound === Number.POSITIVE_INFINITY ? '+Inf' : String(bound)}"} `;
+  });
+}
+
+/** `<name>_bucket{<labels>,le="<bound>"} <cumulative count>` of each of `bounds.length` counts from `counts[from]`. */
+function bucketLines(
+  out: ByteWriter,
+  bucket: string,
+  labels: string,
+  bounds: readonly string[],
+  counts: ArrayLike<number>,
+  from: number,
+): void {
+  let cumulative = 0;
+  // `<name>_bucket{<labels>,le="` once; each further bucket line copies it.
+  let prefixFrom = -1;
+  let prefixTo = -1;
+  for (let i = 0; i < bounds.length; i++) {
+    cumulative += counts[from + i];
+    if (prefixFrom < 0) {
+      prefixFrom = out.pos;
+      out.text(bucket);
+      if (labels) {
+        out.text(labels);
+        out.text(',le="');
+      } else out.text('le="');
+      prefixTo = out.pos;
+    } else {
+      const length = prefixTo - prefixFrom;
+      out.repeat(prefixFrom, prefixTo);
+      prefixFrom = out.pos - length;
+      prefixTo = out.pos;
+    }
+    out.text(bounds[i]);
+    out.number(cumulative);
+    out.byte(NEWLINE);
+  }
+}
+
+/** The samples of core's series copy: the lines its data points would have given, read from the numbers. */
+function* seriesLines(
+  family: Family,
+  series: SeriesCopy,
+  scope: Attributes,
+  labelsOf: (attributes: Attributes, scope: Attributes) => string,
+  out: ByteWriter,
+): Generator<Buffer, void> {
+  const { values, stride } = series;
+  if (family.type !== 'histogram') {
+    for (let i = 0; i < series.length; i++) {
+      out.line(family.name, labelsOf(series.attributes[i], scope), values[i * stride]);
+      if (out.pos >= CHUNK_BYTES) yield out.take();
+    }
+    return;
+  }
+  const count = `${family.name}_count`;
+  const sum = `${family.name}_sum`;
+  const bucket = `${family.name}_bucket{`;
+  const bounds = boundTexts(series.boundaries, stride - 4);
+  for (let i = 0; i < series.length; i++) {
+    const at = i * stride;
+    const labels = labelsOf(series.attributes[i], scope);
+    out.line(count, labels, values[at]);
+    out.line(sum, labels, values[at + 1]);
+    bucketLines(out, bucket, labels, bounds, values, at + 4);
+    if (out.pos >= CHUNK_BYTES) yield out.take();
+  }
+}
+
+/** The samples of one family, in chunks of at least `CHUNK_BYTES` (the rest stays in `out`). */
+function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
+  const labelsOf = family.own ? ownLabelText : labelText;
   for (const { metric, scope } of family.metrics) {
+    const series = seriesOf(metric);
+    if (series !== undefined) {
+      yield* seriesLines(family, series, scope, labelsOf, out);
+      continue;
+    }
     if (family.type !== 'histogram') {
       for (const point of metric.dataPoints as DataPoint<number>[]) {
-        out += line(family.name, labelText(point.attributes, scope), point.value);
-        if (out.length >= CHUNK_CHARS) {
-          yield out;
-          out = '';
-        }
+        out.line(family.name, labelsOf(point.attributes, scope), point.value);
+        if (out.pos >= CHUNK_BYTES) yield out.take();
       }
       continue;
     }
     const count = `${family.name}_count`;
     const sum = `${family.name}_sum`;
     const bucket = `${family.name}_bucket{`;
+    let boundaries: readonly number[] | undefined;
+    let bounds: string[] = [];
     for (const point of metric.dataPoints as DataPoint<Histogram>[]) {
-      const labels = labelText(point.attributes, scope);
-      const le = labels ? `${labels},le="` : 'le="';
+      const labels = labelsOf(point.attributes, scope);
       const { buckets, count: n, sum: total } = point.value;
-      out += line(count, labels, n);
-      if (total !== undefined) out += line(sum, labels, total);
-      let cumulative = 0;
-      for (let i = 0; i < buckets.counts.length; i++) {
-        cumulative += buckets.counts[i];
-        const bound = buckets.boundaries[i];
-        out += `${bucket}${le}${bound === undefined || bound === Number.POSITIVE_INFINITY ? '+Inf' : String(bound)}"} ${number(cumulative)}\n`;
+      out.line(count, labels, n);
+      if (total !== undefined) out.line(sum, labels, total);
+      if (buckets.boundaries !== boundaries || bounds.length !== buckets.counts.length) {
+        boundaries = buckets.boundaries;
+        bounds = boundTexts(boundaries, buckets.counts.length);
       }
-      if (out.length >= CHUNK_CHARS) {
-        yield out;
-        out = '';
-      }
+      bucketLines(out, bucket, labels, bounds, buckets.counts, 0);
+      if (out.pos >= CHUNK_BYTES) yield out.take();
     }
   }
-  return out;
 }
 
 /**
  * The exposition of `resourceMetrics`, each metric named by `nameOf`, as
- * chunks of about `CHUNK_CHARS` characters: at the cardinality caps the text
- * is tens of megabytes, which a caller writes (and lets the event loop turn)
+ * chunks of about `CHUNK_BYTES` bytes: at the cardinality caps the text is
+ * tens of megabytes, which a caller writes (and lets the event loop turn)
  * chunk by chunk rather than as one string.
  */
 export function* expositionChunks(
   resourceMetrics: ResourceMetrics,
   nameOf: (metric: MetricData) => string,
-): Generator<string, void> {
+  /** Where chunk buffers come from and go back to once written; without one each chunk is a new Buffer. */
+  pool?: ChunkPool,
+): Generator<Buffer, void> {
   const families = new Map<string, Family>();
   for (const { scope, metrics } of resourceMetrics.scopeMetrics) {
     const own = isOwn(scope.name);
@@ -151,7 +366,7 @@ export function* expositionChunks(
     if (scope.version) scopeLabels.otel_scope_version = scope.version;
     for (const metric of metrics) {
       const type = typeOf(metric);
-      if (type === undefined || metric.dataPoints.length === 0) continue;
+      if (type === undefined || pointCount(metric) === 0) continue;
       const name = nameOf(metric);
       const family = families.get(name);
       if (family === undefined || (family.own && !own)) {
@@ -161,21 +376,20 @@ export function* expositionChunks(
       }
     }
   }
-  let out = '# HELP target_info Target metadata\n# TYPE target_info gauge\n';
-  out += line('target_info', labelText(resourceMetrics.resource.attributes as Attributes, {}), 1);
+  const out = new ByteWriter(pool);
+  out.text('# HELP target_info Target metadata\n# TYPE target_info gauge\n');
+  out.line('target_info', labelText(resourceMetrics.resource.attributes as Attributes, {}), 1);
   for (const family of families.values()) {
     const { description, unit } = family.metrics[0].metric.descriptor;
-    out += `# HELP ${family.name} ${escapeText(description || 'description missing')}\n`;
-    if (unit) out += `# UNIT ${family.name} ${escapeText(unit)}\n`;
-    out += `# TYPE ${family.name} ${family.type}\n`;
-    out = yield* points(family, out);
+    out.text(`# HELP ${family.name} ${escapeText(description || 'description missing')}\n`);
+    if (unit) out.text(`# UNIT ${family.name} ${escapeText(unit)}\n`);
+    out.text(`# TYPE ${family.name} ${family.type}\n`);
+    yield* points(family, out);
   }
-  if (out) yield out;
+  if (out.pos > 0) yield out.take();
 }
 
 /** The whole exposition as one string. */
 export function serializeExposition(resourceMetrics: ResourceMetrics, nameOf: (metric: MetricData) => string): string {
-  let out = '';
-  for (const chunk of expositionChunks(resourceMetrics, nameOf)) out += chunk;
-  return out;
+  return Buffer.concat([...expositionChunks(resourceMetrics, nameOf)]).toString('utf8');
 }

@@ -17,7 +17,7 @@ import {
   type MetricProducer,
 } from '@opentelemetry/sdk-metrics';
 import { gaugeTemporality } from './export-guard';
-import { expositionChunks } from './prometheus-exposition';
+import { ChunkPool, expositionChunks } from './prometheus-exposition';
 import { CollectorNames } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
@@ -56,12 +56,15 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /**
- * Streams `chunks` to `res`: each chunk is made and written in its own turn
- * of the event loop, and the next waits while the socket's buffer is full.
- * A stopped client stops the serialization.
+ * Streams `chunks` to `res`, from the turn after the collection ended: each
+ * chunk is made and written in its own turn of the event loop, and the next
+ * waits while the socket's buffer is full. A stopped client stops the
+ * serialization.
  */
-async function writeExposition(res: ServerResponse, chunks: Generator<string, void>): Promise<void> {
+async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, void>, pool: ChunkPool): Promise<void> {
   try {
+    // The collection's last step (core's copy of its series) ran in this turn: the text starts in the next.
+    await nextTurn();
     let chunk = chunks.next();
     res.statusCode = 200;
     res.setHeader('content-type', CONTENT_TYPE);
@@ -72,7 +75,11 @@ async function writeExposition(res: ServerResponse, chunks: Generator<string, vo
         return;
       }
       if (res.destroyed) return;
-      if (!chunk.done && !res.write(chunk.value) && !res.destroyed) await drained(res);
+      if (!chunk.done) {
+        const written = chunk.value;
+        // The buffer goes back to the pool once the socket is done with it (or the write failed).
+        if (!res.write(written, () => pool.give(written)) && !res.destroyed) await drained(res);
+      }
       await nextTurn();
       chunk = next;
     }
@@ -83,6 +90,7 @@ async function writeExposition(res: ServerResponse, chunks: Generator<string, vo
 
 export class PrometheusReader extends MetricReader {
   private readonly names = new CollectorNames();
+  private readonly pool = new ChunkPool();
 
   constructor(cardinalityLimit: number, metricProducers: MetricProducer[] | undefined) {
     super({
@@ -102,7 +110,8 @@ export class PrometheusReader extends MetricReader {
       ({ resourceMetrics }) =>
         writeExposition(
           res,
-          expositionChunks(resourceMetrics, (metric) => this.names.of(metric)),
+          expositionChunks(resourceMetrics, (metric) => this.names.of(metric), this.pool),
+          this.pool,
         ),
       (err: unknown) => fail(res, 'metrics collection failed', err),
     );

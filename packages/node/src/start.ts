@@ -138,14 +138,18 @@ export function start(options: StartOptions = {}): InferSignal {
   // so with them the default falls back to the API path.
   const exportMode = options.exportMode ?? (options.metricReaders?.length ? 'api' : 'producer');
   const box: { monitor?: Monitor } = {};
-  const producersFor = (reader: TemporalitySource): MetricProducer[] | undefined =>
+  const producersFor = (reader: TemporalitySource, series = false): MetricProducer[] | undefined =>
     exportMode === 'producer'
-      ? [sdkMetricProducer(() => box.monitor?.metricProducer, reader), ...(options.metricProducers ?? [])]
+      ? [
+          sdkMetricProducer(() => box.monitor?.metricProducer, reader, undefined, series),
+          ...(options.metricProducers ?? []),
+        ]
       : options.metricProducers;
+  // The Prometheus writer reads core's series from their copy (cumulative, as Prometheus wants them), no data points.
   const prometheusReader = config.prometheus
     ? new PrometheusReader(
         config.cardinalityLimit,
-        producersFor({ selectAggregationTemporality: prometheusTemporality }),
+        producersFor({ selectAggregationTemporality: prometheusTemporality }, true),
       )
     : undefined;
   const readers: IMetricReader[] = [...(options.metricReaders ?? [])];

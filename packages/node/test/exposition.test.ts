@@ -1,9 +1,16 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createMonitor } from '@infersignal/core';
 import { start, type InferSignal } from '@infersignal/node';
-import { DataPointType, type MetricData, type MetricProducer, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { CHUNK_CHARS, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
+import {
+  DataPointType,
+  MeterProvider,
+  type MetricData,
+  type MetricProducer,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
+import { CHUNK_BYTES, ChunkPool, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
 import { parseExposition } from './helpers/exposition';
 import { referenceExposition } from './helpers/exposition-reference';
 
@@ -58,6 +65,10 @@ const tricky = {
           [{ otel_scope_name: 'mine', a: 1 }, 2],
           [{ 7: 'seven', b: true, 'é-ü': 'ünïcode' }, 1e21],
           [{ quote: 'say "hi"\n' }, 0.1 + 0.2],
+          // Counts written digit by digit: the largest exact integer, one past it, and -0.
+          [{ big: 'safe' }, Number.MAX_SAFE_INTEGER],
+          [{ big: 'unsafe' }, 2 ** 53 + 2],
+          [{ zero: 'negative' }, -0],
         ]),
         histogram('infersignal.queue.wait.duration', [
           [{ 'queue.name': 'main' }, [1, 2, 3, 4, 5, 6], 12.5],
@@ -117,7 +128,7 @@ describe('Prometheus exposition writer', () => {
   it('writes exactly what the one-string writer wrote: escapes, label names, scope labels, families', () => {
     const expected = referenceExposition(tricky, nameOf);
     expect(serializeExposition(tricky, nameOf)).toBe(expected);
-    expect([...expositionChunks(tricky, nameOf)]).toEqual([expected]);
+    expect([...expositionChunks(tricky, nameOf)].map((chunk) => chunk.toString('utf8'))).toEqual([expected]);
     // The input exercises what it claims to.
     expect(expected).toContain('weird_key_2="a\\"b\\\\c\\nd"');
     expect(expected).toContain('otel_scope_name="@infersignal/core",a="1"');
@@ -125,18 +136,111 @@ describe('Prometheus exposition writer', () => {
     expect(expected).not.toContain('exponential');
   });
 
-  it('hands a large exposition out in chunks of about CHUNK_CHARS, byte for byte the same text', () => {
+  it('writes the same text at every scrape, one attribute object exported by two own scopes labelled with each', () => {
+    const expected = referenceExposition(tricky, nameOf);
+    expect(serializeExposition(tricky, nameOf)).toBe(expected);
+    expect(serializeExposition(tricky, nameOf)).toBe(expected);
+    const shared = { 'queue.name': 'main' };
+    const twoScopes = {
+      resource: { attributes: {} },
+      scopeMetrics: [
+        { scope: { name: '@infersignal/core', version: '1' }, metrics: [sum('infersignal.a', [[shared, 1]])] },
+        { scope: { name: '@infersignal/http', version: '2' }, metrics: [sum('infersignal.b', [[shared, 2]])] },
+      ],
+    } as unknown as ResourceMetrics;
+    for (let i = 0; i < 2; i++) {
+      const text = serializeExposition(twoScopes, nameOf);
+      expect(text).toBe(referenceExposition(twoScopes, nameOf));
+      expect(text).toContain(
+        'infersignal_b{queue_name="main",otel_scope_name="@infersignal/http",otel_scope_version="2"} 2',
+      );
+    }
+  });
+
+  it('hands a large exposition out in chunks of about CHUNK_BYTES, byte for byte the same text', () => {
     const input = large(3000);
     const chunks = [...expositionChunks(input, nameOf)];
-    const whole = chunks.join('');
+    const whole = Buffer.concat(chunks).toString('utf8');
     expect(whole).toBe(referenceExposition(input, nameOf));
     expect(chunks.length).toBeGreaterThan(10);
-    // Each chunk ends at a line's end, stops at the first point past CHUNK_CHARS (one histogram point is under 2 KB).
+    // Each chunk ends at a line's end, stops at the first point past CHUNK_BYTES (one histogram point is under 2 KB).
     for (const chunk of chunks.slice(0, -1)) {
-      expect(chunk.endsWith('\n')).toBe(true);
-      expect(chunk.length).toBeGreaterThanOrEqual(CHUNK_CHARS);
-      expect(chunk.length).toBeLessThan(CHUNK_CHARS + 2048);
+      expect(chunk.at(-1)).toBe(0x0a);
+      expect(chunk.length).toBeGreaterThanOrEqual(CHUNK_BYTES);
+      expect(chunk.length).toBeLessThan(CHUNK_BYTES + 2048);
     }
+  });
+});
+
+describe('chunk buffers', () => {
+  it('a pool hands back buffers of written chunks, keeps a few, and only whole chunk buffers', () => {
+    const pool = new ChunkPool();
+    const chunks = [...expositionChunks(large(3000), nameOf, pool)];
+    expect(pool.take()).toBeUndefined();
+    for (const chunk of chunks.slice(0, 10)) pool.give(chunk);
+    const first = pool.take()!;
+    expect(first.buffer).toBe(chunks[7]!.buffer);
+    expect(first.length).toBeGreaterThanOrEqual(CHUNK_BYTES + 4096);
+    // Eight kept: the ninth and tenth were dropped.
+    let kept = 1;
+    while (pool.take() !== undefined) kept++;
+    expect(kept).toBe(8);
+    pool.give(Buffer.alloc(16));
+    pool.give(chunks[0]!.subarray(1));
+    expect(pool.take()).toBeUndefined();
+    // Chunks written from recycled buffers are the same text.
+    for (const chunk of chunks.slice(0, 3)) pool.give(chunk);
+    const again = Buffer.concat([...expositionChunks(large(3000), nameOf, pool)].map((c) => Buffer.from(c)));
+    expect(again.toString('utf8')).toBe(referenceExposition(large(3000), nameOf));
+  });
+});
+
+describe("core's series written from their copy", () => {
+  it('gives byte for byte the text of its data points, with none made', async () => {
+    const monitor = createMonitor({
+      meterProvider: new MeterProvider(),
+      exportMode: 'producer',
+      traces: false,
+      detectorIntervalMs: 0,
+      eventLoop: false,
+    });
+    const outcomes = ['completed', 'error', 'cancelled'] as const;
+    for (let q = 0; q < 6; q++) {
+      const queue = monitor.queue(`queue-${q}`);
+      for (let m = 0; m < 30; m++) {
+        queue.reject(`model-${m}`);
+        for (const outcome of outcomes) {
+          const ticket = queue.enqueue(`model-${m}`);
+          ticket.start();
+          const stream = ticket.stream();
+          stream.token(q + 1);
+          stream.token(m);
+          stream.end(outcome);
+          ticket.end(outcome);
+        }
+      }
+    }
+    await monitor.modelLoad('model-0', 'load', () => undefined);
+    const producer = monitor.metricProducer!;
+    const asResource = (r: { resourceMetrics: { scopeMetrics: unknown[] } }) =>
+      ({
+        resource: { attributes: { 'service.name': 'copy' } },
+        scopeMetrics: r.resourceMetrics.scopeMetrics,
+      }) as unknown as ResourceMetrics;
+    const fromPoints = asResource(await producer.collect());
+    const fromCopy = asResource(await producer.collectSeries!());
+    const metrics = fromCopy.scopeMetrics.flatMap((scope) => scope.metrics);
+    // More series than one turn's worth of points: the copy waits a turn, as a collection does.
+    expect(
+      metrics.reduce((n, m) => n + (m as unknown as { series: { length: number } }).series.length, 0),
+    ).toBeGreaterThan(500);
+    expect(metrics.every((m) => m.dataPoints.length === 0)).toBe(true);
+    const text = serializeExposition(fromCopy, nameOf);
+    expect(text).toBe(serializeExposition(fromPoints, nameOf));
+    expect(text).toBe(referenceExposition(fromPoints, nameOf));
+    const requests = parseExposition(text).get('infersignal_requests')!;
+    expect(requests.samples.reduce((n, x) => n + x.value, 0)).toBe(6 * 30 * (outcomes.length + 1));
+    await monitor.close();
   });
 });
 
@@ -174,6 +278,7 @@ describe('Prometheus handler', () => {
     // Between two turns of a probe, how many chunks went out: the most the loop waited for.
     const writesPerTurn: number[] = [];
     const written: number[] = [];
+    const buffers = new Set<ArrayBufferLike>();
     let turns = 0;
     const { s, url } = await mounted((res) => {
       let writes = 0;
@@ -185,11 +290,12 @@ describe('Prometheus handler', () => {
         if (open) setImmediate(probe);
       };
       setImmediate(probe);
-      const write = res.write.bind(res) as (chunk: string) => boolean;
-      res.write = ((chunk: string) => {
+      const write = res.write.bind(res) as (chunk: Buffer, done: () => void) => boolean;
+      res.write = ((chunk: Buffer, done: () => void) => {
         writes++;
         written.push(chunk.length);
-        return write(chunk);
+        buffers.add(chunk.buffer);
+        return write(chunk, done);
       }) as typeof res.write;
       res.on('finish', () => {
         open = false;
@@ -211,11 +317,13 @@ describe('Prometheus handler', () => {
     const body = await response.text();
     expect(response.status).toBe(200);
     expect(response.headers.get('transfer-encoding')).toBe('chunked');
-    // Every chunk but the last (the `end()`) is one write of at least CHUNK_CHARS, never two in one turn.
+    // Every chunk but the last (the `end()`) is one write of at least CHUNK_BYTES, never two in one turn.
     expect(written.length).toBeGreaterThan(10);
-    for (const length of written) expect(length).toBeGreaterThanOrEqual(CHUNK_CHARS);
-    expect(written.reduce((a, b) => a + b, 0)).toBeLessThan(body.length);
+    for (const length of written) expect(length).toBeGreaterThanOrEqual(CHUNK_BYTES);
+    expect(written.reduce((a, b) => a + b, 0)).toBeLessThan(Buffer.byteLength(body));
     expect(Math.max(...writesPerTurn)).toBe(1);
+    // A chunk's buffer, once written, takes a later chunk: a handful of buffers for the whole body.
+    expect(buffers.size).toBeLessThanOrEqual(8);
     expect(turns).toBeGreaterThan(written.length);
     const requests = parseExposition(body).get('infersignal_requests_total')!;
     expect(requests.samples.reduce((n, x) => n + x.value, 0)).toBe(queues * models * 2);
@@ -228,7 +336,7 @@ describe('Prometheus handler', () => {
     ticket.end('completed');
     const response = await fetch(url);
     const body = await response.text();
-    expect(body.length).toBeLessThan(CHUNK_CHARS);
+    expect(body.length).toBeLessThan(CHUNK_BYTES);
     expect(response.headers.get('content-length')).toBe(String(Buffer.byteLength(body)));
   });
 

@@ -1,10 +1,11 @@
 import type { Attributes } from '@opentelemetry/api';
 import { FixedHistogram } from '../aggregates/histogram';
 import type { InstrumentSpec } from '../names';
+import type { SeriesCopy } from '../types';
 import { SCOPE } from '../version';
 
 /** Series kept per aggregate instrument; label values are capped before they get here, so this is a guard. */
-const MAX_SERIES = 2000;
+export const MAX_SERIES = 2000;
 
 // Values of @opentelemetry/sdk-metrics enums, written out so core does not import the SDK.
 const DATA_POINT_HISTOGRAM = 0;
@@ -56,6 +57,9 @@ function seriesKey(attributes: Attributes): string {
 class SeriesTable<T> {
   /** First attribute object of each series → its cell; what the producer exports. */
   readonly series = new Map<Attributes, T>();
+  /** The same series in order, as arrays: a collection walks them without an iterator's entry per series. */
+  readonly attributeList: Attributes[] = [];
+  readonly cellList: T[] = [];
   private readonly byValue = new Map<string, T>();
   private readonly aliases = new Map<Attributes, T>();
   dropped = 0;
@@ -79,8 +83,44 @@ class SeriesTable<T> {
     }
     cell = this.create();
     this.series.set(attributes, cell);
+    this.attributeList.push(attributes);
+    this.cellList.push(cell);
     this.byValue.set(key, cell);
     return cell;
+  }
+}
+
+/**
+ * One series of an aggregate, its cell found on first use and kept: a
+ * record is then no Map lookup. Found lazily so that a series no request
+ * recorded into is not exported (a counter exports every series it has,
+ * zero or not). Over the table's cap the cell stays unresolved and every
+ * use counts as dropped, as a record with attributes does.
+ */
+abstract class LazySeries<T> {
+  protected cell: T | undefined = undefined;
+
+  constructor(
+    private readonly table: SeriesTable<T>,
+    private readonly attributes: Attributes,
+  ) {}
+
+  protected resolve(): T | undefined {
+    this.cell = this.table.cell(this.attributes);
+    return this.cell;
+  }
+}
+
+class AggregateHistogramSeries extends LazySeries<FixedHistogram> {
+  record(value: number): void {
+    (this.cell ?? this.resolve())?.record(value);
+  }
+}
+
+class AggregateCounterSeries extends LazySeries<{ value: number }> {
+  add(value: number): void {
+    const cell = this.cell ?? this.resolve();
+    if (cell !== undefined) cell.value += value;
   }
 }
 
@@ -103,12 +143,22 @@ export class AggregateHistogram {
     return this.table.series;
   }
 
+  /** Every series' attribute object and cell, in the order they were made. */
+  get seriesLists(): { readonly attributes: readonly Attributes[]; readonly cells: readonly FixedHistogram[] } {
+    return { attributes: this.table.attributeList, cells: this.table.cellList };
+  }
+
   get dropped(): number {
     return this.table.dropped;
   }
 
   record(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
     this.table.cell(attributes)?.record(value);
+  }
+
+  /** The series of `attributes`, for a caller that records it often (see LazySeries). */
+  seriesOf(attributes: Attributes): { record(value: number): void } {
+    return new AggregateHistogramSeries(this.table, attributes);
   }
 }
 
@@ -122,6 +172,11 @@ export class AggregateCounter {
     return this.table.series;
   }
 
+  /** Every series' attribute object and cell, in the order they were made. */
+  get seriesLists(): { readonly attributes: readonly Attributes[]; readonly cells: readonly { value: number }[] } {
+    return { attributes: this.table.attributeList, cells: this.table.cellList };
+  }
+
   get dropped(): number {
     return this.table.dropped;
   }
@@ -129,6 +184,11 @@ export class AggregateCounter {
   add(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
     const cell = this.table.cell(attributes);
     if (cell !== undefined) cell.value += value;
+  }
+
+  /** The series of `attributes`, for a caller that adds to it often (see LazySeries). */
+  seriesOf(attributes: Attributes): { add(value: number): void } {
+    return new AggregateCounterSeries(this.table, attributes);
   }
 }
 
@@ -170,11 +230,13 @@ function snapshotHistogram(h: AggregateHistogram): Snapshot {
   const cells: object[] = [];
   const attributes: Attributes[] = [];
   const values = new Float64Array(h.series.size * stride);
+  const lists = h.seriesLists;
   let at = 0;
-  for (const [attrs, fixed] of h.series) {
+  for (let i = 0; i < lists.cells.length; i++) {
+    const fixed = lists.cells[i];
     if (fixed.count === 0) continue;
     cells.push(fixed);
-    attributes.push(attrs);
+    attributes.push(lists.attributes[i]);
     values[at] = fixed.count;
     values[at + 1] = fixed.sum;
     values[at + 2] = fixed.min;
@@ -190,10 +252,12 @@ function snapshotCounter(c: AggregateCounter): Snapshot {
   const cells: object[] = [];
   const attributes: Attributes[] = [];
   const values = new Float64Array(c.series.size);
-  for (const [attrs, cell] of c.series) {
+  const lists = c.seriesLists;
+  for (let i = 0; i < lists.cells.length; i++) {
+    const cell = lists.cells[i];
     values[cells.length] = cell.value;
     cells.push(cell);
-    attributes.push(attrs);
+    attributes.push(lists.attributes[i]);
   }
   return { histogram: undefined, boundaries: [], counter: c, cells, attributes, values, stride: 1 };
 }
@@ -281,6 +345,33 @@ export class CoreMetricProducer {
     // previous (series are never removed, so a small collection never follows a large one still waiting).
     this.running = result.catch(() => undefined);
     return result;
+  }
+
+  collectSeries(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
+    let series = 0;
+    for (const h of this.histograms) series += h.series.size;
+    for (const c of this.counters) series += c.series.size;
+    const copy = () => {
+      const { snapshots } = this.snapshot();
+      const metrics: unknown[] = [];
+      for (const s of snapshots) {
+        if (s.cells.length === 0) continue;
+        const series: SeriesCopy = {
+          length: s.cells.length,
+          attributes: s.attributes,
+          values: s.values,
+          stride: s.stride,
+          boundaries: s.boundaries,
+        };
+        metrics.push({ ...this.metric(s, false, false, []), series });
+      }
+      return {
+        resourceMetrics: { resource: undefined, scopeMetrics: metrics.length ? [{ scope: SCOPE, metrics }] : [] },
+        errors: [],
+      };
+    };
+    // Large: as collect(), the copy waits for the turn after the one the reader collects its own instruments in.
+    return series > POINTS_PER_TURN ? nextTurn().then(copy) : new Promise((resolve) => resolve(copy()));
   }
 
   /** Every series' numbers as they are now, in one synchronous stretch. */

@@ -1,6 +1,6 @@
 import type { Attributes, Context } from '@opentelemetry/api';
 import { LabelTable } from '../aggregates/label-table';
-import type { CounterRecorder, HistogramRecorder, SignalContext } from '../contract';
+import type { CounterRecorder, CounterSeries, HistogramRecorder, HistogramSeries, SignalContext } from '../contract';
 import { P99GlitchDetector } from '../detectors/p99-glitch';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector, worstLevel } from '../detectors/threshold';
@@ -60,23 +60,47 @@ export interface QueueEnvironment {
   readonly requestTraces: RequestTraces | undefined;
 }
 
-/** Per (queue, model) state: the attribute objects, made once. */
+/** One outcome's series of a (queue, model). */
+interface OutcomeSeries {
+  readonly inference: HistogramSeries;
+  readonly request: HistogramSeries;
+  readonly requests: CounterSeries;
+}
+
+/**
+ * Per (queue, model) state: the attribute objects and the series they
+ * name, made once, so a request records without looking its series up.
+ */
 class QueueModel {
   readonly waitAttributes: Attributes;
   readonly outcomeAttributes: Record<Outcome, Attributes>;
   /** gen_ai.server.request.duration's: the GenAI conventions' attributes and `error.type` on failures. */
   readonly requestAttributes: Record<Outcome, Attributes>;
+  readonly waitSeries: HistogramSeries;
+  readonly outcomeSeries: Record<Outcome, OutcomeSeries>;
 
   constructor(
     readonly queue: string,
     readonly model: string,
     ctx: SignalContext,
+    instruments: QueueInstruments,
   ) {
     this.waitAttributes = { [ATTR.queue]: queue, [ATTR.model]: model };
     this.outcomeAttributes = Object.fromEntries(
       OUTCOMES.map((outcome) => [outcome, { [ATTR.queue]: queue, [ATTR.model]: model, [ATTR.outcome]: outcome }]),
     ) as unknown as Record<Outcome, Attributes>;
     this.requestAttributes = requestDurationAttributes(ctx, queue, model, OUTCOMES);
+    this.waitSeries = ctx.histogramSeries(instruments.queueWait, this.waitAttributes);
+    this.outcomeSeries = Object.fromEntries(
+      OUTCOMES.map((outcome) => [
+        outcome,
+        {
+          inference: ctx.histogramSeries(instruments.inferenceDuration, this.outcomeAttributes[outcome]),
+          request: ctx.histogramSeries(instruments.requestDuration, this.requestAttributes[outcome]),
+          requests: ctx.counterSeries(instruments.requests, this.outcomeAttributes[outcome]),
+        },
+      ]),
+    ) as unknown as Record<Outcome, OutcomeSeries>;
   }
 }
 
@@ -119,7 +143,7 @@ class RequestTicket implements Ticket, TracedRequest {
       const now = q.ctx.clock();
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
-      q.ctx.recordSeconds(q.instruments.queueWait, wait, this.slot.waitAttributes);
+      q.ctx.recordSecondsIn(this.slot.waitSeries, wait);
       q.waits.push(wait, now);
     } catch (error) {
       q.ctx.internalError('ticket.start', error);
@@ -134,22 +158,18 @@ class RequestTicket implements Ticket, TracedRequest {
       const now = q.ctx.clock();
       const known = this.slot.outcomeAttributes[outcome] !== undefined;
       const attributes = known ? this.slot.outcomeAttributes[outcome] : this.slot.outcomeAttributes.error;
-      const instruments = q.instruments;
+      const series = this.slot.outcomeSeries[known ? outcome : 'error'];
       if (this.started) {
         q.inFlight--;
         const inference = (now - this.startedAt) / 1000;
-        q.ctx.recordSeconds(instruments.inferenceDuration, inference, attributes);
+        q.ctx.recordSecondsIn(series.inference, inference);
         q.glitch.record(inference, now);
         if (!this.served) q.capacity_.served(inference, now);
       } else {
         q.waiting--;
       }
-      q.ctx.recordSeconds(
-        instruments.requestDuration,
-        (now - this.arrival) / 1000,
-        this.slot.requestAttributes[known ? outcome : 'error'],
-      );
-      instruments.requests.add(1, attributes);
+      q.ctx.recordSecondsIn(series.request, (now - this.arrival) / 1000);
+      series.requests.add(1);
       q.completed++;
       q.traces?.ended(q.tail!, this, outcome, attributes, now);
     } catch (error) {
@@ -228,7 +248,7 @@ export class Queue implements QueueTracker {
     this.concurrency = options.concurrency ?? 1;
     this.capacity = options.capacity ?? (options.maxWaiting !== undefined ? this.concurrency + options.maxWaiting : 64);
     this.maxWaiting = options.maxWaiting ?? Math.max(0, this.capacity - this.concurrency);
-    this.models = new LabelTable(ctx.maxModels + 1, (model) => new QueueModel(name, model, ctx));
+    this.models = new LabelTable(ctx.maxModels + 1, (model) => new QueueModel(name, model, ctx, env.instruments));
     this.occupancyDetector = new ThresholdDetector({
       warn: t.queue.occupancyWarn,
       critical: t.queue.occupancyCritical,
@@ -326,7 +346,7 @@ export class Queue implements QueueTracker {
   reject(model?: string): void {
     try {
       const slot = this.models.get(this.ctx.label('model', model ?? UNKNOWN_MODEL));
-      this.instruments.requests.add(1, slot.outcomeAttributes.rejected);
+      slot.outcomeSeries.rejected.requests.add(1);
       this.traces?.shed(slot.outcomeAttributes.rejected, this.ctx.clock());
     } catch (error) {
       this.ctx.internalError('queue.reject', error);

@@ -1,12 +1,29 @@
 import type { Attributes } from '@opentelemetry/api';
 import { LabelTable } from '../aggregates/label-table';
-import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
+import type {
+  CounterRecorder,
+  CounterSeries,
+  Gauge,
+  GaugeObserver,
+  HistogramRecorder,
+  HistogramSeries,
+  Signal,
+  SignalContext,
+} from '../contract';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
 import { genAiAttributes } from './gen-ai';
 import type { Level, Snapshot, StreamEndReason, StreamHandle, StreamOutcome } from '../types';
 
 const OUTCOMES: readonly StreamOutcome[] = ['completed', 'cancelled', 'error', 'unavailable', 'deadline_exceeded'];
+
+/** The instruments a stream records into. */
+interface StreamInstruments {
+  readonly timeToFirstToken: HistogramRecorder;
+  readonly timePerOutputToken: HistogramRecorder;
+  readonly streams: CounterRecorder;
+  readonly streamTokens: CounterRecorder;
+}
 
 /**
  * Per-model stream state: cached attribute objects and the sliding window
@@ -20,6 +37,12 @@ export class StreamModel {
   readonly outcomeAttributes: Record<StreamOutcome, Attributes>;
   /** A stream its writer cut off because the peer stopped reading. */
   readonly writeStallAttributes: Attributes;
+  /** The series those attributes name, resolved once (see HistogramSeries). */
+  readonly tokenSeries: CounterSeries;
+  readonly outcomeSeries: Record<StreamOutcome, CounterSeries>;
+  readonly writeStallSeries: CounterSeries;
+  readonly timeToFirstToken: HistogramSeries;
+  readonly timePerOutputToken: HistogramSeries;
   private readonly ring: Uint8Array;
   private head = 0;
   private filled = 0;
@@ -31,6 +54,7 @@ export class StreamModel {
   constructor(
     readonly model: string,
     private readonly ctx: SignalContext,
+    instruments: StreamInstruments,
   ) {
     this.attributes = { [ATTR.model]: model };
     this.genAiAttributes = genAiAttributes(ctx, model);
@@ -38,6 +62,13 @@ export class StreamModel {
       OUTCOMES.map((o) => [o, { [ATTR.model]: model, [ATTR.outcome]: o }]),
     ) as unknown as Record<StreamOutcome, Attributes>;
     this.writeStallAttributes = { ...this.outcomeAttributes.cancelled, [ATTR.errorType]: 'write_stall' };
+    this.tokenSeries = ctx.counterSeries(instruments.streamTokens, this.attributes);
+    this.outcomeSeries = Object.fromEntries(
+      OUTCOMES.map((o) => [o, ctx.counterSeries(instruments.streams, this.outcomeAttributes[o])]),
+    ) as unknown as Record<StreamOutcome, CounterSeries>;
+    this.writeStallSeries = ctx.counterSeries(instruments.streams, this.writeStallAttributes);
+    this.timeToFirstToken = ctx.histogramSeries(instruments.timeToFirstToken, this.genAiAttributes);
+    this.timePerOutputToken = ctx.histogramSeries(instruments.timePerOutputToken, this.genAiAttributes);
     const t = ctx.thresholds.stream;
     this.ring = new Uint8Array(t.windowSize);
     this.detector = new ThresholdDetector({
@@ -120,7 +151,7 @@ export class Stream implements StreamHandle {
       else this.lastAt = this.signal.ctx.clock();
       if (n > 0) {
         this.tokens += n;
-        this.signal.streamTokens.add(n, this.state.attributes);
+        this.state.tokenSeries.add(n);
       }
     } catch (error) {
       this.signal.ctx.internalError('stream.token', error);
@@ -131,19 +162,18 @@ export class Stream implements StreamHandle {
     if (this.ended) return;
     this.ended = true;
     try {
-      const signal = this.signal;
-      const attributes =
+      const state = this.state;
+      const series =
         reason === 'write_stall' && outcome === 'cancelled'
-          ? this.state.writeStallAttributes
-          : (this.state.outcomeAttributes[outcome] ?? this.state.outcomeAttributes.error);
-      signal.streams.add(1, attributes);
+          ? state.writeStallSeries
+          : (state.outcomeSeries[outcome] ?? state.outcomeSeries.error);
+      series.add(1);
       if (outcome === 'completed' && !Number.isNaN(this.firstAt)) {
-        const { ctx } = signal;
-        const genAi = this.state.genAiAttributes;
-        ctx.recordSeconds(signal.timeToFirstToken, (this.firstAt - this.arrival) / 1000, genAi);
+        const { ctx } = this.signal;
+        ctx.recordSecondsIn(state.timeToFirstToken, (this.firstAt - this.arrival) / 1000);
         // One time-per-output-token sample per stream: mean gap between tokens after the first.
         if (this.tokens > 1)
-          ctx.recordSeconds(signal.timePerOutputToken, (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1), genAi);
+          ctx.recordSecondsIn(state.timePerOutputToken, (this.lastAt - this.firstAt) / 1000 / (this.tokens - 1));
       }
       this.state.push(outcome !== 'completed');
     } catch (error) {
@@ -173,7 +203,7 @@ export class StreamSignal implements Signal {
     this.streams = ctx.counter(METRICS.streams);
     this.streamTokens = ctx.counter(METRICS.streamTokens);
     this.interruptedRatio = ctx.gauge(METRICS.streamInterruptedRatio);
-    this.models = new LabelTable(ctx.maxModels + 1, (model) => new StreamModel(model, ctx));
+    this.models = new LabelTable(ctx.maxModels + 1, (model) => new StreamModel(model, ctx, this));
   }
 
   /** A stream of `model` whose time to first token counts from `arrival` (ms). */
