@@ -77,7 +77,11 @@ counters get \`_total\`). A plain \`@opentelemetry/exporter-prometheus\` without
 Every attribute set is capped: model names past \`maxModels\` (default 50)
 are recorded as \`_other\`; label values are stripped of control
 characters and cut at 128 characters. No prompt, completion, header or
-query-string content is ever an attribute.
+query-string content is ever an attribute. In producer export each
+instrument keeps at most one series per (queue, model) pair those caps
+allow, times 8 (outcomes, kinds), and never fewer than 2000; records of an
+attribute set past that are dropped, counted in
+\`infersignal.internal.errors{error.source="series_cap"}\` and logged once.
 
 | OpenTelemetry name | Prometheus name | type | unit | attributes | description | threshold it feeds |
 |---|---|---|---|---|---|---|

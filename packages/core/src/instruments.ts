@@ -15,7 +15,7 @@ import type {
   HistogramRecorder,
   HistogramSeries,
 } from './contract';
-import { AggregateCounter, AggregateHistogram } from './export/producer';
+import { AggregateCounter, AggregateHistogram, MAX_SERIES, type SeriesDropListener } from './export/producer';
 import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec, type InstrumentType } from './names';
 
 export type ExportMode = 'api' | 'producer';
@@ -71,6 +71,8 @@ export class Instruments {
     /** Called when an observable was added, so the batch callback can be registered again with it. */
     private readonly onObservable: () => void,
     private readonly runtimeMetrics = true,
+    /** Series kept per aggregate instrument (see seriesCapOf), and who is told when one is dropped. */
+    private readonly series: { cap: number; onDrop?: SeriesDropListener } = { cap: MAX_SERIES },
   ) {}
 
   private exported(spec: InstrumentSpec): boolean {
@@ -82,7 +84,12 @@ export class Instruments {
       if (!this.exported(spec)) return createNoopMeter().createHistogram(spec.name);
       const boundaries = HISTOGRAM_BUCKETS[spec.name];
       if (this.mode === 'producer') {
-        const aggregate = new AggregateHistogram(spec, boundaries ?? DEFAULT_BOUNDARIES);
+        const aggregate = new AggregateHistogram(
+          spec,
+          boundaries ?? DEFAULT_BOUNDARIES,
+          this.series.cap,
+          this.series.onDrop,
+        );
         this.histograms.push(aggregate);
         return aggregate;
       }
@@ -98,7 +105,7 @@ export class Instruments {
 
   counter(spec: InstrumentSpec): CounterRecorder {
     return this.get(spec, 'counter', () => {
-      const aggregate = new AggregateCounter(spec);
+      const aggregate = new AggregateCounter(spec, this.series.cap, this.series.onDrop);
       this.counters.push(aggregate);
       if (this.mode === 'api') {
         const observable = this.meter.createObservableCounter(spec.name, {

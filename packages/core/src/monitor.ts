@@ -15,7 +15,7 @@ import { WebhookDelivery } from './alerts/webhook';
 import { InferSignalConfigError, resolveThresholds, type Thresholds } from './config';
 import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
 import { levelRank, worstLevel } from './detectors/threshold';
-import { CoreMetricProducer } from './export/producer';
+import { CoreMetricProducer, seriesCapOf } from './export/producer';
 import { Instruments } from './instruments';
 import { ATTR, METRICS, UNKNOWN_MODEL } from './names';
 import { checkOptionKeys, integerOption, nameOption } from './options';
@@ -173,6 +173,15 @@ class MonitorImpl implements Monitor, RegistrationHost {
       this.exportMode,
       () => this.observeAgain(),
       options.runtimeMetrics ?? true,
+      {
+        cap: seriesCapOf(maxQueues, this.maxModels),
+        // A series past the cap loses its records: counted and told once per instrument.
+        onDrop: (instrument, cap) =>
+          this.internalError(
+            'series_cap',
+            `${instrument} holds ${cap} series (its cap, from maxQueues and maxModels); records of further attribute sets are dropped`,
+          ),
+      },
     );
     this.own = {
       alerts: this.instruments.counter(METRICS.alerts),

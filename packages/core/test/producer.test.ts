@@ -6,7 +6,7 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { AggregateCounter, AggregateHistogram, MAX_SERIES, POINTS_PER_TURN } from '../src/export/producer';
+import { AggregateCounter, AggregateHistogram, MAX_SERIES, POINTS_PER_TURN, seriesCapOf } from '../src/export/producer';
 import { ATTR, createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
 import { collect, TestReader } from './helpers';
 
@@ -154,7 +154,9 @@ describe('producer export mode', () => {
   });
 
   it('api mode has no producer; an invalid mode names the field', () => {
-    expect(createMonitor({ detectorIntervalMs: 0, eventLoop: false }).metricProducer).toBeUndefined();
+    expect(
+      createMonitor({ meterProvider: new MeterProvider(), detectorIntervalMs: 0, eventLoop: false }).metricProducer,
+    ).toBeUndefined();
     expect(() => createMonitor({ exportMode: 'fast' as never })).toThrow(/exportMode/);
   });
 
@@ -162,7 +164,13 @@ describe('producer export mode', () => {
     const OUTCOMES = ['completed', 'error', 'cancelled'] as const;
     /** A producer-mode monitor with every (queue, model, outcome) series of `queues` × `models` recorded once. */
     function filled(queues: number, models: number) {
-      const monitor = createMonitor({ detectorIntervalMs: 0, traces: false, eventLoop: false, exportMode: 'producer' });
+      const monitor = createMonitor({
+        meterProvider: new MeterProvider(),
+        detectorIntervalMs: 0,
+        traces: false,
+        eventLoop: false,
+        exportMode: 'producer',
+      });
       for (let q = 0; q < queues; q++) {
         const queue = monitor.queue(`queue-${q}`);
         for (let m = 0; m < models; m++) {
@@ -321,6 +329,30 @@ describe('series resolved once (what the hot path records into)', () => {
     late.add(1);
     expect(counter.series.size).toBe(MAX_SERIES);
     expect(counter.dropped).toBe(2);
+  });
+
+  it("a monitor's cap holds every (queue, model) pair its label caps allow; past it, the drop is counted and told once", async () => {
+    expect(seriesCapOf(20, 50)).toBe(21 * 51 * 8);
+    expect(seriesCapOf(1, 1)).toBe(MAX_SERIES);
+    const warnings: string[] = [];
+    const monitor = createMonitor({
+      meterProvider: new MeterProvider(),
+      exportMode: 'producer',
+      detectorIntervalMs: 0,
+      maxQueues: 1,
+      maxModels: 1,
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    // The monitor's own instruments (not public): the cap guards attribute sets a caller builds itself.
+    const { instruments } = monitor as unknown as { instruments: { histogram(spec: unknown): AggregateHistogram } };
+    const histogram = instruments.histogram(METRICS.queueWait);
+    for (let i = 0; i <= MAX_SERIES + 5; i++) histogram.record(0.1, { n: i });
+    expect(histogram.series.size).toBe(MAX_SERIES);
+    expect(histogram.dropped).toBe(6);
+    expect(warnings.filter((w) => w.includes('series_cap'))).toHaveLength(1);
+    expect(warnings[0]).toContain(`${METRICS.queueWait.name} holds ${MAX_SERIES} series`);
+    expect(monitor.snapshot().internalErrors).toBe(1);
+    await monitor.close();
   });
 
   it('api export: a series of an OTel histogram records with its attributes', async () => {

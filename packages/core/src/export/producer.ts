@@ -4,8 +4,23 @@ import type { InstrumentSpec } from '../names';
 import type { SeriesCopy } from '../types';
 import { SCOPE } from '../version';
 
-/** Series kept per aggregate instrument; label values are capped before they get here, so this is a guard. */
+/**
+ * Series kept per aggregate instrument when the creator names no cap. A
+ * monitor sizes its own from its label caps (`seriesCapOf`), so that every
+ * combination those caps allow fits; this is the guard for anything else.
+ */
 export const MAX_SERIES = 2000;
+
+/** Outcomes, kinds and levels an instrument can combine with one (queue, model) pair, with room to spare. */
+const SERIES_PER_PAIR = 8;
+
+/** The series cap of a monitor's aggregates: every (queue, model) pair its caps allow (plus their overflow label), per outcome. */
+export function seriesCapOf(maxQueues: number, maxModels: number): number {
+  return Math.max(MAX_SERIES, (maxQueues + 1) * (maxModels + 1) * SERIES_PER_PAIR);
+}
+
+/** Told once per instrument when a series had to be dropped at the cap. */
+export type SeriesDropListener = (instrument: string, cap: number) => void;
 
 // Values of @opentelemetry/sdk-metrics enums, written out so core does not import the SDK.
 const DATA_POINT_HISTOGRAM = 0;
@@ -64,7 +79,11 @@ class SeriesTable<T> {
   private readonly aliases = new Map<Attributes, T>();
   dropped = 0;
 
-  constructor(private readonly create: () => T) {}
+  constructor(
+    private readonly create: () => T,
+    private readonly maxSeries = MAX_SERIES,
+    private readonly onFirstDrop?: () => void,
+  ) {}
 
   cell(attributes: Attributes): T | undefined {
     return this.series.get(attributes) ?? this.aliases.get(attributes) ?? this.lookup(attributes);
@@ -77,8 +96,8 @@ class SeriesTable<T> {
       if (this.aliases.size < MAX_ALIASES) this.aliases.set(attributes, cell);
       return cell;
     }
-    if (this.series.size >= MAX_SERIES) {
-      this.dropped++;
+    if (this.series.size >= this.maxSeries) {
+      if (this.dropped++ === 0) this.onFirstDrop?.();
       return undefined;
     }
     cell = this.create();
@@ -135,8 +154,14 @@ export class AggregateHistogram {
   constructor(
     readonly spec: InstrumentSpec,
     readonly boundaries: readonly number[],
+    maxSeries = MAX_SERIES,
+    onDrop?: SeriesDropListener,
   ) {
-    this.table = new SeriesTable(() => new FixedHistogram(boundaries));
+    this.table = new SeriesTable(
+      () => new FixedHistogram(boundaries),
+      maxSeries,
+      () => onDrop?.(spec.name, maxSeries),
+    );
   }
 
   get series(): ReadonlyMap<Attributes, FixedHistogram> {
@@ -164,9 +189,19 @@ export class AggregateHistogram {
 
 /** Core's counter: a running sum per series, exported by the producer (or an observable counter in api export). */
 export class AggregateCounter {
-  private readonly table = new SeriesTable(() => ({ value: 0 }));
+  private readonly table: SeriesTable<{ value: number }>;
 
-  constructor(readonly spec: InstrumentSpec) {}
+  constructor(
+    readonly spec: InstrumentSpec,
+    maxSeries = MAX_SERIES,
+    onDrop?: SeriesDropListener,
+  ) {
+    this.table = new SeriesTable(
+      () => ({ value: 0 }),
+      maxSeries,
+      () => onDrop?.(spec.name, maxSeries),
+    );
+  }
 
   get series(): ReadonlyMap<Attributes, { value: number }> {
     return this.table.series;
