@@ -81,7 +81,7 @@ query-string content is ever an attribute. In producer export each
 instrument keeps at most one series per (queue, model) pair those caps
 allow, times 8 (outcomes, kinds), and never fewer than 2000; records of an
 attribute set past that are dropped, counted in
-\`infersignal.internal.errors{error.source="series_cap"}\` and logged once.
+\`infersignal.internal.errors{infersignal.error.source="series_cap"}\` and logged once.
 
 | OpenTelemetry name | Prometheus name | type | unit | attributes | description | threshold it feeds |
 |---|---|---|---|---|---|---|
