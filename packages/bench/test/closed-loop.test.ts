@@ -55,7 +55,10 @@ describe('closed loop, bounds and output', () => {
     expect(result.total.requests).toBe(result.stages[0].requests + result.stages[1].requests);
     expect(result.total.errors.connection).toBe(0); // Connection: close is followed by a reconnect
     expect(result.timeline[0].offered).toBe(40);
-    expect(result.timeline[1].stage).toBe(1);
+    // The timeline's seconds go through the stages in order (a stalled machine can stretch the first one).
+    const stages = result.timeline.map((second) => second.stage);
+    expect(stages).toEqual([...stages].sort((a, b) => a - b));
+    expect(stages.at(-1)).toBe(1);
   });
 
   it('per-request timeout, 4xx class, JSONL prompts', async () => {
