@@ -4,18 +4,19 @@
  * variant), all variants interleaved in rotated order each round, a fresh
  * set of server processes every few rounds.
  *
- *   pnpm bench:server          (tsx benchmarks/server.ts; BENCH_SECONDS, BENCH_ROUNDS)
+ *   pnpm bench:server          (tsx benchmarks/server.ts; BENCH_SECONDS scales the windows, BENCH_ROUNDS)
  *   BENCH_BASELINE=/path/to/other/checkout pnpm bench:server
  *                              A/B of two builds: each InferSignal variant also
  *                              runs on that checkout's built packages (`variant@baseline`),
  *                              interleaved with the rest; prints, writes no docs
  *
  * The figure that decides is server CPU µs per request (the server's own
- * `process.cpuUsage()` over the window / requests it served), divided by
- * that of the bare windows either side: req/s on a 2-vCPU machine shared with the load
- * generator mostly measures the client. Every instrumented variant serves
- * Prometheus on loopback and is scraped as each window starts and every
- * second after.
+ * `process.cpuUsage()` over a window of a fixed number of requests),
+ * divided by that of the bare windows either side: req/s on a 2-vCPU
+ * machine shared with the load generator mostly measures the client. Every
+ * instrumented variant serves Prometheus on loopback and is scraped once
+ * before each window, its CPU measured apart. A second bare process
+ * (`bare-again`) runs as a variant: the A/A check of the method.
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
@@ -37,12 +38,16 @@ import { fmtRatio, fmtSpread, rotate, spread } from './lib/stats';
 
 const CONNECTIONS = 32;
 /**
- * Many short windows rather than a few long ones: the machine's speed drifts
- * over seconds (hypervisor steal), so A and B measured half a second apart
- * see nearly the same machine, and 12 per-round ratios give a stable median
- * (two bare servers measured this way on a quiet host: 1.00×, IQR ±3 %).
+ * A window is a fixed number of requests, not a span of time: every window
+ * of a framework then carries the same fixed costs (32 connections opened
+ * and closed) over the same count, whatever the machine's speed. About half
+ * a second each on a quiet machine; BENCH_SECONDS scales them (0.5: these).
  */
-const SECONDS = seconds(0.5);
+const WINDOW_SCALE = seconds(0.5) / 0.5;
+const WINDOW_REQUESTS: Record<Framework, number> = {
+  fastify: Math.max(200, Math.round((SMOKE ? 1000 : 6000) * WINDOW_SCALE)),
+  express: Math.max(200, Math.round((SMOKE ? 500 : 3000) * WINDOW_SCALE)),
+};
 // Smoke mode: one round is already 15 loads (bare around each of 7 variants).
 const ROUNDS = SMOKE ? 1 : rounds(12);
 /** Smoke mode checks that the suite runs: one framework keeps it to a few seconds. */
@@ -77,27 +82,41 @@ interface Sample {
   p99Ms: number;
   spans: number;
   requests: number;
-  scrapes: number;
+  /** Server CPU of the one scrape before this window, µs (0: no Prometheus endpoint). */
+  scrapeUs: number;
+  /** Shares of the window's server CPU: on threads other than the event loop's, in GC pauses. */
+  helperShare: number;
+  gcShare: number;
+  /** Share of the window's wall time the server's event loop was runnable but off its CPU (a neighbour had it). */
+  waitShare: number;
   errors: number;
 }
 
 /**
- * autocannon stops a `duration` run only at one of its samples (every
- * 1000 ms by default), so half a second needs 100 ms samples; smoke mode
- * sends a fixed number of requests instead.
+ * `amount` requests over CONNECTIONS connections. autocannon notices it is
+ * done only at one of its samples (every 1000 ms by default), so they come
+ * every 50 ms: the idle tail after the last response costs the server no
+ * CPU, but it would cost the suite time.
  */
-function load(url: string, windowSeconds: number) {
-  const size = SMOKE ? { amount: Math.round(windowSeconds * 3000) } : { duration: windowSeconds, sampleInt: 100 };
-  return autocannon({ url, connections: CONNECTIONS, pipelining: 1, ...size });
+function load(url: string, amount: number) {
+  return autocannon({ url, connections: CONNECTIONS, pipelining: 1, amount, sampleInt: 50 });
 }
 
+/** One scrape, read to the end, as Prometheus does it. */
+async function scrapeOnce(url: string): Promise<void> {
+  const res = await fetch(url);
+  await res.text();
+  if (!res.ok) throw new Error(`scrape of ${url}: HTTP ${res.status}`);
+}
+
+const STARTED = performance.now();
 const PINNING = pinCpus();
 console.log(`CPUs: ${PINNING}`);
 
 const key = (f: Framework, v: Arm) => `${f}/${v}`;
 const samples = new Map<string, Sample[]>();
-/** Unmeasured load just before each window: a server idle for seconds starts its window cold (caches, JIT). */
-const PRIME_SECONDS = SMOKE ? 0 : 0.2;
+/** Unmeasured requests just before each window (after its scrape): a server idle for seconds starts cold (caches, branch predictors). */
+const PRIME_REQUESTS = SMOKE ? 0 : Number(process.env.BENCH_PRIME ?? 500);
 
 /**
  * A fresh set of processes every few rounds: identical servers started side
@@ -110,20 +129,49 @@ const PRIME_SECONDS = SMOKE ? 0 : 0.2;
  */
 const ROUNDS_PER_BLOCK = SMOKE ? ROUNDS : 4;
 /**
- * Load each fresh server takes before its first window: JIT tiers, heap
- * sizing, connection setup. Measured in 1 s windows on fresh servers: every
- * variant settles after about 4 s of load (Fastify bare after ~2 s); after
- * 1.5 s, the traces and instrumentation-http variants still cost up to 1.5×
- * their settled CPU per request, which showed as a higher ratio.
+ * Warm-up by requests, not seconds: JIT tiers follow call counts, and on a
+ * busy host 4 s of load was a few thousand requests, after which the JIT
+ * compiler threads still took 20–50 % of a window's CPU (and the event loop
+ * ran code not yet optimised). Each fresh server takes chunks of load (and
+ * a scrape, so the exporter's code is compiled too) until the CPU spent
+ * outside its event-loop thread falls under HELPER_SETTLED of a chunk's,
+ * WARM_UP_CHUNKS at least, WARM_UP_MAX_CHUNKS at most.
  */
-const WARM_UP_SECONDS = SMOKE ? 0.2 : Number(process.env.BENCH_WARM_UP ?? 4);
+const WARM_UP_CHUNKS = SMOKE ? 1 : Number(process.env.BENCH_WARM_UP ?? 2);
+const WARM_UP_MAX_CHUNKS = SMOKE ? 1 : 8;
+const HELPER_SETTLED = 0.05;
+const warmUpChunks: number[] = [];
 
 const INSTRUMENTED = ARMS.filter((v) => v !== 'bare');
 
-/** One primed window of load against one server. */
+async function warmUp(server: ServerHandle): Promise<void> {
+  const chunk = WINDOW_REQUESTS[server.framework] * 2;
+  for (let i = 1; ; i++) {
+    const { server: w } = await server.window(() => load(server.url, chunk), { scrape: false });
+    if (server.metricsUrl) await scrapeOnce(server.metricsUrl);
+    const settled = w.cpuUs - w.mainUs <= HELPER_SETTLED * w.cpuUs || Number.isNaN(w.mainUs);
+    if ((settled && i >= WARM_UP_CHUNKS) || i >= WARM_UP_MAX_CHUNKS) {
+      warmUpChunks.push(i);
+      return;
+    }
+  }
+}
+
+/**
+ * One window against one server: a scrape (its own CPU measured apart, with
+ * no load), an unmeasured prime, then the measured requests. The scrape
+ * stays out of the request window: at one per window it was 30× a 15 s
+ * scrape interval's share, and whether it fell early or late in a short
+ * window moved the figure; every instrumented variant is scraped the same
+ * way, so the exporter's code and aggregates stay as hot as in production.
+ */
 async function measure(server: ServerHandle): Promise<Sample> {
-  if (PRIME_SECONDS > 0) await load(server.url, PRIME_SECONDS);
-  const { result, server: w, scrapes } = await server.window(() => load(server.url, SECONDS));
+  const metricsUrl = server.metricsUrl;
+  const scrapeUs = metricsUrl ? (await server.window(() => scrapeOnce(metricsUrl), { scrape: false })).server.cpuUs : 0;
+  if (PRIME_REQUESTS > 0) await load(server.url, PRIME_REQUESTS);
+  const { result, server: w } = await server.window(() => load(server.url, WINDOW_REQUESTS[server.framework]), {
+    scrape: false,
+  });
   if (w.requests === 0)
     throw new Error(
       `${server.framework}/${server.variant}${server.packagesFrom ? '@baseline' : ''} served no requests`,
@@ -132,11 +180,14 @@ async function measure(server: ServerHandle): Promise<Sample> {
     cpuPerRequestUs: w.cpuUs / w.requests,
     vsBare: Number.NaN,
     // Per-sample averages depend on sampleInt; the rate over the whole run does not.
-    rps: result.requests.total / result.duration,
+    rps: w.requests / (w.wallUs / 1e6),
     p99Ms: result.latency.p99,
     spans: w.spans,
     requests: w.requests,
-    scrapes,
+    scrapeUs,
+    helperShare: (w.cpuUs - w.mainUs) / w.cpuUs,
+    gcShare: w.gcUs / w.cpuUs,
+    waitShare: w.waitUs / w.wallUs,
     errors: result.errors + result.non2xx,
   };
 }
@@ -154,7 +205,7 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
       ARMS.map((arm) => startServer(framework, variantOf(arm), arm === variantOf(arm) ? undefined : BASELINE)),
     );
     for (const [i, s] of started.entries()) servers.set(ARMS[i]!, s);
-    for (const s of servers.values()) await load(s.url, WARM_UP_SECONDS);
+    for (const s of servers.values()) await warmUp(s);
 
     for (let round = firstRound; round < firstRound + roundCount; round++) {
       // bare v1 bare v2 … bare: each variant is divided by the bare windows
@@ -216,27 +267,56 @@ for (const framework of FRAMEWORKS_RUN) {
 const ratio = (f: Framework, v: Arm) =>
   spread(samples.get(key(f, v))!.flatMap((s) => (Number.isNaN(s.vsBare) ? [] : [s.vsBare])));
 const sections: string[] = [];
+const conditions: string[] = [];
+const pct = (values: number[]) => `${(spread(values).median * 100).toFixed(1)} %`;
 for (const framework of FRAMEWORKS_RUN) {
   const rows = ARMS.map((variant) => {
     const list = samples.get(key(framework, variant))!;
-    const perReq = list.reduce((n, s) => n + s.requests, 0) / list.length;
     const spansPerReq = list.reduce((n, s) => n + s.spans, 0) / list.reduce((n, s) => n + s.requests, 0);
+    const scrape = spread(list.map((s) => s.scrapeUs / 1000));
     return [
       VARIANT_LABEL[variantOf(variant)] + (variant === variantOf(variant) ? '' : ` — ${BASELINE}`),
       fmtSpread(spread(list.map((s) => s.cpuPerRequestUs)), 1),
       `**${fmtRatio(ratio(framework, variant))}**`,
       fmtSpread(spread(list.map((s) => s.rps)), 0),
       fmtSpread(spread(list.map((s) => s.p99Ms)), 0),
-      `${perReq.toFixed(0)}${spansPerReq > 0 ? `, ${spansPerReq.toFixed(1)} spans/req` : ''}`,
+      scrape.max > 0 ? scrape.median.toFixed(2) : '–',
+      spansPerReq > 0 ? spansPerReq.toFixed(2) : '–',
     ];
   });
   const t = table(
-    ['variant', 'server CPU µs/req', 'CPU vs adjacent bare windows', 'req/s', 'P99 ms', 'requests/window'],
+    [
+      'variant',
+      'server CPU µs/req',
+      'CPU vs adjacent bare windows',
+      'req/s',
+      'P99 ms',
+      'CPU of one scrape, ms',
+      'spans/req',
+    ],
     rows,
   );
   console.log(`\n${framework}\n${t}`);
   sections.push(`### ${framework}\n\n${t}`);
+  for (const variant of ARMS) {
+    const list = samples.get(key(framework, variant))!;
+    console.log(
+      `  ${variant}: GC ${pct(list.map((s) => s.gcShare))}, off the event loop ${pct(list.map((s) => s.helperShare))}, waiting ${pct(list.map((s) => s.waitShare))}`,
+    );
+  }
+  const all = ARMS.flatMap((v) => samples.get(key(framework, v))!);
+  conditions.push(
+    `${framework}: ${WINDOW_REQUESTS[framework]} requests a window; of a window's server CPU (medians over all windows), ${pct(all.map((s) => s.helperShare))} off the event-loop thread (JIT, GC helpers) and ${pct(all.map((s) => s.gcShare))} in GC pauses; the event loop waited for its CPU ${pct(all.map((s) => s.waitShare))} of a window's time (a neighbour had it)`,
+  );
 }
+const conditionsLine = `${conditions.join('; ')}; warm-up chunks per server: ${spread(warmUpChunks).median} (at most ${spread(warmUpChunks).max})`;
+console.log(`conditions: ${conditionsLine}`);
+/** The A/A check: a second bare process through the same estimator as every variant; how far from 1.00× it lands is the method's error in this run. */
+const aa = VARIANTS.includes('bare-again')
+  ? FRAMEWORKS_RUN.map((f) => `${f} ${fmtRatio(ratio(f, 'bare-again'))}`).join(', ')
+  : 'not run';
+console.log(`A/A (bare again over the bare windows either side): ${aa}`);
+console.log(`run time ${((performance.now() - STARTED) / 60_000).toFixed(1)} min`);
 
 if (BASELINE !== undefined) {
   // Per round, this tree's variant over the baseline's, each already over its neighbouring bare windows.
@@ -328,7 +408,9 @@ writeSection('server', {
     '@opentelemetry/exporter-prometheus',
     '@infersignal/node',
   ],
-  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining, ${SECONDS} s per window) in the parent, each server in its own forked process; ${PINNING}. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK} (each loaded for ${WARM_UP_SECONDS} s, unmeasured, first): identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs; each window follows an unmeasured ${PRIME_SECONDS} s of load on the same server; each round loads every instrumented variant once, in rotated order, with a bare window before, between and after them (bare v1 bare v2 … bare), and divides each variant's CPU µs per request by the mean of **the two bare windows either side of it** (about a second apart), so the machine's drift in speed over a round cancels; the table gives the median and, in brackets, the interquartile range of those ratios. Bare's own row applies the same estimator to its inner windows (each over its two bare neighbours): its spread is the noise floor of the method. Every instrumented variant exposes Prometheus on loopback and is scraped as each window starts and every second after (with ${SECONDS} s windows, one scrape per window: 30× more often than a 15 s scrape interval), so collection and serialization are in the figure. The servers run the built packages (\`dist/\`).
+  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining) in the parent, each server in its own forked process; ${PINNING}. A window is a fixed number of requests (Fastify ${WINDOW_REQUESTS.fastify}, Express ${WINDOW_REQUESTS.express}: about half a second each on a quiet machine), so every window of a framework carries the same fixed costs over the same count. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK}: identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs. Each fresh server is warmed up by requests, not seconds (JIT tiers follow call counts): chunks of twice a window's requests, and a scrape, until the CPU spent off its event-loop thread (JIT compiler and GC helper threads, read from the scheduler per thread) falls under ${HELPER_SETTLED * 100} % of a chunk's. Before each window, an instrumented server is scraped once (that scrape's CPU measured apart, with no load: its own column) and every server takes ${PRIME_REQUESTS} unmeasured requests; the scrape stays out of the request window, where at one per half-second window it was 30× a 15 s interval's share and moved the figure by where it fell. Each round loads every variant once, in rotated order, with a bare window before, between and after them (bare v1 bare v2 … bare), and divides each variant's CPU µs per request by the mean of **the two bare windows either side of it**, so the machine's drift in speed over a round cancels; the table gives the median and, in brackets, the interquartile range of those ratios. Bare's own row applies the same estimator to its inner windows, and *bare again*, a second bare process measured as a variant, is the A/A check: how far it lands from 1.00× is the method's error in that run. The servers run the built packages (\`dist/\`).
+
+Why this method (2026-12-04, Fastify, bare against a second bare process and the hand-written hook, a shared 2-vCPU machine): with windows of 0.5 s of load after 4 s of warm-up and a scrape inside each window, single windows ranged 64–212 µs per request for bare; the JIT compiler threads still took 25–40 % of the first rounds' CPU (on a busy host 4 s of load is a few thousand requests), and a client slowed by a neighbour served fewer requests a window, each dearer (less batching per event-loop turn). Warmed up by requests, windows of fixed counts and the scrape outside them, the same servers under the same load gave bare 33.5 µs (IQR 32.4–35.2), bare again 33.3 (32.7–35.0), hook 36.5 (35.6–38.8). A forced GC before each window, tried to start every window from the same heap, doubled the figure (the sweeping it leaves runs on helper threads inside the window) and is not used. The host reports no steal time (\`/proc/stat\`); what a neighbour costs shows instead as the event loop waiting for its CPU, given per run in the conditions line under the tables.
 
 - *hand-written hook*: \`onRequest\`/\`onResponse\` (Express: \`res.on('finish')\`) recording one OTel histogram and one counter, Prometheus exporter — the minimal thing one would write by hand.
 - *InferSignal*: \`start()\` from \`@infersignal/node\` (Prometheus on 127.0.0.1, OTLP off) + the \`@infersignal/fastify\` plugin / \`@infersignal/express\` middleware with default options: every request is a queue ticket (queue wait, inference and request durations, request counter, backpressure, capacity and glitch detectors). *API export* records through the OTel API per request; *producer export* updates core's aggregates only and the Prometheus reader pulls them through the MetricProducer (\`start()\`'s default); *+ outlier traces* is \`start()\`'s default (producer export) with \`traces: true\` (\`'outliers'\`: a request span only for slow, failed, cancelled and shed requests and a 1 % baseline, made when the request ends) and a BatchSpanProcessor into a dropping exporter (AsyncLocalStorage context manager); *+ a span per request* is the same with \`traces: 'all'\`.
@@ -338,6 +420,8 @@ Goals, each against a baseline measured in the same run (per round, each variant
 - *one OTel SDK span per request, by hand*: the tracing setup \`start({ traces: true })\` makes (AsyncLocalStorage context manager, BasicTracerProvider, BatchSpanProcessor into a dropping exporter) and one span per request with the attributes of InferSignal's request span, no metrics: the floor of the traces variant over the producer export.
 - *instrumentation-http*: what NodeSDK's HTTP auto-instrumentation costs: \`HttpInstrumentation\`, MeterProvider + Prometheus exporter, BasicTracerProvider + BatchSpanProcessor into a dropping exporter, AsyncLocalStorage context manager.`,
   results: `${sections.join('\n\n')}
+
+A/A (a second bare process over the bare windows either side): ${aa}. Conditions: ${conditionsLine}.
 
 Added server CPU per request (difference of medians): ${added}.
 
