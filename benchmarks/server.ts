@@ -12,7 +12,7 @@
  *
  * The figure that decides is server CPU µs per request (the server's own
  * `process.cpuUsage()` over a window of a fixed number of requests),
- * divided by that of the bare windows either side: req/s on a 2-vCPU
+ * divided by bare's in the same round: req/s on a 2-vCPU
  * machine shared with the load generator mostly measures the client. Every
  * instrumented variant serves Prometheus on loopback and is scraped once
  * before each window, its CPU measured apart. A second bare process
@@ -73,10 +73,7 @@ const PARTIAL =
 
 interface Sample {
   cpuPerRequestUs: number;
-  /**
-   * CPU per request over the mean of the bare windows just before and just
-   * after this one (NaN for a round's first and last bare window).
-   */
+  /** CPU per request over bare's in the same round (NaN for bare itself). */
   vsBare: number;
   rps: number;
   p99Ms: number;
@@ -142,8 +139,6 @@ const WARM_UP_MAX_CHUNKS = SMOKE ? 1 : 8;
 const HELPER_SETTLED = 0.05;
 const warmUpChunks: number[] = [];
 
-const INSTRUMENTED = ARMS.filter((v) => v !== 'bare');
-
 async function warmUp(server: ServerHandle): Promise<void> {
   const chunk = WINDOW_REQUESTS[server.framework] * 2;
   for (let i = 1; ; i++) {
@@ -192,11 +187,6 @@ async function measure(server: ServerHandle): Promise<Sample> {
   };
 }
 
-/** A window's CPU per request over the mean of the bare windows just before and after it. */
-function overNeighbours(sample: Sample, before: Sample, after: Sample): number {
-  return sample.cpuPerRequestUs / ((before.cpuPerRequestUs + after.cpuPerRequestUs) / 2);
-}
-
 async function measureBlock(framework: Framework, firstRound: number, roundCount: number): Promise<void> {
   const servers = new Map<Arm, ServerHandle>();
   try {
@@ -208,25 +198,22 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
     for (const s of servers.values()) await warmUp(s);
 
     for (let round = firstRound; round < firstRound + roundCount; round++) {
-      // bare v1 bare v2 … bare: each variant is divided by the bare windows
-      // either side of it (about a second apart), so drift in the machine's
-      // speed over a round cancels instead of landing on whichever variant
-      // ran furthest from bare.
-      const bare: Sample[] = [await measure(servers.get('bare')!)];
+      // Every server once a round, bare among them, in rotated order: each
+      // idles as long between its windows as any other. (Bracketing each
+      // variant with bare windows, as this suite did, measured bare twice as
+      // often, and a second bare process measured as a variant came out at
+      // 1.12–1.23× bare on Node 20: the cadence, not the code.) The machine's
+      // drift within a round lands on whichever arm ran furthest from bare;
+      // the rotation spreads that over all of them, and the median over the
+      // rounds absorbs it.
       const measured: Array<{ variant: Arm; sample: Sample }> = [];
-      for (const variant of rotate(INSTRUMENTED, round)) {
+      for (const variant of rotate(ARMS, round))
         measured.push({ variant, sample: await measure(servers.get(variant)!) });
-        bare.push(await measure(servers.get('bare')!));
-      }
-      measured.forEach(({ variant, sample }, i) => {
-        sample.vsBare = overNeighbours(sample, bare[i]!, bare[i + 1]!);
+      const bare = measured.find((m) => m.variant === 'bare')!.sample;
+      for (const { variant, sample } of measured) {
+        if (variant !== 'bare') sample.vsBare = sample.cpuPerRequestUs / bare.cpuPerRequestUs;
         samples.get(key(framework, variant))!.push(sample);
-      });
-      // The same estimator on bare itself: the noise floor of the method.
-      bare.forEach((sample, i) => {
-        if (i > 0 && i < bare.length - 1) sample.vsBare = overNeighbours(sample, bare[i - 1]!, bare[i + 1]!);
-        samples.get(key(framework, 'bare'))!.push(sample);
-      });
+      }
       if (round % ROUNDS_PER_BLOCK === ROUNDS_PER_BLOCK - 1 || round === ROUNDS - 1) {
         const line = ARMS.map((v) => `${v} ${samples.get(key(framework, v))!.at(-1)!.cpuPerRequestUs.toFixed(1)}`).join(
           ', ',
@@ -277,7 +264,7 @@ for (const framework of FRAMEWORKS_RUN) {
     return [
       VARIANT_LABEL[variantOf(variant)] + (variant === variantOf(variant) ? '' : ` — ${BASELINE}`),
       fmtSpread(spread(list.map((s) => s.cpuPerRequestUs)), 1),
-      `**${fmtRatio(ratio(framework, variant))}**`,
+      variant === 'bare' ? '—' : `**${fmtRatio(ratio(framework, variant))}**`,
       fmtSpread(spread(list.map((s) => s.rps)), 0),
       fmtSpread(spread(list.map((s) => s.p99Ms)), 0),
       scrape.max > 0 ? scrape.median.toFixed(2) : '–',
@@ -288,7 +275,7 @@ for (const framework of FRAMEWORKS_RUN) {
     [
       'variant',
       'server CPU µs/req',
-      'CPU vs adjacent bare windows',
+      'CPU vs bare (same round)',
       'req/s',
       'P99 ms',
       'CPU of one scrape, ms',
@@ -315,11 +302,11 @@ console.log(`conditions: ${conditionsLine}`);
 const aa = VARIANTS.includes('bare-again')
   ? FRAMEWORKS_RUN.map((f) => `${f} ${fmtRatio(ratio(f, 'bare-again'))}`).join(', ')
   : 'not run';
-console.log(`A/A (bare again over the bare windows either side): ${aa}`);
+console.log(`A/A (bare again over bare, per round): ${aa}`);
 console.log(`run time ${((performance.now() - STARTED) / 60_000).toFixed(1)} min`);
 
 if (BASELINE !== undefined) {
-  // Per round, this tree's variant over the baseline's, each already over its neighbouring bare windows.
+  // Per round, this tree's variant over the baseline's, each already over the round's bare window.
   for (const f of FRAMEWORKS_RUN) {
     for (const v of VARIANTS.filter((v) => ARMS.includes(onBaseline(v)))) {
       const over = samples.get(key(f, onBaseline(v)))!;
@@ -342,9 +329,8 @@ if (PARTIAL) {
 // Goals, each against a baseline of the same run: bare, or the same work done by hand (its floor).
 const both = (v: Variant) => FRAMEWORKS_RUN.map((f) => `${f} ${ratio(f, v).median.toFixed(2)}×`).join(', ');
 /**
- * Variant `a` over variant `b`, per round: each is already over the bare
- * windows either side of it, so the ratio of the two is `a`'s CPU over
- * `b`'s with the machine's drift between their windows taken out.
+ * Variant `a` over variant `b`, per round (each over the round's bare, so
+ * this is `a`'s CPU over `b`'s in that round), median over the rounds.
  */
 const versus = (f: Framework, a: Variant, b: Variant) => {
   const over = samples.get(key(f, b))!;
@@ -408,20 +394,20 @@ writeSection('server', {
     '@opentelemetry/exporter-prometheus',
     '@infersignal/node',
   ],
-  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining) in the parent, each server in its own forked process; ${PINNING}. A window is a fixed number of requests (Fastify ${WINDOW_REQUESTS.fastify}, Express ${WINDOW_REQUESTS.express}: about half a second each on a quiet machine), so every window of a framework carries the same fixed costs over the same count. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK}: identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs. Each fresh server is warmed up by requests, not seconds (JIT tiers follow call counts): chunks of twice a window's requests, and a scrape, until the CPU spent off its event-loop thread (JIT compiler and GC helper threads, read from the scheduler per thread) falls under ${HELPER_SETTLED * 100} % of a chunk's. Before each window, an instrumented server is scraped once (that scrape's CPU measured apart, with no load: its own column) and every server takes ${PRIME_REQUESTS} unmeasured requests; the scrape stays out of the request window, where at one per half-second window it was 30× a 15 s interval's share and moved the figure by where it fell. Each round loads every variant once, in rotated order, with a bare window before, between and after them (bare v1 bare v2 … bare), and divides each variant's CPU µs per request by the mean of **the two bare windows either side of it**, so the machine's drift in speed over a round cancels; the table gives the median and, in brackets, the interquartile range of those ratios. Bare's own row applies the same estimator to its inner windows, and *bare again*, a second bare process measured as a variant, is the A/A check: how far it lands from 1.00× is the method's error in that run. The servers run the built packages (\`dist/\`).
+  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining) in the parent, each server in its own forked process; ${PINNING}. A window is a fixed number of requests (Fastify ${WINDOW_REQUESTS.fastify}, Express ${WINDOW_REQUESTS.express}: about half a second each on a quiet machine), so every window of a framework carries the same fixed costs over the same count. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK}: identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs. Each fresh server is warmed up by requests, not seconds (JIT tiers follow call counts): chunks of twice a window's requests, and a scrape, until the CPU spent off its event-loop thread (JIT compiler and GC helper threads, read from the scheduler per thread) falls under ${HELPER_SETTLED * 100} % of a chunk's. Before each window, an instrumented server is scraped once (that scrape's CPU measured apart, with no load: its own column) and every server takes ${PRIME_REQUESTS} unmeasured requests; the scrape stays out of the request window, where at one per half-second window it was 30× a 15 s interval's share and moved the figure by where it fell. Each round loads every server once, bare among them, in rotated order, so each idles as long between its windows as any other, and divides each variant's CPU µs per request by **bare's in the same round**; the table gives the median and, in brackets, the interquartile range of those ratios over the rounds. *Bare again*, a second bare process measured as a variant, is the A/A check: how far it lands from 1.00× is the method's error in that run, and its interquartile range the noise of one round's ratio. The servers run the built packages (\`dist/\`).
 
-Why this method (2026-12-04, Fastify, bare against a second bare process and the hand-written hook, a shared 2-vCPU machine): with windows of 0.5 s of load after 4 s of warm-up and a scrape inside each window, single windows ranged 64–212 µs per request for bare; the JIT compiler threads still took 25–40 % of the first rounds' CPU (on a busy host 4 s of load is a few thousand requests), and a client slowed by a neighbour served fewer requests a window, each dearer (less batching per event-loop turn). Warmed up by requests, windows of fixed counts and the scrape outside them, the same servers under the same load gave bare 33.5 µs (IQR 32.4–35.2), bare again 33.3 (32.7–35.0), hook 36.5 (35.6–38.8). A forced GC before each window, tried to start every window from the same heap, doubled the figure (the sweeping it leaves runs on helper threads inside the window) and is not used. The host reports no steal time (\`/proc/stat\`); what a neighbour costs shows instead as the event loop waiting for its CPU, given per run in the conditions line under the tables.
+Why this method (2026-12-04, Fastify, bare against a second bare process and the hand-written hook, a shared 2-vCPU machine): with windows of 0.5 s of load after 4 s of warm-up and a scrape inside each window, single windows ranged 64–212 µs per request for bare; the JIT compiler threads still took 25–40 % of the first rounds' CPU (on a busy host 4 s of load is a few thousand requests), and a client slowed by a neighbour served fewer requests a window, each dearer (less batching per event-loop turn). Warmed up by requests, windows of fixed counts and the scrape outside them, the same servers under the same load gave bare 33.5 µs (IQR 32.4–35.2), bare again 33.3 (32.7–35.0), hook 36.5 (35.6–38.8). Then, with each variant bracketed by bare windows (bare v1 bare v2 … bare, each variant over the two bare windows either side), a second bare process measured as a variant came out at 1.12× and 1.23× bare in two Node 20 runs (IQR 1.18–1.28 in the second): bare, measured every other window, idled under a second between its windows, every other server ten times as long, and the cadence, not the code, showed in the ratio (V8's memory reducer, the first suspect, was not it: with \`--no-memory-reducer\` the A/A stayed at 1.13×). Hence one window per server per round, bare among them. A forced GC before each window, tried to start every window from the same heap, doubled the figure (the sweeping it leaves runs on helper threads inside the window) and is not used. The host reports no steal time (\`/proc/stat\`); what a neighbour costs shows instead as the event loop waiting for its CPU, given per run in the conditions line under the tables.
 
 - *hand-written hook*: \`onRequest\`/\`onResponse\` (Express: \`res.on('finish')\`) recording one OTel histogram and one counter, Prometheus exporter — the minimal thing one would write by hand.
 - *InferSignal*: \`start()\` from \`@infersignal/node\` (Prometheus on 127.0.0.1, OTLP off) + the \`@infersignal/fastify\` plugin / \`@infersignal/express\` middleware with default options: every request is a queue ticket (queue wait, inference and request durations, request counter, backpressure, capacity and glitch detectors). *API export* records through the OTel API per request; *producer export* updates core's aggregates only and the Prometheus reader pulls them through the MetricProducer (\`start()\`'s default); *+ outlier traces* is \`start()\`'s default (producer export) with \`traces: true\` (\`'outliers'\`: a request span only for slow, failed, cancelled and shed requests and a 1 % baseline, made when the request ends) and a BatchSpanProcessor into a dropping exporter (AsyncLocalStorage context manager); *+ a span per request* is the same with \`traces: 'all'\`.
 
-Goals, each against a baseline measured in the same run (per round, each variant over the bare windows either side of it, then one variant over the other): the API export ≤ 1.10× its own SDK records by hand; Fastify: producer export ≤ 1.10× bare, outlier traces ≤ 1.15× bare and ≤ 1.05× the producer export; Express: producer export and outlier traces ≤ its hand-written hook.
+Goals, each against a baseline measured in the same run (per round, each variant over that round's bare window, then one variant over the other): the API export ≤ 1.10× its own SDK records by hand; Fastify: producer export ≤ 1.10× bare, outlier traces ≤ 1.15× bare and ≤ 1.05× the producer export; Express: producer export and outlier traces ≤ its hand-written hook.
 - *InferSignal API export's 3 histogram records, by hand*: the OTel SDK calls InferSignal's API export makes per request and nothing else — the three histograms (queue wait, inference and request duration) with core's names, bucket boundaries and attribute sets (2, 3 and 3 attributes), recorded from the same two hooks as the hand-written hook, Prometheus exporter. It is the floor of the API export: what the SDK charges for these signals whoever records them.
 - *one OTel SDK span per request, by hand*: the tracing setup \`start({ traces: true })\` makes (AsyncLocalStorage context manager, BasicTracerProvider, BatchSpanProcessor into a dropping exporter) and one span per request with the attributes of InferSignal's request span, no metrics: the floor of the traces variant over the producer export.
 - *instrumentation-http*: what NodeSDK's HTTP auto-instrumentation costs: \`HttpInstrumentation\`, MeterProvider + Prometheus exporter, BasicTracerProvider + BatchSpanProcessor into a dropping exporter, AsyncLocalStorage context manager.`,
   results: `${sections.join('\n\n')}
 
-A/A (a second bare process over the bare windows either side): ${aa}. Conditions: ${conditionsLine}.
+A/A (a second bare process over bare, per round): ${aa}. Conditions: ${conditionsLine}.
 
 Added server CPU per request (difference of medians): ${added}.
 
@@ -430,7 +416,7 @@ Reading the figures: the API export makes 3 OTel SDK calls per request (the requ
 Traces: with outlier traces (the default once traces are on) a request that ends normally makes no span: only the baseline's 1 % and the slow ones above each queue's live P99 do, few enough that the batch processor (5 s delay) mostly exports them outside the measured windows, so its spans/req column is often empty; with \`traces: 'all'\` InferSignal makes one span per request (\`infersignal.request\`, the queue wait as an attribute; until 2026-12-03 a queue span and an inference span, which put Fastify with traces at 1.63–2.33× over seven runs and 1.84× in the first run after the change on a quieter host). One SDK span per request by hand, with the same setup, costs ${both('otel-span')} bare. InferSignal with traces has cost more than its producer export plus that span in both runs that had this row (added CPU per request on Fastify, 2026-12-03: +18.0 µs against +6.2 + 9.5, and +25.8 µs against +4.8 + 12.9): not InferSignal's span code: measured once (Fastify, 12 bracketed rounds, 3 sets of processes), InferSignal's producer export with that same span made by hand in the same process costs 1.59× bare, InferSignal with traces 1.54×, the producer export alone 1.00× and the span alone 1.25×, so the excess comes from running the two together in one process. An AsyncLocalStorage that has run, without spans, added 0.03× to the producer export in a second measurement (0.11× in the first, above), and a 32 MiB young generation (\`--max-semi-space-size=32\`) changed nothing (1.60× → 1.55×, within noise), so it is neither the context manager alone nor young-generation GC; which shared resource it is (caches, most likely) is not settled. Part of the span's price is Node 20's AsyncLocalStorage: the BatchSpanProcessor's first export runs inside \`context.with()\`, which turns on async hooks for the life of the process, and from then on every async resource pays for context propagation. Measured once on Fastify (12 interleaved rounds, same processes): the producer-export server with an AsyncLocalStorage that has run once 30.0 µs per request against 27.1 µs without (+11 %); the traces server with a no-op context manager in place of start()'s 36.3 µs against 39.0 µs. On Node 24, whose AsyncLocalStorage no longer uses async hooks, that part should mostly go (not measured: Node 20 only here). A CPU profile of the traces server (one-off) gives \`@opentelemetry/sdk-trace\` ~8 % of samples (the Span constructor and startSpan ~2.5 % each), \`@opentelemetry/core\` 1.4 %, the context manager and async hooks ~1 %, the garbage collector 3.6 % against 2.5 % without traces. Traces are opt-in (\`traces: true\`, or on with OTLP export).`,
   notes: `Node 20 against Node 24, outlier traces (2026-12-04, one run on each line, a shared machine): on Fastify the outlier-traces server cost 1.27× the producer export on Node 20 (+89.3 µs over bare against +65.3 µs) and 0.98× on Node 24 (+28.4 µs against +29.4 µs). It makes almost no spans, so the difference is the tracing set-up itself: \`start()\` with traces registers an AsyncLocalStorage context manager, and on Node 20 AsyncLocalStorage runs on async hooks, which once enabled make every async resource (each socket, each request's promises) pay for context propagation; Node 24's AsyncLocalStorage (AsyncContextFrame, its default) carries the context without hooks. With a span per request (\`traces: 'all'\`) the span itself remains: +45.0 µs over bare on Node 24.
 
-How far to trust one run: bare's own row (each inner bare window over its two neighbours) is the method's noise floor, and on a contended host its interquartile range reaches ±10 %. The medians of the heavier variants then move by 0.1–0.3× from one run to the next (over seven runs on 2026-12-03, while this method was being settled: Fastify API export 1.27–1.60×, with traces 1.63–2.33×, Express producer export 1.13–1.43×), so a verdict near its threshold needs a second run.
+How far to trust one run: the *bare again* row (the A/A check) is the method's error in that run; a verdict whose margin is smaller than that row's distance from 1.00× plus its interquartile range needs a second run. Before this method (until 2026-12-04) the medians of the heavier variants moved by 0.1–0.3× from one run to the next (over seven runs on 2026-12-03: Fastify API export 1.27–1.60×, with traces 1.63–2.33×, Express producer export 1.13–1.43×).
 
 Express is different: its bare request costs about 5× Fastify's, and most of what InferSignal adds there is the price of touching its request and response at all. Express re-parents both onto \`app.request\`/\`app.response\` with \`Object.setPrototypeOf\` and then adds properties, after which V8 gives each object a hidden class of its own (\`%HaveSameMap\`: two responses in flight share one in bare Node \`http\`, never under Express), so every property added builds a new one and every property read is a megamorphic lookup. The hand-written hook pays for one router layer and one listener; the middleware pays for the same plus core's ticket and a handful of reads (the status, whether the response finished, whether the request was received in full). What was measured and removed on the way (docs/express.md): a property on \`req\` (now an accessor on \`app.request\`), a per-response \`writeHead\` wrapper (now one hook on \`app.response\`), a symbol on the response (now a WeakMap entry whose value lets go of the response once counted: a WeakMap value that reaches its own key cost ~5 % in garbage collection). What is left, measured on the same hello-world server with hand-written middlewares (12 rounds, each window over the bare windows either side, the same processes throughout, ±3 %): an empty middleware 0.98–1.01×, one that only adds a \`close\` listener to the response 1.07×, one that only puts the response in a WeakMap 1.05×, InferSignal's producer export 1.07–1.23× (three runs): the per-response listener and the response → request map are most of it. In a smaller bracketed A/B on 2026-12-03 (three servers per set instead of eight, 12 rounds) the producer export measured 1.16× and the hand-written hook 1.11×, against 1.26–1.34× and 1.19–1.54× in this suite's runs that day: how many sibling servers share the servers' CPU moves Express's ratios; freezing the idle siblings (SIGSTOP) during each window, tried in one run, did not bring them down.
 

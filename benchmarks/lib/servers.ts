@@ -180,6 +180,13 @@ function pin(): { line: string; serverCpus: string | null } {
 }
 
 /**
+ * Node/V8 flags for every server process, from BENCH_SERVER_FLAGS (space
+ * separated; none by default), to try a runtime setting on all variants
+ * alike (e.g. \`--max-semi-space-size=32\`).
+ */
+const SERVER_V8_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean);
+
+/**
  * `packagesFrom`: another checkout (built, dependencies installed) whose
  * `@infersignal/*` packages the server loads instead of this tree's, for an
  * A/B of two builds in one run; the server code, the framework and the
@@ -190,7 +197,7 @@ export async function startServer(
   variant: Variant,
   packagesFrom?: string,
 ): Promise<ServerHandle> {
-  const node = ['--import', 'tsx'];
+  const node = [...SERVER_V8_FLAGS, '--import', 'tsx'];
   // fork() runs `execPath ...execArgv module`: taskset execs node in place, so the IPC channel is node's.
   const serverCpus = pinning?.serverCpus ?? null;
   const launch =
