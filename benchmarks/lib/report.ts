@@ -114,7 +114,9 @@ second look at one row; such a run prints and writes nothing),
 \`--node <20|24|path>\` / \`BENCH_NODE\` (the Node line), \`BENCH_NOTE\` (a
 sentence on the run's conditions, printed in the blocks it writes),
 \`BENCH_CPU_PROFILE=<dir>\` (the server suite: a V8 CPU profile of every
-measured window, per server, in that directory). \`BENCH_SMOKE=1\`
+measured window, per server, in that directory), \`BENCH_SERVER_FLAGS\`
+(Node/V8 flags for every server process of the server suite, to try a
+runtime setting on all variants alike). \`BENCH_SMOKE=1\`
 runs everything tiny and writes nothing (the smoke test in
 \`test/benchmarks-smoke.test.ts\`).
 `;
