@@ -312,7 +312,7 @@ async function main(): Promise<void> {
     port = (server.address() as { port: number }).port;
   }
 
-  const profiler = windowProfiler(framework, variant);
+  const profiler = windowProfiler(framework, process.env[PACKAGES_FROM_ENV] ? `${variant}@baseline` : variant);
   let cpu0 = process.cpuUsage();
   let served0 = 0;
   let spans0 = 0;
