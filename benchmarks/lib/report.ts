@@ -105,13 +105,18 @@ forked child process and reports its own \`process.cpuUsage()\` delta over
 the measured window, divided by the requests it served, so the load
 generator's CPU (in the parent) is not counted.
 
-Knobs: \`BENCH_SECONDS\` (seconds per load run, default 2; the server suite
-0.5), \`BENCH_ROUNDS\` (default 3; the server suite 12), \`BENCH_TASK_MS\`
+Knobs: \`BENCH_SECONDS\` (seconds per load run, default 2; the server suite's
+windows are request counts, 0.5 giving its default ones, and it scales
+them), \`BENCH_ROUNDS\` (default 3; the server suite 12), \`BENCH_TASK_MS\`
 (tinybench time per task per round, default 400), \`BENCH_FRAMEWORKS\` and
 \`BENCH_VARIANTS\` (comma-separated subsets of the server suite, for a quick
 second look at one row; such a run prints and writes nothing),
 \`--node <20|24|path>\` / \`BENCH_NODE\` (the Node line), \`BENCH_NOTE\` (a
-sentence on the run's conditions, printed in the blocks it writes). \`BENCH_SMOKE=1\`
+sentence on the run's conditions, printed in the blocks it writes),
+\`BENCH_CPU_PROFILE=<dir>\` (the server suite: a V8 CPU profile of every
+measured window, per server, in that directory), \`BENCH_SERVER_FLAGS\`
+(Node/V8 flags for every server process of the server suite, to try a
+runtime setting on all variants alike). \`BENCH_SMOKE=1\`
 runs everything tiny and writes nothing (the smoke test in
 \`test/benchmarks-smoke.test.ts\`).
 `;

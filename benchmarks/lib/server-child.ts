@@ -5,19 +5,35 @@
  * and talks over IPC:
  *   → { type: 'ready', port, metricsUrl }      once listening
  *   ← { type: 'begin' }                        start of a measured window
- *   ← { type: 'end' }   → { type: 'window', cpuUs, requests, spans }
+ *   ← { type: 'end' }   → { type: 'window', cpuUs, mainUs, waitUs, gcUs, wallUs, requests, spans }
  * cpuUs is this process's `process.cpuUsage()` delta (user + system) over
- * the window: the server's own cost, GC, export and scrapes included.
+ * the window: the server's own cost, GC and export included; mainUs and
+ * waitUs the event-loop thread's time on and waiting for a CPU (Linux
+ * schedstat), so what ran on other threads (JIT compilers, GC helpers) and
+ * how much a neighbour took the server's CPU are visible per window.
  *
  * Variant-specific modules are imported dynamically after the telemetry
  * they need is set up: instrumentation-http must patch `http` before the
  * framework loads it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { join } from 'node:path';
 import { getPriority, loadavg } from 'node:os';
+import { PerformanceObserver } from 'node:perf_hooks';
+
 import { importFrom } from './baseline';
 import { DropSpanExporter } from './otel';
-import { FRAMEWORKS, PACKAGES_FROM_ENV, VARIANTS, type ChildMessage, type Framework, type Variant } from './servers';
+import {
+  CPU_PROFILE_ENV,
+  FRAMEWORKS,
+  PACKAGES_FROM_ENV,
+  VARIANTS,
+  type ChildMessage,
+  type Framework,
+  type Variant,
+} from './servers';
 
 const BODY = { id: 0, model: 'tiny', output: 'hello' };
 
@@ -105,7 +121,7 @@ function timedHook(metricsUrl: string, finish: (arrival: number) => void): Telem
 }
 
 async function setup(variant: Variant): Promise<Telemetry> {
-  if (variant === 'bare') return { metricsUrl: null, spans: () => 0 };
+  if (variant === 'bare' || variant === 'bare-again') return { metricsUrl: null, spans: () => 0 };
 
   if (variant === 'hook') {
     // The minimal hand-written alternative: one histogram + one counter per request, OTel SDK + Prometheus.
@@ -213,6 +229,51 @@ async function setup(variant: Variant): Promise<Telemetry> {
   };
 }
 
+/**
+ * The main thread's scheduler figures (Linux; NaN elsewhere), µs: time on a
+ * CPU (the event loop's share of the process's CPU) and time runnable but
+ * waiting for one (another process had the server's CPU).
+ */
+function mainThread(): { runUs: number; waitUs: number } {
+  try {
+    const [run, wait] = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ');
+    return { runUs: Number(run) / 1000, waitUs: Number(wait) / 1000 };
+  } catch {
+    return { runUs: Number.NaN, waitUs: Number.NaN };
+  }
+}
+
+/**
+ * With CPU_PROFILE_ENV set to a directory: a V8 CPU profile of each measured
+ * window (200 µs sampling), written there as <framework>-<variant>-<n>.cpuprofile;
+ * open it in Chrome's DevTools or speedscope. Only the window, so start-up and
+ * warm-up stay out of it.
+ */
+function windowProfiler(framework: string, variant: string) {
+  const dir = process.env[CPU_PROFILE_ENV];
+  if (!dir) return { start: () => {}, stop: () => {} };
+  mkdirSync(dir, { recursive: true });
+  const session = new Session();
+  session.connect();
+  session.post('Profiler.enable');
+  session.post('Profiler.setSamplingInterval', { interval: 200 });
+  let n = 0;
+  return {
+    start: () => session.post('Profiler.start'),
+    stop: () =>
+      session.post('Profiler.stop', (error, result) => {
+        if (!error)
+          writeFileSync(join(dir, `${framework}-${variant}-${++n}.cpuprofile`), JSON.stringify(result.profile));
+      }),
+  };
+}
+
+/** GC pause time V8 reports, summed, µs. */
+let gcUs = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcUs += entry.duration * 1000;
+}).observe({ entryTypes: ['gc'] });
+
 let expressMiddleware: ((monitor: import('@infersignal/core').Monitor) => import('express').RequestHandler) | undefined;
 
 async function main(): Promise<void> {
@@ -251,26 +312,40 @@ async function main(): Promise<void> {
     port = (server.address() as { port: number }).port;
   }
 
+  const profiler = windowProfiler(framework, process.env[PACKAGES_FROM_ENV] ? `${variant}@baseline` : variant);
   let cpu0 = process.cpuUsage();
   let served0 = 0;
   let spans0 = 0;
+  let main0 = mainThread();
+  let gc0 = 0;
+  let wall0 = 0;
   process.on('message', (message: { type: string }) => {
     if (message.type === 'begin') {
       // Marks the window for callgrind (benchmarks/instructions.ts: --zero-before=uv_os_getpriority); one syscall.
       getPriority();
       served0 = served;
       spans0 = telemetry.spans();
+      gc0 = gcUs;
+      wall0 = performance.now();
+      main0 = mainThread();
       cpu0 = process.cpuUsage();
+      profiler.start();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
+      const main = mainThread();
       // The window's end for callgrind (--dump-before=uv_loadavg).
       loadavg();
       send({
         type: 'window',
         cpuUs: cpu.user + cpu.system,
+        mainUs: main.runUs - main0.runUs,
+        waitUs: main.waitUs - main0.waitUs,
+        gcUs: gcUs - gc0,
+        wallUs: (performance.now() - wall0) * 1000,
         requests: served - served0,
         spans: telemetry.spans() - spans0,
       });
+      profiler.stop();
     } else if (message.type === 'exit') {
       process.exit(0);
     }

@@ -13,6 +13,7 @@ export const FRAMEWORKS = ['fastify', 'express'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
 export const VARIANTS = [
   'bare',
+  'bare-again',
   'hook',
   'otel-calls',
   'infersignal-api',
@@ -26,6 +27,7 @@ export type Variant = (typeof VARIANTS)[number];
 
 export const VARIANT_LABEL: Record<Variant, string> = {
   bare: 'bare',
+  'bare-again': 'bare again (a second bare process: the A/A check)',
   hook: 'hand-written hook (1 histogram + 1 counter, OTel SDK)',
   'otel-calls': "InferSignal API export's 3 histogram records, by hand (OTel SDK)",
   'infersignal-api': 'InferSignal, metrics, API export',
@@ -38,8 +40,20 @@ export const VARIANT_LABEL: Record<Variant, string> = {
 
 export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
-  | { type: 'window'; cpuUs: number; requests: number; spans: number }
+  | {
+      type: 'window';
+      cpuUs: number;
+      mainUs: number;
+      waitUs: number;
+      gcUs: number;
+      wallUs: number;
+      requests: number;
+      spans: number;
+    }
   | { type: 'error'; message: string };
+
+/** A directory: each server child writes a CPU profile of every measured window there (server-child.ts). */
+export const CPU_PROFILE_ENV = 'BENCH_CPU_PROFILE';
 
 /** Tells a server child to load `@infersignal/*` from another checkout (see startServer). */
 export const PACKAGES_FROM_ENV = 'INFERSIGNAL_BENCH_PACKAGES_FROM';
@@ -49,6 +63,14 @@ const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 export interface ServerWindow {
   /** Server CPU (user + system) over the window, µs. */
   cpuUs: number;
+  /** CPU of the main (event-loop) thread alone, µs; the rest is GC helpers, JIT compilers, libuv's pool. */
+  mainUs: number;
+  /** Time the main thread was runnable but off the CPU (another process had it), µs. */
+  waitUs: number;
+  /** Time V8 reported in GC pauses over the window (PerformanceObserver 'gc'), µs. */
+  gcUs: number;
+  /** The window's wall time, µs. */
+  wallUs: number;
   /** Requests the handler served in the window. */
   requests: number;
   /** Spans exported in the window (traces variants). */
@@ -62,8 +84,14 @@ export interface ServerHandle {
   readonly packagesFrom: string | undefined;
   readonly url: string;
   readonly metricsUrl: string | null;
-  /** Runs `load` while the server measures its own CPU; Prometheus is scraped every second meanwhile. */
-  window<T>(load: () => Promise<T>): Promise<{ result: T; server: ServerWindow; scrapes: number }>;
+  /**
+   * Runs `load` while the server measures its own CPU; Prometheus is scraped
+   * as it starts and every second meanwhile unless `scrape: false`.
+   */
+  window<T>(
+    load: () => Promise<T>,
+    options?: { scrape?: boolean },
+  ): Promise<{ result: T; server: ServerWindow; scrapes: number }>;
   /** Asks the child to exit (killed after 2 s); resolves once it has. */
   close(): Promise<void>;
 }
@@ -152,6 +180,13 @@ function pin(): { line: string; serverCpus: string | null } {
 }
 
 /**
+ * Node/V8 flags for every server process, from BENCH_SERVER_FLAGS (space
+ * separated; none by default), to try a runtime setting on all variants
+ * alike (e.g. \`--max-semi-space-size=32\`).
+ */
+const SERVER_V8_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean);
+
+/**
  * `packagesFrom`: another checkout (built, dependencies installed) whose
  * `@infersignal/*` packages the server loads instead of this tree's, for an
  * A/B of two builds in one run; the server code, the framework and the
@@ -162,7 +197,7 @@ export async function startServer(
   variant: Variant,
   packagesFrom?: string,
 ): Promise<ServerHandle> {
-  const node = ['--import', 'tsx'];
+  const node = [...SERVER_V8_FLAGS, '--import', 'tsx'];
   // fork() runs `execPath ...execArgv module`: taskset execs node in place, so the IPC channel is node's.
   const serverCpus = pinning?.serverCpus ?? null;
   const launch =
@@ -182,15 +217,16 @@ export async function startServer(
     packagesFrom,
     url: `http://127.0.0.1:${ready.port}/v1/infer`,
     metricsUrl: ready.metricsUrl,
-    async window(load) {
+    async window(load, options) {
       const begun = next(child, 'window');
       child.send({ type: 'begin' });
-      const scrape = scraper(ready.metricsUrl);
+      const scrape = scraper(options?.scrape === false ? null : ready.metricsUrl);
       const result = await load();
       const scrapes = await scrape.stop();
       child.send({ type: 'end' });
       const server = (await begun) as Extract<ChildMessage, { type: 'window' }>;
-      return { result, server: { cpuUs: server.cpuUs, requests: server.requests, spans: server.spans }, scrapes };
+      const { type: _, ...measured } = server;
+      return { result, server: measured, scrapes };
     },
     close() {
       if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
