@@ -12,7 +12,7 @@ import { runBench, type AlertLike, type AlertRecord, type BenchResult } from '@i
 import type { ThresholdsInput } from '@infersignal/core';
 import type { FaultCommand } from './fault-server';
 import type { FaultRunFigures, FaultScenarioName } from './faults/types';
-import { parseAlertLine } from './server';
+import { parseAlertLine, stopper } from './server';
 import { ARRIVAL_TOLERANCE_MS, judgeAlerts, type JudgedAlert } from './suite';
 
 const ENTRY = fileURLToPath(new URL('./fault-server.ts', import.meta.url));
@@ -76,18 +76,7 @@ export function startFaultServer(options: {
       resolve();
     }),
   );
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      if (child.connected) child.disconnect();
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    })();
-    return stopping;
-  };
+  const stop = stopper(child, exited);
   return new Promise((resolve, reject) => {
     let ready = false;
     const fail = (message: string): void => {

@@ -7,7 +7,7 @@
  * milliseconds, while a Prometheus scrape of an overloaded server waits in
  * the same event loop as the requests and sees a level change late.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ThresholdsInput } from '@infersignal/core';
@@ -35,6 +35,25 @@ export function labelsOfMessage(message: string): Record<string, string> {
   for (const match of on[1].matchAll(/([\w.]+) ("(?:[^"\\]|\\.)*")/g))
     labels[match[1]] = JSON.parse(match[2]) as string;
   return labels;
+}
+
+/**
+ * Stops a server child once however often it is called: SIGTERM, then
+ * SIGKILL if it has not exited within 5 s; `exited` settles on its exit.
+ */
+export function stopper(child: ChildProcess, exited: Promise<void>): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () => {
+    stopping ??= (async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (child.connected) child.disconnect();
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    })();
+    return stopping;
+  };
 }
 
 /** Parses one `[alert]` line of the server's output; null for any other line. */
@@ -81,18 +100,7 @@ export function startAlertServer(options: {
     if (tail.length > 40) tail.shift();
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      if (child.connected) child.disconnect();
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    })();
-    return stopping;
-  };
+  const stop = stopper(child, exited);
   return new Promise((resolve, reject) => {
     const fail = (message: string): void => {
       clearTimeout(timer);
