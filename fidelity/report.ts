@@ -201,7 +201,7 @@ export function renderDoc(result: FidelityResult, note?: string): string {
     if (fault) {
       lines.push(
         '',
-        `## Fault: ${fault.name} (expected signal \`${fault.expectedSignal}\`)`,
+        `## Fault: ${fault.name} (expected signal ${fault.expectedSignals.map((signal) => `\`${signal}\``).join(' or ')})`,
         '',
         `Failure: ${fault.failureDefinition}.`,
         '',

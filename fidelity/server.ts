@@ -63,27 +63,38 @@ export function parseAlertLine(line: string): AlertLike | null {
   return { signal: match[1], level: match[3], labels: labelsOfMessage(match[4]), message: match[4] };
 }
 
-export function startAlertServer(options: {
-  thresholds: ThresholdsInput;
+/** A server child started by `startServerChild`: its alert lines, how it ended, its last output. */
+export interface ServerChild extends AlertServer {
+  /** How the child ended, once it has (code or signal); null while it runs. */
+  exit(): string | null;
+  /** The last lines the child wrote (stderr included), alert lines excepted. */
+  output(): string[];
+}
+
+/**
+ * Starts `entry` under tsx (the root tsconfig's source aliases) and resolves
+ * once it sends `{ type: 'ready', url, metricsUrl }` over IPC; rejects, with
+ * its last output, when it exits, reports an error or stays silent first.
+ */
+export function startServerChild(options: {
+  entry: string;
+  /** What the child is, for errors ("the fault server"). */
+  what: string;
   env: Record<string, string>;
-  readyTimeoutMs?: number;
-}): Promise<AlertServer> {
+  nodeArgs?: string[];
+  readyTimeoutMs: number;
+}): Promise<ServerChild> {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const child = spawn(process.execPath, ['--import', tsx, SERVER_MAIN], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', tsx, options.entry], {
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    env: {
-      ...process.env,
-      TSX_TSCONFIG_PATH: ROOT_TSCONFIG,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      METRICS_PORT: '0',
-      THRESHOLDS: JSON.stringify(options.thresholds),
-      ...options.env,
-      ALERTS: '1',
-    },
+    env: { ...process.env, TSX_TSCONFIG_PATH: ROOT_TSCONFIG, ...options.env },
   });
   const listeners = new Set<(event: AlertLike) => void>();
   const tail: string[] = [];
+  const keep = (line: string): void => {
+    tail.push(line);
+    if (tail.length > 40) tail.shift();
+  };
   let partial = '';
   child.stdout!.on('data', (chunk: Buffer) => {
     const lines = (partial + chunk.toString('utf8')).split('\n');
@@ -91,28 +102,30 @@ export function startAlertServer(options: {
     for (const line of lines) {
       const event = parseAlertLine(line);
       if (event) for (const listener of listeners) listener(event);
-      else if (line) tail.push(line);
-      if (tail.length > 40) tail.shift();
+      else if (line) keep(line);
     }
   });
-  child.stderr!.on('data', (chunk: Buffer) => {
-    tail.push(chunk.toString('utf8'));
-    if (tail.length > 40) tail.shift();
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.stderr!.on('data', (chunk: Buffer) => keep(chunk.toString('utf8').trimEnd()));
+  let exitText: string | null = null;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exitText = signal ? `killed by ${signal}` : `exit code ${code}`;
+      resolve();
+    }),
+  );
   const stop = stopper(child, exited);
   return new Promise((resolve, reject) => {
     const fail = (message: string): void => {
       clearTimeout(timer);
       void stop().then(() => reject(new Error(`${message}\n${tail.join('\n')}`)));
     };
-    const timer = setTimeout(() => fail('the server did not report ready'), options.readyTimeoutMs ?? 30_000);
+    const timer = setTimeout(() => fail(`${options.what} did not report ready`), options.readyTimeoutMs);
     let ready = false;
     child.once('exit', (code, signal) => {
-      if (!ready) fail(`the server exited during start-up (${signal ?? `code ${code}`})`);
+      if (!ready) fail(`${options.what} exited during start-up (${signal ?? `code ${code}`})`);
     });
     child.on('message', (message: { type?: string; url?: string; metricsUrl?: string; message?: string }) => {
-      if (message?.type === 'error') return fail(`the server failed to start: ${message.message}`);
+      if (message?.type === 'error') return fail(`${options.what} failed to start: ${message.message}`);
       if (message?.type !== 'ready' || !message.url || !message.metricsUrl) return;
       clearTimeout(timer);
       ready = true;
@@ -124,8 +137,30 @@ export function startAlertServer(options: {
           listeners.add(listener);
           return () => listeners.delete(listener);
         },
+        exit: () => exitText,
+        output: () => [...tail],
         stop,
       });
     });
+  });
+}
+
+export function startAlertServer(options: {
+  thresholds: ThresholdsInput;
+  env: Record<string, string>;
+  readyTimeoutMs?: number;
+}): Promise<AlertServer> {
+  return startServerChild({
+    entry: SERVER_MAIN,
+    what: 'the server',
+    env: {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      METRICS_PORT: '0',
+      THRESHOLDS: JSON.stringify(options.thresholds),
+      ...options.env,
+      ALERTS: '1',
+    },
+    readyTimeoutMs: options.readyTimeoutMs ?? 30_000,
   });
 }

@@ -53,29 +53,32 @@ export function judgeFaultAlerts(
   return [...healthy, ...judge(records.filter((r) => r.atMs >= faultFromMs))];
 }
 
+/** One fault run as its scenario saw it, on the run's clock (ms). */
+export interface FaultRun {
+  repeat: number;
+  conditions: string;
+  failingSubjects: (string | null)[];
+  durationMs: number;
+  /** The scenario's failure; null: nothing failed. */
+  failureAtMs: number | null;
+  failureDetail: string | null;
+  records: readonly AlertRecord[];
+  /** When the fault started: alerts before it belong to the healthy phase. */
+  faultFromMs: number;
+  /** Whatever else the scenario demands (e.g. no failed request beside the fault). */
+  extraMet?: boolean;
+}
+
 /**
- * The figures of one fault run. The goal: a true precursor of the scenario's
- * expected signal before the failure, no false alert, and whatever else the
- * scenario demands (`extraMet`, e.g. no failed request beside the fault).
+ * The figures of one fault run. The goal: a true precursor of one of the
+ * scenario's expected signals before the failure, no false alert, and
+ * `extraMet`.
  */
-export function faultFigures(
-  scenario: FaultScenario,
-  run: {
-    repeat: number;
-    conditions: string;
-    failingSubjects: (string | null)[];
-    durationMs: number;
-    failureAtMs: number | null;
-    failureDetail: string | null;
-    records: readonly AlertRecord[];
-    faultFromMs: number;
-    extraMet?: boolean;
-  },
-): FaultRunFigures {
+export function faultFigures(scenario: FaultScenario, run: FaultRun): FaultRunFigures {
   const alerts = judgeFaultAlerts(run.records, run.failureAtMs, run.faultFromMs, run.failingSubjects);
   const firstTruePrecursor = alerts.find((a) => a.verdict === 'true') ?? null;
   const falseAlerts = alerts.filter((a) => a.verdict === 'false');
-  const expected = alerts.some((a) => a.verdict === 'true' && a.signal === scenario.expectedSignal);
+  const expected = alerts.some((a) => a.verdict === 'true' && scenario.expectedSignals.includes(a.signal));
   return {
     scenario: scenario.name,
     repeat: run.repeat,

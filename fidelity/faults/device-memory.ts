@@ -30,7 +30,8 @@ import { dirname, join } from 'node:path';
 import type { ThresholdsInput } from '@infersignal/core';
 import { compileFakeNvml } from '../../packages/gpu/test/fake-nvml/compile';
 import type { DevicePlan, FaultCommand } from '../fault-server';
-import { faultFigures, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
+import { benchFaultRun, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
+import { faultFigures } from './common';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
 
 /**
@@ -46,7 +47,6 @@ export const DEVICE_MEMORY_THRESHOLDS: ThresholdsInput = {
 export const DEVICE_PLAN: DevicePlan = { totalMiB: 8192, weightsMiB: 2048, activationMiB: 512, sampleMs: 250 };
 
 export const DEVICE_SUBJECT = 'device "gpu0"';
-const EXPECTED = ['memory_drift', 'gpu_fragmentation'];
 
 export type DeviceFault = 'fragmentation' | 'leak';
 
@@ -116,18 +116,19 @@ export async function runDeviceMemory(
         signal: options.signal,
       });
       const state = await server.state();
-      const figures = faultFigures(run, {
-        scenario: 'device-memory',
-        repeat: options.repeat,
-        conditions: `${s.describe} from ${s.healthySeconds} s, ${s.rate} req/s; device ${DEVICE_PLAN.totalMiB} MiB, weights ${DEVICE_PLAN.weightsMiB} MiB, BFC-style arena`,
-        // The failed requests went through queue "infer" too.
-        failingSubjects: [DEVICE_SUBJECT, 'queue "infer"'],
-        expectedSignals: EXPECTED,
-        failure: {
-          atMs: typeof state?.firstOomMs === 'number' ? run.faultAtMs + state.firstOomMs : null,
-          detail: typeof state?.firstOomMs === 'number' ? 'server 500 (out of device memory)' : null,
-        },
-      });
+      const figures = faultFigures(
+        deviceMemoryScenario,
+        benchFaultRun(run, {
+          repeat: options.repeat,
+          conditions: `${s.describe} from ${s.healthySeconds} s, ${s.rate} req/s; device ${DEVICE_PLAN.totalMiB} MiB, weights ${DEVICE_PLAN.weightsMiB} MiB, BFC-style arena`,
+          // The failed requests went through queue "infer" too.
+          failingSubjects: [DEVICE_SUBJECT, 'queue "infer"'],
+          failure: {
+            atMs: typeof state?.firstOomMs === 'number' ? run.faultAtMs + state.firstOomMs : null,
+            detail: typeof state?.firstOomMs === 'number' ? 'server 500 (out of device memory)' : null,
+          },
+        }),
+      );
       const other = run.result.firstFailure;
       options.log(
         `device-memory #${options.repeat} (${fault}): fault at ${(run.faultAtMs / 1000).toFixed(1)} s; the bench's first failed request: ${other ? `${other.errorClass} ${other.detail} at ${(other.atMs / 1000).toFixed(1)} s` : 'none'}; at the end reserved ${Number(state?.reservedMiB).toFixed(0)} MiB, allocated ${Number(state?.allocatedMiB).toFixed(0)} MiB, ${state?.oomFailures} OOM; first precursor: ${precursorMessage(run, figures) ?? 'none'}`,
@@ -144,7 +145,7 @@ export async function runDeviceMemory(
 
 export const deviceMemoryScenario: FaultScenario = {
   name: 'device-memory',
-  expectedSignal: 'memory_drift or gpu_fragmentation',
+  expectedSignals: ['memory_drift', 'gpu_fragmentation'],
   failureDefinition:
     'a request the device cannot place: no cached free block fits its activation and a new segment would pass the device total (500, out of device memory). The allocator and the device are simulated (a model of a BFC arena; a fake libnvidia-ml.so.1 listing its reserved bytes); the NVML calls through koffi, the sampler, the detectors and the alerts are real',
   goal: 'memory_drift or gpu_fragmentation on the device before the first out-of-memory request, no alert in the healthy phase and none about another subject',

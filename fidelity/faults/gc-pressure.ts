@@ -10,7 +10,8 @@
  */
 import type { AlertRecord } from '@infersignal/bench';
 import type { ThresholdsInput } from '@infersignal/core';
-import { faultFigures, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
+import { benchFaultRun, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
+import { faultFigures } from './common';
 import type { JudgedAlert } from '../suite';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
 
@@ -99,13 +100,14 @@ export async function runGcPressure(options: FaultRunOptions): Promise<GcRunFigu
       },
       signal: options.signal,
     });
-    const figures = faultFigures(run, {
-      scenario: 'gc-pressure',
-      repeat: options.repeat,
-      conditions: `${retainKiB} KiB of small objects kept per request from ${healthySeconds} s, ${rate} req/s, --max-old-space-size=${OLD_SPACE_MIB}`,
-      failingSubjects: [null, 'queue "infer"'],
-      expectedSignals: ['event_loop'],
-    });
+    const figures = faultFigures(
+      gcPressureScenario,
+      benchFaultRun(run, {
+        repeat: options.repeat,
+        conditions: `${retainKiB} KiB of small objects kept per request from ${healthySeconds} s, ${rate} req/s, --max-old-space-size=${OLD_SPACE_MIB}`,
+        failingSubjects: [null, 'queue "infer"'],
+      }),
+    );
     const state = lastState as { heapUsedMiB?: number; retained?: number; majorGcs?: [number, number][] } | null;
     const gcs = majorGcPauses(state?.majorGcs ?? [], run.faultAtMs);
     options.log(
@@ -136,7 +138,7 @@ export async function runGcPressure(options: FaultRunOptions): Promise<GcRunFigu
 
 export const gcPressureScenario: FaultScenario = {
   name: 'gc-pressure',
-  expectedSignal: 'event_loop',
+  expectedSignals: ['event_loop'],
   failureDefinition:
     'a request without a successful answer: a timeout (2 s) while the collector holds the loop, or a connection error once the process died of heap exhaustion',
   goal: 'event_loop (process-wide) before the first failed request, no alert in the healthy phase',

@@ -189,7 +189,7 @@ async function run(options: FaultRunOptions): Promise<FaultRunFigures> {
 
 export const slowReload: FaultScenario = {
   name: 'slow-reload',
-  expectedSignal: 'model_load',
+  expectedSignals: ['model_load'],
   failureDefinition: `a hot reload that has not answered within ${RELOAD_DEADLINE_FACTOR}× the baseline reload time (the median of the healthy reloads of the same run, as the client sees them) is abandoned and counts as failed, as a rollout whose readiness deadline passes does; /v1/infer requests are served by the old model meanwhile and must not fail`,
   goal: 'model_load WARN on the model before the first failed reload, no false alert and no failed /v1/infer request, every run',
   run,

@@ -208,7 +208,7 @@ async function run(options: FaultRunOptions): Promise<FaultRunFigures> {
 
 export const streamDrops: FaultScenario = {
   name: 'stream-drops',
-  expectedSignal: 'stream_interruptions',
+  expectedSignals: ['stream_interruptions'],
   failureDefinition: `more than ${SLO_CUT_SHARE * 100} % of the last ${SLO_WINDOW} streams to end were cut off before \`data: [DONE]\` (dropped mid-stream, refused, reset or stuck), judged from the ${SLO_WINDOW}th stream on: a 95 % stream-completion SLO, where one answer in twenty breaks off (core's CRITICAL level for the same share)`,
   goal: 'stream_interruptions WARN on the model before the cut share crosses the SLO, no false alert, every run',
   run,

@@ -40,8 +40,8 @@ export interface FaultRunOptions {
 
 export interface FaultScenario {
   name: FaultScenarioName;
-  /** The signal that must announce this failure (`model_load`, `stream_interruptions`, …). */
-  expectedSignal: string;
+  /** The signals of which one must announce this failure (`model_load`, `stream_interruptions`, …). */
+  expectedSignals: readonly string[];
   /** What counts as a failure in this scenario, for docs/fidelity.md's definitions. */
   failureDefinition: string;
   /** The goal, one line, for the doc and the verdict. */
