@@ -18,6 +18,7 @@ export const VARIANTS = [
   'otel-calls',
   'infersignal-api',
   'infersignal-producer',
+  'infersignal-tracing-setup',
   'infersignal-outliers',
   'otel-span',
   'infersignal-traces',
@@ -33,6 +34,8 @@ export const VARIANT_LABEL: Record<Variant, string> = {
   'infersignal-api': 'InferSignal, metrics, API export',
   'infersignal-producer': 'InferSignal, metrics, producer export',
   'otel-span': 'one OTel SDK span per request, by hand (no metrics)',
+  'infersignal-tracing-setup':
+    'InferSignal, metrics, producer export + the tracing setup of `traces: true` (context manager, tracer provider), traces off',
   'infersignal-outliers': "InferSignal, metrics + outlier traces (`traces: true`, the default 'outliers')",
   'infersignal-traces': "InferSignal, metrics + a span per request (`traces: 'all'`)",
   'otel-http': '@opentelemetry/instrumentation-http (metrics + traces)',

@@ -195,6 +195,27 @@ describe('queue wait', () => {
     expect(t.monitor.label('model', 'model-999')).toBe('_other');
   });
 
+  it('records runs of one model, names past the cap and sanitized names each under its own label', async () => {
+    const t = setup({ maxModels: 3 });
+    const queue = t.monitor.queue('q', { capacity: 100 });
+    // Runs of one name (the queue reuses the last name's series), a control character (sanitized to `xy`),
+    // and names past the cap of 3 (`_other`), interleaved; rejections take the same path.
+    const names = ['a', 'a', 'x\u0001y', 'x\u0001y', 'xy', 'b', 'c', 'c', 'a', 'd', 'd', 'b', 'xy'];
+    for (const name of names) queue.enqueue(name).end('completed');
+    queue.reject('d');
+    queue.reject('a');
+    const metrics = await t.collect();
+    const count = (model: string, outcome: string) =>
+      metrics.sum(METRICS.requests.name, { [ATTR.model]: model, [ATTR.outcome]: outcome });
+    expect(count('a', 'completed')).toBe(3);
+    expect(count('xy', 'completed')).toBe(4);
+    expect(count('b', 'completed')).toBe(2);
+    expect(count('_other', 'completed')).toBe(4);
+    expect(count('_other', 'rejected')).toBe(1);
+    expect(count('a', 'rejected')).toBe(1);
+    expect(metrics.points<number>(METRICS.requests.name).map((p) => p.attributes[ATTR.model])).not.toContain('c');
+  });
+
   it('a clock going backwards drops the sample and counts it, never records a negative duration', async () => {
     const t = setup();
     const queue = t.monitor.queue('q');

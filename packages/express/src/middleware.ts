@@ -33,6 +33,9 @@ function routePattern(req: Request): string | undefined {
 
 /** Request prototypes seen, and whether `inferSignal` is served by our accessor on each. */
 const accessorPrototypes = new WeakMap<object, boolean>();
+/** The prototype accessorServes() answered for last, and its answer (held strongly: one app's `app.request`). */
+let lastPrototype: object | undefined;
+let lastServes = false;
 
 /**
  * Express re-parents every request onto `app.request` with
@@ -46,6 +49,8 @@ const accessorPrototypes = new WeakMap<object, boolean>();
  */
 function accessorServes(req: Request): boolean {
   const proto: unknown = Object.getPrototypeOf(req);
+  // An app's requests all share one prototype: the last answer saves the WeakMap lookup.
+  if (proto === lastPrototype) return lastServes;
   if (typeof proto !== 'object' || proto === null) return false;
   let serves = accessorPrototypes.get(proto);
   if (serves === undefined) {
@@ -69,6 +74,8 @@ function accessorServes(req: Request): boolean {
     }
     accessorPrototypes.set(proto, serves);
   }
+  lastPrototype = proto;
+  lastServes = serves;
   return serves;
 }
 

@@ -267,6 +267,9 @@ export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | unde
 
 /** Head hook installed on each response prototype seen; null where none can be (frozen, or not made from Node's). */
 const headHooks = new WeakMap<object, WriteHead | null>();
+/** The response prototype startOnHead() saw last, and its hook. */
+let lastHooked: object | undefined;
+let lastHook: WriteHead | null | undefined;
 
 /**
  * Starts the ticket when the response head is written: Node calls writeHead
@@ -285,8 +288,11 @@ const headHooks = new WeakMap<object, WriteHead | null>();
 function startOnHead(res: ServerResponse, ticket: Ticket): void {
   const proto: unknown = Object.getPrototypeOf(res);
   if (proto !== ServerResponse.prototype && typeof proto === 'object' && proto !== null) {
-    let hook = headHooks.get(proto);
+    // An app's responses all share one prototype: the last one's hook saves the WeakMap lookup.
+    let hook = proto === lastHooked ? lastHook : headHooks.get(proto);
     if (hook === undefined) headHooks.set(proto, (hook = hookPrototype(proto as ServerResponse)));
+    lastHooked = proto;
+    lastHook = hook;
     if (hook !== null && (proto as ServerResponse).writeHead === (hook as unknown)) return;
   }
   const writeHead = res.writeHead as unknown as WriteHead;

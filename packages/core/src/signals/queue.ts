@@ -220,6 +220,8 @@ export class Queue implements QueueTracker {
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
   private waitQuantile = Number.NaN;
+  private lastModel: string | undefined;
+  private lastSlot: QueueModel | undefined;
   /** Occupancy level last announced, so admission announces a shed once. */
   private occupancyAnnounced: Level = 'ok';
   private lastEvaluated = Number.NEGATIVE_INFINITY;
@@ -282,10 +284,27 @@ export class Queue implements QueueTracker {
   }
 
   enqueue(model?: string): Ticket {
-    const slot = this.models.get(this.ctx.label('model', model ?? UNKNOWN_MODEL));
+    const slot = this.slotOf(model ?? UNKNOWN_MODEL);
     this.waiting++;
     this.capacity_.arrived();
     return new RequestTicket(this, slot);
+  }
+
+  /**
+   * The (queue, model) state of a model name. Most requests of a queue name
+   * the model the one before named: that answer is kept and reused, since a
+   * label recorded under its own name keeps it (LabelTable never evicts).
+   */
+  private slotOf(model: string): QueueModel {
+    if (model === this.lastModel) return this.lastSlot!;
+    const label = this.ctx.label('model', model);
+    const slot = this.models.get(label);
+    // Only a name recorded as itself (not `_other` past the cap, nor a sanitized form) is safe to reuse unseen.
+    if (label === model && slot.model === model) {
+      this.lastModel = model;
+      this.lastSlot = slot;
+    }
+    return slot;
   }
 
   private occupancyLevel(): Level {
@@ -345,7 +364,7 @@ export class Queue implements QueueTracker {
 
   reject(model?: string): void {
     try {
-      const slot = this.models.get(this.ctx.label('model', model ?? UNKNOWN_MODEL));
+      const slot = this.slotOf(model ?? UNKNOWN_MODEL);
       slot.outcomeSeries.rejected.requests.add(1);
       this.traces?.shed(slot.outcomeAttributes.rejected, this.ctx.clock());
     } catch (error) {
