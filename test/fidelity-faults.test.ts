@@ -100,6 +100,14 @@ describe('fault scenarios, short mode', () => {
     expect(RELOAD_DEADLINE_FACTOR).toBeGreaterThan(3);
     expect(SLOW_STEPS.at(-1)!).toBeGreaterThan(RELOAD_DEADLINE_FACTOR);
     expect(run.conditions).toMatch(/: 0 of \d+ failed$/);
+    // A gradual slowdown: the steps under 3× answered ok, the first past it (3.5×) was judged WARN against the
+    // healthy baseline, which the slower reloads before it did not drag up.
+    expect(SLOW_STEPS.filter((f) => f < 3).length).toBeGreaterThanOrEqual(2);
+    for (const factor of SLOW_STEPS.filter((f) => f < 3))
+      expect(run.conditions, describeFaultRun(run)).toMatch(
+        new RegExp(`${String(factor).replace('.', '\\.')}× \\d+\\.\\d+ s ok`),
+      );
+    expect(run.conditions, describeFaultRun(run)).toMatch(/3\.5× \d+\.\d+ s warn/);
   });
 
   it('stream-drops: stream_interruptions warns on the model before the cut share crosses the SLO, none while healthy', () => {

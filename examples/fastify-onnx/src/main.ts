@@ -102,7 +102,7 @@ try {
       `  curl -N -X POST ${url}/v1/completions -H 'content-type: application/json' -d '{"prompt":"hello","max_tokens":8,"stream":true}'`,
     );
     console.log(`  curl -s ${url}/healthz/ready`);
-    console.log(`  curl -s -X POST ${url}/admin/reload -H 'content-type: application/json' -d '{"slowMs":500}'`);
+    console.log(`  curl -s -X POST ${url}/admin/reload -H 'content-type: application/json' -d '{"slowMs":1500}'`);
     if (metricsUrl) console.log(`  curl -s ${metricsUrl} | grep infersignal_signal_level`);
   }
 } catch (error) {

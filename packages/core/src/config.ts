@@ -27,10 +27,18 @@ export interface QueueThresholds {
 export interface ModelLoadThresholds {
   /** A load slower than spikeFactor × baseline is a spike. */
   spikeFactor: number;
-  /** Successful loads kept for the rolling median baseline. */
+  /**
+   * Loads the healthy baseline is learnt from (their median), the recent loads it may fall to, and the
+   * consecutive spikes at one level after which that level is re-learnt as the new baseline.
+   */
   baselineSamples: number;
-  /** Fixed baseline (s) per model; when set, it replaces the first-load baseline. */
+  /** Fixed baseline (s) per model; when set, it replaces the learnt baseline. */
   baselineSeconds: Record<string, number>;
+  /**
+   * A load shorter than this (s) is never a spike, whatever its ratio: sub-second loads are dominated by CPU
+   * scheduling, not storage, and no readiness deadline is at stake. 0 turns the floor off.
+   */
+  minSpikeSeconds: number;
 }
 
 export interface StreamThresholds {
@@ -161,7 +169,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   },
   connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
   eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
-  modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {} },
+  modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {}, minSpikeSeconds: 1 },
   stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
   deviceMemory: {
     fragmentation: 0.65,
@@ -222,7 +230,12 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     forSeconds: 'nonNegative',
     retryAfterSeconds: 'positive',
   },
-  modelLoad: { spikeFactor: 'factor', baselineSamples: 'integer', baselineSeconds: 'map' },
+  modelLoad: {
+    spikeFactor: 'factor',
+    baselineSamples: 'integer',
+    baselineSeconds: 'map',
+    minSpikeSeconds: 'nonNegative',
+  },
   stream: {
     interruptedRatio: 'ratio',
     interruptedRatioCritical: 'ratio',

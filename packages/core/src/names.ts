@@ -254,16 +254,17 @@ export const METRICS = {
     name: 'infersignal.model.load.baseline',
     type: 'gauge',
     unit: 's',
-    description: 'Current baseline load duration of the model (median of recent successful loads).',
+    description:
+      'Current baseline load duration of the model: the healthy median learnt from its first loads (lower if recent loads are faster), or the configured one.',
     attributes: [m],
   },
   modelLoadSpikes: {
     name: 'infersignal.model.load.spikes',
     type: 'counter',
     unit: '{load}',
-    description: 'Loads that took more than spikeFactor × the baseline.',
+    description: 'Loads that took more than spikeFactor × the baseline and at least minSpikeSeconds.',
     attributes: [m, ATTR.loadKind],
-    feeds: 'modelLoad.spikeFactor',
+    feeds: 'modelLoad.spikeFactor / modelLoad.minSpikeSeconds',
   },
   timeToFirstToken: {
     name: 'gen_ai.server.time_to_first_token',

@@ -44,6 +44,8 @@ describe('config validation', () => {
     [{ thresholds: { nope: {} } }, 'thresholds.nope'],
     [{ thresholds: { modelLoad: { spikeFactor: 1 } } }, 'thresholds.modelLoad.spikeFactor'],
     [{ thresholds: { modelLoad: { baselineSeconds: { m: 0 } } } }, 'thresholds.modelLoad.baselineSeconds.m'],
+    [{ thresholds: { modelLoad: { minSpikeSeconds: -1 } } }, 'thresholds.modelLoad.minSpikeSeconds'],
+    [{ thresholds: { modelLoad: { minSpikeSeconds: '1s' } } }, 'thresholds.modelLoad.minSpikeSeconds'],
     [{ thresholds: { stream: { minSamples: 2.5 } } }, 'thresholds.stream.minSamples'],
     [{ thresholds: { stream: { windowSize: 1453674906376078 } } }, 'thresholds.stream.windowSize'],
     [{ thresholds: { deviceMemory: { fragmentation: 'high' } } }, 'thresholds.deviceMemory.fragmentation'],

@@ -79,19 +79,19 @@ describe('model load / reload', () => {
         t.advance(ms);
         return 'session';
       });
-    await expect(load(200, 'load')).resolves.toBe('session');
-    await load(210, 'reload');
-    await load(190, 'reload');
+    await expect(load(2000, 'load')).resolves.toBe('session');
+    await load(2100, 'reload');
+    await load(1900, 'reload');
     expect(t.alerts).toHaveLength(0);
-    await load(700, 'reload'); // baseline = median(200, 210, 190) = 200 → 3.5×
+    await load(7000, 'reload'); // baseline = median(2.0, 2.1, 1.9) = 2.0 → 3.5×
     const spikes = t.alerts.filter((a) => a.signal === 'model_load');
     expect(spikes).toHaveLength(1);
     expect(spikes[0]).toMatchObject({ level: 'warn', labels: { model: 'resnet' } });
-    expect(spikes[0].value).toBeCloseTo(0.7, 9);
-    expect(spikes[0].threshold).toBeCloseTo(0.6, 9);
+    expect(spikes[0].value).toBeCloseTo(7, 9);
+    expect(spikes[0].threshold).toBeCloseTo(6, 9);
     expect(spikes[0].details).toMatchObject({ kind: 'reload' });
-    expect(spikes[0].details?.baselineSeconds).toBeCloseTo(0.2, 9);
-    await load(205, 'reload');
+    expect(spikes[0].details?.baselineSeconds).toBeCloseTo(2, 9);
+    await load(2050, 'reload');
     expect(t.alerts.filter((a) => a.signal === 'model_load').map((a) => a.level)).toEqual(['warn', 'ok']);
     const metrics = await t.collect();
     expect(metrics.sum(METRICS.modelLoadSpikes.name)).toBe(1);
@@ -100,13 +100,13 @@ describe('model load / reload', () => {
       [ATTR.outcome]: 'success',
     });
     expect(reloads[0].value.count).toBe(4);
-    expect(reloads[0].value.sum).toBeCloseTo(0.21 + 0.19 + 0.7 + 0.205, 9);
+    expect(reloads[0].value.sum).toBeCloseTo(2.1 + 1.9 + 7 + 2.05, 9);
   });
 
   it('a configured baseline is used from the first load', async () => {
-    const t = setup({ thresholds: { modelLoad: { baselineSeconds: { bert: 0.1 } } } });
+    const t = setup({ thresholds: { modelLoad: { baselineSeconds: { bert: 1 } } } });
     await t.monitor.modelLoad('bert', 'load', () => {
-      t.advance(400);
+      t.advance(4000);
     });
     expect(t.alerts.map((a) => a.signal)).toEqual(['model_load']);
   });

@@ -36,12 +36,12 @@ describe('session.reload', () => {
   it('records load and reload durations; a reload over 3× baseline raises exactly one spike alert', async () => {
     const now = { ms: 1_000_000 };
     h = harness({ clock: () => now.ms });
-    const session = await createSession(h.monitor, 'mlp', loaderTaking(40, now), { runtime: ort });
+    const session = await createSession(h.monitor, 'mlp', loaderTaking(400, now), { runtime: ort });
     expect(session.loadInfo.source).toBe('loader');
     expect(session.loadInfo.fileBytes).toBe(fixtureBytes('tiny-mlp.onnx').byteLength);
-    await session.reload(loaderTaking(40, now));
-    const slow = await session.reload(loaderTaking(300, now));
-    await session.reload(loaderTaking(40, now));
+    await session.reload(loaderTaking(400, now));
+    const slow = await session.reload(loaderTaking(3000, now));
+    await session.reload(loaderTaking(400, now));
     expect(slow.generation).toBe(3);
     expect(session.loadInfo.generation).toBe(4);
 
@@ -55,15 +55,15 @@ describe('session.reload', () => {
     });
     expect(load!.count).toBe(1);
     expect(reload!.count).toBe(3);
-    expect(load!.sum).toBeCloseTo(0.04, 9);
-    expect(reload!.sum).toBeCloseTo(0.04 + 0.3 + 0.04, 9);
-    expect(reload!.max).toBeCloseTo(0.3, 9);
+    expect(load!.sum).toBeCloseTo(0.4, 9);
+    expect(reload!.sum).toBeCloseTo(0.4 + 3 + 0.4, 9);
+    expect(reload!.max).toBeCloseTo(3, 9);
 
     const spikes = h.alerts.filter((a) => a.signal === 'model_load' && a.level !== 'ok');
     expect(spikes).toHaveLength(1);
     expect(spikes[0].labels).toEqual({ model: 'mlp' });
     expect(spikes[0].details).toMatchObject({ kind: 'reload' });
-    // 0.3 s over the 0.04 s median of the loads before it.
+    // 3 s over the 0.4 s median of the loads before it (over the 1 s floor: loads shorter are never spikes).
     expect((spikes[0].details as { ratio: number }).ratio).toBeCloseTo(7.5, 9);
     const counter = await h.points(METRICS.modelLoadSpikes.name);
     expect(counter.map((p) => [p.attributes[ATTR.loadKind], p.value])).toEqual([['reload', 1]]);

@@ -133,7 +133,7 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
   const load = (suffix: string) => rate(`${metric('modelLoadDuration')}_${suffix}`, SEL.model);
   l.add({
     title: 'Load / reload duration and baseline',
-    description: `Mean duration of the loads in each interval; a spike is a load slower than ${t.modelLoad.spikeFactor}x the baseline (thresholds.modelLoad.spikeFactor).`,
+    description: `Mean duration of the loads in each interval; a spike is a load slower than ${t.modelLoad.spikeFactor}x the baseline (thresholds.modelLoad.spikeFactor) and at least ${t.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds).`,
     w: 12,
     unit: 's',
     targets: [
@@ -146,7 +146,7 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
         legend: `baseline {{${LABEL.model}}}`,
       },
       {
-        expr: `${t.modelLoad.spikeFactor} * max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}})`,
+        expr: `clamp_min(${t.modelLoad.spikeFactor} * max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}}), ${t.modelLoad.minSpikeSeconds})`,
         legend: `spike line {{${LABEL.model}}}`,
       },
     ],

@@ -138,7 +138,7 @@ function modelLoadGroup(o: ResolvedOptions): RuleGroup {
         eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow),
         undefined,
         'Model load slower than its baseline',
-        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's baseline (thresholds.modelLoad.spikeFactor): storage, cache or device contention.`,
+        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's healthy baseline (thresholds.modelLoad.spikeFactor) and at least ${o.thresholds.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds): storage, cache or device contention.`,
       ),
     ],
   };

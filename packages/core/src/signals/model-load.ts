@@ -7,13 +7,45 @@ import type { Level, LoadOptions, Snapshot } from '../types';
 type LoadKind = 'load' | 'reload';
 
 /**
- * Per-model load history. The baseline is a configured value, else the
- * median of the last `baselineSamples` successful loads (the first load
- * alone at the start): a median shrugs off one slow load, and a lasting
- * change becomes the new normal after a few loads instead of alerting forever.
+ * Spikes in a row hold one level (a new normal) when the slowest is at most this many times the fastest: a
+ * reload's own jitter stays well inside it, a store still getting worse (3.5×, 5×, 7×, …) does not.
+ */
+const LEVEL_SPREAD = 1.5;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * Per-model load history and baseline. A configured `baselineSeconds` wins.
+ * Otherwise the baseline is the *healthy* figure: the median of the first
+ * `baselineSamples` loads, or the median of the last `baselineSamples`
+ * non-spike loads where that is lower (a faster store, a warm cache). It
+ * never rises on its own: a rolling median follows a store that degrades
+ * by steps under `spikeFactor` (1.5×, 2.5×, …) and would never call the
+ * 3.5× load slow, while against the healthy figure it does. Spikes are kept
+ * out of the history (frozen while raised).
+ *
+ * A lasting, intended change (a bigger model, other storage) becomes the
+ * new normal when `baselineSamples` (at least 2) spikes in a row hold one level (within
+ * `LEVEL_SPREAD`): the first of them warn, the last is judged against the
+ * level it completes (ok), and the event that ends the warning says the
+ * level is the new baseline. An on-call engineer gets
+ * a few warnings for a change that they can silence up front with
+ * `baselineSeconds`, rather than a warning on every load until someone edits
+ * the config; a store that keeps getting worse is not a level and keeps
+ * warning. A load shorter than `minSpikeSeconds` is never a spike.
  */
 export class ModelLoads {
-  private readonly history: number[] = [];
+  /** The last `baselineSamples` non-spike loads (s). */
+  private readonly recent: number[] = [];
+  private recentMedian = 0;
+  /** Median of the first `baselineSamples` loads, or of a re-learnt level; null while learning. */
+  private healthy: number | null = null;
+  /** Spikes since the last non-spike load, the last `baselineSamples` of them. */
+  private readonly spikesInRow: number[] = [];
   private readonly attributes: Record<string, Attributes> = {};
   readonly labels: Record<string, string>;
   loads = 0;
@@ -43,13 +75,15 @@ export class ModelLoads {
       : { [ATTR.model]: this.model, [ATTR.loadKind]: kind });
   }
 
+  private configured(): number | undefined {
+    return this.ctx.thresholds.modelLoad.baselineSeconds[this.model];
+  }
+
   baseline(): number | null {
-    const configured = this.ctx.thresholds.modelLoad.baselineSeconds[this.model];
+    const configured = this.configured();
     if (configured !== undefined) return configured;
-    if (this.history.length === 0) return null;
-    const sorted = [...this.history].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    if (this.recent.length === 0) return this.healthy;
+    return this.healthy === null ? this.recentMedian : Math.min(this.healthy, this.recentMedian);
   }
 
   async time<T>(kind: LoadKind, fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {
@@ -101,32 +135,73 @@ export class ModelLoads {
     if (!(seconds >= 0)) return;
     this.loads++;
     this.lastSeconds = seconds;
-    const factor = ctx.thresholds.modelLoad.spikeFactor;
+    const { spikeFactor, minSpikeSeconds, baselineSamples } = ctx.thresholds.modelLoad;
     const baseline = this.baseline();
     if (baseline !== null) {
-      const spike = seconds > factor * baseline;
-      if (spike) this.signal.spikes.add(1, this.attrs(kind, ''));
-      this.level = spike ? 'warn' : 'ok';
-      ctx.report(
-        'model_load',
-        this.level,
-        seconds,
-        factor * baseline,
-        this.labels,
-        spike
-          ? `${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline`
-          : undefined,
-        spike ? { kind, baselineSeconds: baseline, ratio: seconds / baseline } : undefined,
-      );
+      const threshold = Math.max(spikeFactor * baseline, minSpikeSeconds);
+      if (seconds > spikeFactor * baseline && seconds >= minSpikeSeconds) {
+        // At least two: with one, every spike would be its own new level and none would warn.
+        const held = Math.max(2, baselineSamples);
+        const relearnt = this.holdSpike(seconds, held);
+        if (relearnt === null) {
+          this.signal.spikes.add(1, this.attrs(kind, ''));
+          this.level = 'warn';
+          ctx.report(
+            'model_load',
+            'warn',
+            seconds,
+            threshold,
+            this.labels,
+            `${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline`,
+            { kind, baselineSeconds: baseline, ratio: seconds / baseline },
+          );
+        } else {
+          // Judged against the level it completes: ok, and the event that ends the warning says why.
+          this.level = 'ok';
+          ctx.report(
+            'model_load',
+            'ok',
+            seconds,
+            Math.max(spikeFactor * relearnt, minSpikeSeconds),
+            this.labels,
+            `${kind} took ${seconds.toFixed(3)} s; the last ${held} loads held one level, ${(relearnt / baseline).toFixed(1)}× the ${baseline.toFixed(3)} s baseline: ${relearnt.toFixed(3)} s is the new baseline (modelLoad.baselineSeconds pins one)`,
+            { kind, baselineSeconds: relearnt, previousBaselineSeconds: baseline, relearnt: true },
+          );
+        }
+        return;
+      }
+      this.level = 'ok';
+      ctx.report('model_load', 'ok', seconds, threshold, this.labels);
     }
-    this.history.push(seconds);
-    if (this.history.length > ctx.thresholds.modelLoad.baselineSamples) this.history.shift();
+    this.spikesInRow.length = 0;
+    this.recent.push(seconds);
+    if (this.recent.length > baselineSamples) this.recent.shift();
+    this.recentMedian = median(this.recent);
+    if (this.healthy === null && this.recent.length >= baselineSamples) this.healthy = this.recentMedian;
+  }
+
+  /**
+   * Adds a spike to the run of spikes; when `samples` of them hold one level (and no baseline is configured),
+   * that level becomes the baseline and is returned.
+   */
+  private holdSpike(seconds: number, samples: number): number | null {
+    const row = this.spikesInRow;
+    row.push(seconds);
+    if (row.length > samples) row.shift();
+    if (row.length < samples || this.configured() !== undefined) return null;
+    if (Math.max(...row) > LEVEL_SPREAD * Math.min(...row)) return null;
+    this.healthy = median(row);
+    this.recent.length = 0;
+    this.recent.push(...row);
+    this.recentMedian = this.healthy;
+    row.length = 0;
+    return this.healthy;
   }
 }
 
 /**
  * Model loads and reloads (`monitor.modelLoad()`): duration by outcome,
- * rolling-median baseline, spikes. Judged when a load ends, not on the
+ * healthy baseline, spikes. Judged when a load ends, not on the
  * tick. Thresholds: `modelLoad`. Snapshot section `models`.
  */
 export class ModelLoadSignal implements Signal {
