@@ -127,4 +127,48 @@ describe('model_load baseline', () => {
     expect(await loadAll(t, [2, 2, 2, 2, 2])).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
     expect(t.monitor.snapshot().models.resnet.baselineSeconds).toBe(2);
   });
+
+  it('a reload still running past 3× the baseline warns on the tick, once, before it ends; the end counts the spike', async () => {
+    const t = setup();
+    await loadAll(t, [0.5, 0.48, 0.52, 0.49, 0.51]);
+    let finish!: () => void;
+    const reload = t.monitor.modelLoad('resnet', 'reload', () => new Promise<void>((resolve) => (finish = resolve)));
+    t.advance(1400);
+    t.monitor.tick();
+    // 1.4 s is under 3 × 0.5 s: nothing yet.
+    expect(modelLoadAlerts(t)).toEqual([]);
+    t.advance(200);
+    t.monitor.tick();
+    t.advance(5000);
+    t.monitor.tick();
+    const raised = modelLoadAlerts(t);
+    expect(raised).toHaveLength(1);
+    expect(raised[0]).toMatchObject({ level: 'warn', labels: { model: 'resnet' }, details: { running: true } });
+    expect(raised[0].details?.ratio).toBeCloseTo(1.6 / 0.5, 9);
+    expect(t.monitor.snapshot().models.resnet).toMatchObject({ level: 'warn', loading: 1 });
+    expect((await t.collect()).sum(METRICS.modelLoadSpikes.name)).toBe(0);
+    finish();
+    await reload;
+    expect(t.monitor.snapshot().models.resnet).toMatchObject({ level: 'warn', loading: 0, lastSeconds: 6.6 });
+    expect((await t.collect()).sum(METRICS.modelLoadSpikes.name)).toBe(1);
+    // The baseline did not take the slow reload in.
+    expect(t.monitor.snapshot().models.resnet.baselineSeconds).toBe(0.5);
+  });
+
+  it('a load running while the baseline is still unknown, or under the 1 s floor, is not announced on the tick', async () => {
+    const t = setup();
+    let finish!: () => void;
+    const first = t.monitor.modelLoad('resnet', 'load', () => new Promise<void>((resolve) => (finish = resolve)));
+    t.advance(60_000);
+    t.monitor.tick();
+    finish();
+    await first;
+    await loadAll(t, [0.1, 0.1, 0.1, 0.1]);
+    const short = t.monitor.modelLoad('resnet', 'reload', () => new Promise<void>((resolve) => (finish = resolve)));
+    t.advance(900);
+    t.monitor.tick();
+    expect(modelLoadAlerts(t).filter((a) => a.level !== 'ok')).toEqual([]);
+    finish();
+    await short;
+  });
 });

@@ -46,6 +46,8 @@ export class ModelLoads {
   private healthy: number | null = null;
   /** Spikes since the last non-spike load, the last `baselineSamples` of them. */
   private readonly spikesInRow: number[] = [];
+  /** Loads running now, oldest first; `announced` once the tick has called one overdue. */
+  private readonly running: { started: number; kind: LoadKind; announced: boolean }[] = [];
   private readonly attributes: Record<string, Attributes> = {};
   readonly labels: Record<string, string>;
   loads = 0;
@@ -94,11 +96,14 @@ export class ModelLoads {
       startTime: started,
     });
     this.loading++;
+    const run = { started, kind, announced: false };
+    this.running.push(run);
     let result: T;
     try {
       result = await fn();
     } catch (error) {
       this.loading--;
+      this.running.splice(this.running.indexOf(run), 1);
       this.failures++;
       this.lastEndedAt = ctx.clock();
       try {
@@ -116,6 +121,7 @@ export class ModelLoads {
       throw error;
     }
     this.loading--;
+    this.running.splice(this.running.indexOf(run), 1);
     try {
       const now = ctx.clock();
       this.lastEndedAt = now;
@@ -181,6 +187,34 @@ export class ModelLoads {
   }
 
   /**
+   * The tick's look at a load still running: one already past the spike
+   * threshold is announced now (WARN, once per load), not when it ends: a
+   * reload that hangs, or outlasts a rollout's readiness deadline, may never
+   * end. The spike itself is counted, and the baseline fed, when it ends.
+   */
+  checkRunning(now: number): void {
+    const oldest = this.running[0];
+    if (!oldest || oldest.announced) return;
+    const baseline = this.baseline();
+    if (baseline === null) return;
+    const { spikeFactor, minSpikeSeconds } = this.ctx.thresholds.modelLoad;
+    const threshold = Math.max(spikeFactor * baseline, minSpikeSeconds);
+    const seconds = (now - oldest.started) / 1000;
+    if (!(seconds > threshold)) return;
+    oldest.announced = true;
+    this.level = 'warn';
+    this.ctx.report(
+      'model_load',
+      'warn',
+      seconds,
+      threshold,
+      this.labels,
+      `${oldest.kind} still running after ${seconds.toFixed(3)} s, past ${spikeFactor}× its ${baseline.toFixed(3)} s baseline`,
+      { kind: oldest.kind, baselineSeconds: baseline, ratio: seconds / baseline, running: true },
+    );
+  }
+
+  /**
    * Adds a spike to the run of spikes; when `samples` of them hold one level (and no baseline is configured),
    * that level becomes the baseline and is returned.
    */
@@ -201,8 +235,9 @@ export class ModelLoads {
 
 /**
  * Model loads and reloads (`monitor.modelLoad()`): duration by outcome,
- * healthy baseline, spikes. Judged when a load ends, not on the
- * tick. Thresholds: `modelLoad`. Snapshot section `models`.
+ * healthy baseline, spikes. Judged when a load ends, and on the tick
+ * while one runs past its threshold. Thresholds: `modelLoad`. Snapshot
+ * section `models`.
  */
 export class ModelLoadSignal implements Signal {
   readonly name = 'models';
@@ -220,6 +255,10 @@ export class ModelLoadSignal implements Signal {
 
   time<T>(model: string, kind: LoadKind, fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {
     return this.models.get(this.ctx.label('model', model)).time(kind, fn, options);
+  }
+
+  evaluate(now: number): void {
+    for (const state of this.models.values()) if (state.loading > 0) state.checkRunning(now);
   }
 
   /** Models loading now or whose last load ended within `windowMs` (a glitch's likely cause). */
