@@ -2,7 +2,8 @@
  * llama: the cost per generated token of `@infersignal/llama` against the bare node-llama-cpp runtime,
  * measured in the same process on the same generated model.
  *
- *   pnpm bench:llama           (tsx benchmarks/llama.ts; BENCH_ROUNDS, LLAMA_TOKENS, LLAMA_GENERATIONS)
+ *   pnpm bench:llama           (tsx benchmarks/llama.ts; BENCH_ROUNDS, LLAMA_TOKENS, LLAMA_SHORT_TOKENS,
+ *                              LLAMA_GENERATIONS, LLAMA_WARMUP)
  *   LLAMA_ISOLATE=1 pnpm bench:llama   adds each difference of the call alone (diagnostic; docs not written)
  *
  * Two wrapped models (API export, producer export), each with its own context of the same GGUF (one
@@ -14,7 +15,11 @@
  * - bare on context 1, and again (a second, identical variant: the A/A control of the method);
  * - InferSignal, API export (`model.complete()` with the same options, a real MeterProvider with a reader),
  *   on context 1;
- * - bare on context 2, and InferSignal, producer export on context 2.
+ * - bare on context 2, and InferSignal, producer export on context 2;
+ * - the two bare/wrapped pairs again at LLAMA_SHORT_TOKENS (not judged: the split of the added cost into
+ *   a fixed part per generation and a part per token).
+ * Before measuring, every judged variant runs LLAMA_WARMUP two-token generations, so the wrapper's
+ * per-generation code is measured at V8's optimized steady state (see WARMUP).
  * The figure is process CPU time (user + system, llama.cpp's threads included) per generated token: the
  * wrapper's cost is work on the main thread, and CPU time does not count the waits a loaded machine adds
  * to wall time (shown beside it). The main thread's own CPU time (Linux `/proc/thread-self/schedstat`) is
@@ -24,7 +29,7 @@
  *
  * The model is the tiny generated one (scripts/make-gguf.ts, printable: one token per callback) at
  * ~200 µs a token on one thread: the wrapper's share is as large as it gets. A real model spends
- * 10–1,000× longer per token in llama.cpp, with the same wrapper cost per token.
+ * 10–1,000× longer per token in llama.cpp, with the same wrapper cost per generation and per token.
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
@@ -42,6 +47,15 @@ import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import { fmtRatio, fmtSpread, roundRatios, rotate, spread, type Spread } from './lib/stats';
 
 const TOKENS = Number(process.env.LLAMA_TOKENS ?? (SMOKE ? 16 : 128));
+/** The shorter generations of the split: the same variants at two lengths part fixed from per-token cost. */
+const SHORT_TOKENS = Number(process.env.LLAMA_SHORT_TOKENS ?? (SMOKE ? 4 : 32));
+/**
+ * Short generations per variant before measuring. The wrapper's code runs once per generation, not per
+ * token, so V8 optimizes it only after hundreds to ~2,500 generations (node-llama-cpp's per-token code is
+ * optimized within the first); a server reaches that steady state in its first minutes, and the benchmark
+ * measures it.
+ */
+const WARMUP = Number(process.env.LLAMA_WARMUP ?? (SMOKE ? 2 : 2500));
 const GENERATIONS = Number(process.env.LLAMA_GENERATIONS ?? (SMOKE ? 1 : 2));
 /**
  * Many rounds: one round's ratio spreads over ±4 % (IQR 0.98–1.06 on a quiet machine: llama.cpp's own time
@@ -71,10 +85,12 @@ function threadCpuUs(): number | null {
 
 interface Variant {
   name: string;
+  /** Tokens per generation. */
+  tokens: number;
   /** The variant its per-round ratio is taken against (the bare run on the same context). */
   baseline?: Variant;
-  /** Runs one generation, returns the tokens the runtime generated. */
-  generate(): Promise<number>;
+  /** Runs one generation of `maxTokens` (default `tokens`), returns the tokens the runtime generated. */
+  generate(this: Variant, maxTokens?: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -85,15 +101,17 @@ interface Variant {
 function bare(
   name: string,
   sequence: LlamaContextSequence,
-  run: (completion: LlamaCompletion) => Promise<unknown> = (c) =>
-    c.generateCompletionWithMeta(PROMPT, { maxTokens: TOKENS, onToken: noop }),
+  tokens = TOKENS,
+  run: (completion: LlamaCompletion, maxTokens: number) => Promise<unknown> = (c, maxTokens) =>
+    c.generateCompletionWithMeta(PROMPT, { maxTokens, onToken: noop }),
 ): Variant {
   const completion: LlamaCompletion = new llama.classes.LlamaCompletion({ contextSequence: sequence });
   return {
     name,
-    async generate() {
+    tokens,
+    async generate(this: Variant, maxTokens = this.tokens) {
       const before = sequence.tokenMeter.usedOutputTokens;
-      await run(completion);
+      await run(completion, maxTokens);
       return sequence.tokenMeter.usedOutputTokens - before;
     },
     async close() {
@@ -120,8 +138,9 @@ async function wrapped(
   const sequence = await model.withSequence((s) => s);
   const variant: Variant = {
     name: `InferSignal, ${exportMode} export`,
-    async generate() {
-      const result = await model.complete(PROMPT, { maxTokens: TOKENS, onToken: noop });
+    tokens: TOKENS,
+    async generate(this: Variant, maxTokens = this.tokens) {
+      const result = await model.complete(PROMPT, { maxTokens, onToken: noop });
       return result.usage.outputTokens;
     },
     async close() {
@@ -147,6 +166,20 @@ const variants: Variant[] = [
   bare2,
   { ...producer.variant, baseline: bare2 },
 ];
+/** The same pairs at SHORT_TOKENS: not judged, they part the added cost into per generation and per token. */
+const shortOf = (v: Variant, baseline?: Variant): Variant => ({
+  ...v,
+  name: `${v.name}, ${SHORT_TOKENS} tokens`,
+  tokens: SHORT_TOKENS,
+  baseline,
+});
+const shortBare1 = shortOf(bare1);
+const shortBare2 = shortOf(bare2);
+const shortPairs: Array<[long: Variant, short: Variant]> = [
+  [variants[2]!, shortOf(api.variant, shortBare1)],
+  [variants[4]!, shortOf(producer.variant, shortBare2)],
+];
+const shortVariants = [shortBare1, shortPairs[0]![1], shortBare2, shortPairs[1]![1]];
 /**
  * LLAMA_ISOLATE=1: what the wrapper changes in the call, one difference at a time, on context 1 against its
  * bare run (a diagnostic run: docs/benchmarks.md is left alone).
@@ -155,27 +188,27 @@ const ISOLATE = process.env.LLAMA_ISOLATE === '1';
 if (ISOLATE) {
   const shiftSize = (s: LlamaContextSequence) => Math.max(1, Math.floor(s.context.contextSize / 10));
   const queue = api.monitor.queue('isolate', { concurrency: 1 });
-  const isolated: Array<[string, (c: LlamaCompletion) => Promise<unknown>]> = [
+  const isolated: Array<[string, (c: LlamaCompletion, maxTokens: number) => Promise<unknown>]> = [
     [
       'bare + a contextShiftSize function',
-      (c) => c.generateCompletionWithMeta(PROMPT, { maxTokens: TOKENS, onToken: noop, contextShiftSize: shiftSize }),
+      (c, maxTokens) => c.generateCompletionWithMeta(PROMPT, { maxTokens, onToken: noop, contextShiftSize: shiftSize }),
     ],
     [
       'bare + the prompt as tokens',
-      (c) =>
+      (c, maxTokens) =>
         c.generateCompletionWithMeta(api.sequence.model.tokenize(PROMPT, false, 'trimLeadingSpace'), {
-          maxTokens: TOKENS,
+          maxTokens,
           onToken: noop,
         }),
     ],
     [
       "bare + core's ticket and stream, token() per callback (api export)",
-      async (c) => {
+      async (c, maxTokens) => {
         const ticket = queue.enqueue('tiny');
         ticket.start();
         const stream = ticket.stream();
         await c.generateCompletionWithMeta(PROMPT, {
-          maxTokens: TOKENS,
+          maxTokens,
           onToken: (tokens) => {
             stream.token(tokens.length);
             return noop();
@@ -187,17 +220,27 @@ if (ISOLATE) {
     ],
   ];
   // Before the wrapped variant of context 1, so each is closed before that model is released.
-  variants.splice(2, 0, ...isolated.map(([name, run]) => ({ ...bare(name, api.sequence, run), baseline: bare1 })));
+  variants.splice(
+    2,
+    0,
+    ...isolated.map(([name, run]) => ({ ...bare(name, api.sequence, TOKENS, run), baseline: bare1 })),
+  );
 }
-// Warm-up: first decodes allocate llama.cpp's buffers and JIT the JS paths.
-for (const v of variants) for (let i = 0; i < 2; i++) await v.generate();
+/** Every variant measured, each round in rotated order: the judged ones, then the short pairs of the split. */
+const measured = [...variants, ...shortVariants];
+// Warm-up: first decodes allocate llama.cpp's buffers; short generations bring each variant's per-generation
+// JavaScript to V8's optimized steady state (see WARMUP), the bare ones as much as the wrapped.
+const warmStart = performance.now();
+for (const v of measured) for (let i = 0; i < 2; i++) await v.generate();
+for (const v of variants) for (let i = 0; i < WARMUP; i++) await v.generate(2);
+const warmSeconds = (performance.now() - warmStart) / 1000;
 
-const cpuPerToken = new Map<Variant, number[]>(variants.map((v) => [v, []]));
-const mainPerToken = new Map<Variant, number[]>(variants.map((v) => [v, []]));
-const wallPerToken = new Map<Variant, number[]>(variants.map((v) => [v, []]));
+const cpuPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
+const mainPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
+const wallPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
 const startedAt = performance.now();
 for (let round = 0; round < ROUND_COUNT; round++) {
-  for (const v of rotate(variants, round)) {
+  for (const v of rotate(measured, round)) {
     let tokens = 0;
     const main = threadCpuUs();
     const cpu = process.cpuUsage();
@@ -206,8 +249,8 @@ for (let round = 0; round < ROUND_COUNT; round++) {
     const wallUs = (performance.now() - start) * 1000;
     const used = process.cpuUsage(cpu);
     const mainUsed = main === null ? Number.NaN : threadCpuUs()! - main;
-    if (tokens !== TOKENS * GENERATIONS)
-      throw new Error(`${v.name}: ${tokens} tokens, expected ${TOKENS * GENERATIONS}`);
+    if (tokens !== v.tokens * GENERATIONS)
+      throw new Error(`${v.name}: ${tokens} tokens, expected ${v.tokens * GENERATIONS}`);
     cpuPerToken.get(v)!.push((used.user + used.system) / tokens);
     mainPerToken.get(v)!.push(mainUsed / tokens);
     wallPerToken.get(v)!.push(wallUs / tokens);
@@ -264,8 +307,40 @@ const method = [
   'would correct, and dividing by it would add that noise rather than remove a bias. Bare on context 2 against bare',
   `on context 1 (${fmtRatio(crossContext, 3)}) is the difference between two contexts of the same model that the`,
   'pairing keeps out of the wrapped ratios. Main thread: the CPU time of the JavaScript thread alone, where the',
-  "wrapper's work runs (llama.cpp decodes on other threads).",
+  "wrapper's work runs (llama.cpp decodes on a worker thread; sampling and node-llama-cpp's JavaScript run here).",
+  `Steady state: before measuring, each variant runs ${WARMUP} two-token generations (${warmSeconds.toFixed(0)} s), because the`,
+  "wrapper's code runs once per generation and V8 optimizes it only after hundreds to ~2,500 of them, while",
+  "node-llama-cpp's per-token code is optimized within the first; a process that has served fewer generations pays",
+  `more per generation. Split: the same pairs also run ${SHORT_TOKENS}-token generations in the same rounds (not judged);`,
+  'the added CPU per generation at the two lengths, as fixed + per token × tokens, says what a generation pays',
+  'whatever its length and the speed of its model: a real model spends 10–1,000× longer per token in llama.cpp.',
 ].join('\n');
+/**
+ * The added CPU time per generation (median over rounds of wrapped − bare, same context, same round) at two
+ * lengths, as a line: fixed µs per generation + µs per token × tokens.
+ */
+function split(long: Variant, short: Variant, of: Map<Variant, number[]>) {
+  const perGeneration = (v: Variant) =>
+    spread(of.get(v)!.map((x, i) => (x - of.get(v.baseline!)![i]!) * v.tokens)).median;
+  const atLong = perGeneration(long);
+  const atShort = perGeneration(short);
+  const perToken = (atLong - atShort) / (long.tokens - short.tokens);
+  return { atShort, atLong, perToken, fixed: atShort - perToken * short.tokens };
+}
+const splitRows = shortPairs.map(([long, short]) => {
+  const cpu = split(long, short, cpuPerToken);
+  const main = hasMain ? split(long, short, mainPerToken) : null;
+  const us = (x: number) => `${x.toFixed(0)} µs`;
+  return [
+    long.name,
+    `${us(cpu.atShort)} / ${us(cpu.atLong)}`,
+    us(cpu.fixed),
+    `${cpu.perToken.toFixed(2)} µs`,
+    main ? `${us(main.atShort)} / ${us(main.atLong)}` : 'n/a',
+    main ? us(main.fixed) : 'n/a',
+    main ? `${main.perToken.toFixed(2)} µs` : 'n/a',
+  ];
+});
 const results = [
   table(
     [
@@ -279,6 +354,19 @@ const results = [
       'wall vs bare',
     ],
     rows,
+  ),
+  '',
+  table(
+    [
+      'split',
+      `CPU added per generation (${SHORT_TOKENS} / ${TOKENS} tokens)`,
+      'fixed per generation',
+      'per token',
+      'main thread added per generation',
+      'main thread fixed',
+      'main thread per token',
+    ],
+    splitRows,
   ),
 ].join('\n');
 console.log(results);

@@ -1,7 +1,7 @@
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import { isTimeout, type Outcome, type StreamOutcome, type Ticket } from './glue';
 import { LLAMA_ATTR } from './names';
-import type { SequenceEntry } from './slot';
+import type { Slot } from './slot';
 import type { CompleteOptions, CompletionInput, CompletionResult } from './types';
 
 type ShiftSize = CompleteOptions['contextShiftSize'];
@@ -25,33 +25,37 @@ export interface GenerationTally {
 }
 
 export interface GenerationHooks {
+  /** After a generation that shifted its context or had its prompt cut. */
   done(result: GenerationTally): void;
   /** An error in the measuring itself (never the generation's): counted, never thrown into the generation. */
   internalError(source: string, error: unknown): void;
 }
 
 /**
- * One completion on a sequence the queue handed out. Token accounting comes from the runtime: `onToken`
+ * One completion on a free sequence of `slot` (the queue runs at most one generation per sequence), given
+ * back when it ends. Token accounting comes from the runtime: `onToken`
  * marks the first token and counts tokens as they are handed out (grouped when bytes form one character;
  * added to the stream in batches, see TOKEN_BATCH); the sequence's token meter gives the exact number
  * generated, and tokens generated but never handed out (held partial characters, a stop trigger) are
- * counted when the stream ends. Context shifts are seen
- * through `contextShiftSize`, which node-llama-cpp resolves once before generating (where the prompt is
- * fitted into the context) and once per shift.
+ * counted when the stream ends. Context shifts are seen through `contextShiftSize`, which node-llama-cpp
+ * resolves once before generating (where the prompt is fitted into the context) and once per shift; it is
+ * passed only where a shift or a cut prompt is possible (see cannotShift).
  */
 export async function generate(
-  entry: SequenceEntry,
+  slot: Slot,
   ticket: Ticket,
   input: CompletionInput,
   options: CompleteOptions,
   hooks: GenerationHooks,
 ): Promise<CompletionResult> {
+  const signal = options.signal;
+  const stream = ticket.stream();
+  // Nothing below throws before the try whose finally gives the sequence back.
+  const entry = slot.acquire();
   const { sequence, completion } = entry;
   const meter = sequence.tokenMeter;
   const inputBefore = meter.usedInputTokens;
   const outputBefore = meter.usedOutputTokens;
-  const signal = options.signal;
-  const stream = ticket.stream();
   let handedOut = 0;
   let contextShifts = 0;
   let promptTruncated = false;
@@ -70,6 +74,8 @@ export async function generate(
     }
     return userOnToken?.(tokens);
   };
+  // Passed only where the generation could shift or its prompt be cut (see cannotShift): otherwise
+  // node-llama-cpp's own default runs, and both counts are 0 by construction.
   const decide = (size: number, seq: LlamaContextSequence): number => {
     if (meter.usedOutputTokens > outputBefore) contextShifts++;
     else {
@@ -88,7 +94,10 @@ export async function generate(
 
   let outcome: Outcome = 'error';
   try {
-    const response = await completion.generateCompletionWithMeta(input, { ...options, onToken, contextShiftSize });
+    const observed = cannotShift(input, options, sequence)
+      ? { ...options, onToken }
+      : { ...options, onToken, contextShiftSize };
+    const response = await completion.generateCompletionWithMeta(input, observed);
     outcome = response.metadata.stopReason === 'abort' ? abortOutcome(signal) : 'completed';
     return {
       ...response,
@@ -112,7 +121,8 @@ export async function generate(
       [LLAMA_ATTR.outputTokens]: generated,
     });
     ticket.end(outcome);
-    hooks.done({ contextShifts, promptTruncated });
+    slot.giveBack(entry);
+    if (contextShifts > 0 || promptTruncated) hooks.done({ contextShifts, promptTruncated });
   }
 }
 
@@ -125,6 +135,28 @@ function resolveShiftSize(size: ShiftSize, sequence: LlamaContextSequence): numb
   if (typeof size === 'number') return size;
   if (typeof size === 'function') return size(sequence);
   return Math.max(1, Math.floor(sequence.context.contextSize / 10));
+}
+
+/**
+ * Whether this generation can neither shift its context nor have its prompt cut, from bounds alone: then
+ * there is nothing for the `contextShiftSize` function to observe. node-llama-cpp shifts once the sequence
+ * holds `contextSize − 1` tokens, and holds at most the prompt (with a beginning-of-sequence token) plus
+ * `maxTokens`; a text prompt has at most one token per UTF-8 byte, plus one for a leading space (as in
+ * promptOverflows). Undecided (no `maxTokens`, a LlamaText, an app's shift-size function): false.
+ */
+function cannotShift(input: CompletionInput, options: CompleteOptions, sequence: LlamaContextSequence): boolean {
+  const { maxTokens, contextShiftSize } = options;
+  if (maxTokens === undefined || !(maxTokens > 0) || typeof contextShiftSize === 'function') return false;
+  let prompt: number;
+  if (typeof input === 'string') prompt = Buffer.byteLength(input) + 2;
+  else if (Array.isArray(input)) prompt = input.length + 1;
+  else return false;
+  const contextSize = sequence.context.contextSize;
+  const shiftSize = Math.min(
+    contextSize,
+    Math.max(1, Math.floor(typeof contextShiftSize === 'number' ? contextShiftSize : contextSize / 10)),
+  );
+  return prompt + maxTokens <= contextSize - 2 && prompt <= contextSize - shiftSize;
 }
 
 /**

@@ -147,10 +147,7 @@ class MonitoredModel implements MonitoredLlamaModel {
     const signal = options.signal;
     try {
       return await this.swap.use(
-        (slot) => {
-          const entry = slot.acquire();
-          return generate(entry, ticket, input, options, this.hooks).finally(() => slot.giveBack(entry));
-        },
+        (slot) => generate(slot, ticket, input, options, this.hooks),
         (task) => this.queue.run(task, { ticket, signal }),
       );
     } catch (error) {

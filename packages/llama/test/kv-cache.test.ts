@@ -122,6 +122,32 @@ describe('KV cache as allocated versus reserved', () => {
     }
   });
 
+  it('counts shifts at the edge where the wrapper stops watching for them (prompt bound + maxTokens)', async () => {
+    const t = monitorFor();
+    const model = await open(t, { sequences: 1 });
+    try {
+      const sequence = (await sequencesOf1(model))!;
+      // 'x' is bounded by 1 byte + a leading space + <s> = 3 tokens: up to maxTokens 256 − 2 − 3 = 251 the
+      // generation cannot reach 255 tokens and no shift-size function is passed; past it, one is.
+      const byMaxTokens: Record<number, number> = {};
+      for (const maxTokens of [250, 251, 252, 253, 254, 255]) {
+        const fill: number[] = [];
+        const result = await model.complete('x', { maxTokens, onToken: () => fill.push(sequence.nextTokenIndex) });
+        expect(result.usage.outputTokens).toBe(maxTokens);
+        const drops = fill.filter((v, i) => i > 0 && v < fill[i - 1]).length;
+        expect(result.contextShifts).toBe(drops);
+        byMaxTokens[maxTokens] = drops;
+      }
+      expect(byMaxTokens[251]).toBe(0);
+      // The range crosses the runtime's own edge, so both sides of the wrapper's bound are exercised.
+      expect(byMaxTokens[255]).toBeGreaterThan(0);
+      expect(model.kvCache().shifts.generation).toBe(Object.values(byMaxTokens).reduce((a, b) => a + b, 0));
+    } finally {
+      await model.release();
+      await t.close();
+    }
+  });
+
   it('counts a prompt cut to fit the context, and not one that fits', async () => {
     const t = monitorFor();
     const model = await open(t, { sequences: 1 });
