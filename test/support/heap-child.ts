@@ -18,7 +18,7 @@ import { createMonitor } from '@infersignal/core';
 
 const mode = process.env.MODE;
 const cacheChunks = Number(process.env.CACHE_CHUNKS ?? 48);
-const totalChunks = Number(process.env.TOTAL_CHUNKS ?? 800);
+const totalChunks = Number(process.env.TOTAL_CHUNKS ?? 300);
 const OBJECTS_PER_CHUNK = 8192;
 
 const monitor = createMonitor({
