@@ -4,9 +4,11 @@
  * response on the JS heap (a cache without eviction: small objects, which
  * every major GC marks). As the heap fills, V8 runs major GCs more often
  * and each takes longer, until requests time out or the process dies of
- * heap exhaustion (connection errors). Everything here is real: V8, its
- * collector, the event loop, the signal measuring it; only the leak is
- * written for the test.
+ * heap exhaustion (connection errors). The precursor is heap_headroom:
+ * the live set after each major GC climbs toward the old-generation limit,
+ * whether or not a GC pause ever gets long enough for event_loop.
+ * Everything here is real: V8, its collector, the event loop, the signals
+ * measuring them; only the leak is written for the test.
  */
 import type { AlertRecord } from '@infersignal/bench';
 import type { ThresholdsInput } from '@infersignal/core';
@@ -15,7 +17,10 @@ import { faultFigures } from './common';
 import type { JudgedAlert } from '../suite';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
 
-/** Core's defaults: the event loop is judged on the longest single block of each 1 s period (WARN at 100 ms). */
+/**
+ * Core's defaults: heap_headroom WARN at 80 % of the old generation live after two major GCs in a row; the event
+ * loop is judged on the longest single block of each 1 s period (WARN at 100 ms).
+ */
 export const GC_PRESSURE_THRESHOLDS: ThresholdsInput = {};
 
 export const OLD_SPACE_MIB = 96;
@@ -138,9 +143,9 @@ export async function runGcPressure(options: FaultRunOptions): Promise<GcRunFigu
 
 export const gcPressureScenario: FaultScenario = {
   name: 'gc-pressure',
-  expectedSignals: ['event_loop'],
+  expectedSignals: ['heap_headroom'],
   failureDefinition:
     'a request without a successful answer: a timeout (2 s) while the collector holds the loop, or a connection error once the process died of heap exhaustion',
-  goal: 'event_loop (process-wide) before the first failed request, no alert in the healthy phase',
+  goal: 'heap_headroom (the process) before the first failed request, no alert in the healthy phase',
   run: runGcPressure,
 };

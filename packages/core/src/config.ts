@@ -124,6 +124,15 @@ export interface EventLoopThresholds {
   backpressure: boolean;
 }
 
+export interface HeapThresholds {
+  /** Live share (old-generation bytes in use after a major GC / the old-generation limit) above which the level is WARN. */
+  liveWarn: number;
+  /** Live share above which the level is CRITICAL. */
+  liveCritical: number;
+  /** Consecutive major GCs the live share must stay above a bound before that level is reported. */
+  majorGcs: number;
+}
+
 export interface ConnectionThresholds {
   /** Open connections / capacity above which the `connections` signal is WARN. */
   saturationWarn: number;
@@ -136,6 +145,7 @@ export interface Thresholds {
   connections: ConnectionThresholds;
   capacity: CapacityThresholds;
   eventLoop: EventLoopThresholds;
+  heap: HeapThresholds;
   modelLoad: ModelLoadThresholds;
   stream: StreamThresholds;
   deviceMemory: DeviceMemoryThresholds;
@@ -169,6 +179,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   },
   connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
   eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
+  heap: { liveWarn: 0.8, liveCritical: 0.9, majorGcs: 2 },
   modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {}, minSpikeSeconds: 1 },
   stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
   deviceMemory: {
@@ -220,6 +231,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     backpressure: 'boolean',
   },
   connections: { saturationWarn: 'ratio', saturationCritical: 'ratio' },
+  heap: { liveWarn: 'ratio', liveCritical: 'ratio', majorGcs: 'integer' },
   queue: {
     occupancyWarn: 'ratio',
     occupancyCritical: 'ratio',
@@ -267,6 +279,7 @@ const INTEGER_MAX: Record<string, number> = {
   'modelLoad.baselineSamples': 1000,
   'anomaly.window': 10_000,
   'glitch.minSamples': 4096,
+  'heap.majorGcs': 64,
 };
 
 function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
@@ -392,6 +405,12 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
     throw new InferSignalConfigError(
       `${prefix}.eventLoop.delayWarnSeconds`,
       `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds})`,
+    );
+  }
+  if (t.heap.liveWarn >= t.heap.liveCritical) {
+    throw new InferSignalConfigError(
+      `${prefix}.heap.liveWarn`,
+      `must be below heap.liveCritical (${t.heap.liveCritical})`,
     );
   }
   if (t.stream.minSamples > t.stream.windowSize) {

@@ -38,6 +38,7 @@ const RUNTIME_NAMES: ReadonlySet<string> = new Set(
     METRICS.eventLoopDelayMax,
     METRICS.eventLoopUtilization,
     METRICS.gcDuration,
+    METRICS.heapUsed,
   ].map((spec) => spec.name),
 );
 

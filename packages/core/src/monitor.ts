@@ -22,6 +22,7 @@ import { checkOptionKeys, integerOption, nameOption } from './options';
 import { GlitchAttributionSignal } from './signals/attribution';
 import { DeviceMemorySignal } from './signals/device-memory';
 import { EventLoopSignal } from './signals/event-loop';
+import { HeapSignal } from './signals/heap';
 import { ModelLoadSignal } from './signals/model-load';
 import { QueueSignal } from './signals/queues';
 import { RequestTraces, traceSettings } from './signals/request-trace';
@@ -59,6 +60,7 @@ const OPTION_KEYS = new Set([
   'clock',
   'logger',
   'eventLoop',
+  'heap',
   'runtimeMetrics',
   'exportMode',
   'genAi',
@@ -166,6 +168,8 @@ class MonitorImpl implements Monitor, RegistrationHost {
         "infersignal: no OpenTelemetry MeterProvider was registered when the monitor was created (before sdk.start()?), so its metrics go nowhere; detectors and alerts still run. Create it after sdk.start(), pass { meterProvider }, or add @infersignal/node's InferSignalInstrumentation to NodeSDK's instrumentations.",
       );
     this.exportMode = options.exportMode ?? 'api';
+    if (options.heap !== undefined && typeof options.heap !== 'boolean')
+      throw new InferSignalConfigError('heap', 'must be a boolean');
     if (options.runtimeMetrics !== undefined && typeof options.runtimeMetrics !== 'boolean')
       throw new InferSignalConfigError('runtimeMetrics', 'must be a boolean');
     this.instruments = new Instruments(
@@ -220,6 +224,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
         }),
     );
     const eventLoop = options.eventLoop === false ? undefined : this.register((ctx) => new EventLoopSignal(ctx));
+    if (options.heap !== false) this.register((ctx) => new HeapSignal(ctx));
     const loopBackpressure = this.thresholds.eventLoop.backpressure;
     this.queues = this.register(
       (ctx) =>

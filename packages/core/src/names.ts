@@ -69,6 +69,8 @@ export const ATTR = {
   rpcGrpcStatusCode: 'rpc.grpc.status_code',
   /** The name given to an instrumented HTTP(S) server (`instrumentServer`, default `http` / `https`). */
   server: 'infersignal.server.name',
+  /** V8JS semconv: the heap space of `v8js.memory.heap.used` (`old_space`, `new_space`, `code_space`, …). */
+  heapSpace: 'v8js.heap.space.name',
 } as const;
 
 const m = ATTR.model;
@@ -241,6 +243,39 @@ export const METRICS = {
     unit: 's',
     description: 'Garbage-collection pause durations (PerformanceObserver gc entries).',
     attributes: ['v8js.gc.type'],
+  },
+  heapUsed: {
+    name: 'v8js.memory.heap.used',
+    type: 'gauge',
+    unit: 'By',
+    description:
+      'Bytes in use per V8 heap space (space_used_size of v8.getHeapSpaceStatistics()), read at collection. The V8JS conventions make it an UpDownCounter; observed here as a gauge (the same Prometheus gauge).',
+    attributes: [ATTR.heapSpace],
+  },
+  heapLive: {
+    name: 'infersignal.heap.live',
+    type: 'gauge',
+    unit: 'By',
+    description:
+      'Old-generation bytes in use right after the last major GC (mark-compact): the live set the collector could not free. Every space but the young generation and read-only space.',
+    attributes: [],
+  },
+  heapLiveLimit: {
+    name: 'infersignal.heap.live.limit',
+    type: 'gauge',
+    unit: 'By',
+    description:
+      "The old-generation limit the live set is judged against: --max-old-space-size where the process was given it, else V8's heap_size_limit less its young-generation reserve.",
+    attributes: [],
+  },
+  heapLiveRatio: {
+    name: 'infersignal.heap.live.ratio',
+    type: 'gauge',
+    unit: '1',
+    description:
+      'infersignal.heap.live / infersignal.heap.live.limit: how full the heap stays after the collector did its best. The process dies of heap exhaustion near 1.',
+    attributes: [],
+    feeds: 'heap.liveWarn / heap.liveCritical',
   },
   modelLoadDuration: {
     name: 'infersignal.model.load.duration',

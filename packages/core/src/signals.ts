@@ -48,6 +48,7 @@ export type {
   ConnectionThresholds,
   DeviceMemoryThresholds,
   EventLoopThresholds,
+  HeapThresholds,
   GlitchThresholds,
   ModelLoadThresholds,
   QueueThresholds,

@@ -1,6 +1,7 @@
 import type { Attributes, Meter, MeterProvider, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
 import type { Signal, SignalFactory } from './contract';
+import type { HeapSnapshot } from './signals/heap';
 
 /** How a request ended. */
 export type Outcome =
@@ -35,6 +36,7 @@ export type SignalName =
   | 'latency_anomaly'
   | 'capacity'
   | 'event_loop'
+  | 'heap_headroom'
   | (string & {});
 
 /** One shape for every alert: a signal changed level. */
@@ -123,6 +125,11 @@ export interface MonitorOptions {
   exportMode?: 'api' | 'producer';
   /** Sample event-loop delay/utilization and GC pauses (default true). */
   eventLoop?: boolean;
+  /**
+   * Judge the JS heap's live set after each major GC against the old
+   * generation's limit (`heap_headroom`, thresholds `heap`; default true).
+   */
+  heap?: boolean;
   /**
    * Export the Node runtime instruments `nodejs.eventloop.*` and
    * `v8js.gc.duration` (default true). Set false where
@@ -306,6 +313,8 @@ export interface Snapshot {
       drifting: boolean;
     }
   >;
+  /** The JS heap's live set after the last major GC against its limit (absent with `heap: false`). */
+  heap?: HeapSnapshot;
   /** Signals currently above ok. */
   active: AlertEvent[];
   internalErrors: number;

@@ -124,20 +124,67 @@ describe('event loop: blocking, not busyness', () => {
     expect(samplesBefore).toBeGreaterThan(8);
   });
 
-  it('names what held the loop: its own work on CPU, or a wait for a CPU', () => {
+  it('names what held the loop: its own work on CPU, or a synchronous wait off CPU, each at its full level', () => {
     const { loop, alerts } = simulated();
     slices(loop, 3, 10_000, 6, 24);
     loop.busy(2_130, 300);
-    loop.stall(6_130, 250);
+    loop.wait(6_130, 250);
     loop.advance(10_000);
     const raised = alerts.filter((a) => a.signal === 'event_loop' && a.level === 'warn');
     expect(raised).toHaveLength(2);
     expect(raised[0]!.message).toMatch(/blocked for \d+ ms at once \((2[89]\d|30\d) ms of it on CPU: synchronous work/);
     expect(raised[0]!.details?.blockCpuSeconds).toBeGreaterThan(0.28);
     expect(raised[1]!.message).toMatch(
-      /blocked for \d+ ms at once \(only \d ms of it on CPU: the process waited for a CPU/,
+      /blocked for \d+ ms at once \(only \d ms of it on CPU, 0 ms waiting for one: a synchronous wait in this process/,
     );
-    expect(raised[1]!.details?.blockCpuSeconds).toBeLessThan(0.01);
+    expect(raised[1]!.details).toMatchObject({ blockQueuedSeconds: 0 });
+  });
+
+  it('a process kept off the CPUs is judged a level lower: a 250 ms stall stays ok, a 700 ms one is WARN, not CRITICAL', () => {
+    const { loop, alerts, signal } = simulated();
+    slices(loop, 3, 12_000, 6, 24);
+    loop.stall(2_130, 250);
+    loop.advance(6_000);
+    expect(signal.samples).toBeGreaterThanOrEqual(5); // the stall's period was judged, and left no level
+    expect(alerts.filter((a) => a.signal === 'event_loop')).toEqual([]);
+    loop.stall(6_130, 700);
+    loop.advance(12_000);
+    const raised = alerts.filter((a) => a.signal === 'event_loop' && a.level !== 'ok');
+    expect(raised.map((a) => a.level)).toEqual(['warn']);
+    // The probe's lateness: the stall less the part of a probe interval before it began.
+    expect(raised[0]!.value).toBeGreaterThanOrEqual(0.68);
+    expect(raised[0]!.value).toBeLessThanOrEqual(0.71);
+    expect(raised[0]!.message).toMatch(
+      /blocked for \d+ ms at once \(only \d ms of it on CPU, (6[89]\d|70\d) ms waiting for one: the process waited for a CPU \(machine load or CPU quota\), judged a level lower/,
+    );
+    // Its own work, slowed by the same machine, keeps its level: 300 ms of which 60 ms on CPU is WARN.
+    loop.slowed(12_130, 300, 60);
+    loop.advance(16_000);
+    const slowed = alerts.filter((a) => a.signal === 'event_loop' && a.level !== 'ok');
+    expect(slowed.map((a) => a.level)).toEqual(['warn', 'warn']);
+    expect(slowed[1]!.message).toMatch(
+      /only 60 ms of it on CPU, 2\d\d ms waiting for one: the process waited for a CPU \(machine load or CPU quota\)\)?;/,
+    );
+  });
+
+  it('without a run-queue figure (not Linux) a stall keeps its level and the CPU-time reading', () => {
+    const loop = new SimLoop();
+    const alerts: AlertEvent[] = [];
+    monitor = createMonitor({
+      clock: () => loop.t,
+      eventLoop: false,
+      detectorIntervalMs: 0,
+      traces: false,
+      logger: { warn() {} },
+      onAlert: (e) => alerts.push(e),
+    });
+    const blind = Object.assign(Object.create(loop) as SimLoop, { queuedMs: undefined });
+    monitor.register((ctx) => new EventLoopSignal(ctx, blind));
+    loop.stall(2_130, 250);
+    loop.advance(4_000);
+    const raised = alerts.find((a) => a.signal === 'event_loop');
+    expect(raised?.level).toBe('warn');
+    expect(raised!.message).toMatch(/only \d ms of it on CPU: the process waited for a CPU/);
   });
 
   it('a block that ends just as the period does is judged in that period', () => {

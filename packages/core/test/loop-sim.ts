@@ -16,8 +16,9 @@ interface Timer {
 export class SimLoop implements LoopSource {
   t = 0;
   private readonly timers: Timer[] = [];
-  private readonly runs: { at: number; ms: number; cpu: boolean }[] = [];
+  private readonly runs: { at: number; ms: number; cpu: number; queued: number }[] = [];
   private cpu = 0;
+  private queued = 0;
   private busyMs = 0;
   private busyAtLastRead = 0;
   private readAt = 0;
@@ -36,13 +37,25 @@ export class SimLoop implements LoopSource {
 
   /** A synchronous run of `ms` that becomes ready at `at`. */
   busy(at: number, ms: number): void {
-    this.runs.push({ at, ms, cpu: true });
+    this.runs.push({ at, ms, cpu: ms, queued: 0 });
     this.runs.sort((a, b) => a.at - b.at);
   }
 
-  /** The process kept off the CPUs for `ms` from `at`: the loop stands still without running anything. */
+  /** The process kept off the CPUs for `ms` from `at` (in the run queue): the loop stands still without running anything. */
   stall(at: number, ms: number): void {
-    this.runs.push({ at, ms, cpu: false });
+    this.runs.push({ at, ms, cpu: 0, queued: ms });
+    this.runs.sort((a, b) => a.at - b.at);
+  }
+
+  /** A synchronous wait of `ms` from `at` (file or child-process I/O): the loop stands still, off CPU, not queued for one. */
+  wait(at: number, ms: number): void {
+    this.runs.push({ at, ms, cpu: 0, queued: 0 });
+    this.runs.sort((a, b) => a.at - b.at);
+  }
+
+  /** A synchronous run of `cpuMs` of work on a loaded machine: it holds the loop `ms`, the rest waiting for a CPU. */
+  slowed(at: number, ms: number, cpuMs: number): void {
+    this.runs.push({ at, ms, cpu: cpuMs, queued: ms - cpuMs });
     this.runs.sort((a, b) => a.at - b.at);
   }
 
@@ -65,7 +78,8 @@ export class SimLoop implements LoopSource {
         this.runs.shift();
         this.t += run!.ms;
         this.busyMs += run!.ms;
-        if (run!.cpu) this.cpu += run!.ms;
+        this.cpu += run!.cpu;
+        this.queued += run!.queued;
       }
     }
     this.t = Math.max(this.t, until);
@@ -85,6 +99,10 @@ export class SimLoop implements LoopSource {
 
   cpuMs(): number {
     return this.cpu;
+  }
+
+  queuedMs(): number {
+    return this.queued;
   }
 
   close(): void {

@@ -116,6 +116,17 @@ export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
       },
     ],
   });
+  const h = o.thresholds.heap;
+  l.add({
+    title: 'Live heap after major GC / limit',
+    description:
+      'Old-generation bytes in use right after the last major GC, as a share of the old-generation limit (--max-old-space-size, or heap_size_limit less the young generation). A leak climbs collection after collection; a healthy heap comes back to the same share. Lines: thresholds.heap.liveWarn and liveCritical.',
+    w: 6,
+    unit: 'percentunit',
+    lines: [h.liveWarn, h.liveCritical],
+    targets: [{ expr: perInstance('heapLiveRatio'), legend: '{{instance}}' }],
+    fieldConfig: { defaults: { min: 0, max: 1 } },
+  });
 }
 
 export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {

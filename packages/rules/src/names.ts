@@ -81,6 +81,7 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'queueUtilization',
   'queueTimeToSaturation',
   'eventLoopDelayP99',
+  'heapLiveRatio',
   'connectionsOpen',
   'connectionsCapacity',
   'connectionsRejected',

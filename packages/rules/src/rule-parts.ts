@@ -66,6 +66,8 @@ export const RUNBOOK_ANCHORS: Record<string, string> = {
   InferSignalMemoryDrift: 'memory-drift',
   InferSignalEventLoopDelayHigh: 'event-loop-delay',
   InferSignalEventLoopDelayCritical: 'event-loop-delay',
+  InferSignalHeapLiveHigh: 'heap-headroom',
+  InferSignalHeapLiveCritical: 'heap-headroom',
   InferSignalConnectionsSaturated: 'connections-saturated',
   InferSignalConnectionsSaturatedCritical: 'connections-saturated',
   InferSignalConnectionsRejected: 'connections-rejected',

@@ -61,12 +61,19 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
   };
 }
 
-/** Event-loop delay: a blocked loop (synchronous inference, a long GC) stalls every timer and socket, a saturated server with an empty queue. */
+/**
+ * Event-loop delay: a blocked loop (synchronous inference, a long GC) stalls
+ * every timer and socket, a saturated server with an empty queue. Heap
+ * headroom: the live set after a major GC against the old generation's
+ * limit, which a JS heap leak exhausts.
+ */
 export function runtimeGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
   const e = o.thresholds.eventLoop;
   const hold = holdFor(o, 0);
   const delay = `max ${by(...INSTANCE_KEYS)} (${metric('eventLoopDelayP99')})`;
+  const h = o.thresholds.heap;
+  const live = `max ${by(...INSTANCE_KEYS)} (${metric('heapLiveRatio')})`;
   const where = `{{ $labels.instance }} ({{ $labels.job }})`;
   return {
     name: 'infersignal.runtime',
@@ -90,6 +97,26 @@ export function runtimeGroup(o: ResolvedOptions): RuleGroup {
         hold,
         `Event-loop delay P99 above ${humanSeconds(e.delayCriticalSeconds)}`,
         `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayCriticalSeconds)} (thresholds.eventLoop.delayCriticalSeconds) for ${hold}. The process is saturated even if its queue is not: health checks, streams and timeouts stall.`,
+      ),
+      alert(
+        o,
+        'InferSignalHeapLiveHigh',
+        'heap_headroom',
+        'warning',
+        `${live} > ${h.liveWarn}`,
+        hold,
+        `Live JS heap above ${humanPercent(h.liveWarn)} of its limit`,
+        `${where} holds {{ $value | humanizePercentage }} of its old-generation limit in live objects after a major GC (infersignal.heap.live.ratio), above ${humanPercent(h.liveWarn)} (thresholds.heap.liveWarn) for ${hold}. What the collector cannot free keeps growing: a leak or an unbounded cache ends in "JavaScript heap out of memory".`,
+      ),
+      alert(
+        o,
+        'InferSignalHeapLiveCritical',
+        'heap_headroom',
+        'critical',
+        `${live} > ${h.liveCritical}`,
+        hold,
+        `Live JS heap above ${humanPercent(h.liveCritical)} of its limit`,
+        `${where} holds {{ $value | humanizePercentage }} of its old-generation limit in live objects after a major GC, above ${humanPercent(h.liveCritical)} (thresholds.heap.liveCritical) for ${hold}. V8 is about to abort the process (heap out of memory); major GCs come back to back and free almost nothing.`,
       ),
     ],
   };

@@ -133,7 +133,7 @@ describe('generated names against a real exporter scrape', () => {
     expect(spikes).toMatch(/ 1$/);
     const streams = text.split('\n').filter((line) => line.startsWith(`${metricName('streams')}{`));
     expect(streams.some((line) => line.includes(`${LABEL.outcome}="cancelled"`))).toBe(true);
-    expect(alertingRules(buildRules()).length).toBe(22);
+    expect(alertingRules(buildRules()).length).toBe(24);
   });
 
   it('the capacity, runtime, connection and breaker series carry the values the rules compare', () => {
@@ -148,6 +148,10 @@ describe('generated names against a real exporter scrape', () => {
     expect(samples(metricName('queueHeadroom'), capacity)[0].value).toBeGreaterThan(0);
     expect(samples(metricName('queueWaitPredicted'), capacity)[0].value).toBeGreaterThanOrEqual(0);
     expect(samples(metricName('eventLoopDelayP99'))[0].value).toBeGreaterThan(0);
+    // A test process's live heap: a few tens of MiB against a limit of gigabytes.
+    const [live] = samples(metricName('heapLiveRatio'));
+    expect(live.value).toBeGreaterThan(0);
+    expect(live.value).toBeLessThan(0.5);
 
     const api = { [LABEL.server]: 'api' };
     expect(samples(metricName('connectionsCapacity'), api).map((s) => s.value)).toEqual([8]);

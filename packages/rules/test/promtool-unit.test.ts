@@ -340,6 +340,31 @@ const tests = [
     ],
   },
   {
+    name: 'heap: 85 % live warns, 95 % is critical after the 5m hold, 50 % does not',
+    interval: '15s',
+    input_series: (
+      [
+        ['a', 0.85],
+        ['b', 0.95],
+        ['c', 0.5],
+      ] as const
+    ).map(([instance, ratio]) => ({
+      series: selector(metricName('heapLiveRatio'), { job: JOB, instance, otel_scope_name: '@infersignal/core' }),
+      values: `${ratio}x${STEPS}`,
+    })),
+    alert_rule_test: [
+      check('4m', 'InferSignalHeapLiveHigh'),
+      check('4m', 'InferSignalHeapLiveCritical'),
+      check('6m', 'InferSignalHeapLiveHigh', [
+        expected('InferSignalHeapLiveHigh', { job: JOB, instance: 'a' }, 0.85),
+        expected('InferSignalHeapLiveHigh', { job: JOB, instance: 'b' }, 0.95),
+      ]),
+      check('6m', 'InferSignalHeapLiveCritical', [
+        expected('InferSignalHeapLiveCritical', { job: JOB, instance: 'b' }, 0.95),
+      ]),
+    ],
+  },
+  {
     name: 'connections: 9 of 10 warns, 10 of 10 is critical; no capacity and capacity 0 are not judged',
     interval: '15s',
     input_series: (

@@ -9,34 +9,43 @@
  * With the process's CPU time at each firing, it also tells what held the
  * loop: a block of the process's own work spends about its length on CPU;
  * a process that waited for a CPU (a loaded machine, a CPU quota) spends
- * little.
+ * little. Where the time the loop's thread waited in the run queue is
+ * known (Linux), it also says how much of the block was a wait for a CPU.
  */
 export class LoopBlockProbe {
   private dueAt: number;
   private lastCpu: number;
   private longest = 0;
   private longestCpu = 0;
+  private lastQueued: number;
+  private longestQueued = Number.NaN;
   /** CPU time (ms) the process spent during the longest block of the last period taken. */
   cpuOfLongest = 0;
+  /** Time (ms) the loop's thread waited for a CPU during that block; NaN where unknown. */
+  queuedOfLongest = Number.NaN;
 
   constructor(
     readonly intervalMs: number,
     now: number,
     cpuMs = 0,
+    queuedMs = Number.NaN,
   ) {
     this.dueAt = now + intervalMs;
     this.lastCpu = cpuMs;
+    this.lastQueued = queuedMs;
   }
 
   /** The probe timer fired at `now` (ms) and is re-armed for `intervalMs` later; returns its lateness (ms). */
-  fired(now: number, cpuMs = 0): number {
+  fired(now: number, cpuMs = 0, queuedMs = Number.NaN): number {
     const late = now - this.dueAt;
     if (late > this.longest) {
       this.longest = late;
       this.longestCpu = cpuMs - this.lastCpu;
+      this.longestQueued = queuedMs - this.lastQueued;
     }
     this.dueAt = now + this.intervalMs;
     this.lastCpu = cpuMs;
+    this.lastQueued = queuedMs;
     return late;
   }
 
@@ -50,21 +59,26 @@ export class LoopBlockProbe {
    * `now` (its timer has not run yet); starts the next period. The overdue
    * part is counted here once: the probe's lateness is then measured from `now`.
    */
-  take(now: number, cpuMs = 0): number {
+  take(now: number, cpuMs = 0, queuedMs = Number.NaN): number {
     const overdue = now - this.dueAt;
     let longest = Math.max(0, this.longest);
     let cpu = this.longestCpu;
+    let queued = this.longestQueued;
     if (overdue > longest) {
       longest = overdue;
       cpu = cpuMs - this.lastCpu;
+      queued = queuedMs - this.lastQueued;
     }
     if (overdue > 0) {
       this.dueAt = now;
       this.lastCpu = cpuMs;
+      this.lastQueued = queuedMs;
     }
     this.longest = 0;
     this.longestCpu = 0;
+    this.longestQueued = Number.NaN;
     this.cpuOfLongest = Math.max(0, cpu);
+    this.queuedOfLongest = Math.max(0, queued);
     return longest;
   }
 }

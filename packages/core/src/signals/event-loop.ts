@@ -1,4 +1,5 @@
 import type { Attributes } from '@opentelemetry/api';
+import { closeSync, openSync, readSync } from 'node:fs';
 import {
   monitorEventLoopDelay,
   performance,
@@ -48,7 +49,39 @@ export interface LoopSource {
   utilization(): number;
   /** CPU time (ms, user + system) the process has used so far. */
   cpuMs(): number;
+  /**
+   * Time (ms) the loop's thread has spent runnable but waiting for a CPU so
+   * far (the run queue: a loaded machine, a CPU quota); NaN where unknown.
+   */
+  queuedMs?(): number;
   close(): void;
+}
+
+/**
+ * The calling thread's run-queue wait from Linux's schedstat (`<on CPU ns>
+ * <waiting ns> <slices>`), read through one open descriptor into one
+ * buffer; undefined where the file is missing (another OS, no schedstats).
+ */
+function threadQueueReader(): { read(): number; close(): void } | undefined {
+  let fd: number;
+  try {
+    fd = openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return undefined;
+  }
+  const buffer = Buffer.alloc(96);
+  return {
+    read() {
+      try {
+        const text = buffer.toString('latin1', 0, readSync(fd, buffer, 0, buffer.length, 0));
+        const first = text.indexOf(' ');
+        return Number(text.slice(first + 1, text.indexOf(' ', first + 1))) / 1e6;
+      } catch {
+        return Number.NaN;
+      }
+    },
+    close: () => closeSync(fd),
+  };
 }
 
 /** The process's own loop: perf_hooks' delay histogram and utilization, an unref()'d timer. */
@@ -56,6 +89,7 @@ export function nodeLoop(): LoopSource {
   const histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   histogram.enable();
   let elu: EventLoopUtilization = performance.eventLoopUtilization();
+  const queue = threadQueueReader();
   return {
     now: () => performance.now(),
     every(ms, fn) {
@@ -86,7 +120,11 @@ export function nodeLoop(): LoopSource {
       const { user, system } = process.cpuUsage();
       return (user + system) / 1000;
     },
-    close: () => histogram.disable(),
+    queuedMs: () => (queue ? queue.read() : Number.NaN),
+    close: () => {
+      histogram.disable();
+      queue?.close();
+    },
   };
 }
 
@@ -157,7 +195,7 @@ export class EventLoopSignal implements Signal {
     loop.utilization();
     this.periodStart = loop.now();
     const probeMs = Math.min(PROBE_MS, t.sampleIntervalMs);
-    this.probe = new LoopBlockProbe(probeMs, this.periodStart, loop.cpuMs());
+    this.probe = new LoopBlockProbe(probeMs, this.periodStart, loop.cpuMs(), this.queued());
     try {
       this.gcObserver = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) this.onGc(entry);
@@ -169,9 +207,13 @@ export class EventLoopSignal implements Signal {
     // One timer: each firing measures a block; the one that ends a period samples it.
     this.stopProbe = loop.every(probeMs, () => {
       const now = loop.now();
-      this.probe.fired(now, loop.cpuMs());
+      this.probe.fired(now, loop.cpuMs(), this.queued());
       if (now - this.periodStart >= t.sampleIntervalMs) this.sample();
     });
+  }
+
+  private queued(): number {
+    return this.loop.queuedMs ? this.loop.queuedMs() : Number.NaN;
   }
 
   private onGc(entry: import('node:perf_hooks').PerformanceEntry): void {
@@ -208,8 +250,9 @@ export class EventLoopSignal implements Signal {
       const loopNow = this.loop.now();
       const periodMs = loopNow - this.periodStart;
       this.periodStart = loopNow;
-      const block = this.probe.take(loopNow, this.loop.cpuMs()) / 1000;
+      const block = this.probe.take(loopNow, this.loop.cpuMs(), this.queued()) / 1000;
       const blockCpu = Math.min(block, this.probe.cpuOfLongest / 1000);
+      const blockQueued = Math.min(block, this.probe.queuedOfLongest / 1000);
       const delay = this.loop.delay();
       // The probe's block is a delay sample the histogram may have missed (its
       // timer can run after this one); a request arriving in a 1 s period with
@@ -221,9 +264,13 @@ export class EventLoopSignal implements Signal {
       this.samples++;
       const now = this.ctx.clock();
       const previous = this.delayLevel;
-      this.delayLevel = this.detector.update(this.max, now);
-      this.backpressureLevel = levelRank(previous) < levelRank(this.delayLevel) ? previous : this.delayLevel;
       const t = this.ctx.thresholds.eventLoop;
+      const starved = waitedForCpu(this.max, blockCpu, blockQueued);
+      // A loop held because the machine gave the process no CPU is judged a level lower: the machine's
+      // load, not this process's work, and what it needs is CPU (the message says so when it still alerts).
+      const judged = starved ? levelBelow(this.max, t.delayWarnSeconds, t.delayCriticalSeconds) : this.max;
+      this.delayLevel = this.detector.update(judged, now);
+      this.backpressureLevel = levelRank(previous) < levelRank(this.delayLevel) ? previous : this.delayLevel;
       this.ctx.report(
         'event_loop',
         this.delayLevel,
@@ -232,8 +279,14 @@ export class EventLoopSignal implements Signal {
         this.labels,
         this.delayLevel === 'ok'
           ? undefined
-          : `the loop was blocked for ${ms(this.max)} at once (${cause(block, blockCpu)}; delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
-        this.delayLevel === 'ok' ? undefined : { blockSeconds: block, blockCpuSeconds: blockCpu },
+          : `the loop was blocked for ${ms(this.max)} at once (${cause(block, blockCpu, blockQueued, starved)}; delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
+        this.delayLevel === 'ok'
+          ? undefined
+          : {
+              blockSeconds: block,
+              blockCpuSeconds: blockCpu,
+              ...(Number.isNaN(blockQueued) ? {} : { blockQueuedSeconds: blockQueued }),
+            },
       );
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);
@@ -256,15 +309,38 @@ export class EventLoopSignal implements Signal {
 }
 
 /**
+ * A block that was almost all a wait for a CPU: the loop's thread sat in the
+ * run queue for at least 80 % of the longest block and the process ran for
+ * at most 10 % of it. Own work slowed down by a loaded machine still runs a
+ * good share of the time (a 2-core machine with 7 busy processes gives each
+ * about 28 %), so it is not mistaken for this. Unknown run queue: never.
+ */
+function waitedForCpu(longest: number, cpu: number, queued: number): boolean {
+  return longest > 0 && queued >= 0.8 * longest && cpu <= 0.1 * longest;
+}
+
+/** The value one level below the one `value` reads as (CRITICAL → WARN, WARN → ok). */
+function levelBelow(value: number, warn: number, critical: number): number {
+  return value > critical ? critical : Math.min(value, warn);
+}
+
+/**
  * What held the loop: the process's own work spends about the block on CPU;
  * a process kept off the CPUs (a loaded machine, a container's CPU quota)
- * spends little of it.
+ * spends little of it, waiting in the run queue where that is known (Linux);
+ * off CPU and not waiting for one is a synchronous wait (file or
+ * child-process I/O, Atomics.wait).
  */
-function cause(block: number, cpu: number): string {
+function cause(block: number, cpu: number, queued: number, starved: boolean): string {
   if (block <= 0) return 'no single block';
-  return cpu >= block / 2
-    ? `${ms(cpu)} of it on CPU: synchronous work in this process`
-    : `only ${ms(cpu)} of it on CPU: the process waited for a CPU (machine load or CPU quota)`;
+  if (starved)
+    return `only ${ms(cpu)} of it on CPU, ${ms(queued)} waiting for one: the process waited for a CPU (machine load or CPU quota), judged a level lower`;
+  if (cpu >= block / 2) return `${ms(cpu)} of it on CPU: synchronous work in this process`;
+  if (Number.isNaN(queued))
+    return `only ${ms(cpu)} of it on CPU: the process waited for a CPU (machine load or CPU quota)`;
+  if (queued >= block / 2)
+    return `only ${ms(cpu)} of it on CPU, ${ms(queued)} waiting for one: the process waited for a CPU (machine load or CPU quota)`;
+  return `only ${ms(cpu)} of it on CPU, ${ms(queued)} waiting for one: a synchronous wait in this process (file or child-process I/O, Atomics.wait)`;
 }
 
 function ms(seconds: number): string {

@@ -6,7 +6,9 @@
  * - a queue with an explicit concurrency through a rising load, ticked by
  *   hand: utilization, headroom, predicted wait and time to saturation;
  * - the event-loop sampler (period `RUNTIME_THRESHOLDS.eventLoop`) and
- *   garbage until the exporter shows a GC pause;
+ *   garbage until the exporter shows a GC pause; a full GC (V8's own
+ *   `gc()`, exposed through its flags), after which the heap-headroom
+ *   signal has a live set to export;
  * - an HTTP request to the instrumented API server (keep-alive reuse), a
  *   server with `maxConnections = 1` and a second client (1 rejected), and a
  *   TLS server with one good handshake and one plain-HTTP client
@@ -22,6 +24,8 @@ import { createServer as createHttpsServer, get as httpsGet } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { ATTR, METRICS, type Monitor, type ThresholdsInput } from '@infersignal/core';
 import { instrumentServer, type ServerInstrumentation } from '@infersignal/http';
 import type { MetricNames } from '@infersignal/rules';
@@ -145,6 +149,18 @@ async function produceGarbageUntilGc(app: ExercisedServer): Promise<void> {
   });
 }
 
+/** A major GC now: the heap signal reads the live set after one, and a short test may see none of its own. */
+async function collectFullGarbage(app: ExercisedServer): Promise<void> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const live = app.names.metric('heapLiveRatio');
+  await until('the live heap after a major GC in the scrape', async () => {
+    gc();
+    await sleep(5); // delivered asynchronously, as above
+    return (await (await fetch(app.metricsUrl)).text()).includes(live);
+  });
+}
+
 function listen(server: Server): Promise<number> {
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
@@ -172,6 +188,7 @@ export async function exerciseRuntimeSignals(app: ExercisedServer): Promise<Runt
   try {
     await rampCapacity(app);
     await produceGarbageUntilGc(app);
+    await collectFullGarbage(app);
 
     // One request on the instrumented API server: open connections and keep-alive reuse.
     await (await fetch(`${app.url}/infer`)).text();

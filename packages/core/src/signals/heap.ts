@@ -1,0 +1,272 @@
+import type { Attributes } from '@opentelemetry/api';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
+import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
+import { ThresholdDetector } from '../detectors/threshold';
+import { ATTR, METRICS } from '../names';
+import type { Level } from '../types';
+
+const MiB = 1024 * 1024;
+
+/**
+ * Spaces outside the old generation: the young generation (collected by
+ * scavenges, and not what runs out) and the read-only snapshot.
+ */
+const NOT_OLD_GENERATION: ReadonlySet<string> = new Set(['new_space', 'new_large_object_space', 'read_only_space']);
+
+/** Bytes in use in one V8 heap space. */
+export interface HeapSpaceUse {
+  readonly name: string;
+  readonly used: number;
+}
+
+/** Where the signal reads the heap. `nodeHeap()` in a process; tests inject figures. */
+export interface HeapSource {
+  /** V8's `heap_size_limit` (bytes). */
+  heapSizeLimit(): number;
+  /** Bytes in use per heap space now. */
+  spaces(): readonly HeapSpaceUse[];
+  /** Calls `fn` after each batch of major GCs (mark-compact); returns a stop function. */
+  onMajorGc(fn: () => void): () => void;
+  /** The Node and V8 flags the process runs with (`process.execArgv`, then `NODE_OPTIONS`). */
+  flags(): readonly string[];
+}
+
+/** The process's own V8 heap: v8's statistics, major GCs from a PerformanceObserver. */
+export function nodeHeap(): HeapSource {
+  return {
+    heapSizeLimit: () => getHeapStatistics().heap_size_limit,
+    spaces: () => getHeapSpaceStatistics().map((s) => ({ name: s.space_name, used: s.space_used_size })),
+    onMajorGc(fn) {
+      const observer = new PerformanceObserver((list) => {
+        // One reading per batch: the entries of one callback all lie before it.
+        for (const entry of list.getEntries())
+          if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+            fn();
+            return;
+          }
+      });
+      observer.observe({ entryTypes: ['gc'] });
+      return () => observer.disconnect();
+    },
+    flags: () => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)],
+  };
+}
+
+/** The last value (MiB) of a V8 size flag, written with dashes or underscores, `=N` or ` N`. */
+function flagMiB(flags: readonly string[], name: string): number | undefined {
+  let found: number | undefined;
+  const spellings = [`--${name}`, `--${name.replaceAll('-', '_')}`];
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i]!;
+    for (const spelling of spellings) {
+      let text: string | undefined;
+      if (flag.startsWith(`${spelling}=`)) text = flag.slice(spelling.length + 1);
+      else if (flag === spelling) text = flags[i + 1];
+      const value = Number(text);
+      if (text !== undefined && text !== '' && Number.isFinite(value) && value > 0) found = value;
+    }
+  }
+  return found;
+}
+
+export interface OldGenerationLimit {
+  bytes: number;
+  /** Where the figure comes from. */
+  source: 'max-old-space-size' | 'max-semi-space-size' | 'estimate';
+}
+
+/**
+ * What "full" means for the live set: the old generation's limit, which is
+ * what a leak exhausts, not `heap_size_limit`. V8's `heap_size_limit` is
+ * the old generation plus a young-generation reserve of three semi-spaces.
+ * Measured (`node --max-old-space-size=N -p 'v8.getHeapStatistics().heap_size_limit'`):
+ *
+ * | Node     | N = 64  | N = 96  | N = 512 | no flag          |
+ * |----------|---------|---------|---------|------------------|
+ * | 20.20.2  | 112 MiB | 144 MiB | 560 MiB | 4144 MiB (+48)   |
+ * | 24.22.3  | 256 MiB | 288 MiB | 704 MiB | 4288 MiB (+192)  |
+ *
+ * (`--max-semi-space-size=4` gives N + 12 on both.) So with N = 96 on
+ * Node 24, a heap that is 96 % full of live objects reads 33 % of
+ * `heap_size_limit`; and a leak killed a Node 20 process with 95 MiB live
+ * in a 96 MiB old space (96 % of N, 66 % of `heap_size_limit`).
+ *
+ * `--max-old-space-size` (in execArgv or NODE_OPTIONS) is the limit
+ * itself. Without it, `heap_size_limit` less three semi-spaces when
+ * `--max-semi-space-size` is given; else less the largest default reserve
+ * measured (192 MiB in 4288 MiB, 3/67), which reads Node 20's live share at
+ * most 3.5 % high.
+ */
+export function oldGenerationLimit(heapSizeLimit: number, flags: readonly string[]): OldGenerationLimit {
+  const oldMiB = flagMiB(flags, 'max-old-space-size');
+  if (oldMiB !== undefined && oldMiB * MiB <= heapSizeLimit)
+    return { bytes: oldMiB * MiB, source: 'max-old-space-size' };
+  const semiMiB = flagMiB(flags, 'max-semi-space-size');
+  if (semiMiB !== undefined && 3 * semiMiB * MiB < heapSizeLimit)
+    return { bytes: heapSizeLimit - 3 * semiMiB * MiB, source: 'max-semi-space-size' };
+  return { bytes: (heapSizeLimit * 64) / 67, source: 'estimate' };
+}
+
+export interface LiveHeapLevels {
+  warn: number;
+  critical: number;
+  /** Consecutive readings a level's bound must be passed by before the level is reported. */
+  majorGcs: number;
+}
+
+/**
+ * Judges the live share after each major GC: a level is raised when the
+ * last `majorGcs` readings all passed its bound (the smallest of them is
+ * what the threshold detector sees), and lowered with the detector's
+ * hysteresis. A sawtooth heap that returns to the same live set after
+ * each collection reads the same share every time, however high the
+ * teeth; one collection that met a burst of in-flight objects raises
+ * nothing on its own.
+ */
+export class LiveHeapDetector {
+  private readonly recent: Float64Array;
+  private next = 0;
+  private readonly detector: ThresholdDetector;
+
+  constructor(levels: LiveHeapLevels) {
+    // Zeros until `majorGcs` readings came: nothing is raised before.
+    this.recent = new Float64Array(levels.majorGcs);
+    this.detector = new ThresholdDetector({ warn: levels.warn, critical: levels.critical, hysteresis: 0.1 });
+  }
+
+  get level(): Level {
+    return this.detector.level;
+  }
+
+  /** Feeds the live share of one major GC at `now` (ms); returns the level. */
+  update(share: number, now: number): Level {
+    if (Number.isNaN(share)) return this.detector.level;
+    this.recent[this.next] = share;
+    this.next = (this.next + 1) % this.recent.length;
+    let lowest = Number.POSITIVE_INFINITY;
+    for (const value of this.recent) lowest = Math.min(lowest, value);
+    return this.detector.update(lowest, now);
+  }
+}
+
+export interface HeapSnapshot {
+  level: Level;
+  /** Old-generation bytes in use after the last major GC; null before the first. */
+  liveBytes: number | null;
+  limitBytes: number;
+  limitSource: OldGenerationLimit['source'];
+  /** liveBytes / limitBytes; null before the first major GC. */
+  liveRatio: number | null;
+  /** V8's heap_size_limit (old generation plus the young-generation reserve). */
+  heapSizeLimitBytes: number;
+  majorGcs: number;
+}
+
+/**
+ * Heap headroom: the live set (old-generation bytes in use right after a
+ * major GC, what the collector could not free) against the old
+ * generation's limit. A JS heap leak grows it collection after collection
+ * until V8 aborts the process ("JavaScript heap out of memory"), often
+ * with GC pauses too short for the event-loop signal to see (a 96 MiB old
+ * space filled to exhaustion with pauses under 15 ms). Read on each major
+ * GC (v8's heap statistics, a few objects; nothing per request, nothing
+ * that walks the heap) and announced then, as `heap_headroom` about the
+ * process. Thresholds: `heap`.
+ */
+export class HeapSignal implements Signal {
+  readonly name = 'heap';
+  readonly limit: OldGenerationLimit;
+  readonly heapSizeLimit: number;
+  private readonly detector: LiveHeapDetector;
+  private readonly gauges: Record<'used' | 'live' | 'limit' | 'ratio', Gauge>;
+  private readonly spaceAttributes = new Map<string, Attributes>();
+  private readonly stop: () => void;
+  private readonly labels: Record<string, string> = {};
+  liveBytes = Number.NaN;
+  liveRatio = Number.NaN;
+  majorGcs = 0;
+  heapLevel: Level = 'ok';
+
+  constructor(
+    private readonly ctx: SignalContext,
+    private readonly source: HeapSource = nodeHeap(),
+  ) {
+    const t = ctx.thresholds.heap;
+    this.heapSizeLimit = source.heapSizeLimit();
+    this.limit = oldGenerationLimit(this.heapSizeLimit, source.flags());
+    this.detector = new LiveHeapDetector({ warn: t.liveWarn, critical: t.liveCritical, majorGcs: t.majorGcs });
+    this.gauges = {
+      used: ctx.gauge(METRICS.heapUsed),
+      live: ctx.gauge(METRICS.heapLive),
+      limit: ctx.gauge(METRICS.heapLiveLimit),
+      ratio: ctx.gauge(METRICS.heapLiveRatio),
+    };
+    this.stop = source.onMajorGc(() => this.afterMajorGc());
+  }
+
+  /** Reads the live set after a major GC, judges it and announces the level. */
+  afterMajorGc(): void {
+    try {
+      let live = 0;
+      for (const space of this.source.spaces()) if (!NOT_OLD_GENERATION.has(space.name)) live += space.used;
+      this.liveBytes = live;
+      this.liveRatio = live / this.limit.bytes;
+      this.majorGcs++;
+      this.heapLevel = this.detector.update(this.liveRatio, this.ctx.clock());
+      const t = this.ctx.thresholds.heap;
+      this.ctx.report(
+        'heap_headroom',
+        this.heapLevel,
+        this.liveRatio,
+        this.heapLevel === 'critical' ? t.liveCritical : t.liveWarn,
+        this.labels,
+        this.heapLevel === 'ok'
+          ? undefined
+          : `the heap holds ${mib(live)} live after a major GC, ${(this.liveRatio * 100).toFixed(0)} % of its ${mib(this.limit.bytes)} old-generation limit (${this.limitText()}); the process dies of heap exhaustion near 100 %`,
+        this.heapLevel === 'ok' ? undefined : { liveBytes: live, limitBytes: this.limit.bytes },
+      );
+    } catch (error) {
+      this.ctx.internalError('heap.gc', error);
+    }
+  }
+
+  private limitText(): string {
+    if (this.limit.source === 'max-old-space-size') return '--max-old-space-size';
+    if (this.limit.source === 'max-semi-space-size') return 'heap_size_limit less the young generation';
+    return 'estimated from heap_size_limit';
+  }
+
+  observe(observer: GaugeObserver): void {
+    for (const space of this.source.spaces()) {
+      let attributes = this.spaceAttributes.get(space.name);
+      if (!attributes) this.spaceAttributes.set(space.name, (attributes = { [ATTR.heapSpace]: space.name }));
+      observer.observe(this.gauges.used, space.used, attributes);
+    }
+    observer.observe(this.gauges.limit, this.limit.bytes);
+    if (Number.isNaN(this.liveBytes)) return;
+    observer.observe(this.gauges.live, this.liveBytes);
+    observer.observe(this.gauges.ratio, this.liveRatio);
+  }
+
+  snapshot(): HeapSnapshot {
+    const known = !Number.isNaN(this.liveBytes);
+    return {
+      level: this.heapLevel,
+      liveBytes: known ? this.liveBytes : null,
+      limitBytes: this.limit.bytes,
+      limitSource: this.limit.source,
+      liveRatio: known ? this.liveRatio : null,
+      heapSizeLimitBytes: this.heapSizeLimit,
+      majorGcs: this.majorGcs,
+    };
+  }
+
+  close(): void {
+    this.stop();
+  }
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / MiB).toFixed(1)} MiB`;
+}

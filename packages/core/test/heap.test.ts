@@ -1,0 +1,173 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { METRICS } from '../src/index';
+import { HeapSignal, LiveHeapDetector, oldGenerationLimit, type HeapSource } from '../src/signals/heap';
+import { setup } from './helpers';
+
+const MiB = 1024 * 1024;
+
+/** A heap whose figures the test sets, and whose major GCs the test runs. */
+class InjectedHeap implements HeapSource {
+  oldSpace = 20 * MiB;
+  newSpace = 4 * MiB;
+  private listener: (() => void) | undefined;
+  constructor(
+    private readonly limit: number,
+    private readonly flagList: string[] = [],
+  ) {}
+  heapSizeLimit(): number {
+    return this.limit;
+  }
+  spaces() {
+    return [
+      { name: 'read_only_space', used: 0.2 * MiB },
+      { name: 'new_space', used: this.newSpace },
+      { name: 'old_space', used: this.oldSpace },
+      { name: 'code_space', used: 1 * MiB },
+      { name: 'large_object_space', used: 1 * MiB },
+      { name: 'new_large_object_space', used: 0 },
+    ];
+  }
+  onMajorGc(fn: () => void): () => void {
+    this.listener = fn;
+    return () => {
+      this.listener = undefined;
+    };
+  }
+  flags(): string[] {
+    return this.flagList;
+  }
+  /** A major GC that leaves `liveMiB` in the old generation (old space + 2 MiB of code and large objects). */
+  majorGc(liveMiB: number): void {
+    this.oldSpace = (liveMiB - 2) * MiB;
+    this.newSpace = 0.5 * MiB;
+    this.listener?.();
+  }
+}
+
+describe('the old-generation limit', () => {
+  // heap_size_limit as measured on Node 20.20.2 and 24.22.3 (see oldGenerationLimit).
+  it('is --max-old-space-size where the process was given it, whatever the young-generation reserve', () => {
+    expect(oldGenerationLimit(144 * MiB, ['--max-old-space-size=96'])).toEqual({
+      bytes: 96 * MiB,
+      source: 'max-old-space-size',
+    });
+    expect(oldGenerationLimit(288 * MiB, ['--max-old-space-size', '96']).bytes).toBe(96 * MiB);
+    // The last one wins, as for Node; underscores are V8's own spelling.
+    expect(oldGenerationLimit(288 * MiB, ['--max_old_space_size=64', '--max-old-space-size=96']).bytes).toBe(96 * MiB);
+  });
+
+  it('is heap_size_limit less three semi-spaces with --max-semi-space-size, else less the largest default reserve', () => {
+    expect(oldGenerationLimit(108 * MiB, ['--max-semi-space-size=4'])).toEqual({
+      bytes: 96 * MiB,
+      source: 'max-semi-space-size',
+    });
+    const node24 = oldGenerationLimit(4288 * MiB, []);
+    expect(node24.source).toBe('estimate');
+    expect(node24.bytes / MiB).toBeCloseTo(4096, 0);
+    // Node 20's smaller reserve: the estimate reads the share at most 3.5 % high.
+    expect(4096 / (oldGenerationLimit(4144 * MiB, []).bytes / MiB)).toBeLessThan(1.035);
+  });
+
+  it('ignores a flag that is not a size or is larger than the whole heap', () => {
+    expect(oldGenerationLimit(4144 * MiB, ['--max-old-space-size=abc']).source).toBe('estimate');
+    expect(oldGenerationLimit(144 * MiB, ['--max-old-space-size=8192']).source).toBe('estimate');
+  });
+});
+
+describe('LiveHeapDetector', () => {
+  const levels = { warn: 0.8, critical: 0.9, majorGcs: 2 };
+
+  it('raises WARN, then CRITICAL, only after two major GCs in a row passed the bound', () => {
+    const detector = new LiveHeapDetector(levels);
+    const seen = [0.5, 0.82, 0.6, 0.83, 0.85, 0.91, 0.92, 0.95].map((share, i) => detector.update(share, i * 1000));
+    expect(seen).toEqual(['ok', 'ok', 'ok', 'ok', 'warn', 'warn', 'critical', 'critical']);
+  });
+
+  it('keeps a level until the live share falls 10 % below its bound', () => {
+    const detector = new LiveHeapDetector(levels);
+    for (const share of [0.85, 0.85]) detector.update(share, 0);
+    expect(detector.level).toBe('warn');
+    expect(detector.update(0.75, 1)).toBe('warn');
+    expect(detector.update(0.71, 2)).toBe('ok');
+  });
+
+  it('never alerts on a sawtooth that returns to the same live set, however high the teeth', () => {
+    const detector = new LiveHeapDetector(levels);
+    // Live after each major GC: 40 % give or take 1 %, for a thousand collections.
+    for (let i = 0; i < 1000; i++) expect(detector.update(0.4 + 0.01 * Math.sin(i), i * 1000)).toBe('ok');
+  });
+
+  it('does not raise on the first reading, however high', () => {
+    expect(new LiveHeapDetector(levels).update(0.99, 0)).toBe('ok');
+    expect(new LiveHeapDetector({ ...levels, majorGcs: 1 }).update(0.99, 0)).toBe('critical');
+  });
+});
+
+describe('HeapSignal', () => {
+  let t: ReturnType<typeof setup> | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  function start(heap: InjectedHeap) {
+    t = setup({ heap: false });
+    const signal = t.monitor.register((ctx) => new HeapSignal(ctx, heap));
+    return { t, signal };
+  }
+
+  it('announces heap_headroom about the process as the live set grows toward the old-generation limit', async () => {
+    // Node 24 with --max-old-space-size=96: heap_size_limit 288 MiB. 84 MiB live is 29 % of that, 88 % of the limit.
+    const heap = new InjectedHeap(288 * MiB, ['--max-old-space-size=96']);
+    const { t, signal } = start(heap);
+    for (const live of [30, 40, 60, 76]) heap.majorGc(live);
+    expect(t.alerts).toEqual([]);
+    heap.majorGc(80);
+    heap.majorGc(84);
+    expect(t.alerts.map((a) => [a.signal, a.level])).toEqual([['heap_headroom', 'warn']]);
+    const warn = t.alerts[0]!;
+    expect(warn.labels).toEqual({});
+    expect(warn.value).toBeCloseTo(84 / 96, 6);
+    expect(warn.threshold).toBe(0.8);
+    expect(warn.message).toContain('heap_headroom WARN on this process');
+    expect(warn.message).toContain('84.0 MiB live after a major GC, 88 % of its 96.0 MiB old-generation limit');
+    heap.majorGc(88);
+    expect(t.alerts.at(-1)?.level).toBe('warn');
+    heap.majorGc(90);
+    expect(t.alerts.at(-1)?.level).toBe('critical');
+    expect(t.monitor.snapshot().heap).toEqual({
+      level: 'critical',
+      liveBytes: 90 * MiB,
+      limitBytes: 96 * MiB,
+      limitSource: 'max-old-space-size',
+      liveRatio: 90 / 96,
+      heapSizeLimitBytes: 288 * MiB,
+      majorGcs: 8,
+    });
+    const exported = await t.collect();
+    expect(exported.value(METRICS.heapLiveRatio.name)).toBeCloseTo(90 / 96, 6);
+    expect(exported.value(METRICS.heapLive.name)).toBe(90 * MiB);
+    expect(exported.value(METRICS.heapLiveLimit.name)).toBe(96 * MiB);
+    expect(exported.value(METRICS.heapUsed.name, { 'v8js.heap.space.name': 'old_space' })).toBe(88 * MiB);
+    expect(signal.majorGcs).toBe(8);
+  });
+
+  it('reads only what survives a major GC: a young generation full between collections counts for nothing', () => {
+    const heap = new InjectedHeap(144 * MiB, ['--max-old-space-size=96']);
+    const { t } = start(heap);
+    for (let i = 0; i < 200; i++) {
+      heap.newSpace = 40 * MiB;
+      heap.majorGc(50);
+    }
+    expect(t.alerts).toEqual([]);
+    expect(t.monitor.snapshot().heap).toMatchObject({ level: 'ok', liveRatio: 50 / 96 });
+  });
+
+  it('a config that reverses the levels fails, naming the field', () => {
+    expect(() => setup({ thresholds: { heap: { liveWarn: 0.95, liveCritical: 0.9 } } })).toThrow(
+      /thresholds\.heap\.liveWarn/,
+    );
+    expect(() => setup({ thresholds: { heap: { majorGcs: 0 } } })).toThrow(/thresholds\.heap\.majorGcs/);
+    expect(() => setup({ heap: 'yes' as never })).toThrow(/"heap"/);
+  });
+});
