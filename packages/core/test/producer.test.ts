@@ -6,7 +6,16 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { AggregateCounter, AggregateHistogram, MAX_SERIES, POINTS_PER_TURN, seriesCapOf } from '../src/export/producer';
+import { SLAB_BLOCK_SERIES } from '../src/aggregates/series-slab';
+import {
+  AggregateCounter,
+  AggregateHistogram,
+  CoreMetricProducer,
+  MAX_SERIES,
+  POINTS_PER_TURN,
+  seriesCapOf,
+} from '../src/export/producer';
+import type { SeriesCopy } from '../src/types';
 import { ATTR, createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
 import { collect, TestReader } from './helpers';
 
@@ -376,5 +385,59 @@ describe('series resolved once (what the hot path records into)', () => {
       ['b', 1],
     ]);
     await monitor.close();
+  });
+});
+
+describe('series copies (one memory copy per slab block)', () => {
+  type WithSeries = { resourceMetrics: { scopeMetrics: { metrics: { series: SeriesCopy }[] }[] } };
+  const copies = async (producer: CoreMetricProducer) =>
+    ((await producer.collectSeries()) as WithSeries).resourceMetrics.scopeMetrics[0]!.metrics.map((m) => m.series);
+
+  it('copies series spread over several blocks, each with its own numbers, and the copy stays as it was', async () => {
+    const histogram = new AggregateHistogram(METRICS.queueWait, [1, 2, 5]);
+    const counter = new AggregateCounter(METRICS.requests);
+    const n = 3 * SLAB_BLOCK_SERIES + 5;
+    for (let i = 0; i < n; i++) {
+      for (let r = 0; r <= i % 3; r++) histogram.record((i % 4) * 1.5 + r, { n: i });
+      counter.add(i + 1, { n: i });
+    }
+    const producer = new CoreMetricProducer([histogram], [counter], () => 0, 0);
+    const [h, c] = await copies(producer);
+    expect(h!.length).toBe(n);
+    expect(h!.stride).toBe(3 + 1 + 4);
+    for (let i = 0; i < n; i++) {
+      expect(h!.attributes[i]).toEqual({ n: i });
+      const cell = histogram.series.get(h!.attributes[i]!)!;
+      const at = i * h!.stride;
+      expect([...h!.values.subarray(at, at + h!.stride)]).toEqual([
+        cell.count,
+        cell.sum,
+        cell.min,
+        cell.max,
+        ...cell.counts,
+      ]);
+      expect(h!.values[at]).toBe((i % 3) + 1);
+      expect(c!.values[i]).toBe(i + 1);
+    }
+    // A copy, not a view: what is recorded afterwards is in the next copy only.
+    histogram.record(0.5, { n: 0 });
+    counter.add(10, { n: n - 1 });
+    expect(h!.values[0]).toBe(1);
+    expect(c!.values[n - 1]).toBe(n);
+    const [h2, c2] = await copies(producer);
+    expect(h2!.values[0]).toBe(2);
+    expect(c2!.values[n - 1]).toBe(n + 10);
+  });
+
+  it('leaves out a series whose every value was refused; the series after it keep their numbers', async () => {
+    const histogram = new AggregateHistogram(METRICS.queueWait, [1, 2, 5]);
+    histogram.record(1, { s: 'a' });
+    histogram.record(-1, { s: 'refused' });
+    histogram.record(3, { s: 'c' });
+    histogram.record(7, { s: 'c' });
+    const [h] = await copies(new CoreMetricProducer([histogram], [], () => 0, 0));
+    expect(h!.length).toBe(2);
+    expect(h!.attributes).toEqual([{ s: 'a' }, { s: 'c' }]);
+    expect([...h!.values]).toEqual([1, 1, 1, 1, 1, 0, 0, 0, 2, 10, 3, 7, 0, 0, 1, 1]);
   });
 });
