@@ -319,6 +319,22 @@ describe('series resolved once (what the hot path records into)', () => {
     expect([...cell.counts]).toEqual([1, 1, 1, 0]);
   });
 
+  it('a histogram series refuses a negative or infinite value (counted on its cell) and past the cap drops', () => {
+    const histogram = new AggregateHistogram(spec, [1, 2, 5], 1);
+    const series = histogram.seriesOf({ s: 'a' });
+    series.record(-1);
+    series.record(Number.POSITIVE_INFINITY);
+    series.record(2);
+    const cell = histogram.series.get({ s: 'a' }) ?? [...histogram.series.values()][0]!;
+    expect(cell.rejected).toBe(2);
+    expect([cell.count, cell.sum, cell.min, cell.max, ...cell.counts]).toEqual([1, 2, 2, 2, 0, 1, 0, 0]);
+    const late = histogram.seriesOf({ s: 'late' });
+    late.record(1);
+    late.record(1);
+    expect(histogram.series.size).toBe(1);
+    expect(histogram.dropped).toBe(2);
+  });
+
   it('a counter series made but never added to exports no zero series', () => {
     const counter = new AggregateCounter(METRICS.requests);
     const idle = counter.seriesOf({ outcome: 'timeout' });

@@ -8,6 +8,21 @@ const MAX = 3;
 export const HISTOGRAM_HEAD = 4;
 
 /**
+ * Records `value` into the histogram numbers at `values[at …]` (count, sum,
+ * min, max, then one count per bucket of `boundaries`). The caller has
+ * checked the value is finite and not negative.
+ */
+export function recordInto(values: Float64Array, at: number, boundaries: readonly number[], value: number): void {
+  let i = 0;
+  while (i < boundaries.length && value > boundaries[i]) i++;
+  values[at + HISTOGRAM_HEAD + i]++;
+  values[at + COUNT]++;
+  values[at + SUM] += value;
+  if (value < values[at + MIN]) values[at + MIN] = value;
+  if (value > values[at + MAX]) values[at + MAX] = value;
+}
+
+/**
  * Fixed-bucket cumulative histogram in typed arrays: one record is a
  * short linear scan and a few increments (~40 ns), no allocation. Bucket
  * boundaries match the OTel Views, so an export path can read these
@@ -22,8 +37,9 @@ export class FixedHistogram {
   readonly counts: Float64Array;
   /** Negative or non-finite values refused (a clock that went backwards). */
   rejected = 0;
-  private readonly values: Float64Array;
-  private readonly offset: number;
+  /** Where its numbers are: `values[offset …]` (its own array, or a slab block shared with other series). */
+  readonly values: Float64Array;
+  readonly offset: number;
 
   constructor(
     readonly boundaries: readonly number[],
@@ -59,16 +75,7 @@ export class FixedHistogram {
       this.rejected++;
       return false;
     }
-    const b = this.boundaries;
-    let i = 0;
-    while (i < b.length && value > b[i]) i++;
-    const v = this.values;
-    const at = this.offset;
-    v[at + HISTOGRAM_HEAD + i]++;
-    v[at + COUNT]++;
-    v[at + SUM] += value;
-    if (value < v[at + MIN]) v[at + MIN] = value;
-    if (value > v[at + MAX]) v[at + MAX] = value;
+    recordInto(this.values, this.offset, this.boundaries, value);
     return true;
   }
 
