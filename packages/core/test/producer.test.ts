@@ -440,9 +440,15 @@ describe('series copies (one memory copy per slab block)', () => {
     counter.add(10, { n: n - 1 });
     expect(h!.values[0]).toBe(1);
     expect(c!.values[n - 1]).toBe(n);
+    // A series made after the copy is not in it: its length and numbers stay those of the copy.
+    histogram.record(1, { n: 'new' });
+    counter.add(1, { n: 'new' });
+    expect([h!.length, h!.values.length, c!.length, c!.values.length]).toEqual([n, n * h!.stride, n, n]);
     const [h2, c2] = await copies(producer);
     expect(h2!.values[0]).toBe(2);
     expect(c2!.values[n - 1]).toBe(n + 10);
+    expect([h2!.length, c2!.length]).toEqual([n + 1, n + 1]);
+    expect(h2!.attributes[n]).toEqual({ n: 'new' });
   });
 
   it('leaves out a series whose every value was refused; the series after it keep their numbers', async () => {

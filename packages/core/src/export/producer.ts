@@ -310,8 +310,15 @@ interface Snapshot {
   /** The histogram's boundaries, one copy per collection shared by its points (the aggregates' own stay private). */
   boundaries: number[];
   counter: AggregateCounter | undefined;
-  cells: object[];
-  attributes: Attributes[];
+  /** Series in the copy: the first `length` of `cells` and `attributes`. */
+  length: number;
+  /**
+   * Usually the aggregate's own lists, not copies: they only ever grow and
+   * their entries never change, so their first `length` entries stay what
+   * they were at the copy (and a scrape allocates no array per series).
+   */
+  cells: readonly object[];
+  attributes: readonly Attributes[];
   values: Float64Array;
   stride: number;
 }
@@ -327,30 +334,35 @@ interface Collection {
  * The histogram's series as they are now: one copy of its slab (series in
  * the order they were made, as its lists), then, in the rare case a series
  * exists with no count (every value it was given refused), that series
- * left out.
+ * left out (only then are the lists copied).
  */
 function snapshotHistogram(h: AggregateHistogram): Snapshot {
   const stride = h.slab.stride;
   const lists = h.seriesLists;
-  let values = h.slab.copy();
-  const cells: object[] = lists.cells.slice();
-  const attributes = lists.attributes.slice();
-  let kept = 0;
-  for (let i = 0; i < cells.length; i++) {
+  const length = h.slab.length;
+  const values = h.slab.copy();
+  const snapshot: Snapshot = {
+    histogram: h,
+    boundaries: [...h.boundaries],
+    counter: undefined,
+    length,
+    cells: lists.cells,
+    attributes: lists.attributes,
+    values,
+    stride,
+  };
+  let empty = 0;
+  while (empty < length && values[empty * stride] !== 0) empty++;
+  if (empty === length) return snapshot;
+  const cells = lists.cells.slice(0, empty);
+  const attributes = lists.attributes.slice(0, empty);
+  for (let i = empty; i < length; i++) {
     if (values[i * stride] === 0) continue;
-    if (kept !== i) {
-      values.copyWithin(kept * stride, i * stride, (i + 1) * stride);
-      cells[kept] = cells[i];
-      attributes[kept] = attributes[i];
-    }
-    kept++;
+    values.copyWithin(cells.length * stride, i * stride, (i + 1) * stride);
+    cells.push(lists.cells[i]);
+    attributes.push(lists.attributes[i]);
   }
-  if (kept < cells.length) {
-    cells.length = kept;
-    attributes.length = kept;
-    values = values.subarray(0, kept * stride);
-  }
-  return { histogram: h, boundaries: [...h.boundaries], counter: undefined, cells, attributes, values, stride };
+  return { ...snapshot, length: cells.length, cells, attributes, values: values.subarray(0, cells.length * stride) };
 }
 
 /** The counter's series as they are now: one copy of its slab. */
@@ -360,8 +372,9 @@ function snapshotCounter(c: AggregateCounter): Snapshot {
     histogram: undefined,
     boundaries: [],
     counter: c,
-    cells: lists.cells.slice(),
-    attributes: lists.attributes.slice(),
+    length: c.slab.length,
+    cells: lists.cells,
+    attributes: lists.attributes,
     values: c.slab.copy(),
     stride: 1,
   };
@@ -460,9 +473,9 @@ export class CoreMetricProducer {
       const { snapshots } = this.snapshot();
       const metrics: unknown[] = [];
       for (const s of snapshots) {
-        if (s.cells.length === 0) continue;
+        if (s.length === 0) continue;
         const series: SeriesCopy = {
-          length: s.cells.length,
+          length: s.length,
           attributes: s.attributes,
           values: s.values,
           stride: s.stride,
@@ -486,13 +499,13 @@ export class CoreMetricProducer {
     for (const h of this.histograms) {
       if (h.series.size === 0) continue;
       const snapshot = snapshotHistogram(h);
-      points += snapshot.cells.length;
+      points += snapshot.length;
       snapshots.push(snapshot);
     }
     for (const c of this.counters) {
       if (c.series.size === 0) continue;
       const snapshot = snapshotCounter(c);
-      points += snapshot.cells.length;
+      points += snapshot.length;
       snapshots.push(snapshot);
     }
     return { endTime: hrTime(this.clock()), snapshots, points };
@@ -509,7 +522,7 @@ export class CoreMetricProducer {
     let budget = points > POINTS_PER_TURN ? 0 : Number.POSITIVE_INFINITY;
     for (const snapshot of snapshots) {
       const dataPoints: unknown[] = [];
-      for (let i = 0; i < snapshot.cells.length; i++) {
+      for (let i = 0; i < snapshot.length; i++) {
         if (budget-- === 0) {
           await nextTurn();
           budget = POINTS_PER_TURN - 1;
