@@ -6,6 +6,7 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
+import { LabelTable, OVERFLOW_LABEL } from '../src/aggregates/label-table';
 import { SLAB_BLOCK_SERIES } from '../src/aggregates/series-slab';
 import {
   AggregateCounter,
@@ -461,5 +462,54 @@ describe('series copies (one memory copy per slab block)', () => {
     expect(h!.length).toBe(2);
     expect(h!.attributes).toEqual([{ s: 'a' }, { s: 'c' }]);
     expect([...h!.values]).toEqual([1, 1, 1, 1, 1, 0, 0, 0, 2, 10, 3, 7, 0, 0, 1, 1]);
+  });
+});
+
+describe('label table lookups on the request path', () => {
+  it('known() finds only a value stored under its own label: never a raw value to sanitize, nor the overflow slot', () => {
+    const table = new LabelTable(2, (label) => ({ label }));
+    const a = table.get('a');
+    expect(table.known('a')).toBe(a);
+    expect(table.known('b')).toBeUndefined();
+    table.get('b\u0000');
+    // Stored as 'b' (sanitized): the raw value is not a key, the label is.
+    expect(table.known('b\u0000')).toBeUndefined();
+    expect(table.known('b')).toEqual({ label: 'b' });
+    const other = table.get('c');
+    expect(other).toEqual({ label: OVERFLOW_LABEL });
+    expect(table.known(OVERFLOW_LABEL)).toBeUndefined();
+    expect(table.known(7)).toBeUndefined();
+  });
+
+  it('a monitor past its model cap puts queue and stream records of new models in _other', async () => {
+    const reader = new TestReader();
+    const monitor = createMonitor({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      exportMode: 'api',
+      detectorIntervalMs: 0,
+      traces: false,
+      eventLoop: false,
+      maxModels: 2,
+    });
+    const queue = monitor.queue('gen');
+    for (const model of ['a', 'b', 'c', 'a', 'd', OVERFLOW_LABEL]) {
+      const ticket = queue.enqueue(model);
+      ticket.start();
+      const stream = ticket.stream();
+      stream.token(2);
+      stream.end('completed');
+      ticket.end('completed');
+    }
+    const exported = await collect(reader);
+    const byModel = (name: string) =>
+      Object.fromEntries(
+        normalise(exported.metric(name))!.map((p) => [
+          p.attributes[ATTR.model],
+          (p.value as Histogram).count ?? p.value,
+        ]),
+      );
+    expect(byModel(METRICS.queueWait.name)).toEqual({ a: 2, b: 1, [OVERFLOW_LABEL]: 3 });
+    expect(byModel(METRICS.streamTokens.name)).toEqual({ a: 4, b: 2, [OVERFLOW_LABEL]: 6 });
+    await monitor.close();
   });
 });
