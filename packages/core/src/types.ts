@@ -373,6 +373,12 @@ export interface SeriesCopy {
   readonly values: Float64Array;
   readonly stride: number;
   readonly boundaries: readonly number[];
+  /**
+   * Tells core the copy is no longer read: its array may then be reused
+   * (overwritten) by a later collection instead of a new one being made.
+   * Optional to call; never call it while still reading `values`.
+   */
+  readonly release?: () => void;
 }
 
 export interface Monitor {

@@ -452,6 +452,27 @@ describe('series copies (one memory copy per slab block)', () => {
     expect(h2!.attributes[n]).toEqual({ n: 'new' });
   });
 
+  it('a released copy lends its array to the next copy; one still held is never written over', async () => {
+    const counter = new AggregateCounter(METRICS.requests);
+    for (let i = 0; i < 40; i++) counter.add(i + 1, { n: i });
+    const producer = new CoreMetricProducer([], [counter], () => 0, 0);
+    const [first] = await copies(producer);
+    const [held] = await copies(producer);
+    // Two copies alive at once: two arrays.
+    expect(held!.values.buffer).not.toBe(first!.values.buffer);
+    first!.release!();
+    first!.release!();
+    counter.add(100, { n: 0 });
+    const [next] = await copies(producer);
+    expect(next!.values.buffer).toBe(first!.values.buffer);
+    expect(next!.values[0]).toBe(101);
+    expect([...next!.values.subarray(1)]).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
+    // The held copy kept its numbers, and a second release of `first` did not hand its array out twice.
+    expect(held!.values[0]).toBe(1);
+    const [another] = await copies(producer);
+    expect(another!.values.buffer).not.toBe(next!.values.buffer);
+  });
+
   it('leaves out a series whose every value was refused; the series after it keep their numbers', async () => {
     const histogram = new AggregateHistogram(METRICS.queueWait, [1, 2, 5]);
     histogram.record(1, { s: 'a' });

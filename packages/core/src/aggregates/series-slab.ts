@@ -10,6 +10,12 @@ export const SLAB_BLOCK_SERIES = 32;
  */
 export class SeriesSlab {
   private readonly blocks: Float64Array[] = [];
+  /**
+   * A copy its reader handed back (`release`), for the next copy: a fresh
+   * array of megabytes costs its page faults (milliseconds, at times) in
+   * the turn that makes it, which is the turn a collection holds the loop.
+   */
+  private spare: Float64Array | undefined = undefined;
   /** Series allocated so far. */
   length = 0;
 
@@ -26,7 +32,13 @@ export class SeriesSlab {
   /** Every series' numbers as they are now, series i at `[i * stride, (i + 1) * stride)`. */
   copy(): Float64Array {
     const total = this.length * this.stride;
-    const out = new Float64Array(total);
+    const spare = this.spare;
+    let out: Float64Array;
+    if (spare !== undefined && spare.length >= total) {
+      // Taken, so two copies alive at once never share an array; every number up to `total` is written below.
+      this.spare = undefined;
+      out = spare.length === total ? spare : spare.subarray(0, total);
+    } else out = new Float64Array(total);
     let at = 0;
     for (const block of this.blocks) {
       const take = Math.min(block.length, total - at);
@@ -34,5 +46,11 @@ export class SeriesSlab {
       at += take;
     }
     return out;
+  }
+
+  /** `copy` (from this slab's `copy()`, or a view of it) is no longer read: its array may take the next copy. */
+  release(copy: Float64Array): void {
+    if (this.spare === undefined || copy.buffer.byteLength > this.spare.buffer.byteLength)
+      this.spare = new Float64Array(copy.buffer);
   }
 }

@@ -474,12 +474,21 @@ export class CoreMetricProducer {
       const metrics: unknown[] = [];
       for (const s of snapshots) {
         if (s.length === 0) continue;
+        const slab = (s.histogram ?? (s.counter as AggregateCounter)).slab;
+        const values = s.values;
+        let released = false;
         const series: SeriesCopy = {
           length: s.length,
           attributes: s.attributes,
-          values: s.values,
+          values,
           stride: s.stride,
           boundaries: s.boundaries,
+          // Once only: a second call could hand back an array a later copy already took.
+          release: () => {
+            if (released) return;
+            released = true;
+            slab.release(values);
+          },
         };
         metrics.push({ ...this.metric(s, false, false, []), series });
       }
