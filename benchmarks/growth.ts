@@ -11,9 +11,11 @@
  *    model) pair. tinybench time, not instruction counts: what can make
  *    cost grow here is the working set (one set of aggregates per pair, 400
  *    at 8 × 50) outgrowing the caches, which instruction counts do not see;
- *    all configurations run interleaved in one process, so the machine's
- *    noise cancels in their ratios. Goal: flat, each configuration ≤ 1.10×
- *    the 1 × 1 one of its export mode.
+ *    all configurations run interleaved in one process, in many short
+ *    rounds, and each figure is the median of per-round ratios, so the
+ *    machine's noise cancels; each mode's 1 × 1 runs twice (A/A) to show
+ *    what the method reads where nothing differs. Goal: flat, each
+ *    configuration ≤ 1.10× the 1 × 1 one of its export mode.
  * 2. One Prometheus collection at the cardinality cap: `start()`'s reader
  *    (mounted on this process's HTTP server), 20 queues (maxQueues) × 50
  *    models (maxModels) and the `_other` slot, every outcome, streams and
@@ -46,7 +48,7 @@ import {
 } from '@infersignal/core';
 import { start } from '@infersignal/node';
 import { Bench } from 'tinybench';
-import { ROUNDS, SMOKE, subset, TASK_MS } from './lib/env';
+import { rounds, SMOKE, subset, TASK_MS } from './lib/env';
 import { PullReader } from './lib/otel';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import { fmtNs, fmtRatio, roundRatios, rotate, spread } from './lib/stats';
@@ -56,6 +58,13 @@ const TOKENS = 16;
 const MODEL_COUNTS = [1, 10, 50] as const;
 const QUEUE_COUNTS = [1, 8] as const;
 const FLAT = 1.1;
+/**
+ * Many short rounds rather than a few long ones: a ratio is taken inside
+ * each round, so a burst of other work spoils one ratio of many instead of
+ * a third of them (BENCH_ROUNDS and BENCH_TASK_MS scale both).
+ */
+const COST_ROUNDS = rounds(12);
+const COST_TASK_MS = SMOKE ? TASK_MS : Math.max(1, Math.round(TASK_MS / 4));
 const BLOCK_GOAL_MS = 5;
 const IN_FLIGHT = SMOKE ? 1_000 : 10_000;
 const SCRAPE_EVERY_MS = 100;
@@ -79,7 +88,12 @@ function request(queue: QueueTracker, model: string): void {
   ticket.end('completed');
 }
 
-function configuration(mode: 'producer' | 'api', models: number, queues: number) {
+/** `1 model × 1 queue`, with ` (A/A)` for the second instance of a baseline. */
+function configName(mode: Mode, models: number, queues: number, again: boolean): string {
+  return `${mode}, ${models} model${models > 1 ? 's' : ''} × ${queues} queue${queues > 1 ? 's' : ''}${again ? ' (A/A)' : ''}`;
+}
+
+function configuration(mode: 'producer' | 'api', models: number, queues: number, again = false) {
   // Producer mode: the reader needs the producer and the producer the monitor, bound through a box.
   const box: { monitor?: Monitor } = {};
   const producer: MetricProducer = {
@@ -101,10 +115,11 @@ function configuration(mode: 'producer' | 'api', models: number, queues: number)
   for (const p of pairs) request(p.queue, p.model);
   let next = 0;
   return {
-    name: `${mode}, ${models} model${models > 1 ? 's' : ''} × ${queues} queue${queues > 1 ? 's' : ''}`,
+    name: configName(mode, models, queues, again),
     mode,
     models,
     queues,
+    again,
     monitor,
     run: () => {
       for (let i = 0; i < BATCH; i++) {
@@ -147,7 +162,7 @@ function recordBare(values: Float64Array, boundaries: readonly number[], value: 
  * is the memory locality any store with one set of numbers per series
  * pays once the pairs' numbers outgrow the caches.
  */
-function floorConfiguration(models: number, queues: number) {
+function floorConfiguration(models: number, queues: number, again = false) {
   const pairs = Array.from({ length: models * queues }, () => ({
     histograms: REQUEST_HISTOGRAMS.map((b) => new Float64Array(b.length + 5)),
     counters: Array.from({ length: REQUEST_COUNTER_ADDS - 1 }, () => ({ value: 0 })),
@@ -155,10 +170,11 @@ function floorConfiguration(models: number, queues: number) {
   let next = 0;
   let sink = 0;
   return {
-    name: `floor, ${models} model${models > 1 ? 's' : ''} × ${queues} queue${queues > 1 ? 's' : ''}`,
+    name: configName('floor', models, queues, again),
     mode: 'floor' as Mode,
     models,
     queues,
+    again,
     monitor: undefined,
     run: () => {
       for (let i = 0; i < BATCH; i++) {
@@ -177,18 +193,25 @@ function floorConfiguration(models: number, queues: number) {
   };
 }
 
+/**
+ * Each mode's configurations, then its 1 × 1 once more (A/A): the same
+ * configuration over its own monitor, measured like the others, so its
+ * ratio to the first is the spread the method itself gives.
+ */
 const configs = RUN.includes('cost')
-  ? (['producer', 'api', 'floor'] as const).flatMap((mode) =>
-      MODEL_COUNTS.flatMap((models) =>
-        QUEUE_COUNTS.map((queues) =>
-          mode === 'floor' ? floorConfiguration(models, queues) : configuration(mode, models, queues),
-        ),
-      ),
-    )
+  ? (['producer', 'api', 'floor'] as const).flatMap((mode) => {
+      const make = (models: number, queues: number, again = false) =>
+        mode === 'floor' ? floorConfiguration(models, queues, again) : configuration(mode, models, queues, again);
+      return [
+        ...MODEL_COUNTS.flatMap((models) => QUEUE_COUNTS.map((queues) => make(models, queues))),
+        make(1, 1, true),
+      ];
+    })
   : [];
 const perRequest = new Map<string, number[]>(configs.map((c) => [c.name, []]));
-for (let round = 0; configs.length > 0 && round < ROUNDS; round++) {
-  const bench = new Bench({ time: TASK_MS, warmupTime: SMOKE ? 10 : 100 });
+for (let round = 0; configs.length > 0 && round < COST_ROUNDS; round++) {
+  // The first round warms every configuration up (compilation, caches); later ones only settle.
+  const bench = new Bench({ time: COST_TASK_MS, warmupTime: SMOKE ? 10 : round === 0 ? 100 : 10 });
   for (const c of rotate(configs, round)) bench.add(c.name, c.run);
   await bench.run();
   for (const task of bench.tasks) {
@@ -196,32 +219,49 @@ for (let round = 0; configs.length > 0 && round < ROUNDS; round++) {
     if (mean === undefined) throw new Error(`tinybench produced no result for ${task.name}`);
     perRequest.get(task.name)!.push((mean * 1e6) / BATCH);
   }
-  console.log(`round ${round + 1}/${ROUNDS} done`);
+  console.log(`round ${round + 1}/${COST_ROUNDS} done`);
 }
 await Promise.all(configs.map((c) => c.monitor?.close()));
 
 const baseline = (mode: Mode) => perRequest.get(configs.find((c) => c.mode === mode)!.name)!;
+/** The interquartile range over many rounds (the full range of many short windows mostly shows the noisiest). */
+const nsSpread = (values: number[]) => {
+  const s = spread(values);
+  return s.n >= 8
+    ? `${fmtNs(s.median)} (IQR ${fmtNs(s.q1)}–${fmtNs(s.q3)})`
+    : `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`;
+};
+const COST_HEADER = [
+  'configuration',
+  `per request, median (${COST_ROUNDS >= 8 ? 'IQR' : 'range'})`,
+  'vs 1 model × 1 queue',
+];
 const costRows = configs.map((c) => {
   const values = perRequest.get(c.name)!;
-  const s = spread(values);
-  return [
-    c.name,
-    `${fmtNs(s.median)} (${fmtNs(s.min)}–${fmtNs(s.max)})`,
-    fmtRatio(roundRatios(values, baseline(c.mode))),
-  ];
+  return [c.name, nsSpread(values), fmtRatio(roundRatios(values, baseline(c.mode)))];
 });
 const worstGrowth = (mode: Mode) =>
   Math.max(
-    ...configs.filter((c) => c.mode === mode).map((c) => roundRatios(perRequest.get(c.name)!, baseline(mode)).median),
+    ...configs
+      .filter((c) => c.mode === mode && !c.again)
+      .map((c) => roundRatios(perRequest.get(c.name)!, baseline(mode)).median),
   );
+/** The A/A ratio of a mode: 1 × 1 over 1 × 1, what the method reads where nothing differs. */
+const aaRatio = (mode: Mode) =>
+  roundRatios(perRequest.get(configs.find((c) => c.mode === mode && c.again)!.name)!, baseline(mode));
+const aaLine = (mode: Mode) => {
+  const s = aaRatio(mode);
+  return `A/A ${s.median.toFixed(2)}×, IQR ${s.q1.toFixed(2)}–${s.q3.toFixed(2)}`;
+};
 /** Median ns a configuration adds per request over its mode's 1 × 1, at 50 models × 8 queues. */
 const addedNs = (mode: Mode) => {
-  const widest = configs.find((c) => c.mode === mode && c.models === 50 && c.queues === 8)!;
+  const widest = configs.find((c) => c.mode === mode && c.models === 50 && c.queues === 8 && !c.again)!;
   return spread(perRequest.get(widest.name)!).median - spread(baseline(mode)).median;
 };
-const growthLine = (mode: Mode) => `${worstGrowth(mode).toFixed(2)}× (+${fmtNs(addedNs(mode))} at 50 × 8)`;
+const growthLine = (mode: Mode) =>
+  `${worstGrowth(mode).toFixed(2)}× (+${fmtNs(addedNs(mode))} at 50 × 8, ${aaLine(mode)})`;
 if (configs.length > 0) {
-  console.log(table(['configuration', 'per request, median (range)', 'vs 1 model × 1 queue'], costRows));
+  console.log(table(COST_HEADER, costRows));
   console.log(
     `worst growth over 1 × 1: producer ${growthLine('producer')}, api ${growthLine('api')}, floor (bare typed arrays) ${growthLine('floor')}`,
   );
@@ -533,12 +573,12 @@ writeSection('growth', {
   title: 'growth: cost per request by models and queues, a scrape at the cardinality cap',
   command: 'pnpm bench:growth',
   packages: ['@infersignal/core', '@infersignal/node', '@opentelemetry/sdk-metrics', 'tinybench'],
-  method: `**Per-request cost by models and queues**: core's hot path (enqueue → start → stream of ${TOKENS} tokens → end; what the hot-path suite calls one request) on a real \`MeterProvider\` with a reader, requests spread round-robin over every (queue, model) pair of the configuration, every pair seen once before timing. tinybench, ${TASK_MS} ms per task per round, ${BATCH} requests per iteration, all ${configs.length} configurations interleaved in ${ROUNDS} rotated rounds, each over its export mode's 1 model × 1 queue in the same round. Beside them the floor: the same 5 histogram records and ${REQUEST_COUNTER_ADDS} counter adds per request into bare typed arrays, one per series per pair reached by a direct reference (no lookup, no detector, no clock), over the same pairs: its growth is the memory locality any store of one set of numbers per series pays once the pairs outgrow the caches. Time rather than instruction counts, because what can make cost grow here is the working set (one set of aggregates per pair) outgrowing the caches, which instruction counts do not see. Goal: flat, ≤ ${FLAT.toFixed(2)}×.
+  method: `**Per-request cost by models and queues**: core's hot path (enqueue → start → stream of ${TOKENS} tokens → end; what the hot-path suite calls one request) on a real \`MeterProvider\` with a reader, requests spread round-robin over every (queue, model) pair of the configuration, every pair seen once before timing. tinybench, ${COST_TASK_MS} ms per task per round, ${BATCH} requests per iteration, all ${configs.length} configurations interleaved in ${COST_ROUNDS} short rotated rounds; a ratio is each configuration over its export mode's 1 model × 1 queue in the same round, and the figure is the median of those per-round ratios (IQR beside it), so a burst of other work spoils one ratio of many. Each mode's 1 × 1 is measured twice, over two monitors (the *A/A* row): its ratio is what the method reads where nothing differs, the spread to read the others against. Beside them the floor: the same 5 histogram records and ${REQUEST_COUNTER_ADDS} counter adds per request into bare typed arrays, one per series per pair reached by a direct reference (no lookup, no detector, no clock), over the same pairs: its growth is the memory locality any store of one set of numbers per series pays once the pairs outgrow the caches. Time rather than instruction counts, because what can make cost grow here is the working set (one set of aggregates per pair) outgrowing the caches, which instruction counts do not see. Goal: flat, ≤ ${FLAT.toFixed(2)}×.
 
 **One collection at the cardinality cap**: \`start()\` from \`@infersignal/node\` (producer export, its default), its Prometheus reader mounted on an HTTP server of this process, filled to core's caps: ${MAX_QUEUES} queues (\`maxQueues\`) × ${MAX_MODELS} models (\`maxModels\`) and the \`_other\` slot, one rejection and ${OUTCOMES.length} outcomes each, streams, a load per model, detectors ticked once. ${CAP_SCRAPES} scrapes from a worker thread (its fetch never runs on the measured loop); the first pays for lazy set-up and compilation and is reported apart. *Collection* is the time from the handler's call to the response's \`finish\` (collection, serialization, write); *block* is the longest time the event loop could not turn meanwhile: a probe re-arms \`setImmediate\` during the scrape and the longest gap between two of its turns is what a request arriving then would have waited. Goal: block ≤ ${BLOCK_GOAL_MS} ms.
 
 **A scrape every ${SCRAPE_EVERY_MS} ms under ${IN_FLIGHT.toLocaleString('en')} in-flight requests**: ${IN_FLIGHT.toLocaleString('en')} tickets started and held; every macrotask ends the oldest 1 % and starts as many, for ${LOADED_SECONDS} s, while the worker scrapes every ${SCRAPE_EVERY_MS} ms. Each scrape's request total, queue-wait count and in-flight gauge (summed over series) must equal the counts at some moment between two steps of the load (a lost or doubled count matches none), and a last scrape after every request has ended must give exactly the number started, in flight 0.`,
-  results: `${table(['configuration', 'per request, median (range)', 'vs 1 model × 1 queue'], costRows)}
+  results: `${table(COST_HEADER, costRows)}
 
 | scrape | series, size | collection, median (max) | event-loop block, median (max) | of the block, GC pauses | first scrape |
 |---|---|---|---|---|---|
@@ -546,6 +586,6 @@ writeSection('growth', {
 | every ${SCRAPE_EVERY_MS} ms, ${IN_FLIGHT.toLocaleString('en')} in flight | ${last.series} series | ${loadedMs.median.toFixed(2)} ms (${loadedMs.max.toFixed(2)}) | ${loadedBlock.median.toFixed(2)} ms (${loadedBlock.max.toFixed(2)}) | ${loadedGc.median.toFixed(2)} ms (${loadedGc.max.toFixed(2)}) | ${loadedCosts[0]!.ms.toFixed(1)} ms |
 
 Under load: ${loadedReports.length} scrapes, ${torn.length} not matching any counted moment; the last one, after every request ended: ${last.requests.toLocaleString('en')} requests and ${last.waits.toLocaleString('en')} queue waits for ${started.toLocaleString('en')} started, ${last.inFlight} in flight.`,
-  notes: `Reading the figures: at core's caps the exposition is about 100 000 series (every histogram bucket is a series: 20 queues × 51 models × the outcomes × three request histograms, each instrument capped at 2000 series, plus streams and loads), ~23 MB of text. A scrape runs in turns of the event loop: the SDK collects its own instruments (gauges) in the handler's turn; core copies every series' numbers in the next (typed arrays, so they are of one instant); the text starts in the turn after and is written as bytes, ~64 KiB per turn, straight from that copy (no data point objects for the Prometheus path; label texts kept per series; chunk buffers reused once written), so a scrape allocates little on the heap and a garbage collection seldom falls inside one. What remains of the block is the longest of those turns, usually the copy; on a machine shared with other work, time the scheduler gives to other processes adds to any of them. The OTLP path still builds data points (its exporter serializes the whole request in one piece, in the SDK). Per request, the hot path records into series resolved once per (queue, model) and per model, not through a Map lookup by attribute object per instrument (what made the cost grow with the pairs); what growth remains is memory locality: each request touches its pair's own numbers, which outgrow the caches as pairs are added, as the floor (the same records into bare typed arrays) shows.`,
+  notes: `Reading the figures: at core's caps the exposition is about 100 000 series (every histogram bucket is a series: 20 queues × 51 models × the outcomes × three request histograms, each instrument capped at 2000 series, plus streams and loads), ~23 MB of text. A scrape runs in turns of the event loop: the SDK collects its own instruments (gauges) in the handler's turn; core copies every series' numbers in the next, all of one instant: each aggregate keeps its series' numbers side by side in a few Float64Array blocks, so the copy is one memory copy per block (about 2 MB at the caps), not a loop over series, into the array the writer handed back after the previous scrape (a fresh array of megabytes cost its page faults in that turn, milliseconds at times); the text starts in the turn after and is written as bytes, ~64 KiB per turn, straight from that copy (no data point objects for the Prometheus path; label texts kept per series; chunk buffers reused once written), so a scrape allocates little on the heap and a garbage collection seldom falls inside one. What remains of the block is the longest of those turns (the SDK's own collection or the copy); on a machine shared with other work, time the scheduler gives to other processes adds to any of them. The OTLP path still builds data points (its exporter serializes the whole request in one piece, in the SDK). Per request, the hot path records into series resolved once per (queue, model) and per model, not through a Map lookup by attribute object per instrument (what made the cost grow with the pairs), and a resolved series writes straight into its slab block. What growth remains is where the request's state lives: at 1 × 1 everything it touches stays in the L1 cache; at 50 × 8 each request reaches its pair's objects (the (queue, model) slot, its series, their slab blocks, the model's stream state) and two label-table Map lookups (the model's slot in the queue's and in the streams' table), each a likely cache miss, where the floor reaches one array per series. Read the growth against the A/A row (the method's own spread) and the floor.`,
   verdict,
 });

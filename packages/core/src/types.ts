@@ -369,9 +369,12 @@ export interface CoreMetricProducerLike {
 
 /**
  * One metric's series copied at one instant (`metric.series` of
- * `collectSeries()`): series i's attributes at `attributes[i]`, its numbers
- * at `values[i * stride …]`; histograms count, sum, min, max, then the
- * bucket counts of `boundaries` (one more than it has); counters the value.
+ * `collectSeries()`): for i below `length`, series i's attributes at
+ * `attributes[i]`, its numbers at `values[i * stride …]`; histograms count,
+ * sum, min, max, then the bucket counts of `boundaries` (one more than it
+ * has); counters the value. `attributes` may be the live list of the
+ * aggregate's series (never copied per scrape): entries past `length` are
+ * series made after the copy.
  */
 export interface SeriesCopy {
   readonly length: number;
@@ -379,6 +382,12 @@ export interface SeriesCopy {
   readonly values: Float64Array;
   readonly stride: number;
   readonly boundaries: readonly number[];
+  /**
+   * Tells core the copy is no longer read: its array may then be reused
+   * (overwritten) by a later collection instead of a new one being made.
+   * Optional to call; never call it while still reading `values`.
+   */
+  readonly release?: () => void;
 }
 
 export interface Monitor {

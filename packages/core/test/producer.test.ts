@@ -6,7 +6,17 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { AggregateCounter, AggregateHistogram, MAX_SERIES, POINTS_PER_TURN, seriesCapOf } from '../src/export/producer';
+import { LabelTable, OVERFLOW_LABEL } from '../src/aggregates/label-table';
+import { SLAB_BLOCK_SERIES } from '../src/aggregates/series-slab';
+import {
+  AggregateCounter,
+  AggregateHistogram,
+  CoreMetricProducer,
+  MAX_SERIES,
+  POINTS_PER_TURN,
+  seriesCapOf,
+} from '../src/export/producer';
+import type { SeriesCopy } from '../src/types';
 import { ATTR, createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
 import { collect, TestReader } from './helpers';
 
@@ -310,6 +320,22 @@ describe('series resolved once (what the hot path records into)', () => {
     expect([...cell.counts]).toEqual([1, 1, 1, 0]);
   });
 
+  it('a histogram series refuses a negative or infinite value (counted on its cell) and past the cap drops', () => {
+    const histogram = new AggregateHistogram(spec, [1, 2, 5], 1);
+    const series = histogram.seriesOf({ s: 'a' });
+    series.record(-1);
+    series.record(Number.POSITIVE_INFINITY);
+    series.record(2);
+    const cell = histogram.series.get({ s: 'a' }) ?? [...histogram.series.values()][0]!;
+    expect(cell.rejected).toBe(2);
+    expect([cell.count, cell.sum, cell.min, cell.max, ...cell.counts]).toEqual([1, 2, 2, 2, 0, 1, 0, 0]);
+    const late = histogram.seriesOf({ s: 'late' });
+    late.record(1);
+    late.record(1);
+    expect(histogram.series.size).toBe(1);
+    expect(histogram.dropped).toBe(2);
+  });
+
   it('a counter series made but never added to exports no zero series', () => {
     const counter = new AggregateCounter(METRICS.requests);
     const idle = counter.seriesOf({ outcome: 'timeout' });
@@ -375,6 +401,136 @@ describe('series resolved once (what the hot path records into)', () => {
       ['a', 2],
       ['b', 1],
     ]);
+    await monitor.close();
+  });
+});
+
+describe('series copies (one memory copy per slab block)', () => {
+  type WithSeries = { resourceMetrics: { scopeMetrics: { metrics: { series: SeriesCopy }[] }[] } };
+  const copies = async (producer: CoreMetricProducer) =>
+    ((await producer.collectSeries()) as WithSeries).resourceMetrics.scopeMetrics[0]!.metrics.map((m) => m.series);
+
+  it('copies series spread over several blocks, each with its own numbers, and the copy stays as it was', async () => {
+    const histogram = new AggregateHistogram(METRICS.queueWait, [1, 2, 5]);
+    const counter = new AggregateCounter(METRICS.requests);
+    const n = 3 * SLAB_BLOCK_SERIES + 5;
+    for (let i = 0; i < n; i++) {
+      for (let r = 0; r <= i % 3; r++) histogram.record((i % 4) * 1.5 + r, { n: i });
+      counter.add(i + 1, { n: i });
+    }
+    const producer = new CoreMetricProducer([histogram], [counter], () => 0, 0);
+    const [h, c] = await copies(producer);
+    expect(h!.length).toBe(n);
+    expect(h!.stride).toBe(3 + 1 + 4);
+    for (let i = 0; i < n; i++) {
+      expect(h!.attributes[i]).toEqual({ n: i });
+      const cell = histogram.series.get(h!.attributes[i]!)!;
+      const at = i * h!.stride;
+      expect([...h!.values.subarray(at, at + h!.stride)]).toEqual([
+        cell.count,
+        cell.sum,
+        cell.min,
+        cell.max,
+        ...cell.counts,
+      ]);
+      expect(h!.values[at]).toBe((i % 3) + 1);
+      expect(c!.values[i]).toBe(i + 1);
+    }
+    // A copy, not a view: what is recorded afterwards is in the next copy only.
+    histogram.record(0.5, { n: 0 });
+    counter.add(10, { n: n - 1 });
+    expect(h!.values[0]).toBe(1);
+    expect(c!.values[n - 1]).toBe(n);
+    // A series made after the copy is not in it: its length and numbers stay those of the copy.
+    histogram.record(1, { n: 'new' });
+    counter.add(1, { n: 'new' });
+    expect([h!.length, h!.values.length, c!.length, c!.values.length]).toEqual([n, n * h!.stride, n, n]);
+    const [h2, c2] = await copies(producer);
+    expect(h2!.values[0]).toBe(2);
+    expect(c2!.values[n - 1]).toBe(n + 10);
+    expect([h2!.length, c2!.length]).toEqual([n + 1, n + 1]);
+    expect(h2!.attributes[n]).toEqual({ n: 'new' });
+  });
+
+  it('a released copy lends its array to the next copy; one still held is never written over', async () => {
+    const counter = new AggregateCounter(METRICS.requests);
+    for (let i = 0; i < 40; i++) counter.add(i + 1, { n: i });
+    const producer = new CoreMetricProducer([], [counter], () => 0, 0);
+    const [first] = await copies(producer);
+    const [held] = await copies(producer);
+    // Two copies alive at once: two arrays.
+    expect(held!.values.buffer).not.toBe(first!.values.buffer);
+    first!.release!();
+    first!.release!();
+    counter.add(100, { n: 0 });
+    const [next] = await copies(producer);
+    expect(next!.values.buffer).toBe(first!.values.buffer);
+    expect(next!.values[0]).toBe(101);
+    expect([...next!.values.subarray(1)]).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
+    // The held copy kept its numbers, and a second release of `first` did not hand its array out twice.
+    expect(held!.values[0]).toBe(1);
+    const [another] = await copies(producer);
+    expect(another!.values.buffer).not.toBe(next!.values.buffer);
+  });
+
+  it('leaves out a series whose every value was refused; the series after it keep their numbers', async () => {
+    const histogram = new AggregateHistogram(METRICS.queueWait, [1, 2, 5]);
+    histogram.record(1, { s: 'a' });
+    histogram.record(-1, { s: 'refused' });
+    histogram.record(3, { s: 'c' });
+    histogram.record(7, { s: 'c' });
+    const [h] = await copies(new CoreMetricProducer([histogram], [], () => 0, 0));
+    expect(h!.length).toBe(2);
+    expect(h!.attributes).toEqual([{ s: 'a' }, { s: 'c' }]);
+    expect([...h!.values]).toEqual([1, 1, 1, 1, 1, 0, 0, 0, 2, 10, 3, 7, 0, 0, 1, 1]);
+  });
+});
+
+describe('label table lookups on the request path', () => {
+  it('known() finds only a value stored under its own label: never a raw value to sanitize, nor the overflow slot', () => {
+    const table = new LabelTable(2, (label) => ({ label }));
+    const a = table.get('a');
+    expect(table.known('a')).toBe(a);
+    expect(table.known('b')).toBeUndefined();
+    table.get('b\u0000');
+    // Stored as 'b' (sanitized): the raw value is not a key, the label is.
+    expect(table.known('b\u0000')).toBeUndefined();
+    expect(table.known('b')).toEqual({ label: 'b' });
+    const other = table.get('c');
+    expect(other).toEqual({ label: OVERFLOW_LABEL });
+    expect(table.known(OVERFLOW_LABEL)).toBeUndefined();
+    expect(table.known(7)).toBeUndefined();
+  });
+
+  it('a monitor past its model cap puts queue and stream records of new models in _other', async () => {
+    const reader = new TestReader();
+    const monitor = createMonitor({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      exportMode: 'api',
+      detectorIntervalMs: 0,
+      traces: false,
+      eventLoop: false,
+      maxModels: 2,
+    });
+    const queue = monitor.queue('gen');
+    for (const model of ['a', 'b', 'c', 'a', 'd', OVERFLOW_LABEL]) {
+      const ticket = queue.enqueue(model);
+      ticket.start();
+      const stream = ticket.stream();
+      stream.token(2);
+      stream.end('completed');
+      ticket.end('completed');
+    }
+    const exported = await collect(reader);
+    const byModel = (name: string) =>
+      Object.fromEntries(
+        normalise(exported.metric(name))!.map((p) => [
+          p.attributes[ATTR.model],
+          (p.value as Histogram).count ?? p.value,
+        ]),
+      );
+    expect(byModel(METRICS.queueWait.name)).toEqual({ a: 2, b: 1, [OVERFLOW_LABEL]: 3 });
+    expect(byModel(METRICS.streamTokens.name)).toEqual({ a: 4, b: 2, [OVERFLOW_LABEL]: 6 });
     await monitor.close();
   });
 });

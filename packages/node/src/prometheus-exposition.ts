@@ -29,6 +29,8 @@ interface SeriesCopy {
   readonly values: Float64Array;
   readonly stride: number;
   readonly boundaries: readonly number[];
+  /** Hands the copy's array back to core for its next collection (once nothing reads it). */
+  readonly release?: () => void;
 }
 
 const seriesOf = (metric: MetricData): SeriesCopy | undefined => (metric as { series?: SeriesCopy }).series;
@@ -387,6 +389,11 @@ export function* expositionChunks(
     yield* points(family, out);
   }
   if (out.pos > 0) yield out.take();
+}
+
+/** Hands core's series copies of a collection back once its exposition is written (or abandoned). */
+export function releaseSeries(resourceMetrics: ResourceMetrics): void {
+  for (const { metrics } of resourceMetrics.scopeMetrics) for (const metric of metrics) seriesOf(metric)?.release?.();
 }
 
 /** The whole exposition as one string. */

@@ -17,7 +17,7 @@ import {
   type MetricProducer,
 } from '@opentelemetry/sdk-metrics';
 import { gaugeTemporality } from './export-guard';
-import { ChunkPool, expositionChunks } from './prometheus-exposition';
+import { ChunkPool, expositionChunks, releaseSeries } from './prometheus-exposition';
 import { CollectorNames } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
@@ -112,7 +112,8 @@ export class PrometheusReader extends MetricReader {
           res,
           expositionChunks(resourceMetrics, (metric) => this.names.of(metric), this.pool),
           this.pool,
-        ),
+          // Written or abandoned, the series copies are read no more: core may reuse their arrays.
+        ).finally(() => releaseSeries(resourceMetrics)),
       (err: unknown) => fail(res, 'metrics collection failed', err),
     );
   };

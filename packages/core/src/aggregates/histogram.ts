@@ -1,20 +1,73 @@
+import type { SeriesSlab } from './series-slab';
+
+const COUNT = 0;
+const SUM = 1;
+const MIN = 2;
+const MAX = 3;
+/** Numbers kept before the bucket counts: count, sum, min, max. */
+export const HISTOGRAM_HEAD = 4;
+
+/**
+ * Records `value` into the histogram numbers at `values[at …]` (count, sum,
+ * min, max, then one count per bucket of `boundaries`). The caller has
+ * checked the value is finite and not negative.
+ */
+export function recordInto(values: Float64Array, at: number, boundaries: readonly number[], value: number): void {
+  let i = 0;
+  while (i < boundaries.length && value > boundaries[i]) i++;
+  values[at + HISTOGRAM_HEAD + i]++;
+  values[at + COUNT]++;
+  values[at + SUM] += value;
+  if (value < values[at + MIN]) values[at + MIN] = value;
+  if (value > values[at + MAX]) values[at + MAX] = value;
+}
+
 /**
  * Fixed-bucket cumulative histogram in typed arrays: one record is a
- * short linear scan and two increments (~40 ns), no allocation. Bucket
+ * short linear scan and a few increments (~40 ns), no allocation. Bucket
  * boundaries match the OTel Views, so an export path can read these
  * counts directly (a MetricProducer) instead of going through the API.
+ *
+ * Its numbers (count, sum, min, max, then the bucket counts) live in a
+ * Float64Array of its own, or at an offset in a `SeriesSlab` shared with
+ * the other series of an aggregate, which copies them all at once.
  */
 export class FixedHistogram {
+  /** The bucket counts, one more than the boundaries (a view of the numbers). */
   readonly counts: Float64Array;
-  count = 0;
-  sum = 0;
-  min = Number.POSITIVE_INFINITY;
-  max = Number.NEGATIVE_INFINITY;
   /** Negative or non-finite values refused (a clock that went backwards). */
   rejected = 0;
+  /** Where its numbers are: `values[offset …]` (its own array, or a slab block shared with other series). */
+  readonly values: Float64Array;
+  readonly offset: number;
 
-  constructor(readonly boundaries: readonly number[]) {
-    this.counts = new Float64Array(boundaries.length + 1);
+  constructor(
+    readonly boundaries: readonly number[],
+    slab?: SeriesSlab,
+  ) {
+    const stride = boundaries.length + 1 + HISTOGRAM_HEAD;
+    const place = slab?.allocate() ?? { values: new Float64Array(stride), offset: 0 };
+    this.values = place.values;
+    this.offset = place.offset;
+    this.values[this.offset + MIN] = Number.POSITIVE_INFINITY;
+    this.values[this.offset + MAX] = Number.NEGATIVE_INFINITY;
+    this.counts = this.values.subarray(this.offset + HISTOGRAM_HEAD, this.offset + stride);
+  }
+
+  get count(): number {
+    return this.values[this.offset + COUNT];
+  }
+
+  get sum(): number {
+    return this.values[this.offset + SUM];
+  }
+
+  get min(): number {
+    return this.values[this.offset + MIN];
+  }
+
+  get max(): number {
+    return this.values[this.offset + MAX];
   }
 
   record(value: number): boolean {
@@ -22,21 +75,15 @@ export class FixedHistogram {
       this.rejected++;
       return false;
     }
-    const b = this.boundaries;
-    let i = 0;
-    while (i < b.length && value > b[i]) i++;
-    this.counts[i]++;
-    this.count++;
-    this.sum += value;
-    if (value < this.min) this.min = value;
-    if (value > this.max) this.max = value;
+    recordInto(this.values, this.offset, this.boundaries, value);
     return true;
   }
 
   /** Quantile estimated by linear interpolation inside the bucket (like histogram_quantile). */
   quantile(q: number): number {
-    if (this.count === 0) return Number.NaN;
-    const rank = q * this.count;
+    const total = this.count;
+    if (total === 0) return Number.NaN;
+    const rank = q * total;
     let cumulative = 0;
     for (let i = 0; i < this.counts.length; i++) {
       const next = cumulative + this.counts[i];

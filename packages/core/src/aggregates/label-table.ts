@@ -52,6 +52,15 @@ export class LabelTable<T> {
     return OVERFLOW_LABEL;
   }
 
+  /**
+   * The slot of a value already in the table under its own label, else
+   * undefined: one Map lookup, for a caller whose labels come from another
+   * table (a value found here was given its label there first).
+   */
+  known(value: unknown): T | undefined {
+    return typeof value === 'string' && value !== OVERFLOW_LABEL ? this.slots.get(value) : undefined;
+  }
+
   get(value: unknown): T {
     if (typeof value === 'string') {
       const known = this.slots.get(value);

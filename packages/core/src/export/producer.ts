@@ -1,5 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
-import { FixedHistogram } from '../aggregates/histogram';
+import { FixedHistogram, HISTOGRAM_HEAD, recordInto } from '../aggregates/histogram';
+import { SeriesSlab } from '../aggregates/series-slab';
 import type { InstrumentSpec } from '../names';
 import type { SeriesCopy } from '../types';
 import { SCOPE } from '../version';
@@ -130,16 +131,73 @@ abstract class LazySeries<T> {
   }
 }
 
+/**
+ * Records straight into the slab, not through the cell: at hundreds of
+ * (queue, model) pairs a request's series are seldom in the caches, and
+ * each object between the series and its numbers is one more miss.
+ */
 class AggregateHistogramSeries extends LazySeries<FixedHistogram> {
+  private values: Float64Array | undefined = undefined;
+  private offset = 0;
+
+  constructor(
+    table: SeriesTable<FixedHistogram>,
+    attributes: Attributes,
+    private readonly boundaries: readonly number[],
+  ) {
+    super(table, attributes);
+  }
+
   record(value: number): void {
-    (this.cell ?? this.resolve())?.record(value);
+    let values = this.values;
+    if (values === undefined) {
+      const cell = this.resolve();
+      if (cell === undefined) return;
+      values = this.values = cell.values;
+      this.offset = cell.offset;
+    }
+    if (!(value >= 0) || value === Number.POSITIVE_INFINITY) {
+      (this.cell as FixedHistogram).rejected++;
+      return;
+    }
+    recordInto(values, this.offset, this.boundaries, value);
   }
 }
 
-class AggregateCounterSeries extends LazySeries<{ value: number }> {
+/** One counter series: its running sum, kept in the counter's slab. */
+class CounterCell {
+  readonly values: Float64Array;
+  readonly offset: number;
+
+  constructor(slab: SeriesSlab) {
+    const place = slab.allocate();
+    this.values = place.values;
+    this.offset = place.offset;
+  }
+
+  get value(): number {
+    return this.values[this.offset];
+  }
+
   add(value: number): void {
-    const cell = this.cell ?? this.resolve();
-    if (cell !== undefined) cell.value += value;
+    this.values[this.offset] += value;
+  }
+}
+
+/** Adds straight into the slab, as AggregateHistogramSeries records. */
+class AggregateCounterSeries extends LazySeries<CounterCell> {
+  private values: Float64Array | undefined = undefined;
+  private offset = 0;
+
+  add(value: number): void {
+    let values = this.values;
+    if (values === undefined) {
+      const cell = this.resolve();
+      if (cell === undefined) return;
+      values = this.values = cell.values;
+      this.offset = cell.offset;
+    }
+    values[this.offset] += value;
   }
 }
 
@@ -150,6 +208,8 @@ class AggregateCounterSeries extends LazySeries<{ value: number }> {
  */
 export class AggregateHistogram {
   private readonly table: SeriesTable<FixedHistogram>;
+  /** Every series' numbers, in the order the series were made. */
+  readonly slab: SeriesSlab;
 
   constructor(
     readonly spec: InstrumentSpec,
@@ -157,8 +217,10 @@ export class AggregateHistogram {
     maxSeries = MAX_SERIES,
     onDrop?: SeriesDropListener,
   ) {
+    const slab = new SeriesSlab(boundaries.length + 1 + HISTOGRAM_HEAD);
+    this.slab = slab;
     this.table = new SeriesTable(
-      () => new FixedHistogram(boundaries),
+      () => new FixedHistogram(boundaries, slab),
       maxSeries,
       () => onDrop?.(spec.name, maxSeries),
     );
@@ -183,13 +245,15 @@ export class AggregateHistogram {
 
   /** The series of `attributes`, for a caller that records it often (see LazySeries). */
   seriesOf(attributes: Attributes): { record(value: number): void } {
-    return new AggregateHistogramSeries(this.table, attributes);
+    return new AggregateHistogramSeries(this.table, attributes, this.boundaries);
   }
 }
 
 /** Core's counter: a running sum per series, exported by the producer (or an observable counter in api export). */
 export class AggregateCounter {
-  private readonly table: SeriesTable<{ value: number }>;
+  private readonly table: SeriesTable<CounterCell>;
+  /** Every series' sum, in the order the series were made. */
+  readonly slab = new SeriesSlab(1);
 
   constructor(
     readonly spec: InstrumentSpec,
@@ -197,18 +261,18 @@ export class AggregateCounter {
     onDrop?: SeriesDropListener,
   ) {
     this.table = new SeriesTable(
-      () => ({ value: 0 }),
+      () => new CounterCell(this.slab),
       maxSeries,
       () => onDrop?.(spec.name, maxSeries),
     );
   }
 
-  get series(): ReadonlyMap<Attributes, { value: number }> {
+  get series(): ReadonlyMap<Attributes, { readonly value: number }> {
     return this.table.series;
   }
 
   /** Every series' attribute object and cell, in the order they were made. */
-  get seriesLists(): { readonly attributes: readonly Attributes[]; readonly cells: readonly { value: number }[] } {
+  get seriesLists(): { readonly attributes: readonly Attributes[]; readonly cells: readonly object[] } {
     return { attributes: this.table.attributeList, cells: this.table.cellList };
   }
 
@@ -217,8 +281,7 @@ export class AggregateCounter {
   }
 
   add(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
-    const cell = this.table.cell(attributes);
-    if (cell !== undefined) cell.value += value;
+    this.table.cell(attributes)?.add(value);
   }
 
   /** The series of `attributes`, for a caller that adds to it often (see LazySeries). */
@@ -247,8 +310,15 @@ interface Snapshot {
   /** The histogram's boundaries, one copy per collection shared by its points (the aggregates' own stay private). */
   boundaries: number[];
   counter: AggregateCounter | undefined;
-  cells: object[];
-  attributes: Attributes[];
+  /** Series in the copy: the first `length` of `cells` and `attributes`. */
+  length: number;
+  /**
+   * Usually the aggregate's own lists, not copies: they only ever grow and
+   * their entries never change, so their first `length` entries stay what
+   * they were at the copy (and a scrape allocates no array per series).
+   */
+  cells: readonly object[];
+  attributes: readonly Attributes[];
   values: Float64Array;
   stride: number;
 }
@@ -260,41 +330,54 @@ interface Collection {
   points: number;
 }
 
+/**
+ * The histogram's series as they are now: one copy of its slab (series in
+ * the order they were made, as its lists), then, in the rare case a series
+ * exists with no count (every value it was given refused), that series
+ * left out (only then are the lists copied).
+ */
 function snapshotHistogram(h: AggregateHistogram): Snapshot {
-  const stride = h.boundaries.length + 5;
-  const cells: object[] = [];
-  const attributes: Attributes[] = [];
-  const values = new Float64Array(h.series.size * stride);
+  const stride = h.slab.stride;
   const lists = h.seriesLists;
-  let at = 0;
-  for (let i = 0; i < lists.cells.length; i++) {
-    const fixed = lists.cells[i];
-    if (fixed.count === 0) continue;
-    cells.push(fixed);
+  const length = h.slab.length;
+  const values = h.slab.copy();
+  const snapshot: Snapshot = {
+    histogram: h,
+    boundaries: [...h.boundaries],
+    counter: undefined,
+    length,
+    cells: lists.cells,
+    attributes: lists.attributes,
+    values,
+    stride,
+  };
+  let empty = 0;
+  while (empty < length && values[empty * stride] !== 0) empty++;
+  if (empty === length) return snapshot;
+  const cells = lists.cells.slice(0, empty);
+  const attributes = lists.attributes.slice(0, empty);
+  for (let i = empty; i < length; i++) {
+    if (values[i * stride] === 0) continue;
+    values.copyWithin(cells.length * stride, i * stride, (i + 1) * stride);
+    cells.push(lists.cells[i]);
     attributes.push(lists.attributes[i]);
-    values[at] = fixed.count;
-    values[at + 1] = fixed.sum;
-    values[at + 2] = fixed.min;
-    values[at + 3] = fixed.max;
-    const counts = fixed.counts;
-    for (let b = 0; b < counts.length; b++) values[at + 4 + b] = counts[b];
-    at += stride;
   }
-  return { histogram: h, boundaries: [...h.boundaries], counter: undefined, cells, attributes, values, stride };
+  return { ...snapshot, length: cells.length, cells, attributes, values: values.subarray(0, cells.length * stride) };
 }
 
+/** The counter's series as they are now: one copy of its slab. */
 function snapshotCounter(c: AggregateCounter): Snapshot {
-  const cells: object[] = [];
-  const attributes: Attributes[] = [];
-  const values = new Float64Array(c.series.size);
   const lists = c.seriesLists;
-  for (let i = 0; i < lists.cells.length; i++) {
-    const cell = lists.cells[i];
-    values[cells.length] = cell.value;
-    cells.push(cell);
-    attributes.push(lists.attributes[i]);
-  }
-  return { histogram: undefined, boundaries: [], counter: c, cells, attributes, values, stride: 1 };
+  return {
+    histogram: undefined,
+    boundaries: [],
+    counter: c,
+    length: c.slab.length,
+    cells: lists.cells,
+    attributes: lists.attributes,
+    values: c.slab.copy(),
+    stride: 1,
+  };
 }
 
 /**
@@ -310,8 +393,8 @@ function snapshotCounter(c: AggregateCounter): Snapshot {
  * only).
  *
  * A collection copies every series' numbers in one synchronous stretch
- * (typed-array copies, so every point is of one instant; ~2 ms at the
- * cardinality caps): when it is called, or, past `POINTS_PER_TURN` series,
+ * (one memory copy per block of each aggregate's slab, so every point is of
+ * one instant; well under a millisecond at the cardinality caps): when it is called, or, past `POINTS_PER_TURN` series,
  * in the next turn of the event loop (the reader collects its own
  * instruments in the calling one). Then it builds the
  * data points from that copy `POINTS_PER_TURN` at a time, letting the event
@@ -390,13 +473,22 @@ export class CoreMetricProducer {
       const { snapshots } = this.snapshot();
       const metrics: unknown[] = [];
       for (const s of snapshots) {
-        if (s.cells.length === 0) continue;
+        if (s.length === 0) continue;
+        const slab = (s.histogram ?? (s.counter as AggregateCounter)).slab;
+        const values = s.values;
+        let released = false;
         const series: SeriesCopy = {
-          length: s.cells.length,
+          length: s.length,
           attributes: s.attributes,
-          values: s.values,
+          values,
           stride: s.stride,
           boundaries: s.boundaries,
+          // Once only: a second call could hand back an array a later copy already took.
+          release: () => {
+            if (released) return;
+            released = true;
+            slab.release(values);
+          },
         };
         metrics.push({ ...this.metric(s, false, false, []), series });
       }
@@ -416,13 +508,13 @@ export class CoreMetricProducer {
     for (const h of this.histograms) {
       if (h.series.size === 0) continue;
       const snapshot = snapshotHistogram(h);
-      points += snapshot.cells.length;
+      points += snapshot.length;
       snapshots.push(snapshot);
     }
     for (const c of this.counters) {
       if (c.series.size === 0) continue;
       const snapshot = snapshotCounter(c);
-      points += snapshot.cells.length;
+      points += snapshot.length;
       snapshots.push(snapshot);
     }
     return { endTime: hrTime(this.clock()), snapshots, points };
@@ -439,7 +531,7 @@ export class CoreMetricProducer {
     let budget = points > POINTS_PER_TURN ? 0 : Number.POSITIVE_INFINITY;
     for (const snapshot of snapshots) {
       const dataPoints: unknown[] = [];
-      for (let i = 0; i < snapshot.cells.length; i++) {
+      for (let i = 0; i < snapshot.length; i++) {
         if (budget-- === 0) {
           await nextTurn();
           budget = POINTS_PER_TURN - 1;

@@ -297,6 +297,13 @@ export class Queue implements QueueTracker {
    */
   private slotOf(model: string): QueueModel {
     if (model === this.lastModel) return this.lastSlot!;
+    // A model this queue has seen under its own name skips the monitor's label table: one Map lookup, not two.
+    const seen = this.models.known(model);
+    if (seen !== undefined) {
+      this.lastModel = model;
+      this.lastSlot = seen;
+      return seen;
+    }
     const label = this.ctx.label('model', model);
     const slot = this.models.get(label);
     // Only a name recorded as itself (not `_other` past the cap, nor a sanitized form) is safe to reuse unseen.

@@ -208,7 +208,8 @@ export class StreamSignal implements Signal {
 
   /** A stream of `model` whose time to first token counts from `arrival` (ms). */
   open(model: string, arrival: number): StreamHandle {
-    return new Stream(this.models.get(this.ctx.label('model', model)), this, arrival);
+    // A model seen before skips the monitor's label table, as Queue.enqueue does.
+    return new Stream(this.models.known(model) ?? this.models.get(this.ctx.label('model', model)), this, arrival);
   }
 
   evaluate(now: number): void {
