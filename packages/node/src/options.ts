@@ -81,6 +81,7 @@ const KNOWN_KEYS = new Set([
   'clock',
   'exportMode',
   'eventLoop',
+  'heap',
   'runtimeMetrics',
 ]);
 const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount']);

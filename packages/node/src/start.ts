@@ -182,6 +182,7 @@ export function start(options: StartOptions = {}): InferSignal {
       logger: options.logger,
       exportMode,
       eventLoop: options.eventLoop,
+      heap: options.heap,
       runtimeMetrics: config.runtimeMetrics,
     });
     box.monitor = monitor;

@@ -54,6 +54,7 @@ export type PassThroughMonitorOptions = Pick<
   | 'logger'
   | 'exportMode'
   | 'eventLoop'
+  | 'heap'
   | 'runtimeMetrics'
 >;
 

@@ -237,6 +237,21 @@ describe('start() options', () => {
       await s.shutdown();
     }
   });
+
+  it('heap passes through to the monitor: on by default, off with heap: false, a non-boolean named', async () => {
+    const on = start({ prometheus: false, detectorIntervalMs: 0 });
+    const off = start({ prometheus: false, detectorIntervalMs: 0, heap: false });
+    try {
+      expect(on.monitor.snapshot().heap?.level).toBe('ok');
+      expect(off.monitor.snapshot().heap).toBeUndefined();
+    } finally {
+      await on.shutdown();
+      await off.shutdown();
+    }
+    expect(() => start({ prometheus: false, heap: 'yes' as unknown as boolean })).toThrow(
+      expect.objectContaining({ field: 'heap' }),
+    );
+  });
 });
 
 describe('optional OTLP exporter packages', () => {
