@@ -93,8 +93,9 @@ describe.skipIf(!hasCompiler())('device memory and GC pressure, short mode', () 
     const context = `${describeFigures(gc)}\nmajor GC: ${JSON.stringify(gc.majorGc)}`;
     expect(gc.failureAtSeconds, context).not.toBeNull();
     const heap = gc.alerts.filter((a) => a.signal === 'heap_headroom');
-    // Raised once, after the fault started (the healthy phase's live set is far from the limit), before the failure.
-    expect(heap[0]?.level, context).toBe('warn');
+    // Raised after the fault started (the healthy phase's live set is far from the limit), before the failure: WARN,
+    // or CRITICAL at once where a busy machine let the heap grow past 90 % between two major GCs.
+    expect(['warn', 'critical'], context).toContain(heap[0]?.level);
     expect(heap[0]?.subject, context).toBeNull();
     expect(heap[0]?.verdict, context).toBe('true');
     expect(heap[0]!.atSeconds, context).toBeLessThan(gc.failureAtSeconds!);

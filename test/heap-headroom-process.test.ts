@@ -85,21 +85,22 @@ describe.each(nodes)('heap_headroom in a process with --max-old-space-size=64 (%
     // It died of heap exhaustion, the failure the signal is for.
     expect(run.stderr, context).toMatch(/heap out of memory/);
     expect(run.code === 0, context).toBe(false);
-    // WARN first, with room left: the process went on leaking after it. CRITICAL may follow, or the process
-    // may die first (the last collections before the abort run back to back, without a reading in between).
+    // Raised while the process still ran (the child printed it), above WARN's 80 %. Usually WARN first, with room
+    // left, then CRITICAL or the abort; but how much the heap grows between two major GCs depends on how far
+    // concurrent marking got, which a busy machine slows: then the first reading past 80 % is already past 90 %
+    // and the level goes from ok to CRITICAL at once. The levels never go down while it leaks.
     expect(run.alerts.length, context).toBeGreaterThanOrEqual(1);
     expect(
       run.alerts.map((a) => a.alert.signal).every((s) => s === 'heap_headroom'),
       context,
     ).toBe(true);
-    expect(run.alerts.map((a) => a.alert.level).slice(0, 2), context).toEqual(
-      ['warn', 'critical'].slice(0, run.alerts.length),
-    );
-    const warn = run.alerts[0]!;
-    expect(warn.alert.value, context).toBeGreaterThan(0.8);
-    expect(warn.alert.labels).toEqual({});
-    expect(warn.alert.message, context).toMatch(
-      /^heap_headroom WARN on this process: the heap holds [\d.]+ MiB live after a major GC, \d+ % of its 64\.0 MiB old-generation limit \(--max-old-space-size\)/,
+    const levels = run.alerts.map((a) => a.alert.level);
+    expect([['warn'], ['critical'], ['warn', 'critical']], context).toContainEqual(levels);
+    const first = run.alerts[0]!;
+    expect(first.alert.value, context).toBeGreaterThan(0.8);
+    expect(first.alert.labels).toEqual({});
+    expect(first.alert.message, context).toMatch(
+      /^heap_headroom (WARN|CRITICAL) on this process: the heap holds [\d.]+ MiB live after a major GC, \d+ % of its 64\.0 MiB old-generation limit \(--max-old-space-size\)/,
     );
   }, 180_000);
 
