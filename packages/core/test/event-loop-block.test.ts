@@ -10,8 +10,11 @@ afterEach(async () => {
   monitor = undefined;
 });
 
-/** A monitor whose event-loop signal reads a simulated loop; the clock is the loop's. */
-function simulated(sampleIntervalMs = 1000) {
+/**
+ * A monitor whose event-loop signal reads a simulated loop; the clock is the loop's. `source` is what the signal
+ * reads (the loop itself by default).
+ */
+function simulated(sampleIntervalMs = 1000, source: (loop: SimLoop) => SimLoop = (loop) => loop) {
   const loop = new SimLoop();
   const alerts: AlertEvent[] = [];
   monitor = createMonitor({
@@ -23,7 +26,7 @@ function simulated(sampleIntervalMs = 1000) {
     thresholds: { eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs } },
     onAlert: (e) => alerts.push(e),
   });
-  const signal = monitor.register((ctx) => new EventLoopSignal(ctx, loop));
+  const signal = monitor.register((ctx) => new EventLoopSignal(ctx, source(loop)));
   return { loop, alerts, signal };
 }
 
@@ -168,18 +171,9 @@ describe('event loop: blocking, not busyness', () => {
   });
 
   it('without a run-queue figure (not Linux) a stall keeps its level and the CPU-time reading', () => {
-    const loop = new SimLoop();
-    const alerts: AlertEvent[] = [];
-    monitor = createMonitor({
-      clock: () => loop.t,
-      eventLoop: false,
-      detectorIntervalMs: 0,
-      traces: false,
-      logger: { warn() {} },
-      onAlert: (e) => alerts.push(e),
-    });
-    const blind = Object.assign(Object.create(loop) as SimLoop, { queuedMs: undefined });
-    monitor.register((ctx) => new EventLoopSignal(ctx, blind));
+    const { loop, alerts } = simulated(1000, (loop) =>
+      Object.assign(Object.create(loop) as SimLoop, { queuedMs: undefined }),
+    );
     loop.stall(2_130, 250);
     loop.advance(4_000);
     const raised = alerts.find((a) => a.signal === 'event_loop');
