@@ -44,7 +44,9 @@ export class ProgressLine {
     }
   }
 
+  /** The last line (the run's final state: a short run on a busy machine may end before the first tick), then a newline. */
   finish(): void {
+    this.update();
     if (this.out && this.wrote) {
       try {
         this.out.write('\n');
