@@ -113,4 +113,15 @@ describe('markdown links', () => {
     expect(checked).toBeGreaterThan(50);
     expect(broken).toEqual([]);
   });
+
+  it("every signal core can raise has a row in the runbook's table of in-process signals", () => {
+    // The union core's AlertEvent.signal is typed with (types.ts): the names core itself reports.
+    const types = readFileSync(join(ROOT, 'packages/core/src/types.ts'), 'utf8');
+    const union = /export type SignalName =([^;]*);/.exec(types)?.[1] ?? '';
+    const names = [...union.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]);
+    expect(names.length).toBeGreaterThan(8);
+    const runbook = readFileSync(join(ROOT, 'docs/runbook.md'), 'utf8');
+    const rows = new Set([...runbook.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]));
+    expect(names.filter((name) => !rows.has(name))).toEqual([]);
+  });
 });
