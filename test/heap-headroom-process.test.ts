@@ -85,9 +85,9 @@ describe.each(nodes)('heap_headroom in a process with --max-old-space-size=64 (%
     // It died of heap exhaustion, the failure the signal is for.
     expect(run.stderr, context).toMatch(/heap out of memory/);
     expect(run.code === 0, context).toBe(false);
-    // Raised while the process still ran (the child printed it), above WARN's 80 %. Usually WARN first, with room
+    // Raised while the process still ran (the child printed it), above WARN's 70 %. Usually WARN first, with room
     // left, then CRITICAL or the abort; but how much the heap grows between two major GCs depends on how far
-    // concurrent marking got, which a busy machine slows: then the first reading past 80 % is already past 90 %
+    // concurrent marking got, which a busy machine slows: then the first reading past 70 % is already past 85 %
     // and the level goes from ok to CRITICAL at once. The levels never go down while it leaks.
     expect(run.alerts.length, context).toBeGreaterThanOrEqual(1);
     expect(
@@ -97,7 +97,7 @@ describe.each(nodes)('heap_headroom in a process with --max-old-space-size=64 (%
     const levels = run.alerts.map((a) => a.alert.level);
     expect([['warn'], ['critical'], ['warn', 'critical']], context).toContainEqual(levels);
     const first = run.alerts[0]!;
-    expect(first.alert.value, context).toBeGreaterThan(0.8);
+    expect(first.alert.value, context).toBeGreaterThan(0.7);
     expect(first.alert.labels).toEqual({});
     expect(first.alert.message, context).toMatch(
       /^heap_headroom (WARN|CRITICAL) on this process: the heap holds [\d.]+ MiB live after a major GC, \d+ % of its 64\.0 MiB old-generation limit \(--max-old-space-size\)/,
@@ -116,6 +116,6 @@ describe.each(nodes)('heap_headroom in a process with --max-old-space-size=64 (%
     // Nothing was judged on too few collections, and the live set was far from empty.
     expect(heap.majorGcs, context).toBeGreaterThanOrEqual(20);
     expect(heap.liveRatio!, context).toBeGreaterThan(0.3);
-    expect(heap.liveRatio!, context).toBeLessThan(0.8);
+    expect(heap.liveRatio!, context).toBeLessThan(0.7);
   }, 180_000);
 });

@@ -179,7 +179,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   },
   connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
   eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
-  heap: { liveWarn: 0.8, liveCritical: 0.9, majorGcs: 2 },
+  heap: { liveWarn: 0.7, liveCritical: 0.85, majorGcs: 2 },
   modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {}, minSpikeSeconds: 1 },
   stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
   deviceMemory: {

@@ -273,7 +273,7 @@ export const METRICS = {
     type: 'gauge',
     unit: '1',
     description:
-      'infersignal.heap.live / infersignal.heap.live.limit: how full the heap stays after the collector did its best. The process dies of heap exhaustion near 1.',
+      'infersignal.heap.live / infersignal.heap.live.limit: how full the heap stays after the collector did its best. The process dies of heap exhaustion at 1, a busy one sooner (V8 gives up when mark-compacts free too little).',
     attributes: [],
     feeds: 'heap.liveWarn / heap.liveCritical',
   },

@@ -223,7 +223,7 @@ export class HeapSignal implements Signal {
         this.labels,
         this.heapLevel === 'ok'
           ? undefined
-          : `the heap holds ${mib(live)} live after a major GC, ${(this.liveRatio * 100).toFixed(0)} % of its ${mib(this.limit.bytes)} old-generation limit (${this.limitText()}); the process dies of heap exhaustion near 100 %`,
+          : `the heap holds ${mib(live)} live after a major GC, ${(this.liveRatio * 100).toFixed(0)} % of its ${mib(this.limit.bytes)} old-generation limit (${this.limitText()}); the process dies of heap exhaustion at 100 %, or sooner while it keeps allocating`,
         this.heapLevel === 'ok' ? undefined : { liveBytes: live, limitBytes: this.limit.bytes },
       );
     } catch (error) {
