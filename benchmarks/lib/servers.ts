@@ -43,16 +43,7 @@ export const VARIANT_LABEL: Record<Variant, string> = {
 
 export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
-  | {
-      type: 'window';
-      cpuUs: number;
-      mainUs: number;
-      waitUs: number;
-      gcUs: number;
-      wallUs: number;
-      requests: number;
-      spans: number;
-    }
+  | ({ type: 'window' } & ServerWindow)
   | { type: 'error'; message: string };
 
 /** A directory: each server child writes a CPU profile of every measured window there (server-child.ts). */
