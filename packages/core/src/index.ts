@@ -19,6 +19,7 @@ export type {
   QueueOptions,
   QueueTracker,
   RequestTraceOptions,
+  SeriesCopy,
   Snapshot,
   StreamHandle,
   StreamOutcome,

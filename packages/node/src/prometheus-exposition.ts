@@ -12,6 +12,7 @@
  * another type is dropped. One family written twice is an exposition
  * Prometheus rejects.
  */
+import type { SeriesCopy } from '@infersignal/core';
 import {
   DataPointType,
   type DataPoint,
@@ -21,17 +22,6 @@ import {
 } from '@opentelemetry/sdk-metrics';
 
 type Attributes = Record<string, unknown>;
-
-/** Core's series copy (`collectSeries()` of `@infersignal/core`), on a metric that carries no data points. */
-interface SeriesCopy {
-  readonly length: number;
-  readonly attributes: readonly Attributes[];
-  readonly values: Float64Array;
-  readonly stride: number;
-  readonly boundaries: readonly number[];
-  /** Hands the copy's array back to core for its next collection (once nothing reads it). */
-  readonly release?: () => void;
-}
 
 const seriesOf = (metric: MetricData): SeriesCopy | undefined => (metric as { series?: SeriesCopy }).series;
 const pointCount = (metric: MetricData) => seriesOf(metric)?.length ?? metric.dataPoints.length;
