@@ -102,7 +102,7 @@ function exportedNames(entry: string): string[] {
 }
 
 describe("core's public surface", () => {
-  it('the main entry is what applications call: 39 names, listed here so a new one is a decision', () => {
+  it('the main entry is what applications call: 40 names, listed here so a new one is a decision', () => {
     const names = exportedNames('index.ts');
     expect(names).toEqual(
       [
@@ -131,6 +131,7 @@ describe("core's public surface", () => {
         'RequestEndedError',
         'RequestTraceOptions',
         'SPANS',
+        'SeriesCopy',
         'Snapshot',
         'StreamHandle',
         'StreamOutcome',

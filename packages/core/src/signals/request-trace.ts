@@ -172,8 +172,9 @@ export class RequestTraces {
       const seconds = (now - request.arrival) / 1000;
       // Every completed request feeds the tail, kept or not.
       if (tail.slow(seconds, now) || seconds > settings.slowSeconds) reason = 'slow';
-      else if (settings.baseline > 0 && settings.random() < settings.baseline) reason = 'baseline';
+      // With 'all' every request is kept anyway: no baseline draw, whose 'baseline' reason would say nothing.
       else if (settings.keep === 'all') reason = 'all';
+      else if (settings.baseline > 0 && settings.random() < settings.baseline) reason = 'baseline';
       else return;
     }
     this.emit(request.parent, request.arrival, now, attributes, reason, request.startedAt, request.extra);
