@@ -115,6 +115,8 @@ export interface JudgedAlert {
    * `process`: a process-wide signal (no subject) in a run that failed: neither true nor false.
    */
   verdict: 'true' | 'late' | 'false' | 'process';
+  /** What the server said about it (the alert event's message), where the sighting carried one. */
+  message?: string;
 }
 
 export interface RunFigures {
@@ -246,6 +248,7 @@ export function judgeAlerts(
       atSeconds: record.atMs / 1000,
       offeredFactor: factorAt(record.atMs),
       verdict,
+      ...(record.message ? { message: record.message } : {}),
     });
   }
   return out;
@@ -574,6 +577,11 @@ export function describeAlert(alert: JudgedAlert): string {
   return `${alert.signal} ${alert.level.toUpperCase()}${alert.subject ? ` on ${alert.subject}` : ''} at ${alert.atSeconds.toFixed(1)} s${factor}`;
 }
 
+/** A false alert with what the server said about it: the reader's first question is why it fired. */
+function describeFalseAlert(alert: JudgedAlert): string {
+  return alert.message ? `${describeAlert(alert)} ("${alert.message}")` : describeAlert(alert);
+}
+
 export function describeRun(run: RunFigures): string {
   const failure =
     run.failureAtSeconds === null
@@ -584,7 +592,7 @@ export function describeRun(run: RunFigures): string {
     : run.failureAtSeconds === null
       ? ''
       : '; no true precursor';
-  const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeAlert).join(', ')}` : '';
+  const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeFalseAlert).join(', ')}` : '';
   return `${run.scenario} #${run.repeat} (${run.fromRps}→${run.toRps} req/s): ${failure}${precursor}${falses} — ${run.met ? 'met' : 'NOT met'}`;
 }
 
@@ -598,6 +606,6 @@ export function describeFaultRun(run: FaultRunFigures): string {
     : run.failureAtSeconds === null
       ? ''
       : '; no true precursor';
-  const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeAlert).join(', ')}` : '';
+  const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeFalseAlert).join(', ')}` : '';
   return `${run.scenario} #${run.repeat} (${run.conditions}): ${failure}${precursor}${falses} — ${run.met ? 'met' : 'NOT met'}`;
 }
