@@ -12,6 +12,10 @@
  * - bare OTel, histograms only: the 5 records alone, exactly the SDK calls
  *   core's API path makes (its counters are observable counters over core's
  *   own totals, read at collection) — the baseline the goal is judged on;
+ *   both bare variants use the attribute sets core exports (the GenAI
+ *   conventions' operation and provider names on TTFT, TPOT and the request
+ *   duration), checked after the run: the SDK hashes every attribute at
+ *   every record, so a floor with fewer would be a cheaper set of records;
  * - InferSignal, API export (`exportMode: 'api'`): core over the same SDK;
  * - InferSignal, producer export (`exportMode: 'producer'`): core updates
  *   only its typed-array aggregates; `monitor.metricProducer` is read by
@@ -60,8 +64,15 @@ function bareOtel(counters: boolean) {
   const streams = meter.createCounter(METRICS.streams.name);
   const tokens = meter.createCounter(METRICS.streamTokens.name);
   // Cached once, as core caches them: a fresh object per call would cost more.
+  // The sets core exports (see sameSeries): TTFT, TPOT and the request duration carry the GenAI conventions'.
   const waitAttrs: Attributes = { [ATTR.queue]: QUEUE, [ATTR.model]: MODEL };
   const outcomeAttrs: Attributes = { [ATTR.queue]: QUEUE, [ATTR.model]: MODEL, [ATTR.outcome]: 'completed' };
+  const genAiAttrs: Attributes = {
+    [ATTR.operationName]: 'chat',
+    [ATTR.providerName]: 'self_hosted',
+    [ATTR.model]: MODEL,
+  };
+  const requestAttrs: Attributes = { ...genAiAttrs, [ATTR.queue]: QUEUE, [ATTR.outcome]: 'completed' };
   const modelAttrs: Attributes = { [ATTR.model]: MODEL };
   const streamAttrs: Attributes = { [ATTR.model]: MODEL, [ATTR.outcome]: 'completed' };
   const now = () => performance.timeOrigin + performance.now();
@@ -70,17 +81,17 @@ function bareOtel(counters: boolean) {
     const started = now();
     queueWait.record((started - arrival) / 1000, waitAttrs);
     const first = now();
-    ttft.record((first - arrival) / 1000, modelAttrs);
+    ttft.record((first - arrival) / 1000, genAiAttrs);
     if (counters) tokens.add(1, modelAttrs);
     const last = now();
     if (counters) {
       tokens.add(TOKENS - 1, modelAttrs);
       streams.add(1, streamAttrs);
     }
-    tpot.record((last - first) / 1000 / (TOKENS - 1), modelAttrs);
+    tpot.record((last - first) / 1000 / (TOKENS - 1), genAiAttrs);
     const end = now();
     inference.record((end - started) / 1000, outcomeAttrs);
-    request.record((end - arrival) / 1000, outcomeAttrs);
+    request.record((end - arrival) / 1000, requestAttrs);
     if (counters) requests.add(1, outcomeAttrs);
   };
   return {
@@ -266,6 +277,17 @@ async function sameExport(): Promise<{ identical: boolean; series: number; detai
   };
 }
 
+/**
+ * The series (instrument and attribute set) each reader holds for the hot
+ * path's instruments: the bare variants must record the very series core
+ * exports, or their floor is another set of records (the SDK's cost per
+ * record grows with the attributes it hashes).
+ */
+function seriesOf(rm: ResourceMetrics, histogramsOnly: boolean): string[] {
+  const counters = new Set<string>([METRICS.requests.name, METRICS.streams.name, METRICS.streamTokens.name]);
+  return [...hotPathPoints(rm).keys()].filter((key) => !histogramsOnly || !counters.has(key.split(' ')[0]!)).sort();
+}
+
 // --- run -----------------------------------------------------------------
 const bare = bareOtel(true);
 const bareHistograms = bareOtel(false);
@@ -301,6 +323,17 @@ const apiCount = histogramCount((await api.reader.collect()).resourceMetrics, ME
 const producerCount = histogramCount((await producer.reader.collect()).resourceMetrics, METRICS.queueWait.name);
 if (!(bareCount > 0 && apiCount > 0 && producerCount > 0))
   throw new Error(`a variant exported nothing: bare ${bareCount}, api ${apiCount}, producer ${producerCount}`);
+const apiSeries = seriesOf((await api.reader.collect()).resourceMetrics, false);
+const floorSeries = {
+  all: seriesOf((await bare.reader.collect()).resourceMetrics, false),
+  histograms: seriesOf((await bareHistograms.reader.collect()).resourceMetrics, true),
+};
+if (floorSeries.all.join('\n') !== apiSeries.join('\n'))
+  throw new Error(
+    `bare OTel calls record other series than core:\n${floorSeries.all.join('\n')}\nvs core:\n${apiSeries.join('\n')}`,
+  );
+if (floorSeries.histograms.join('\n') !== seriesOf((await api.reader.collect()).resourceMetrics, true).join('\n'))
+  throw new Error(`bare OTel, histograms only, records other series than core's histograms`);
 const check = await sameExport();
 await Promise.all([api.monitor.close(), producer.monitor.close()]);
 
@@ -360,7 +393,7 @@ writeSection('hot-path', {
   title: 'hot path: one instrumented request through core vs the bare OTel calls',
   command: 'pnpm bench:hot-path',
   packages: ['@opentelemetry/sdk-metrics', 'prom-client', 'tinybench', '@infersignal/core'],
-  method: `One request = enqueue → start → stream (first token, ${TOKENS - 1} more tokens, end) → end: 5 histogram records and 4 counter adds with 1–3 attributes, plus the 5 clock reads they need. "bare OTel calls" makes those calls by hand with cached attribute objects; "histograms only" makes the 5 records alone, which are exactly the SDK calls core's API export makes per request (its counters are observable counters reporting core's own totals at collection; same cumulative values), so the API goal is judged against it, and the ratio against the full set is given for context; every variant records into a real \`MeterProvider\` with a reader attached (collected at the end to check every variant recorded). tinybench, ${TASK_MS} ms per task per round, ${BATCH} requests per iteration, ${ROUNDS} rounds in rotated order; per-request time is the iteration mean / ${BATCH} (GC included).
+  method: `One request = enqueue → start → stream (first token, ${TOKENS - 1} more tokens, end) → end: 5 histogram records and 4 counter adds with 1–5 attributes, plus the 5 clock reads they need. "bare OTel calls" makes those calls by hand with cached attribute objects, the same attribute sets core exports (checked after the run: each bare variant's reader holds exactly core's series; TTFT, TPOT and the request duration carry the GenAI conventions' operation and provider names, and the SDK hashes every attribute at every record: until 2026-12-05 the bare variants gave them only the model, or the inference duration's 3, a floor about a quarter cheaper than core's records); "histograms only" makes the 5 records alone, which are exactly the SDK calls core's API export makes per request (its counters are observable counters reporting core's own totals at collection; same cumulative values), so the API goal is judged against it, and the ratio against the full set is given for context; every variant records into a real \`MeterProvider\` with a reader attached (collected at the end to check every variant recorded). tinybench, ${TASK_MS} ms per task per round, ${BATCH} requests per iteration, ${ROUNDS} rounds in rotated order; per-request time is the iteration mean / ${BATCH} (GC included).
 
 The producer path records into core's typed-array aggregates only; the SDK reads them through \`monitor.metricProducer\` when a reader collects (\`start()\` in \`@infersignal/node\` registers it: producer export is its default). Export check: 1000 requests with an injected clock through both modes must export identical values for every series (bucket counts, count, sum, min, max, counter values).`,
   results: `${table(['variant', 'per request, median (range)', 'vs bare OTel, median (range)'], rows)}

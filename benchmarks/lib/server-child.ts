@@ -150,22 +150,32 @@ async function setup(variant: Variant): Promise<Telemetry> {
 
   if (variant === 'otel-calls') {
     // What InferSignal's API export asks of the SDK per request, by hand: the
-    // same three histograms (names, buckets, attribute sets), nothing else.
-    const { METRICS, ATTR, HISTOGRAM_BUCKETS } = await import('@infersignal/core');
+    // same three histograms (names, buckets) with the same attribute sets
+    // the plugin's requests export (2, 3 and 5 attributes: the request
+    // duration carries the GenAI conventions' operation and provider with
+    // core's defaults), nothing else.
+    const { METRICS, ATTR, HISTOGRAM_BUCKETS, UNKNOWN_MODEL } = await import('@infersignal/core');
     const { meter, metricsUrl } = await prometheusMeter('otel-calls');
     const histogram = (name: string) =>
       meter.createHistogram(name, { unit: 's', advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[name]!] } });
     const queueWait = histogram(METRICS.queueWait.name);
     const inference = histogram(METRICS.inferenceDuration.name);
     const request = histogram(METRICS.requestDuration.name);
-    const waitAttributes = { [ATTR.queue]: 'http', [ATTR.model]: 'default' };
+    const waitAttributes = { [ATTR.queue]: 'http', [ATTR.model]: UNKNOWN_MODEL };
     const endAttributes = { ...waitAttributes, [ATTR.outcome]: 'completed' };
+    const requestAttributes = {
+      [ATTR.operationName]: 'chat',
+      [ATTR.providerName]: 'self_hosted',
+      [ATTR.model]: UNKNOWN_MODEL,
+      [ATTR.queue]: 'http',
+      [ATTR.outcome]: 'completed',
+    };
     return timedHook(metricsUrl, (t0) => {
       const started = performance.now();
       queueWait.record((started - t0) / 1000, waitAttributes);
       const now = performance.now();
       inference.record((now - started) / 1000, endAttributes);
-      request.record((now - t0) / 1000, endAttributes);
+      request.record((now - t0) / 1000, requestAttributes);
     });
   }
 
