@@ -203,8 +203,8 @@ class ByteWriter {
 
 /** A chunk's buffer: a chunk and the text of one more point fit without growing it. */
 const CHUNK_BUFFER = CHUNK_BYTES + 4096;
-/** Buffers a pool keeps (a few chunks are in the socket's hands at a time). */
-const POOLED = 8;
+/** Buffers a pool keeps: a turn's chunks (MAX_CHUNKS_PER_TURN in the reader) are in the socket's hands at a time. */
+export const POOLED = 16;
 
 /**
  * Chunk buffers handed back once written, for the next chunks: at the caps
