@@ -87,11 +87,12 @@ export async function writeExposition(
   try {
     // The collection's last step (core's copy of its series) ran in this turn: the text starts in the next.
     await nextTurn();
+    // The budget counts from the turn's start: the first chunk (the families, the SDK's points) is inside it.
+    let until = turns.now() + turns.budgetMs;
     let chunk = chunks.next();
     res.statusCode = 200;
     res.setHeader('content-type', CONTENT_TYPE);
     for (;;) {
-      const until = turns.now() + turns.budgetMs;
       res.cork();
       try {
         for (let written = 0; ; ) {
@@ -116,6 +117,7 @@ export async function writeExposition(
       if (res.writableNeedDrain) await drained(res);
       // 'drain' comes in the loop's I/O phase: the next chunks still wait for a turn of their own.
       await nextTurn();
+      until = turns.now() + turns.budgetMs;
     }
   } catch (err) {
     fail(res, 'metrics exposition failed', err);
