@@ -97,7 +97,7 @@ function labelText(attributes: Attributes, scope: Attributes): string {
 /**
  * Label text of InferSignal's own points by attribute object: core makes
  * each series' attribute object once and never changes it, so its text is
- * the same at every scrape (at the caps ~7,500 points, whose label texts
+ * the same at every scrape (at the caps ~21,000 points, whose label texts
  * were most of what a scrape allocated). Other scopes' attributes are not
  * ours to assume unchanged; theirs are written every time.
  */

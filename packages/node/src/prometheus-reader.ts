@@ -138,8 +138,8 @@ export class PrometheusReader extends MetricReader {
 
   /**
    * Writes the current exposition to `res`; a failed collection answers 500,
-   * never throws. A large exposition is written chunk by chunk, one chunk
-   * per turn of the event loop (a small one is one `end()`, as before).
+   * never throws. A large exposition is written in turns of the event loop,
+   * about `TEXT_TURN_MS` of chunks each (a small one is one `end()`).
    */
   readonly handler: MetricsHandler = (_req: IncomingMessage, res: ServerResponse) => {
     this.collect().then(
