@@ -5,6 +5,8 @@
  *   pnpm bench:llama           (tsx benchmarks/llama.ts; BENCH_ROUNDS, LLAMA_TOKENS, LLAMA_SHORT_TOKENS,
  *                              LLAMA_GENERATIONS, LLAMA_WARMUP)
  *   LLAMA_ISOLATE=1 pnpm bench:llama   adds each difference of the call alone (diagnostic; docs not written)
+ *   LLAMA_PROFILE=1 pnpm bench:llama   adds the main-thread time sampled in InferSignal's code (and
+ *                              OpenTelemetry SDK's) per generation of each variant (diagnostic; docs not written)
  *
  * Two wrapped models (API export, producer export), each with its own context of the same GGUF (one
  * sequence, 256 tokens, one thread). The bare variants run `LlamaCompletion.generateCompletionWithMeta()`
@@ -43,6 +45,7 @@ import { getLlama, type LlamaCompletion, type LlamaContextSequence } from 'node-
 import { writeGguf } from '../scripts/make-gguf';
 import { ROUNDS, SMOKE, rounds } from './lib/env';
 import { PullReader } from './lib/otel';
+import { SampledCode, monotonicUs } from './lib/sampled-code';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import { fmtRatio, fmtSpread, roundRatios, spread, type Spread } from './lib/stats';
 
@@ -258,6 +261,13 @@ function roundOrder<T>(items: readonly T[]): T[] {
   return order;
 }
 
+/**
+ * LLAMA_PROFILE=1: V8's sampling profiler over the measured rounds. A sampled figure has no bare run to be
+ * compared with, so none of llama.cpp's variance: it names what the wrapped variants' added time is spent
+ * on, where the CPU ratios can only bound it.
+ */
+const profiler = process.env.LLAMA_PROFILE === '1' ? new SampledCode() : undefined;
+await profiler?.start(100);
 const cpuPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
 const mainPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
 const wallPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
@@ -267,9 +277,11 @@ for (let round = 0; round < ROUND_COUNT; round++) {
     let tokens = 0;
     const main = threadCpuUs();
     const cpu = process.cpuUsage();
+    const windowStart = profiler ? monotonicUs() : 0;
     const start = performance.now();
     for (let i = 0; i < GENERATIONS; i++) tokens += await v.generate();
     const wallUs = (performance.now() - start) * 1000;
+    profiler?.window(v.name, windowStart, monotonicUs());
     const used = process.cpuUsage(cpu);
     const mainUsed = main === null ? Number.NaN : threadCpuUs()! - main;
     if (tokens !== v.tokens * GENERATIONS)
@@ -280,6 +292,13 @@ for (let round = 0; round < ROUND_COUNT; round++) {
   }
 }
 const measuredSeconds = (performance.now() - startedAt) / 1000;
+const sampled = await profiler?.stop([
+  ['OpenTelemetry', (url) => url.includes('/@opentelemetry/')],
+  ['InferSignal', (url) => /\/packages\/(llama|core)\//.test(url) || url.includes('/@infersignal/')],
+  ['node-llama-cpp', (url) => url.includes('/node-llama-cpp/')],
+  // This file: the no-op onToken the wrapper calls is the app's time, as in the bare runs.
+  ['benchmark', (url) => url.includes('/benchmarks/')],
+]);
 // In order: each bare completion is disposed before the wrapped model whose sequence it used is released.
 for (const v of variants) await v.close();
 await llama.dispose();
@@ -407,8 +426,31 @@ const goals: Goal[] = [api.variant, producer.variant].map((w) => {
     met: ratio.median <= 1.01,
   };
 });
+if (sampled) {
+  const rowsOf = measured.map((v) => {
+    const entry = sampled.get(v.name)!;
+    const perGeneration = (group: string) => entry.us[group]! / entry.windows / GENERATIONS;
+    const own = perGeneration('InferSignal') + perGeneration('OpenTelemetry');
+    const bareCpu = v.baseline ? spread(cpuPerToken.get(v.baseline)!).median * v.tokens : Number.NaN;
+    return [
+      v.name,
+      `${own.toFixed(0)} µs`,
+      `${perGeneration('OpenTelemetry').toFixed(0)} µs`,
+      Number.isNaN(bareCpu) ? '—' : `${((100 * own) / bareCpu).toFixed(2)} %`,
+    ];
+  });
+  console.log(
+    `\nSampled (V8 profiler, main thread, ${ROUND_COUNT} rounds): time in InferSignal's and OpenTelemetry's code per generation\n`,
+  );
+  console.log(
+    table(
+      ['variant', 'InferSignal + OpenTelemetry per generation', 'of which OpenTelemetry', 'of bare CPU per generation'],
+      rowsOf,
+    ),
+  );
+}
 const verdict = printVerdict('llama', goals);
-if (!ISOLATE)
+if (!ISOLATE && !profiler)
   writeSection('llama', {
     title: 'llama: cost per generated token (node-llama-cpp)',
     command: 'pnpm bench:llama',
