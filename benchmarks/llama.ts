@@ -5,13 +5,15 @@
  *   pnpm bench:llama           (tsx benchmarks/llama.ts; BENCH_ROUNDS, LLAMA_TOKENS, LLAMA_SHORT_TOKENS,
  *                              LLAMA_GENERATIONS, LLAMA_WARMUP)
  *   LLAMA_ISOLATE=1 pnpm bench:llama   adds each difference of the call alone (diagnostic; docs not written)
+ *   LLAMA_PROFILE=1 pnpm bench:llama   adds the main-thread time sampled in InferSignal's code (and
+ *                              OpenTelemetry SDK's) per generation of each variant (diagnostic; docs not written)
  *
  * Two wrapped models (API export, producer export), each with its own context of the same GGUF (one
  * sequence, 256 tokens, one thread). The bare variants run `LlamaCompletion.generateCompletionWithMeta()`
  * with a no-op `onToken` (what an app streaming tokens runs without InferSignal) on the wrapped model's own
  * sequence, between its generations: each ratio compares the same weights, KV cache and llama.cpp state,
  * so a difference between two contexts (where their buffers landed in memory) cannot pass for wrapper
- * cost. Five variants, run in rotated order every round (A B C D E, B C D E A …):
+ * cost. Five variants, run in a new shuffled order every round (seeded, so runs repeat; see roundOrder):
  * - bare on context 1, and again (a second, identical variant: the A/A control of the method);
  * - InferSignal, API export (`model.complete()` with the same options, a real MeterProvider with a reader),
  *   on context 1;
@@ -43,8 +45,9 @@ import { getLlama, type LlamaCompletion, type LlamaContextSequence } from 'node-
 import { writeGguf } from '../scripts/make-gguf';
 import { ROUNDS, SMOKE, rounds } from './lib/env';
 import { PullReader } from './lib/otel';
+import { SampledCode, monotonicUs } from './lib/sampled-code';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
-import { fmtRatio, fmtSpread, roundRatios, rotate, spread, type Spread } from './lib/stats';
+import { fmtRatio, fmtSpread, roundRatios, spread, type Spread } from './lib/stats';
 
 const TOKENS = Number(process.env.LLAMA_TOKENS ?? (SMOKE ? 16 : 128));
 /** The shorter generations of the split: the same variants at two lengths part fixed from per-token cost. */
@@ -60,12 +63,13 @@ const GENERATIONS = Number(process.env.LLAMA_GENERATIONS ?? (SMOKE ? 1 : 2));
 /**
  * Many rounds: one round's ratio spreads over ±4 % (IQR 0.98–1.06 on a quiet machine: llama.cpp's own time
  * varies), against a goal of 1 %. The median of n such ratios has a standard error of about
- * 1.25 · (IQR / 1.35) / √n: 0.7 % for 101 rounds, 0.5 % for 201 (about 55 s for the five variants on this
- * model). Core's stream work for one token costs ~0.1 µs in a tight loop but ~0.5–1.5 µs between two
- * tokens, where node-llama-cpp's own JavaScript has just evicted it from the caches: up to ~1 % of a token
- * here, which is why the wrapper hands tokens to the stream in batches.
+ * 1.25 · (IQR / 1.35) / √n: 0.5 % for 201 rounds (a 95 % interval ~1.7 % wide, which could not tell 1.002×
+ * from 1.012×), 0.3 % for 601 (about 3.5 minutes for the nine variants on this model). Core's stream work
+ * for one token costs ~0.1 µs in a tight loop but ~0.5–1.5 µs between two tokens, where node-llama-cpp's
+ * own JavaScript has just evicted it from the caches, which is why the wrapper hands tokens to the stream
+ * in batches.
  */
-const ROUND_COUNT = SMOKE ? ROUNDS : rounds(201);
+const ROUND_COUNT = SMOKE ? ROUNDS : rounds(601);
 const CONTEXT = { contextSize: 256, threads: 1 } as const;
 const PROMPT = 'The quick brown fox';
 const noop = () => {};
@@ -226,7 +230,7 @@ if (ISOLATE) {
     ...isolated.map(([name, run]) => ({ ...bare(name, api.sequence, TOKENS, run), baseline: bare1 })),
   );
 }
-/** Every variant measured, each round in rotated order: the judged ones, then the short pairs of the split. */
+/** Every variant measured, each round in its own order: the judged ones, then the short pairs of the split. */
 const measured = [...variants, ...shortVariants];
 // Warm-up: first decodes allocate llama.cpp's buffers; short generations bring each variant's per-generation
 // JavaScript to V8's optimized steady state (see WARMUP), the bare ones as much as the wrapped.
@@ -235,18 +239,49 @@ for (const v of measured) for (let i = 0; i < 2; i++) await v.generate();
 for (const v of variants) for (let i = 0; i < WARMUP; i++) await v.generate(2);
 const warmSeconds = (performance.now() - warmStart) / 1000;
 
+/**
+ * A seeded shuffle per round (mulberry32, Fisher–Yates). A rotation would keep each variant's predecessor
+ * fixed (the wrapped variants always right after a run on their own context, each bare one after a run on
+ * the other context): whatever the previous generation leaves in the caches would then favour some variants
+ * in every round. Shuffled, each follows every other about equally often.
+ */
+let seed = 0x1f2e3d4c;
+function roundOrder<T>(items: readonly T[]): T[] {
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  return order;
+}
+
+/**
+ * LLAMA_PROFILE=1: V8's sampling profiler over the measured rounds. A sampled figure has no bare run to be
+ * compared with, so none of llama.cpp's variance: it names what the wrapped variants' added time is spent
+ * on, where the CPU ratios can only bound it.
+ */
+const profiler = process.env.LLAMA_PROFILE === '1' ? new SampledCode() : undefined;
+await profiler?.start(100);
 const cpuPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
 const mainPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
 const wallPerToken = new Map<Variant, number[]>(measured.map((v) => [v, []]));
 const startedAt = performance.now();
 for (let round = 0; round < ROUND_COUNT; round++) {
-  for (const v of rotate(measured, round)) {
+  for (const v of roundOrder(measured)) {
     let tokens = 0;
     const main = threadCpuUs();
     const cpu = process.cpuUsage();
+    const windowStart = profiler ? monotonicUs() : 0;
     const start = performance.now();
     for (let i = 0; i < GENERATIONS; i++) tokens += await v.generate();
     const wallUs = (performance.now() - start) * 1000;
+    profiler?.window(v.name, windowStart, monotonicUs());
     const used = process.cpuUsage(cpu);
     const mainUsed = main === null ? Number.NaN : threadCpuUs()! - main;
     if (tokens !== v.tokens * GENERATIONS)
@@ -257,6 +292,13 @@ for (let round = 0; round < ROUND_COUNT; round++) {
   }
 }
 const measuredSeconds = (performance.now() - startedAt) / 1000;
+const sampled = await profiler?.stop([
+  ['OpenTelemetry', (url) => url.includes('/@opentelemetry/')],
+  ['InferSignal', (url) => /\/packages\/(llama|core)\//.test(url) || url.includes('/@infersignal/')],
+  ['node-llama-cpp', (url) => url.includes('/node-llama-cpp/')],
+  // This file: the no-op onToken the wrapper calls is the app's time, as in the bare runs.
+  ['benchmark', (url) => url.includes('/benchmarks/')],
+]);
 // In order: each bare completion is disposed before the wrapped model whose sequence it used is released.
 for (const v of variants) await v.close();
 await llama.dispose();
@@ -299,9 +341,9 @@ const crossContext = roundRatios(cpuPerToken.get(bare2)!, cpuPerToken.get(bare1)
 const method = [
   `${ROUND_COUNT} rounds × ${GENERATIONS} generations × ${TOKENS} tokens per variant (${measuredSeconds.toFixed(0)} s measured), one`,
   'sequence of 256 tokens per context, one thread, the generated printable model (one token per callback: the most',
-  'callbacks per token there are). Each wrapped variant is judged against the bare runtime on its own sequence in the',
-  'same round. The A/A control runs the bare variant twice on context 1: its ratio is what the method reads for',
-  'identical work, so a wrapped ratio within that distance of 1.00 is not resolved; the 95 % interval of each median',
+  'callbacks per token there are), the variants in a new shuffled order every round. Each wrapped variant is judged',
+  'against the bare runtime on its own sequence in the same round. The A/A control runs the bare variant twice on',
+  'context 1: its ratio is what the method reads for identical work, so a wrapped ratio within that distance of 1.00 is not resolved; the 95 % interval of each median',
   'says the same from the spread of the rounds. The goal is judged on the median ratio itself, not an A/A-corrected',
   'one: the control measures identical work, so its distance from 1.00 is noise of the same size as the figure it',
   'would correct, and dividing by it would add that noise rather than remove a bias. Bare on context 2 against bare',
@@ -384,8 +426,31 @@ const goals: Goal[] = [api.variant, producer.variant].map((w) => {
     met: ratio.median <= 1.01,
   };
 });
+if (sampled) {
+  const rowsOf = measured.map((v) => {
+    const entry = sampled.get(v.name)!;
+    const perGeneration = (group: string) => entry.us[group]! / entry.windows / GENERATIONS;
+    const own = perGeneration('InferSignal') + perGeneration('OpenTelemetry');
+    const bareCpu = v.baseline ? spread(cpuPerToken.get(v.baseline)!).median * v.tokens : Number.NaN;
+    return [
+      v.name,
+      `${own.toFixed(0)} µs`,
+      `${perGeneration('OpenTelemetry').toFixed(0)} µs`,
+      Number.isNaN(bareCpu) ? '—' : `${((100 * own) / bareCpu).toFixed(2)} %`,
+    ];
+  });
+  console.log(
+    `\nSampled (V8 profiler, main thread, ${ROUND_COUNT} rounds): time in InferSignal's and OpenTelemetry's code per generation\n`,
+  );
+  console.log(
+    table(
+      ['variant', 'InferSignal + OpenTelemetry per generation', 'of which OpenTelemetry', 'of bare CPU per generation'],
+      rowsOf,
+    ),
+  );
+}
 const verdict = printVerdict('llama', goals);
-if (!ISOLATE)
+if (!ISOLATE && !profiler)
   writeSection('llama', {
     title: 'llama: cost per generated token (node-llama-cpp)',
     command: 'pnpm bench:llama',
