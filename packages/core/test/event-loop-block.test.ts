@@ -127,6 +127,30 @@ describe('event loop: blocking, not busyness', () => {
     expect(samplesBefore).toBeGreaterThan(8);
   });
 
+  it('a moderate block (125 ms) alone is not announced; a second within 10 periods is; one alone again later is not', () => {
+    const { loop, alerts, signal } = simulated();
+    slices(loop, 3, 40_000, 6, 24);
+    loop.busy(2_130, 125);
+    loop.advance(6_000);
+    expect(signal.samples).toBeGreaterThanOrEqual(5);
+    expect(signal.max).toBeLessThan(0.1); // the block's period is over: the figure is back to a slice
+    expect(alerts.filter((a) => a.signal === 'event_loop')).toEqual([]);
+    // Four periods later: the pattern is announced, at the block's value.
+    loop.busy(6_130, 125);
+    loop.advance(8_000);
+    const raised = alerts.filter((a) => a.signal === 'event_loop' && a.level !== 'ok');
+    expect(raised.map((a) => a.level)).toEqual(['warn']);
+    expect(raised[0]!.value).toBeGreaterThanOrEqual(0.1);
+    expect(raised[0]!.value).toBeLessThanOrEqual(0.126);
+    expect(raised[0]!.at).toBeGreaterThanOrEqual(6_255);
+    expect(raised[0]!.at).toBeLessThanOrEqual(7_300);
+    // Recovered; then one more, more than 10 periods after the last: alone again, not announced.
+    loop.advance(25_000);
+    loop.busy(25_130, 125);
+    loop.advance(40_000);
+    expect(alerts.filter((a) => a.signal === 'event_loop').map((a) => a.level)).toEqual(['warn', 'ok']);
+  });
+
   it('names what held the loop: its own work on CPU, or a synchronous wait off CPU, each at its full level', () => {
     const { loop, alerts } = simulated();
     slices(loop, 3, 10_000, 6, 24);

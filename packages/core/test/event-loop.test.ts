@@ -73,11 +73,12 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
 }
 
 describe('event loop and P99-glitch attribution', () => {
-  it('a handler that blocks the loop for 200 ms once: announced, no backpressure (nothing shed), glitch names the event loop', async () => {
+  it('a handler that blocks the loop for 250 ms once: announced, no backpressure (nothing shed), glitch names the event loop', async () => {
     const { alerts, backpressureAtLoopAlert, warnings, metrics } = await drive(
       () => {},
       (i) => {
-        if (i === 300) busyWait(200);
+        // Over twice the WARN threshold: announced alone (a shorter one must recur).
+        if (i === 300) busyWait(250);
       },
     );
     const trail =

@@ -26,6 +26,10 @@ const GC_TYPES: Record<number, string> = {
 const RESOLUTION_MS = 10;
 /** Period (ms) of the block probe's timer; shorter sample periods use theirs. */
 const PROBE_MS = 20;
+/** A moderate block (above WARN, under ALONE_FACTOR × WARN and CRITICAL) raises the level only if another came within this many periods. */
+const RECUR_PERIODS = 10;
+/** A single block at least this many times the WARN threshold raises the level on its own. */
+const ALONE_FACTOR = 2;
 
 /** Delay percentiles and maximum (s) of one sample period. */
 export interface LoopDelay {
@@ -141,7 +145,9 @@ export function nodeLoop(): LoopSource {
  * a block is judged at the end of the period it happened in. A loop busy
  * with many short runs is not blocked: its utilization is exported as a
  * separate figure (and feeds the capacity estimate), never summed into a
- * stall. Thresholds: `eventLoop`. No snapshot section (the level is announced).
+ * stall. A block under twice the WARN threshold must recur within 10
+ * periods to raise the level (see recurring). Thresholds: `eventLoop`. No
+ * snapshot section (the level is announced).
  */
 export class EventLoopSignal implements Signal {
   readonly name = 'eventLoop';
@@ -163,6 +169,8 @@ export class EventLoopSignal implements Signal {
   utilization = Number.NaN;
   /** Sample periods judged so far. */
   samples = 0;
+  /** The sample period of the last moderate block (see recurring). */
+  private lastModerate = Number.NEGATIVE_INFINITY;
   /** Level of the longest block as last sampled (announced as `event_loop`). */
   delayLevel: Level = 'ok';
   /**
@@ -268,7 +276,11 @@ export class EventLoopSignal implements Signal {
       const starved = waitedForCpu(this.max, blockCpu, blockQueued);
       // A loop held because the machine gave the process no CPU is judged a level lower: the machine's
       // load, not this process's work, and what it needs is CPU (the message says so when it still alerts).
-      const judged = starved ? levelBelow(this.max, t.delayWarnSeconds, t.delayCriticalSeconds) : this.max;
+      const judged = this.recurring(
+        starved ? levelBelow(this.max, t.delayWarnSeconds, t.delayCriticalSeconds) : this.max,
+        t.delayWarnSeconds,
+        t.delayCriticalSeconds,
+      );
       this.delayLevel = this.detector.update(judged, now);
       this.backpressureLevel = levelRank(previous) < levelRank(this.delayLevel) ? previous : this.delayLevel;
       this.ctx.report(
@@ -291,6 +303,21 @@ export class EventLoopSignal implements Signal {
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);
     }
+  }
+
+  /**
+   * A moderate block (above WARN, under twice WARN and under CRITICAL) is judged at its value only when
+   * another came within the last RECUR_PERIODS periods, or while the level is raised; alone, as the WARN
+   * threshold itself (ok). One 100–200 ms gap (a major GC; a virtual machine descheduled by its host, which
+   * the guest counts as its own CPU time: 105 ms "on CPU" in one 125 ms gap of a healthy server's 10
+   * minutes) costs one request once and asks nothing of anyone; gaps that recur are a pattern, and a
+   * longer one is announced at once.
+   */
+  private recurring(value: number, warn: number, critical: number): number {
+    if (!(value > warn) || value >= ALONE_FACTOR * warn || value > critical) return value;
+    const recurred = this.samples - this.lastModerate <= RECUR_PERIODS;
+    this.lastModerate = this.samples;
+    return recurred || this.delayLevel !== 'ok' ? value : warn;
   }
 
   observe(observer: GaugeObserver): void {
