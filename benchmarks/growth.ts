@@ -32,7 +32,6 @@
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
-import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
@@ -327,31 +326,6 @@ interface ScrapeCost {
   blockMs: number;
   /** Garbage-collection pauses inside that longest block (V8 stops the loop for them). */
   gcMs: number;
-  /**
-   * Every stretch between two turns of the probe, in order: the first is the
-   * handler's turn (the SDK's own collection), then core's copy, then the
-   * text (see the docs' note on how a scrape runs in turns).
-   */
-  turns: number[];
-  /** Which of `turns` was the longest block. */
-  blockTurn: number;
-  /** Times the scheduler took the CPU from the main thread meanwhile (Linux; NaN elsewhere). */
-  preempted: number;
-}
-
-/**
- * The main thread's involuntary context switches so far: each is a stretch
- * the scheduler gave another thread or process while this one could run,
- * which lands in whichever turn was running. NaN where /proc is not there.
- */
-function preemptions(): number {
-  try {
-    const status = readFileSync('/proc/thread-self/status', 'latin1');
-    const at = status.indexOf('nonvoluntary_ctxt_switches:');
-    return at < 0 ? Number.NaN : Number.parseInt(status.slice(at + 27), 10);
-  } catch {
-    return Number.NaN;
-  }
 }
 
 /**
@@ -373,22 +347,17 @@ async function scrapedMonitor() {
   const gc = new PerformanceObserver((list) => pauses.push(...list.getEntries()));
   gc.observe({ entryTypes: ['gc'] });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const switches = preemptions();
     const t0 = performance.now();
     let last = t0;
     let blockMs = 0;
     let blockFrom = t0;
-    let blockTurn = 0;
     let probing = true;
-    const turns: number[] = [];
     const turn = () => {
       const now = performance.now();
       if (now - last > blockMs) {
         blockMs = now - last;
         blockFrom = last;
-        blockTurn = turns.length;
       }
-      turns.push(now - last);
       last = now;
     };
     const probe = () => {
@@ -400,7 +369,7 @@ async function scrapedMonitor() {
       probing = false;
       turn();
       const end = last;
-      const cost = { ms: end - t0, blockMs, gcMs: 0, turns, blockTurn, preempted: preemptions() - switches };
+      const cost = { ms: end - t0, blockMs, gcMs: 0 };
       costs.push(cost);
       blocks.push({ cost, from: blockFrom, to: blockFrom + blockMs });
     });
@@ -491,35 +460,10 @@ async function atCap() {
   const capBlock = spread(steadyCap.map((c) => c.blockMs));
   const capGc = spread(steadyCap.map((c) => c.gcMs));
   const capLine = `${capReports[0]!.series} series, ${(capReports[0]!.bytes / 1024).toFixed(0)} KiB`;
-  const capTurns = turnsOf(steadyCap);
-  console.log(
-    `cap, by turn (median (max) of ${steadyCap.length} scrapes): handler ${fmtSpread(capTurns.handler)}, copy ${fmtSpread(capTurns.copy)}, longest text turn ${fmtSpread(capTurns.text)} of ${capTurns.count.median} turns; the longest block was ${capTurns.where}; main thread preempted ${capTurns.preempted.median} times per scrape (max ${capTurns.preempted.max})`,
-  );
   console.log(
     `cap: ${capLine}; collection ${capMs.median.toFixed(2)} ms (max ${capMs.max.toFixed(2)}), block ${capBlock.median.toFixed(2)} ms (max ${capBlock.max.toFixed(2)}), of it GC pauses ${capGc.median.toFixed(2)} ms (max ${capGc.max.toFixed(2)}); first scrape ${capCosts[0]!.ms.toFixed(1)} ms`,
   );
-  return { capCosts, steadyCap, capMs, capBlock, capGc, capLine, capTurns };
-}
-
-const fmtSpread = (s: { median: number; max: number }) => `${s.median.toFixed(2)} ms (${s.max.toFixed(2)})`;
-
-/**
- * A scrape's turns by what runs in them: the handler's (the SDK's own
- * collection), core's copy (the second), the text (every later one; the
- * longest of them per scrape), and which of the three held the longest block.
- */
-function turnsOf(costs: readonly ScrapeCost[]) {
-  const part = (turn: number) => (turn === 0 ? 'handler' : turn === 1 ? 'copy' : 'text');
-  const where = new Map<string, number>();
-  for (const c of costs) where.set(part(c.blockTurn), (where.get(part(c.blockTurn)) ?? 0) + 1);
-  return {
-    handler: spread(costs.map((c) => c.turns[0] ?? 0)),
-    copy: spread(costs.map((c) => c.turns[1] ?? 0)),
-    text: spread(costs.map((c) => Math.max(0, ...c.turns.slice(2)))),
-    count: spread(costs.map((c) => c.turns.length)),
-    preempted: spread(costs.map((c) => c.preempted)),
-    where: [...where].map(([name, n]) => `${name} ${n}×`).join(', '),
-  };
+  return { capCosts, steadyCap, capMs, capBlock, capGc, capLine };
 }
 
 // --- 3. a scrape every 100 ms under 10 000 requests in flight ---------------
@@ -602,7 +546,7 @@ if (PARTIAL) {
   console.log('subset run (BENCH_GROWTH): no verdict, docs/benchmarks.md left alone');
   process.exit(0);
 }
-const { capCosts, steadyCap, capMs, capBlock, capGc, capLine, capTurns } = capRun!;
+const { capCosts, steadyCap, capMs, capBlock, capGc, capLine } = capRun!;
 const { loadedReports, torn, finalExact, last, started, loadedBlock, loadedGc, loadedMs, loadedCosts } = loadedRun!;
 
 // --- verdict and docs ---------------------------------------------------------
@@ -631,7 +575,7 @@ writeSection('growth', {
   packages: ['@infersignal/core', '@infersignal/node', '@opentelemetry/sdk-metrics', 'tinybench'],
   method: `**Per-request cost by models and queues**: core's hot path (enqueue → start → stream of ${TOKENS} tokens → end; what the hot-path suite calls one request) on a real \`MeterProvider\` with a reader, requests spread round-robin over every (queue, model) pair of the configuration, every pair seen once before timing. tinybench, ${COST_TASK_MS} ms per task per round, ${BATCH} requests per iteration, all ${configs.length} configurations interleaved in ${COST_ROUNDS} short rotated rounds; a ratio is each configuration over its export mode's 1 model × 1 queue in the same round, and the figure is the median of those per-round ratios (IQR beside it), so a burst of other work spoils one ratio of many. Each mode's 1 × 1 is measured twice, over two monitors (the *A/A* row): its ratio is what the method reads where nothing differs, the spread to read the others against. Beside them the floor: the same 5 histogram records and ${REQUEST_COUNTER_ADDS} counter adds per request into bare typed arrays, one per series per pair reached by a direct reference (no lookup, no detector, no clock), over the same pairs: its growth is the memory locality any store of one set of numbers per series pays once the pairs outgrow the caches. Time rather than instruction counts, because what can make cost grow here is the working set (one set of aggregates per pair) outgrowing the caches, which instruction counts do not see. Goal: flat, ≤ ${FLAT.toFixed(2)}×.
 
-**One collection at the cardinality cap**: \`start()\` from \`@infersignal/node\` (producer export, its default), its Prometheus reader mounted on an HTTP server of this process, filled to core's caps: ${MAX_QUEUES} queues (\`maxQueues\`) × ${MAX_MODELS} models (\`maxModels\`) and the \`_other\` slot, one rejection and ${OUTCOMES.length} outcomes each, streams, a load per model, detectors ticked once. ${CAP_SCRAPES} scrapes from a worker thread (its fetch never runs on the measured loop); the first pays for lazy set-up and compilation and is reported apart. *Collection* is the time from the handler's call to the response's \`finish\` (collection, serialization, write); *block* is the longest time the event loop could not turn meanwhile: a probe re-arms \`setImmediate\` during the scrape and the longest gap between two of its turns is what a request arriving then would have waited; every gap is kept, so the block is also given by turn (the handler's, core's copy, the text's), with the times the scheduler took the CPU from the main thread during the scrape (its involuntary context switches, from /proc). Goal: block ≤ ${BLOCK_GOAL_MS} ms.
+**One collection at the cardinality cap**: \`start()\` from \`@infersignal/node\` (producer export, its default), its Prometheus reader mounted on an HTTP server of this process, filled to core's caps: ${MAX_QUEUES} queues (\`maxQueues\`) × ${MAX_MODELS} models (\`maxModels\`) and the \`_other\` slot, one rejection and ${OUTCOMES.length} outcomes each, streams, a load per model, detectors ticked once. ${CAP_SCRAPES} scrapes from a worker thread (its fetch never runs on the measured loop); the first pays for lazy set-up and compilation and is reported apart. *Collection* is the time from the handler's call to the response's \`finish\` (collection, serialization, write); *block* is the longest time the event loop could not turn meanwhile: a probe re-arms \`setImmediate\` during the scrape and the longest gap between two of its turns is what a request arriving then would have waited. Goal: block ≤ ${BLOCK_GOAL_MS} ms.
 
 **A scrape every ${SCRAPE_EVERY_MS} ms under ${IN_FLIGHT.toLocaleString('en')} in-flight requests**: ${IN_FLIGHT.toLocaleString('en')} tickets started and held; every macrotask ends the oldest 1 % and starts as many, for ${LOADED_SECONDS} s, while the worker scrapes every ${SCRAPE_EVERY_MS} ms. Each scrape's request total, queue-wait count and in-flight gauge (summed over series) must equal the counts at some moment between two steps of the load (a lost or doubled count matches none), and a last scrape after every request has ended must give exactly the number started, in flight 0.`,
   results: `${table(COST_HEADER, costRows)}
@@ -641,9 +585,7 @@ writeSection('growth', {
 | at the cap, idle | ${capLine} | ${capMs.median.toFixed(2)} ms (${capMs.max.toFixed(2)}) | **${capBlock.median.toFixed(2)} ms** (${capBlock.max.toFixed(2)}) | ${capGc.median.toFixed(2)} ms (${capGc.max.toFixed(2)}) | ${capCosts[0]!.ms.toFixed(1)} ms |
 | every ${SCRAPE_EVERY_MS} ms, ${IN_FLIGHT.toLocaleString('en')} in flight | ${last.series} series | ${loadedMs.median.toFixed(2)} ms (${loadedMs.max.toFixed(2)}) | ${loadedBlock.median.toFixed(2)} ms (${loadedBlock.max.toFixed(2)}) | ${loadedGc.median.toFixed(2)} ms (${loadedGc.max.toFixed(2)}) | ${loadedCosts[0]!.ms.toFixed(1)} ms |
 
-At the cap, by turn of the event loop (median (max) of ${steadyCap.length} scrapes): the handler's turn (the SDK's own collection) ${fmtSpread(capTurns.handler)}, core's copy ${fmtSpread(capTurns.copy)}, the longest text turn ${fmtSpread(capTurns.text)}, ${capTurns.count.median} turns in all; the longest block fell in: ${capTurns.where}; the scheduler took the CPU from the main thread ${capTurns.preempted.median} times in a scrape (max ${capTurns.preempted.max}).
-
 Under load: ${loadedReports.length} scrapes, ${torn.length} not matching any counted moment; the last one, after every request ended: ${last.requests.toLocaleString('en')} requests and ${last.waits.toLocaleString('en')} queue waits for ${started.toLocaleString('en')} started, ${last.inFlight} in flight.`,
-  notes: `Reading the figures: at core's caps the exposition is about 250 000 series (every histogram bucket is a series: 20 queues × 51 models × the outcomes × three request histograms, each instrument's series cap following the label caps, plus streams and loads), ~61 MB of text; whatever the Node line, the same series (a run before the series cap followed the label caps was cut to ~100 000 by the 2000-series guard). A scrape runs in turns of the event loop: the SDK collects its own instruments (gauges, core's observe callback among them) in the handler's turn; core copies every series' numbers in the next, all of one instant: each aggregate keeps its series' numbers side by side in a few Float64Array blocks, so the copy is one memory copy per block (about 2 MB at the caps), not a loop over series, into the array the writer handed back after the previous scrape (a fresh array of megabytes cost its page faults in that turn, milliseconds at times); the text starts in the turn after and is written as bytes straight from that copy (no data point objects for the Prometheus path; label texts kept per series; chunk buffers reused once written), 64 KiB chunks made and written, corked, until about 1 ms has passed in the turn (at most 16 chunks), then the next turn (or the socket's drain): under a hundred turns of text at the caps (at least ~60) where a turn per chunk was ~950, each with its promise, timer and socket write, so a scrape allocates little on the heap (~2.5 MB where it was ~4 MB, a third of it the SDK's own collection) and a garbage collection seldom falls inside one. What remains of the block is the longest of those turns (the by-turn line says which); on a machine shared with other work, or with only 2 cores shared with the scraper's thread and V8's helper threads, time the scheduler gives to other threads adds to whichever turn it falls in. The OTLP path still builds data points (its exporter serializes the whole request in one piece, in the SDK). Per request, the hot path records into series resolved once per (queue, model) and per model, not through a Map lookup by attribute object per instrument (what made the cost grow with the pairs), and a resolved series writes straight into its slab block. What growth remains is where the request's state lives: at 1 × 1 everything it touches stays in the L1 cache; at 50 × 8 each request reaches its pair's objects (the (queue, model) slot, its series, their slab blocks, the model's stream state) and two label-table Map lookups (the model's slot in the queue's and in the streams' table), each a likely cache miss, where the floor reaches one array per series. Read the growth against the A/A row (the method's own spread) and the floor.`,
+  notes: `Reading the figures: at core's caps the exposition is about 100 000 series (every histogram bucket is a series: 20 queues × 51 models × the outcomes × three request histograms, each instrument capped at 2000 series, plus streams and loads), ~23 MB of text. A scrape runs in turns of the event loop: the SDK collects its own instruments (gauges) in the handler's turn; core copies every series' numbers in the next, all of one instant: each aggregate keeps its series' numbers side by side in a few Float64Array blocks, so the copy is one memory copy per block (about 2 MB at the caps), not a loop over series, into the array the writer handed back after the previous scrape (a fresh array of megabytes cost its page faults in that turn, milliseconds at times); the text starts in the turn after and is written as bytes, ~64 KiB per turn, straight from that copy (no data point objects for the Prometheus path; label texts kept per series; chunk buffers reused once written), so a scrape allocates little on the heap and a garbage collection seldom falls inside one. What remains of the block is the longest of those turns (the SDK's own collection or the copy); on a machine shared with other work, time the scheduler gives to other processes adds to any of them. The OTLP path still builds data points (its exporter serializes the whole request in one piece, in the SDK). Per request, the hot path records into series resolved once per (queue, model) and per model, not through a Map lookup by attribute object per instrument (what made the cost grow with the pairs), and a resolved series writes straight into its slab block. What growth remains is where the request's state lives: at 1 × 1 everything it touches stays in the L1 cache; at 50 × 8 each request reaches its pair's objects (the (queue, model) slot, its series, their slab blocks, the model's stream state) and two label-table Map lookups (the model's slot in the queue's and in the streams' table), each a likely cache miss, where the floor reaches one array per series. Read the growth against the A/A row (the method's own spread) and the floor.`,
   verdict,
 });

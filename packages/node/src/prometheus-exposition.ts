@@ -97,7 +97,7 @@ function labelText(attributes: Attributes, scope: Attributes): string {
 /**
  * Label text of InferSignal's own points by attribute object: core makes
  * each series' attribute object once and never changes it, so its text is
- * the same at every scrape (at the caps ~21,000 points, whose label texts
+ * the same at every scrape (at the caps ~7,500 points, whose label texts
  * were most of what a scrape allocated). Other scopes' attributes are not
  * ours to assume unchanged; theirs are written every time.
  */
@@ -203,8 +203,8 @@ class ByteWriter {
 
 /** A chunk's buffer: a chunk and the text of one more point fit without growing it. */
 const CHUNK_BUFFER = CHUNK_BYTES + 4096;
-/** Buffers a pool keeps: a turn's chunks (MAX_CHUNKS_PER_TURN in the reader) are in the socket's hands at a time. */
-export const POOLED = 16;
+/** Buffers a pool keeps (a few chunks are in the socket's hands at a time). */
+const POOLED = 8;
 
 /**
  * Chunk buffers handed back once written, for the next chunks: at the caps

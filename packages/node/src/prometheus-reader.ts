@@ -55,69 +55,33 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-/** Text made and written per turn of the event loop: chunks until this much time has passed. */
-export const TEXT_TURN_MS = 1;
-/** Chunks per turn at most, whatever the clock says: what one turn leaves in the socket's buffer stays bounded. */
-export const MAX_CHUNKS_PER_TURN = 16;
-
-/** How `writeExposition` divides the text into turns; tests give it a clock of their own. */
-export interface TextTurns {
-  now: () => number;
-  budgetMs: number;
-  maxChunks: number;
-}
-
-const TEXT_TURNS: TextTurns = { now: () => performance.now(), budgetMs: TEXT_TURN_MS, maxChunks: MAX_CHUNKS_PER_TURN };
-
 /**
- * Streams `chunks` to `res`, from the turn after the collection ended: in
- * each turn of the event loop it makes and writes chunks until the turn's
- * time budget is spent (a fixed number of bytes per turn was ~0.1 ms of
- * work on a fast machine and far more on a slow one: nearly a thousand
- * turns at the caps, each with its own promise, timer and socket write),
- * corked into one socket write; the next turn waits while the socket's
- * buffer is full. A stopped client stops the serialization.
+ * Streams `chunks` to `res`, from the turn after the collection ended: each
+ * chunk is made and written in its own turn of the event loop, and the next
+ * waits while the socket's buffer is full. A stopped client stops the
+ * serialization.
  */
-export async function writeExposition(
-  res: ServerResponse,
-  chunks: Generator<Buffer, void>,
-  pool: ChunkPool,
-  turns: TextTurns = TEXT_TURNS,
-): Promise<void> {
+async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, void>, pool: ChunkPool): Promise<void> {
   try {
     // The collection's last step (core's copy of its series) ran in this turn: the text starts in the next.
     await nextTurn();
-    // The budget counts from the turn's start: the first chunk (the families, the SDK's points) is inside it.
-    let until = turns.now() + turns.budgetMs;
     let chunk = chunks.next();
     res.statusCode = 200;
     res.setHeader('content-type', CONTENT_TYPE);
     for (;;) {
-      res.cork();
-      try {
-        for (let written = 0; ; ) {
-          const next = chunks.next();
-          if (next.done) {
-            res.end(chunk.done ? undefined : chunk.value);
-            return;
-          }
-          if (res.destroyed) return;
-          if (!chunk.done) {
-            const buffer = chunk.value;
-            // The buffer goes back to the pool once the socket is done with it (or the write failed).
-            res.write(buffer, () => pool.give(buffer));
-          }
-          chunk = next;
-          if (++written >= turns.maxChunks || turns.now() >= until) break;
-        }
-      } finally {
-        res.uncork();
+      const next = chunks.next();
+      if (next.done) {
+        res.end(chunk.done ? undefined : chunk.value);
+        return;
       }
       if (res.destroyed) return;
-      if (res.writableNeedDrain) await drained(res);
-      // 'drain' comes in the loop's I/O phase: the next chunks still wait for a turn of their own.
+      if (!chunk.done) {
+        const written = chunk.value;
+        // The buffer goes back to the pool once the socket is done with it (or the write failed).
+        if (!res.write(written, () => pool.give(written)) && !res.destroyed) await drained(res);
+      }
       await nextTurn();
-      until = turns.now() + turns.budgetMs;
+      chunk = next;
     }
   } catch (err) {
     fail(res, 'metrics exposition failed', err);
@@ -138,8 +102,8 @@ export class PrometheusReader extends MetricReader {
 
   /**
    * Writes the current exposition to `res`; a failed collection answers 500,
-   * never throws. A large exposition is written in turns of the event loop,
-   * about `TEXT_TURN_MS` of chunks each (a small one is one `end()`).
+   * never throws. A large exposition is written chunk by chunk, one chunk
+   * per turn of the event loop (a small one is one `end()`, as before).
    */
   readonly handler: MetricsHandler = (_req: IncomingMessage, res: ServerResponse) => {
     this.collect().then(

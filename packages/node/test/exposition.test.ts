@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,8 +10,7 @@ import {
   type MetricProducer,
   type ResourceMetrics,
 } from '@opentelemetry/sdk-metrics';
-import { CHUNK_BYTES, ChunkPool, expositionChunks, POOLED, serializeExposition } from '../src/prometheus-exposition';
-import { MAX_CHUNKS_PER_TURN, writeExposition } from '../src/prometheus-reader';
+import { CHUNK_BYTES, ChunkPool, expositionChunks, serializeExposition } from '../src/prometheus-exposition';
 import { parseExposition } from './helpers/exposition';
 import { referenceExposition } from './helpers/exposition-reference';
 
@@ -177,17 +175,16 @@ describe('Prometheus exposition writer', () => {
 describe('chunk buffers', () => {
   it('a pool hands back buffers of written chunks, keeps a few, and only whole chunk buffers', () => {
     const pool = new ChunkPool();
-    const chunks = [...expositionChunks(large(6000), nameOf, pool)];
-    expect(chunks.length).toBeGreaterThan(POOLED + 2);
+    const chunks = [...expositionChunks(large(3000), nameOf, pool)];
     expect(pool.take()).toBeUndefined();
-    for (const chunk of chunks.slice(0, POOLED + 2)) pool.give(chunk);
+    for (const chunk of chunks.slice(0, 10)) pool.give(chunk);
     const first = pool.take()!;
-    expect(first.buffer).toBe(chunks[POOLED - 1]!.buffer);
+    expect(first.buffer).toBe(chunks[7]!.buffer);
     expect(first.length).toBeGreaterThanOrEqual(CHUNK_BYTES + 4096);
-    // POOLED kept: the two past it were dropped.
+    // Eight kept: the ninth and tenth were dropped.
     let kept = 1;
     while (pool.take() !== undefined) kept++;
-    expect(kept).toBe(POOLED);
+    expect(kept).toBe(8);
     pool.give(Buffer.alloc(16));
     pool.give(chunks[0]!.subarray(1));
     expect(pool.take()).toBeUndefined();
@@ -277,7 +274,7 @@ describe('Prometheus handler', () => {
     return { s, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics` };
   }
 
-  it('streams a large exposition in turns of a few chunks, one corked write each, every count intact', async () => {
+  it('streams a large exposition one chunk per turn of the event loop, every count intact', async () => {
     // Between two turns of a probe, how many chunks went out: the most the loop waited for.
     const writesPerTurn: number[] = [];
     const written: number[] = [];
@@ -320,14 +317,14 @@ describe('Prometheus handler', () => {
     const body = await response.text();
     expect(response.status).toBe(200);
     expect(response.headers.get('transfer-encoding')).toBe('chunked');
-    // Every chunk but the last (the `end()`) is one write of at least CHUNK_BYTES, a bounded number per turn.
+    // Every chunk but the last (the `end()`) is one write of at least CHUNK_BYTES, never two in one turn.
     expect(written.length).toBeGreaterThan(10);
     for (const length of written) expect(length).toBeGreaterThanOrEqual(CHUNK_BYTES);
     expect(written.reduce((a, b) => a + b, 0)).toBeLessThan(Buffer.byteLength(body));
-    expect(Math.max(...writesPerTurn)).toBeLessThanOrEqual(MAX_CHUNKS_PER_TURN);
-    // A chunk's buffer, once written, takes a later chunk: at most a turn's worth of buffers (and the one being filled).
-    expect(buffers.size).toBeLessThanOrEqual(POOLED + 1);
-    expect(turns).toBeGreaterThan(writesPerTurn.filter((n) => n > 0).length);
+    expect(Math.max(...writesPerTurn)).toBe(1);
+    // A chunk's buffer, once written, takes a later chunk: a handful of buffers for the whole body.
+    expect(buffers.size).toBeLessThanOrEqual(8);
+    expect(turns).toBeGreaterThan(written.length);
     const requests = parseExposition(body).get('infersignal_requests_total')!;
     expect(requests.samples.reduce((n, x) => n + x.value, 0)).toBe(queues * models * 2);
   });
@@ -382,115 +379,5 @@ describe('Prometheus handler', () => {
     const whole = await fetch(url);
     expect(whole.status).toBe(200);
     expect(parseExposition(await whole.text()).get('app_routes_total')?.samples).toHaveLength(5000);
-  });
-});
-
-describe('text turns', () => {
-  /** A response that records which turn of a probe each write and the end fell in, and can say its buffer is full. */
-  function recordingResponse(full: (writes: number) => boolean) {
-    const res = Object.assign(new EventEmitter(), {
-      statusCode: 0,
-      destroyed: false,
-      writableNeedDrain: false,
-      corked: 0,
-      turn: 0,
-      /** The turn of each write; -1 marks the end. */
-      writes: [] as number[],
-      setHeader() {},
-      cork() {
-        res.corked++;
-      },
-      uncork() {
-        res.corked = Math.max(0, res.corked - 1);
-      },
-      write(_chunk: Buffer, done: () => void) {
-        expect(res.corked).toBe(1);
-        res.writes.push(res.turn);
-        res.writableNeedDrain = full(res.writes.length);
-        process.nextTick(done);
-        return !res.writableNeedDrain;
-      },
-      end() {
-        res.writes.push(-1);
-        res.emit('finish');
-      },
-    });
-    let open = true;
-    res.on('finish', () => {
-      open = false;
-    });
-    const probe = () => {
-      res.turn++;
-      if (open) setImmediate(probe);
-    };
-    setImmediate(probe);
-    return res;
-  }
-
-  /** `n` chunks, each moving the clock `ms` as it is made (what making a chunk costs). */
-  function* timedChunks(n: number, clock: { t: number }, ms: number): Generator<Buffer, void> {
-    for (let i = 0; i < n; i++) {
-      clock.t += ms;
-      yield Buffer.alloc(8, i);
-    }
-  }
-
-  /** How many writes each turn had, in order. */
-  const perTurn = (writes: number[]) => {
-    const counts = new Map<number, number>();
-    for (const turn of writes) if (turn >= 0) counts.set(turn, (counts.get(turn) ?? 0) + 1);
-    return [...counts.values()];
-  };
-
-  it('makes and writes chunks in a turn until its time budget is spent', async () => {
-    const clock = { t: 0 };
-    const res = recordingResponse(() => false);
-    await writeExposition(res as never, timedChunks(10, clock, 0.4), new ChunkPool(), {
-      now: () => clock.t,
-      budgetMs: 1,
-      maxChunks: 16,
-    });
-    // 0.4 ms per chunk against 1 ms: the third chunk made in a turn spends the budget (in the first, the first chunk
-    // was made in it too, before anything could be written); the tenth goes with end().
-    expect(perTurn(res.writes)).toEqual([2, 3, 3, 1]);
-    expect(res.writes.at(-1)).toBe(-1);
-    expect(res.corked).toBe(0);
-  });
-
-  it('ends a turn after maxChunks when the clock stands still, and one turn per chunk when each spends the budget', async () => {
-    const still = { t: 0 };
-    const res = recordingResponse(() => false);
-    await writeExposition(res as never, timedChunks(11, still, 0), new ChunkPool(), {
-      now: () => still.t,
-      budgetMs: 1,
-      maxChunks: 4,
-    });
-    expect(perTurn(res.writes)).toEqual([4, 4, 2]);
-    const slow = { t: 0 };
-    const each = recordingResponse(() => false);
-    await writeExposition(each as never, timedChunks(5, slow, 2), new ChunkPool(), {
-      now: () => slow.t,
-      budgetMs: 1,
-      maxChunks: 16,
-    });
-    expect(perTurn(each.writes)).toEqual([1, 1, 1, 1]);
-  });
-
-  it('waits for drain, not the next turn, when the socket buffer is full', async () => {
-    const clock = { t: 0 };
-    // Full after the second write: the writer must stop there until 'drain'.
-    const res = recordingResponse((writes) => writes === 2);
-    const done = writeExposition(res as never, timedChunks(6, clock, 0), new ChunkPool(), {
-      now: () => clock.t,
-      budgetMs: 1,
-      maxChunks: 2,
-    });
-    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-    expect(res.writes.length).toBe(2);
-    res.writableNeedDrain = false;
-    res.emit('drain');
-    await done;
-    expect(perTurn(res.writes)).toEqual([2, 2, 1]);
-    expect(res.writes.at(-1)).toBe(-1);
   });
 });

@@ -292,7 +292,7 @@ export class AggregateCounter {
 
 /**
  * Data points built per turn of the event loop. At core's caps a collection
- * is ~21,000 points (~250,000 Prometheus series); built in one go they held
+ * is ~7,500 points (~100,000 Prometheus series); built in one go they held
  * the loop for tens of milliseconds. Below this a collection stays one
  * synchronous stretch.
  */
