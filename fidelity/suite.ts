@@ -103,11 +103,19 @@ export interface CapacityFigure {
   /** (max − min) / median of the windows' throughputs. */
   spread: number;
   /**
-   * The open-loop phase at half the closed-loop figure, long enough to fill
-   * the server's service window: its rate, and the server's S and
-   * utilization at its end. Null where the phase was not run (short mode).
+   * The open-loop phase at the steady scenario's share of the closed-loop
+   * figure, longer than the server's service window: its rate and the
+   * server's S. Null where the phase was not run (short mode).
    */
-  sustained: { rateRps: number; serviceSeconds: number | null; utilization: number | null } | null;
+  sustained: {
+    rateRps: number;
+    /** The highest of `serviceReads`. */
+    serviceSeconds: number | null;
+    /** The server's S (s), read every 5 s once its service window held only this phase. */
+    serviceReads: number[];
+    /** The server's utilization of `infer` at the highest read. */
+    utilization: number | null;
+  } | null;
 }
 
 /** One alert rise, on the scenario's clock, judged against the first failure. */
@@ -303,8 +311,12 @@ export async function waitForCalm(url: string, timeoutMs: number): Promise<boole
   return false;
 }
 
-/** The open-loop phase of a long-mode capacity measurement: the server's service window (10 s) and some. */
-const SUSTAINED_PHASE_MS = 12_000;
+/** The server's service window (FIDELITY_THRESHOLDS.capacity.serviceWindowSeconds), ms. */
+const SERVICE_WINDOW_MS = 10_000;
+/** The open-loop phase of a long-mode capacity measurement: S read at 10, 15 and 20 s. */
+const SUSTAINED_PHASE_MS = 20_250;
+/** Its load, as a share of the closed-loop figure: the steady scenario's. */
+const SUSTAINED_SHARE = 0.6;
 
 /** Closed-loop warm-up before the measuring windows (JIT, first allocations). */
 const CAPACITY_WARM_UP_MS = 400;
@@ -322,11 +334,14 @@ const CAPACITY_WARM_UP_MS = 400;
  * A short closed loop overstates what the server sustains: under an open-loop
  * load S was 13.5 ms where the windows read 8.5–11 ms (ONNX Runtime runs
  * the model on the main thread, and under open-loop arrivals each run also
- * waits behind other requests' HTTP work). So, where `sustainedMs` is given,
- * an open-loop phase at half the closed-loop figure follows, at least as long
- * as the server's service window, and the capacity is the lower of the
- * closed-loop figure and 1 / the S the server reports at its end: the S its
- * `capacity` alert divides by, in the regime the scenarios run in.
+ * waits behind other requests' HTTP work), and S grows with the load. So,
+ * where `sustainedMs` is given, an open-loop phase at the steady scenario's
+ * share of the closed-loop figure follows, longer than the server's service
+ * window, and the capacity is the lower of the closed-loop figure and 1 / the
+ * highest S the server reports during it: the S its `capacity` alert divides
+ * by, in the regime the scenarios run in. (A first version ran the phase at
+ * half the figure for 12 s and read S once: steady then ran at 51 req/s where
+ * that read gave 11.8 ms, and S reached 16 ms, utilization 0.82, by 386 s.)
  */
 export async function measureCapacity(
   url: string,
@@ -366,7 +381,7 @@ export async function measureCapacity(
   if (throughputs.length === 0) throw new Error('capacity: no window delivered a response');
   const closedLoopRps = median(throughputs);
   const sustained = options.sustainedMs
-    ? await measureSustained(url, closedLoopRps / 2, options.sustainedMs, options.signal)
+    ? await measureSustained(url, SUSTAINED_SHARE * closedLoopRps, options.sustainedMs, options.signal)
     : null;
   const sustainedRps = sustained?.serviceSeconds ? 1 / sustained.serviceSeconds : Number.POSITIVE_INFINITY;
   return {
@@ -379,7 +394,12 @@ export async function measureCapacity(
   };
 }
 
-/** An open-loop phase at `rate`; the server's S and utilization of `infer` as it ends. */
+/**
+ * An open-loop phase at `rate`; the server's S and utilization of `infer`, read every 5 s once its
+ * service window holds only this phase, the highest S kept: a 10 s window's S wanders by a quarter
+ * around its mean over minutes (13.0–16.9 ms at 40 req/s), and one low read would size the steady
+ * run near the WARN line.
+ */
 async function measureSustained(
   url: string,
   rate: number,
@@ -387,9 +407,11 @@ async function measureSustained(
   signal: AbortSignal | undefined,
 ): Promise<NonNullable<CapacityFigure['sustained']>> {
   const rateRps = Math.max(1, Math.round(rate));
-  // Read just before the load stops, while the service window holds only this phase.
   const reads: ReturnType<typeof readiness>[] = [];
-  const timer = setTimeout(() => reads.push(readiness(url)), Math.max(0, durationMs - 250));
+  const readAt = [];
+  // The last read just before the load stops.
+  for (let at = durationMs - 250; at >= SERVICE_WINDOW_MS; at -= 5000) readAt.push(at);
+  const timers = readAt.map((at) => setTimeout(() => reads.push(readiness(url)), at));
   await runBench({
     target: `${url}/v1/infer`,
     body: INFER_BODY,
@@ -397,13 +419,23 @@ async function measureSustained(
     timeoutMs: 5000,
     progress: false,
     signal,
-  }).finally(() => clearTimeout(timer));
-  const infer = (await reads[0])?.body.queues?.infer;
-  const serviceSeconds = infer?.serviceTimeSeconds;
+  }).finally(() => {
+    for (const timer of timers) clearTimeout(timer);
+  });
+  const serviceReads: number[] = [];
+  let utilization: number | null = null;
+  for (const read of await Promise.all(reads)) {
+    const infer = read?.body.queues?.infer;
+    const serviceSeconds = infer?.serviceTimeSeconds;
+    if (serviceSeconds == null || serviceSeconds <= 0) continue;
+    if (serviceReads.every((s) => serviceSeconds > s)) utilization = infer?.utilization ?? null;
+    serviceReads.push(serviceSeconds);
+  }
   return {
     rateRps,
-    serviceSeconds: serviceSeconds != null && serviceSeconds > 0 ? serviceSeconds : null,
-    utilization: infer?.utilization ?? null,
+    serviceSeconds: serviceReads.length > 0 ? Math.max(...serviceReads) : null,
+    serviceReads,
+    utilization,
   };
 }
 
@@ -582,7 +614,6 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
       const capacity = await measureCapacity(server.url, {
         windows: 5,
         windowMs: short ? 600 : 1500,
-        // Longer than the server's service window (FIDELITY_THRESHOLDS.capacity.serviceWindowSeconds).
         sustainedMs: short ? 0 : SUSTAINED_PHASE_MS,
         signal: options.signal,
       });
@@ -635,8 +666,12 @@ export function describeCapacity(capacity: CapacityFigure): string {
   const closed = `closed loop ${capacity.closedLoopRps.toFixed(0)}: median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %, the server's 1 / S ${capacity.serviceRps.toFixed(0)}`;
   const sustained = capacity.sustained;
   if (!sustained) return closed;
-  const service = sustained.serviceSeconds ? `S ${(sustained.serviceSeconds * 1000).toFixed(1)} ms` : 'no S';
-  const utilization = sustained.utilization != null ? `, utilization ${sustained.utilization.toFixed(2)}` : '';
+  const service =
+    sustained.serviceReads.length > 0
+      ? `S ${sustained.serviceReads.map((s) => (s * 1000).toFixed(1)).join(' / ')} ms`
+      : 'no S';
+  const utilization =
+    sustained.utilization != null ? `, utilization ${sustained.utilization.toFixed(2)} at the highest` : '';
   return `${closed}; open loop at ${sustained.rateRps} req/s: ${service}${utilization}`;
 }
 
