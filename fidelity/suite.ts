@@ -311,8 +311,8 @@ export async function waitForCalm(url: string, timeoutMs: number): Promise<boole
   return false;
 }
 
-/** The server's service window (FIDELITY_THRESHOLDS.capacity.serviceWindowSeconds), ms. */
-const SERVICE_WINDOW_MS = 10_000;
+/** The server's service window, ms: S is first read once it holds only the sustained phase. */
+const SERVICE_WINDOW_MS = FIDELITY_THRESHOLDS.capacity!.serviceWindowSeconds! * 1000;
 /** The open-loop phase of a long-mode capacity measurement: S read at 10, 15 and 20 s. */
 const SUSTAINED_PHASE_MS = 20_250;
 /** Its load, as a share of the closed-loop figure: the steady scenario's. */
@@ -408,8 +408,8 @@ async function measureSustained(
 ): Promise<NonNullable<CapacityFigure['sustained']>> {
   const rateRps = Math.max(1, Math.round(rate));
   const reads: ReturnType<typeof readiness>[] = [];
-  const readAt = [];
-  // The last read just before the load stops.
+  // Every 5 s back from just before the load stops, down to a full service window in.
+  const readAt: number[] = [];
   for (let at = durationMs - 250; at >= SERVICE_WINDOW_MS; at -= 5000) readAt.push(at);
   const timers = readAt.map((at) => setTimeout(() => reads.push(readiness(url)), at));
   await runBench({
