@@ -36,7 +36,7 @@ interface ChildRun {
   code: number | null;
   signal: NodeJS.Signals | null;
   alerts: { alert: AlertEvent; chunks: number }[];
-  done: { done: HeapSnapshot; chunks: number } | undefined;
+  done: { done: HeapSnapshot; chunks: number; peakLiveRatio: number } | undefined;
   stderr: string;
 }
 
@@ -105,17 +105,17 @@ describe.each(nodes)('heap_headroom in a process with --max-old-space-size=64 (%
   }, 180_000);
 
   it('the same process with a bounded cache: a live set about half the limit, dozens of major GCs, no alert', async () => {
-    const run = await runChild(node, { MODE: 'healthy', CACHE_CHUNKS: '48', TOTAL_CHUNKS: '300' });
+    const run = await runChild(node, { MODE: 'healthy', CACHE_CHUNKS: '48', TOTAL_CHUNKS: '600' });
     const context = JSON.stringify({ ...run, stderr: run.stderr.slice(-1500) }, null, 1);
     expect(run.code, context).toBe(0);
     expect(run.alerts, context).toEqual([]);
-    const heap = run.done!.done;
+    const { done: heap, peakLiveRatio } = run.done!;
     expect(heap.level, context).toBe('ok');
     expect(heap.limitBytes, context).toBe(64 * 1024 * 1024);
     expect(heap.limitSource, context).toBe('max-old-space-size');
-    // Nothing was judged on too few collections, and the live set was far from empty.
+    // Nothing was judged on too few collections, and the live set was far from empty. No reading came near WARN.
     expect(heap.majorGcs, context).toBeGreaterThanOrEqual(20);
-    expect(heap.liveRatio!, context).toBeGreaterThan(0.3);
-    expect(heap.liveRatio!, context).toBeLessThan(0.7);
+    expect(peakLiveRatio, context).toBeGreaterThan(0.3);
+    expect(peakLiveRatio, context).toBeLessThan(0.7);
   }, 180_000);
 });

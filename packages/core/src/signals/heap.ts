@@ -1,12 +1,15 @@
 import type { Attributes } from '@opentelemetry/api';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
+import { GCProfiler, getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
 import type { Level } from '../types';
 
 const MiB = 1024 * 1024;
+
+/** How often the GC profiler is emptied when no major GC did (a few hundred scavenges at most). */
+const PROFILER_DRAIN_MS = 10_000;
 
 /**
  * Spaces outside the old generation: the young generation (collected by
@@ -26,28 +29,61 @@ export interface HeapSource {
   heapSizeLimit(): number;
   /** Bytes in use per heap space now. */
   spaces(): readonly HeapSpaceUse[];
-  /** Calls `fn` after each batch of major GCs (mark-compact); returns a stop function. */
-  onMajorGc(fn: () => void): () => void;
+  /** Calls `fn`, soon after each major GC, with the old-generation bytes in use at its end; returns a stop function. */
+  onMajorGc(fn: (oldGenerationBytes: number) => void): () => void;
   /** The Node and V8 flags the process runs with (`process.execArgv`, then `NODE_OPTIONS`). */
   flags(): readonly string[];
 }
 
-/** The process's own V8 heap: v8's statistics, major GCs from a PerformanceObserver. */
+/** One collection in a `v8.GCProfiler` report (the fields read here). */
+export interface ProfiledGc {
+  gcType: string;
+  afterGC: { heapSpaceStatistics: { spaceName: string; spaceUsedSize: number }[] };
+}
+
+/** Old-generation bytes in use at the end of one profiled collection. */
+export function oldGenerationBytes(gc: ProfiledGc): number {
+  let bytes = 0;
+  for (const space of gc.afterGC.heapSpaceStatistics)
+    if (!NOT_OLD_GENERATION.has(space.spaceName)) bytes += space.spaceUsedSize;
+  return bytes;
+}
+
+/**
+ * The process's own V8 heap. Major GCs are seen by a PerformanceObserver;
+ * their figures come from a `v8.GCProfiler`, which V8 fills at the end of
+ * each collection. Read in the observer's callback instead, the heap
+ * includes what the process allocated since the collection: a Node 24
+ * process churning a cache read up to 79 % there, 73 % at the collection's
+ * end.
+ */
 export function nodeHeap(): HeapSource {
   return {
     heapSizeLimit: () => getHeapStatistics().heap_size_limit,
     spaces: () => getHeapSpaceStatistics().map((s) => ({ name: s.space_name, used: s.space_used_size })),
     onMajorGc(fn) {
+      const profiler = new GCProfiler();
+      profiler.start();
+      // Hands on what the profiler holds since its last stop: a reading per mark-compact, scavenges dropped.
+      const drain = (): void => {
+        const profile = profiler.stop() as { statistics: ProfiledGc[] } | undefined;
+        profiler.start();
+        for (const gc of profile?.statistics ?? []) if (gc.gcType === 'MarkSweepCompact') fn(oldGenerationBytes(gc));
+      };
       const observer = new PerformanceObserver((list) => {
-        // One reading per batch: the entries of one callback all lie before it.
         for (const entry of list.getEntries())
-          if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
-            fn();
-            return;
-          }
+          if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)
+            return drain();
       });
       observer.observe({ entryTypes: ['gc'] });
-      return () => observer.disconnect();
+      // The profiler keeps every scavenge too: without a major GC for hours, it would grow without bound.
+      const bound = setInterval(drain, PROFILER_DRAIN_MS);
+      bound.unref();
+      return () => {
+        clearInterval(bound);
+        observer.disconnect();
+        profiler.stop();
+      };
     },
     flags: () => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)],
   };
@@ -202,14 +238,12 @@ export class HeapSignal implements Signal {
       limit: ctx.gauge(METRICS.heapLiveLimit),
       ratio: ctx.gauge(METRICS.heapLiveRatio),
     };
-    this.stop = source.onMajorGc(() => this.afterMajorGc());
+    this.stop = source.onMajorGc((live) => this.afterMajorGc(live));
   }
 
-  /** Reads the live set after a major GC, judges it and announces the level. */
-  afterMajorGc(): void {
+  /** Judges the live set one major GC left (old-generation bytes at its end) and announces the level. */
+  afterMajorGc(live: number): void {
     try {
-      let live = 0;
-      for (const space of this.source.spaces()) if (!NOT_OLD_GENERATION.has(space.name)) live += space.used;
       this.liveBytes = live;
       this.liveRatio = live / this.limit.bytes;
       this.majorGcs++;
