@@ -25,7 +25,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { ThresholdsInput } from '@infersignal/core';
-import { runBench, type AlertRecord, type BenchResult, type Stage } from '@infersignal/bench';
+import { runBench, type AlertRecord, type BenchResult, type Stage, type TimelinePoint } from '@infersignal/bench';
 import { subjectOf } from '../examples/demo/src/precursors';
 import type { FaultRunFigures, FaultScenario } from './faults/types';
 import { startAlertServer, type AlertServer } from './server';
@@ -162,6 +162,18 @@ export interface RunFigures {
   met: boolean;
   /** CPU-bound neighbour process during the run (steady only). */
   neighbour: string | null;
+  /**
+   * The load generator's worst lateness (ms after an arrival was due) and
+   * the second it was in: arrivals a stalled generator owed go out at
+   * once, a burst of the bench's making. Null in closed loop.
+   */
+  worstSendLag: { ms: number; second: number } | null;
+  /**
+   * The timeline from 15 s before to 5 s after the first failure (or the
+   * first alert, where nothing failed): what led up to it. Empty when
+   * neither came.
+   */
+  nearFirstTrouble: TimelinePoint[];
 }
 
 export interface FidelityResult {
@@ -521,8 +533,25 @@ function figures(
     leadSeconds: firstTruePrecursor && failureAtMs !== null ? failureAtMs / 1000 - firstTruePrecursor.atSeconds : null,
     falseAlerts: alerts.filter((a) => a.verdict === 'false'),
     neighbour,
+    worstSendLag: worstSendLag(result.timeline),
+    nearFirstTrouble: around(result.timeline, failureAtMs ?? (alerts[0] ? alerts[0].atSeconds * 1000 : null)),
   };
   return { ...run, met: goalMet(run, short) };
+}
+
+function worstSendLag(timeline: readonly TimelinePoint[]): RunFigures['worstSendLag'] {
+  let worst: RunFigures['worstSendLag'] = null;
+  for (const point of timeline)
+    if (point.sendLagMs !== undefined && (!worst || point.sendLagMs > worst.ms))
+      worst = { ms: point.sendLagMs, second: point.second };
+  return worst;
+}
+
+/** Timeline points from 15 s before `atMs` to 5 s after it. */
+function around(timeline: readonly TimelinePoint[], atMs: number | null): TimelinePoint[] {
+  if (atMs === null) return [];
+  const at = Math.floor(atMs / 1000);
+  return timeline.filter((point) => point.second >= at - 15 && point.second <= at + 5);
 }
 
 /**
@@ -696,7 +725,9 @@ export function describeRun(run: RunFigures): string {
       ? ''
       : '; no true precursor';
   const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeFalseAlert).join(', ')}` : '';
-  return `${run.scenario} #${run.repeat} (${run.fromRps}→${run.toRps} req/s): ${failure}${precursor}${falses} — ${run.met ? 'met' : 'NOT met'}`;
+  const lag = run.worstSendLag;
+  const late = lag && lag.ms >= 100 ? `; the generator sent up to ${lag.ms.toFixed(0)} ms late at ${lag.second} s` : '';
+  return `${run.scenario} #${run.repeat} (${run.fromRps}→${run.toRps} req/s): ${failure}${precursor}${falses}${late} — ${run.met ? 'met' : 'NOT met'}`;
 }
 
 export function describeFaultRun(run: FaultRunFigures): string {

@@ -109,6 +109,14 @@ describe('fidelity, short mode', () => {
     expect(run.firstTruePrecursor, describeRun(run)).not.toBeNull();
     expect(run.leadSeconds!, describeRun(run)).toBeGreaterThanOrEqual(-ARRIVAL_TOLERANCE_MS / 1000);
     expect(run.met).toBe(true);
+    // What led up to it is kept: the seconds around the first failure, each with the generator's lateness.
+    const failureSecond = Math.floor(run.failureAtSeconds!);
+    expect(run.nearFirstTrouble.map((p) => p.second)).toContain(failureSecond);
+    expect(run.nearFirstTrouble.every((p) => p.second >= failureSecond - 15 && p.second <= failureSecond + 5)).toBe(
+      true,
+    );
+    expect(run.nearFirstTrouble.every((p) => typeof p.sendLagMs === 'number')).toBe(true);
+    expect(run.worstSendLag).not.toBeNull();
   });
 
   it('steady with a CPU-bound neighbour: every alert judged, no failure unannounced', () => {

@@ -42,6 +42,7 @@ class StageStats {
 
 class Second {
   offered = 0;
+  sendLagMs = 0;
   achieved = 0;
   errors = 0;
   shed = 0;
@@ -82,11 +83,14 @@ export class Recorder {
     return this.seconds[index];
   }
 
-  sent(stage: number, now: number): void {
+  /** A request went out: due at `scheduledAt`, sent `lagMs` after that (the generator's own lateness). */
+  sent(stage: number, scheduledAt: number, lagMs = 0): void {
     this.stages[stage].requests++;
     this.total.requests++;
-    const s = this.second(now, stage);
-    if (s) s.offered++;
+    const s = this.second(scheduledAt, stage);
+    if (!s) return;
+    s.offered++;
+    if (lagMs > s.sendLagMs) s.sendLagMs = lagMs;
   }
 
   token(job: Job, now: number): void {
@@ -208,6 +212,7 @@ export class Recorder {
       second,
       stage: s.stage,
       offered: s.offered,
+      sendLagMs: s.sendLagMs,
       achieved: s.achieved,
       errors: s.errors,
       shed: s.shed,

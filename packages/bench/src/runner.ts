@@ -288,7 +288,7 @@ class Run implements SlotEvents {
   }
 
   private dispatch(job: Job): void {
-    this.recorder.sent(job.stage, job.scheduledAt);
+    this.recorder.sent(job.stage, job.scheduledAt, performance.now() - job.scheduledAt);
     const slot = this.idle.pop() ?? this.newSlot();
     if (slot) {
       this.inFlight++;

@@ -173,6 +173,13 @@ export interface TimelinePoint {
   stage: number;
   /** Requests sent this second. */
   offered: number;
+  /**
+   * How late the generator sent this second's latest arrival (ms after it
+   * was due; open loop, 0 in closed loop). A stalled generator sends every
+   * overdue arrival at once: a burst of its own making, seen here, not a
+   * server that slowed down. Absent in results written before it existed.
+   */
+  sendLagMs?: number;
   /** Successful responses this second. */
   achieved: number;
   errors: number;

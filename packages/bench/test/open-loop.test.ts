@@ -35,6 +35,28 @@ describe('open loop against a server of known capacity (concurrency 2, 20 ms)', 
     expect(result.firstFailure).toBeNull();
   });
 
+  it('a generator stalled for 300 ms: the arrivals it owed go out at once, and their second shows how late', async () => {
+    server = await startQueueServer();
+    // The bench and the server share this process: a 300 ms busy loop from 0.7 s stalls the generator.
+    const stall = setTimeout(() => {
+      const until = performance.now() + 300;
+      while (performance.now() < until);
+    }, 700);
+    const result = await runBench({
+      target: `${server.url}/v1/infer`,
+      body: { input: [1] },
+      rate: 50,
+      durationMs: 2000,
+      timeoutMs: 5000,
+    });
+    clearTimeout(stall);
+    expect(result.stages[0].requests).toBe(100);
+    // Each arrival counts in the second it was due, late or not.
+    expect(result.timeline.slice(0, 2).map((p) => p.offered)).toEqual([50, 50]);
+    // The first arrival due inside the stall was due at most 20 ms after it began, and went out after it.
+    expect(result.timeline[0]!.sendLagMs).toBeGreaterThanOrEqual(250);
+  });
+
   it('200 req/s: latency grows, queue_wait WARN fires before the first 503 (scrape and callback agree)', async (ctx) => {
     server = await startQueueServer();
     const monitor = server.monitor;
