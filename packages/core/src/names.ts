@@ -258,8 +258,8 @@ export const METRICS = {
     unit: 'By',
     description:
       'Old-generation bytes in use right after the last major GC (mark-compact): the live set the collector could not free. ' +
-        "V8's own figures at the collection's end (a v8.GCProfiler), not a read in the GC observer's callback, which counts what the process allocated since. " +
-        'Every space but the young generation and read-only space.',
+      "V8's own figures at the collection's end (a v8.GCProfiler), not a read in the GC observer's callback, which counts what the process allocated since. " +
+      'Every space but the young generation and read-only space.',
     attributes: [],
   },
   heapLiveLimit: {
