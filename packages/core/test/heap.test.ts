@@ -16,6 +16,7 @@ class InjectedHeap implements HeapSource {
   oldSpace = 20 * MiB;
   newSpace = 4 * MiB;
   private listener: ((oldGenerationBytes: number) => void) | undefined;
+  private errorListener: ((error: unknown) => void) | undefined;
   constructor(
     private readonly limit: number,
     private readonly flagList: string[] = [],
@@ -33,14 +34,19 @@ class InjectedHeap implements HeapSource {
       { name: 'new_large_object_space', used: 0 },
     ];
   }
-  onMajorGc(fn: (oldGenerationBytes: number) => void): () => void {
+  onMajorGc(fn: (oldGenerationBytes: number) => void, onError: (error: unknown) => void): () => void {
     this.listener = fn;
+    this.errorListener = onError;
     return () => {
       this.listener = undefined;
     };
   }
   flags(): string[] {
     return this.flagList;
+  }
+  /** A major GC whose figures could not be read. */
+  failedRead(error: Error): void {
+    this.errorListener?.(error);
   }
   /** A major GC that leaves `liveMiB` in the old generation (old space + 2 MiB of code and large objects). */
   majorGc(liveMiB: number): void {
@@ -175,6 +181,15 @@ describe('HeapSignal', () => {
     expect(exported.value(METRICS.heapLiveLimit.name)).toBe(96 * MiB);
     expect(exported.value(METRICS.heapUsed.name, { 'v8js.heap.space.name': 'old_space' })).toBe(88 * MiB);
     expect(signal.majorGcs).toBe(9);
+  });
+
+  it('a profiler that fails is counted as an internal error; the signal goes on with the next collection', () => {
+    const heap = new InjectedHeap(144 * MiB, ['--max-old-space-size=96']);
+    const { t } = start(heap);
+    heap.failedRead(new Error('GCProfiler stopped'));
+    expect(t.monitor.snapshot().internalErrors).toBe(1);
+    heap.majorGc(40);
+    expect(t.monitor.snapshot().heap).toMatchObject({ level: 'ok', liveBytes: 40 * MiB, majorGcs: 1 });
   });
 
   it('a config that reverses the levels fails, naming the field', () => {

@@ -29,8 +29,12 @@ export interface HeapSource {
   heapSizeLimit(): number;
   /** Bytes in use per heap space now. */
   spaces(): readonly HeapSpaceUse[];
-  /** Calls `fn`, soon after each major GC, with the old-generation bytes in use at its end; returns a stop function. */
-  onMajorGc(fn: (oldGenerationBytes: number) => void): () => void;
+  /**
+   * Calls `fn`, soon after each major GC, with the old-generation bytes in
+   * use at its end, and `onError` where reading them failed; returns a stop
+   * function.
+   */
+  onMajorGc(fn: (oldGenerationBytes: number) => void, onError: (error: unknown) => void): () => void;
   /** The Node and V8 flags the process runs with (`process.execArgv`, then `NODE_OPTIONS`). */
   flags(): readonly string[];
 }
@@ -61,14 +65,19 @@ export function nodeHeap(): HeapSource {
   return {
     heapSizeLimit: () => getHeapStatistics().heap_size_limit,
     spaces: () => getHeapSpaceStatistics().map((s) => ({ name: s.space_name, used: s.space_used_size })),
-    onMajorGc(fn) {
+    onMajorGc(fn, onError) {
       const profiler = new GCProfiler();
       profiler.start();
       // Hands on what the profiler holds since its last stop: a reading per mark-compact, scavenges dropped.
+      // It runs in a timer and in the observer's callback: nothing may be thrown from there.
       const drain = (): void => {
-        const profile = profiler.stop() as { statistics: ProfiledGc[] } | undefined;
-        profiler.start();
-        for (const gc of profile?.statistics ?? []) if (gc.gcType === 'MarkSweepCompact') fn(oldGenerationBytes(gc));
+        try {
+          const profile = profiler.stop() as { statistics: ProfiledGc[] } | undefined;
+          profiler.start();
+          for (const gc of profile?.statistics ?? []) if (gc.gcType === 'MarkSweepCompact') fn(oldGenerationBytes(gc));
+        } catch (error) {
+          onError(error);
+        }
       };
       const observer = new PerformanceObserver((list) => {
         for (const entry of list.getEntries())
@@ -238,7 +247,10 @@ export class HeapSignal implements Signal {
       limit: ctx.gauge(METRICS.heapLiveLimit),
       ratio: ctx.gauge(METRICS.heapLiveRatio),
     };
-    this.stop = source.onMajorGc((live) => this.afterMajorGc(live));
+    this.stop = source.onMajorGc(
+      (live) => this.afterMajorGc(live),
+      (error) => ctx.internalError('heap.profiler', error),
+    );
   }
 
   /** Judges the live set one major GC left (old-generation bytes at its end) and announces the level. */
