@@ -165,7 +165,7 @@ export interface RunFigures {
   /**
    * The load generator's worst lateness (ms after an arrival was due) and
    * the second it was in: arrivals a stalled generator owed go out at
-   * once, a burst of the bench's making. Null in closed loop.
+   * once, a burst of the bench's making. 0 in closed loop; null with no timeline.
    */
   worstSendLag: { ms: number; second: number } | null;
   /**
