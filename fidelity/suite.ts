@@ -22,7 +22,7 @@
  * would make "0.5×" something else.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { ThresholdsInput } from '@infersignal/core';
 import { runBench, type AlertRecord, type BenchResult, type Stage, type TimelinePoint } from '@infersignal/bench';
@@ -87,8 +87,9 @@ export interface FidelityOptions {
 
 export interface CapacityFigure {
   /**
-   * The figure the scenarios are sized by (req/s): the closed-loop figure, or
-   * 1 / S of the sustained phase where that is lower.
+   * The figure the scenarios are sized by (req/s): the lowest of the
+   * closed-loop figure and, from the sustained phase, 1 / S and the rate that
+   * would keep the server's main thread busy all the time.
    */
   rps: number;
   /** The median closed-loop throughput of the windows (req/s). */
@@ -115,6 +116,12 @@ export interface CapacityFigure {
     serviceReads: number[];
     /** The server's utilization of `infer` at the highest read. */
     utilization: number | null;
+    /**
+     * Share of the last service window (10 s) the server's main thread was
+     * busy: on a CPU or waiting in the run queue for one (Linux schedstat).
+     * Null where /proc does not tell.
+     */
+    mainThreadBusy: number | null;
   } | null;
 }
 
@@ -174,6 +181,13 @@ export interface RunFigures {
    * neither came.
    */
   nearFirstTrouble: TimelinePoint[];
+  /**
+   * The second in which the server's main thread waited longest for a CPU
+   * (runnable, not running); null where /proc does not tell.
+   */
+  worstThreadWait: ThreadSecond | null;
+  /** The server's main thread, second by second, over the same span as `nearFirstTrouble`. */
+  threadNearFirstTrouble: ThreadSecond[];
 }
 
 export interface FidelityResult {
@@ -351,13 +365,16 @@ const CAPACITY_WARM_UP_MS = 400;
  * share of the closed-loop figure follows, longer than the server's service
  * window, and the capacity is the lower of the closed-loop figure and 1 / the
  * highest S the server reports during it: the S its `capacity` alert divides
- * by, in the regime the scenarios run in. (A first version ran the phase at
+ * by, in the regime the scenarios run in. S covers the model run only; the
+ * same thread does the HTTP work, so the rate that would keep the server's
+ * main thread busy all the time (from /proc, where there is one) bounds the
+ * capacity too. (A first version ran the phase at
  * half the figure for 12 s and read S once: steady then ran at 51 req/s where
  * that read gave 11.8 ms, and S reached 16 ms, utilization 0.82, by 386 s.)
  */
 export async function measureCapacity(
   url: string,
-  options: { windows: number; windowMs: number; sustainedMs?: number; signal?: AbortSignal },
+  options: { windows: number; windowMs: number; sustainedMs?: number; pid?: number; signal?: AbortSignal },
 ): Promise<CapacityFigure> {
   await waitForCalm(url, 5000);
   const services: Promise<number | null>[] = [];
@@ -393,11 +410,14 @@ export async function measureCapacity(
   if (throughputs.length === 0) throw new Error('capacity: no window delivered a response');
   const closedLoopRps = median(throughputs);
   const sustained = options.sustainedMs
-    ? await measureSustained(url, SUSTAINED_SHARE * closedLoopRps, options.sustainedMs, options.signal)
+    ? await measureSustained(url, options.pid, SUSTAINED_SHARE * closedLoopRps, options.sustainedMs, options.signal)
     : null;
-  const sustainedRps = sustained?.serviceSeconds ? 1 / sustained.serviceSeconds : Number.POSITIVE_INFINITY;
+  const serviceBound = sustained?.serviceSeconds ? 1 / sustained.serviceSeconds : Number.POSITIVE_INFINITY;
+  const threadBound = sustained?.mainThreadBusy
+    ? sustained.rateRps / sustained.mainThreadBusy
+    : Number.POSITIVE_INFINITY;
   return {
-    rps: Math.min(closedLoopRps, sustainedRps),
+    rps: Math.min(closedLoopRps, serviceBound, threadBound),
     closedLoopRps,
     serviceRps: serviceTimes.length > 0 ? 1 / median(serviceTimes) : Number.NaN,
     windows,
@@ -414,6 +434,7 @@ export async function measureCapacity(
  */
 async function measureSustained(
   url: string,
+  pid: number | undefined,
   rate: number,
   durationMs: number,
   signal: AbortSignal | undefined,
@@ -424,6 +445,14 @@ async function measureSustained(
   const readAt: number[] = [];
   for (let at = durationMs - 250; at >= SERVICE_WINDOW_MS; at -= 5000) readAt.push(at);
   const timers = readAt.map((at) => setTimeout(() => reads.push(readiness(url)), at));
+  // The main thread's busy time over the last service window, from its first read to the end.
+  const busyFrom: { at: number; busyNs: number | null }[] = [];
+  timers.push(
+    setTimeout(
+      () => busyFrom.push({ at: performance.now(), busyNs: threadBusyNs(pid) }),
+      durationMs - SERVICE_WINDOW_MS,
+    ),
+  );
   await runBench({
     target: `${url}/v1/infer`,
     body: INFER_BODY,
@@ -434,6 +463,10 @@ async function measureSustained(
   }).finally(() => {
     for (const timer of timers) clearTimeout(timer);
   });
+  const busyTo = threadBusyNs(pid);
+  const from = busyFrom[0];
+  const mainThreadBusy =
+    from?.busyNs != null && busyTo !== null ? (busyTo - from.busyNs) / 1e6 / (performance.now() - from.at) : null;
   const serviceReads: number[] = [];
   let utilization: number | null = null;
   for (const read of await Promise.all(reads)) {
@@ -448,6 +481,61 @@ async function measureSustained(
     serviceSeconds: serviceReads.length > 0 ? Math.max(...serviceReads) : null,
     serviceReads,
     utilization,
+    mainThreadBusy,
+  };
+}
+
+/**
+ * Nanoseconds a process's main thread has spent on a CPU and runnable in the run queue, waiting
+ * for one (/proc/PID/task/PID/schedstat, Linux); null where that cannot be read.
+ */
+export function threadSchedNs(pid: number | undefined): { onCpuNs: number; waitNs: number } | null {
+  if (!pid) return null;
+  try {
+    const [onCpuNs, waitNs] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return Number.isFinite(onCpuNs) && Number.isFinite(waitNs) ? { onCpuNs, waitNs } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Busy: on a CPU or waiting for one. */
+function threadBusyNs(pid: number | undefined): number | null {
+  const sched = threadSchedNs(pid);
+  return sched ? sched.onCpuNs + sched.waitNs : null;
+}
+
+/** One second of the server's main thread: ms on a CPU, ms runnable but waiting for one. */
+export interface ThreadSecond {
+  second: number;
+  onCpuMs: number;
+  waitMs: number;
+}
+
+/**
+ * Samples the server's main thread once a second until stopped: whether a slow second was the
+ * server's own work or a CPU it did not get. Empty where /proc does not tell.
+ */
+function sampleThread(pid: number | undefined): { stop(): ThreadSecond[] } {
+  const seconds: ThreadSecond[] = [];
+  let last = threadSchedNs(pid);
+  let second = 0;
+  const timer = setInterval(() => {
+    const now = threadSchedNs(pid);
+    if (now && last)
+      seconds.push({
+        second: second,
+        onCpuMs: Math.round((now.onCpuNs - last.onCpuNs) / 1e6),
+        waitMs: Math.round((now.waitNs - last.waitNs) / 1e6),
+      });
+    second++;
+    last = now;
+  }, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      return seconds;
+    },
   };
 }
 
@@ -502,6 +590,7 @@ function figures(
   capacityRps: number,
   stages: Stage[],
   result: BenchResult,
+  thread: ThreadSecond[],
   neighbour: string | null,
   short: boolean,
 ): RunFigures {
@@ -516,6 +605,7 @@ function figures(
   };
   const alerts = judgeAlerts(result.alerts, failureAtMs, ARRIVAL_TOLERANCE_MS, factorAt);
   const firstTruePrecursor = alerts.find((a) => a.verdict === 'true') ?? null;
+  const troubleAtMs = failureAtMs ?? (alerts[0] ? alerts[0].atSeconds * 1000 : null);
   const run: Omit<RunFigures, 'met'> = {
     scenario,
     repeat,
@@ -534,7 +624,12 @@ function figures(
     falseAlerts: alerts.filter((a) => a.verdict === 'false'),
     neighbour,
     worstSendLag: worstSendLag(result.timeline),
-    nearFirstTrouble: around(result.timeline, failureAtMs ?? (alerts[0] ? alerts[0].atSeconds * 1000 : null)),
+    nearFirstTrouble: around(result.timeline, troubleAtMs),
+    worstThreadWait: thread.reduce<ThreadSecond | null>(
+      (worst, s) => (!worst || s.waitMs > worst.waitMs ? s : worst),
+      null,
+    ),
+    threadNearFirstTrouble: around(thread, troubleAtMs),
   };
   return { ...run, met: goalMet(run, short) };
 }
@@ -548,7 +643,7 @@ function worstSendLag(timeline: readonly TimelinePoint[]): RunFigures['worstSend
 }
 
 /** Timeline points from 15 s before `atMs` to 5 s after it. */
-function around(timeline: readonly TimelinePoint[], atMs: number | null): TimelinePoint[] {
+function around<T extends { second: number }>(timeline: readonly T[], atMs: number | null): T[] {
   if (atMs === null) return [];
   const at = Math.floor(atMs / 1000);
   return timeline.filter((point) => point.second >= at - 15 && point.second <= at + 5);
@@ -598,6 +693,7 @@ async function runScenario(
   signal?: AbortSignal,
 ): Promise<RunFigures> {
   const stages = scenarioStages(scenario, capacityRps, settings);
+  const thread = sampleThread(server.pid);
   const result = await runBench({
     target: `${server.url}/v1/infer`,
     body: INFER_BODY,
@@ -608,8 +704,8 @@ async function runScenario(
     scrapeIntervalMs: SCRAPE_INTERVAL_MS,
     progress: false,
     signal,
-  });
-  return figures(scenario, repeat, capacityRps, stages, result, neighbour, short);
+  }).finally(() => thread.stop());
+  return figures(scenario, repeat, capacityRps, stages, result, thread.stop(), neighbour, short);
 }
 
 export async function runFidelity(options: FidelityOptions = {}): Promise<FidelityResult> {
@@ -644,6 +740,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
         windows: 5,
         windowMs: short ? 600 : 1500,
         sustainedMs: short ? 0 : SUSTAINED_PHASE_MS,
+        pid: server.pid,
         signal: options.signal,
       });
       result.capacities.push(capacity);
@@ -701,7 +798,11 @@ export function describeCapacity(capacity: CapacityFigure): string {
       : 'no S';
   const utilization =
     sustained.utilization != null ? `, utilization ${sustained.utilization.toFixed(2)} at the highest` : '';
-  return `${closed}; open loop at ${sustained.rateRps} req/s: ${service}${utilization}`;
+  const busy =
+    sustained.mainThreadBusy != null
+      ? `, main thread busy ${sustained.mainThreadBusy.toFixed(2)} (${(sustained.rateRps / sustained.mainThreadBusy).toFixed(0)} req/s at 1)`
+      : '';
+  return `${closed}; open loop at ${sustained.rateRps} req/s: ${service}${utilization}${busy}`;
 }
 
 export function describeAlert(alert: JudgedAlert): string {
@@ -727,7 +828,12 @@ export function describeRun(run: RunFigures): string {
   const falses = run.falseAlerts.length ? `; false: ${run.falseAlerts.map(describeFalseAlert).join(', ')}` : '';
   const lag = run.worstSendLag;
   const late = lag && lag.ms >= 100 ? `; the generator sent up to ${lag.ms.toFixed(0)} ms late at ${lag.second} s` : '';
-  return `${run.scenario} #${run.repeat} (${run.fromRps}→${run.toRps} req/s): ${failure}${precursor}${falses}${late} — ${run.met ? 'met' : 'NOT met'}`;
+  const wait = run.worstThreadWait;
+  const starved =
+    wait && wait.waitMs >= 300
+      ? `; the server's main thread waited ${wait.waitMs} ms for a CPU in second ${wait.second} (${wait.onCpuMs} ms on one)`
+      : '';
+  return `${run.scenario} #${run.repeat} (${run.fromRps}→${run.toRps} req/s): ${failure}${precursor}${falses}${late}${starved} — ${run.met ? 'met' : 'NOT met'}`;
 }
 
 export function describeFaultRun(run: FaultRunFigures): string {

@@ -4,7 +4,7 @@
  * run's own numbers: the measured capacity sizes the load, the bench's
  * first failed request is the reference every alert is timed against.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAlertLine } from '../fidelity/server';
@@ -117,6 +117,15 @@ describe('fidelity, short mode', () => {
     );
     expect(run.nearFirstTrouble.every((p) => typeof p.sendLagMs === 'number')).toBe(true);
     expect(run.worstSendLag).not.toBeNull();
+    // And the server's main thread over the same seconds: at 2× its capacity it is never idle (on a CPU or
+    // waiting for one), however busy the machine.
+    if (existsSync('/proc/self/task')) {
+      const thread = run.threadNearFirstTrouble;
+      expect(thread.map((s) => s.second)).toContain(failureSecond);
+      const atFailure = thread.find((s) => s.second === failureSecond)!;
+      expect(atFailure.onCpuMs + atFailure.waitMs, JSON.stringify(thread)).toBeGreaterThan(500);
+      expect(atFailure.onCpuMs + atFailure.waitMs).toBeLessThan(1500);
+    }
   });
 
   it('steady with a CPU-bound neighbour: every alert judged, no failure unannounced', () => {
