@@ -94,6 +94,7 @@ function cell(run: RunFigures): string[] {
     run.firstTruePrecursor ? describeAlert(run.firstTruePrecursor) : '—',
     run.leadSeconds === null ? '—' : `${run.leadSeconds.toFixed(1)} s`,
     run.falseAlerts.length ? run.falseAlerts.map(describeAlert).join('; ') : 'none',
+    run.worstThreadWait ? `${run.worstThreadWait.waitMs} ms (s ${run.worstThreadWait.second})` : '—',
     run.met ? 'met' : '**not met**',
   ];
 }
@@ -251,6 +252,7 @@ export function renderDoc(result: FidelityResult, note?: string): string {
           'first true precursor',
           'lead',
           'false alerts',
+          'server thread’s worst wait for a CPU',
           'goal',
         ],
         runs.map(cell),
