@@ -19,7 +19,7 @@
  * 2. One Prometheus collection at the cardinality cap: `start()`'s reader
  *    (mounted on this process's HTTP server), 20 queues (maxQueues) × 50
  *    models (maxModels) and the `_other` slot, every outcome, streams and
- *    model loads, scraped from a worker thread. Its time (handler called →
+ *    model loads, scraped from another process. Its time (handler called →
  *    response finished) and the event-loop block it causes: a probe
  *    re-arms `setImmediate` while the scrape runs, and the longest gap
  *    between two of its turns is the longest stretch anything else (a
@@ -32,10 +32,12 @@
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { performance, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
 import { MeterProvider, type MetricProducer } from '@opentelemetry/sdk-metrics';
 import {
   createMonitor,
@@ -267,14 +269,15 @@ if (configs.length > 0) {
   );
 }
 
-// --- scraping from a worker thread ------------------------------------------
+// --- scraping from another process ------------------------------------------
 /**
- * The scraper: a worker thread, so the client's work never runs on the
- * event loop being measured. Each scrape reports its round trip and the
- * totals the checks need, summed over every series of a metric.
+ * The scraper: a child process, so the client's work (a fetch and a parse of
+ * tens of MB of text) never runs on the event loop being measured. Each
+ * scrape reports its round trip and the totals the checks need, summed over
+ * every series of a metric.
  */
 const SCRAPER = `
-const { parentPort, workerData } = require('node:worker_threads');
+process.on('disconnect', () => process.exit(0));
 const sum = (body, prefix) => {
   let total = 0;
   for (const line of body.split('\\n')) {
@@ -285,18 +288,18 @@ const sum = (body, prefix) => {
   }
   return total;
 };
-parentPort.on('message', async (message) => {
+process.on('message', async (message) => {
   if (message.type !== 'scrape') return;
   const t0 = performance.now();
   let response, body;
   try {
-    response = await fetch(workerData.url);
+    response = await fetch(process.env.SCRAPE_URL);
     body = await response.text();
   } catch (err) {
-    parentPort.postMessage({ status: 0, error: String(err.cause ?? err) });
+    process.send({ status: 0, error: String(err.cause ?? err) });
     return;
   }
-  parentPort.postMessage({
+  process.send({
     status: response.status,
     ms: performance.now() - t0,
     bytes: Buffer.byteLength(body),
@@ -326,6 +329,51 @@ interface ScrapeCost {
   blockMs: number;
   /** Garbage-collection pauses inside that longest block (V8 stops the loop for them). */
   gcMs: number;
+  /**
+   * Inside that longest block, the time the main thread was runnable but waiting for a CPU (another
+   * thread or process had it: the scraper, a GC helper, another program); NaN where /proc does not tell.
+   */
+  cpuWaitMs: number;
+}
+
+/** The main thread's run-queue wait so far, ms (Linux schedstat); NaN where it cannot be read. */
+const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
+function runQueueWaitMs(): number {
+  try {
+    return Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Where Linux and `taskset` allow (2 CPUs or more): this process's main
+ * thread (its event loop, what the block is measured on) alone on CPU 1;
+ * the scraper process and this process's other threads (V8's GC and
+ * compiler helpers) on CPU 0. Unpinned, on 2 CPUs, the scraper's parse of
+ * ~60 MB and the helpers took the loop's CPU during scrapes: the main
+ * thread waited for a CPU 3.8 ms of a median 4.3 ms block (Linux
+ * schedstat); with only the main thread pinned, still 2.7 of 3.2 ms. A
+ * Prometheus server runs on another machine, and a server's helpers have
+ * other cores.
+ */
+const SCRAPE_PINNING = pinScrape();
+
+function pinScrape(): { pinned: boolean; line: string } {
+  if (RUN.every((part) => part === 'cost')) return { pinned: false, line: '' };
+  if (process.platform !== 'linux' || availableParallelism() < 2)
+    return { pinned: false, line: 'scraper and event loop not pinned (needs Linux and 2 CPUs or more)' };
+  try {
+    // Every thread to CPU 0, then (without -a) the main thread alone to CPU 1.
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+    execFileSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  } catch {
+    return { pinned: false, line: 'scraper and event loop not pinned (`taskset` failed or is missing)' };
+  }
+  return {
+    pinned: true,
+    line: 'the event loop (main thread) alone on CPU 1, the scraper process and the other threads on CPU 0 (`taskset`)',
+  };
 }
 
 /**
@@ -349,16 +397,21 @@ async function scrapedMonitor() {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const t0 = performance.now();
     let last = t0;
+    let lastWait = runQueueWaitMs();
     let blockMs = 0;
     let blockFrom = t0;
+    let blockWaitMs = Number.NaN;
     let probing = true;
     const turn = () => {
       const now = performance.now();
+      const wait = runQueueWaitMs();
       if (now - last > blockMs) {
         blockMs = now - last;
         blockFrom = last;
+        blockWaitMs = wait - lastWait;
       }
       last = now;
+      lastWait = wait;
     };
     const probe = () => {
       turn();
@@ -369,7 +422,7 @@ async function scrapedMonitor() {
       probing = false;
       turn();
       const end = last;
-      const cost = { ms: end - t0, blockMs, gcMs: 0 };
+      const cost = { ms: end - t0, blockMs, gcMs: 0, cpuWaitMs: blockWaitMs };
       costs.push(cost);
       blocks.push({ cost, from: blockFrom, to: blockFrom + blockMs });
     });
@@ -380,13 +433,22 @@ async function scrapedMonitor() {
   server.keepAliveTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
-  const worker = new Worker(SCRAPER, { eval: true, workerData: { url } });
+  const node = [process.execPath, '-e', SCRAPER];
+  const scraper = spawn(
+    SCRAPE_PINNING.pinned ? 'taskset' : node[0],
+    SCRAPE_PINNING.pinned ? ['-c', '0', ...node] : node.slice(1),
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, SCRAPE_URL: url },
+    },
+  );
+  const scraperExited = new Promise<void>((resolve) => scraper.once('exit', () => resolve()));
   const pending: Array<(r: ScrapeReport) => void> = [];
-  worker.on('message', (r: ScrapeReport) => pending.shift()?.(r));
+  scraper.on('message', (r: ScrapeReport) => pending.shift()?.(r));
   const scrape = () =>
     new Promise<ScrapeReport>((resolve) => {
       pending.push(resolve);
-      worker.postMessage({ type: 'scrape' });
+      scraper.send({ type: 'scrape' });
     });
   return {
     monitor: signal.monitor,
@@ -404,7 +466,8 @@ async function scrapedMonitor() {
     },
     async close() {
       gc.disconnect();
-      await worker.terminate();
+      scraper.disconnect();
+      await scraperExited;
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await signal.shutdown();
@@ -459,11 +522,15 @@ async function atCap() {
   const capMs = spread(steadyCap.map((c) => c.ms));
   const capBlock = spread(steadyCap.map((c) => c.blockMs));
   const capGc = spread(steadyCap.map((c) => c.gcMs));
+  const capWait = spread(steadyCap.map((c) => c.cpuWaitMs));
   const capLine = `${capReports[0]!.series} series, ${(capReports[0]!.bytes / 1024).toFixed(0)} KiB`;
   console.log(
-    `cap: ${capLine}; collection ${capMs.median.toFixed(2)} ms (max ${capMs.max.toFixed(2)}), block ${capBlock.median.toFixed(2)} ms (max ${capBlock.max.toFixed(2)}), of it GC pauses ${capGc.median.toFixed(2)} ms (max ${capGc.max.toFixed(2)}); first scrape ${capCosts[0]!.ms.toFixed(1)} ms`,
+    `cap: ${capLine}; collection ${capMs.median.toFixed(2)} ms (max ${capMs.max.toFixed(2)}), block ${capBlock.median.toFixed(2)} ms (max ${capBlock.max.toFixed(2)}), of it GC pauses ${capGc.median.toFixed(2)} ms (max ${capGc.max.toFixed(2)}), waiting for a CPU ${capWait.median.toFixed(2)} ms (max ${capWait.max.toFixed(2)}); first scrape ${capCosts[0]!.ms.toFixed(1)} ms`,
   );
-  return { capCosts, steadyCap, capMs, capBlock, capGc, capLine };
+  console.log(
+    `  blocks (ms, of it waiting for a CPU): ${steadyCap.map((c) => `${c.blockMs.toFixed(1)} (${c.cpuWaitMs.toFixed(1)})`).join(', ')}`,
+  );
+  return { capCosts, steadyCap, capMs, capBlock, capGc, capWait, capLine };
 }
 
 // --- 3. a scrape every 100 ms under 10 000 requests in flight ---------------
@@ -533,11 +600,12 @@ async function underLoad() {
   const finalExact = last.requests === started && last.waits === started && last.inFlight === 0 && ended === started;
   const loadedBlock = spread(loadedCosts.slice(1).map((c) => c.blockMs));
   const loadedGc = spread(loadedCosts.slice(1).map((c) => c.gcMs));
+  const loadedWait = spread(loadedCosts.slice(1).map((c) => c.cpuWaitMs));
   const loadedMs = spread(loadedCosts.slice(1).map((c) => c.ms));
   console.log(
     `under ${IN_FLIGHT} in flight: ${loadedReports.length} scrapes, ${torn.length} off any counted moment; last scrape requests ${last.requests}, waits ${last.waits}, in flight ${last.inFlight} for ${started} started; block median ${loadedBlock.median.toFixed(2)} ms, max ${loadedBlock.max.toFixed(2)} ms (GC in it median ${loadedGc.median.toFixed(2)} ms)`,
   );
-  return { loadedReports, torn, finalExact, last, started, loadedBlock, loadedGc, loadedMs, loadedCosts };
+  return { loadedReports, torn, finalExact, last, started, loadedBlock, loadedGc, loadedWait, loadedMs, loadedCosts };
 }
 
 const capRun = RUN.includes('cap') ? await atCap() : undefined;
@@ -546,8 +614,9 @@ if (PARTIAL) {
   console.log('subset run (BENCH_GROWTH): no verdict, docs/benchmarks.md left alone');
   process.exit(0);
 }
-const { capCosts, steadyCap, capMs, capBlock, capGc, capLine } = capRun!;
-const { loadedReports, torn, finalExact, last, started, loadedBlock, loadedGc, loadedMs, loadedCosts } = loadedRun!;
+const { capCosts, steadyCap, capMs, capBlock, capGc, capWait, capLine } = capRun!;
+const { loadedReports, torn, finalExact, last, started, loadedBlock, loadedGc, loadedWait, loadedMs, loadedCosts } =
+  loadedRun!;
 
 // --- verdict and docs ---------------------------------------------------------
 const goals: Goal[] = [
@@ -575,17 +644,17 @@ writeSection('growth', {
   packages: ['@infersignal/core', '@infersignal/node', '@opentelemetry/sdk-metrics', 'tinybench'],
   method: `**Per-request cost by models and queues**: core's hot path (enqueue → start → stream of ${TOKENS} tokens → end; what the hot-path suite calls one request) on a real \`MeterProvider\` with a reader, requests spread round-robin over every (queue, model) pair of the configuration, every pair seen once before timing. tinybench, ${COST_TASK_MS} ms per task per round, ${BATCH} requests per iteration, all ${configs.length} configurations interleaved in ${COST_ROUNDS} short rotated rounds; a ratio is each configuration over its export mode's 1 model × 1 queue in the same round, and the figure is the median of those per-round ratios (IQR beside it), so a burst of other work spoils one ratio of many. Each mode's 1 × 1 is measured twice, over two monitors (the *A/A* row): its ratio is what the method reads where nothing differs, the spread to read the others against. Beside them the floor: the same 5 histogram records and ${REQUEST_COUNTER_ADDS} counter adds per request into bare typed arrays, one per series per pair reached by a direct reference (no lookup, no detector, no clock), over the same pairs: its growth is the memory locality any store of one set of numbers per series pays once the pairs outgrow the caches. Time rather than instruction counts, because what can make cost grow here is the working set (one set of aggregates per pair) outgrowing the caches, which instruction counts do not see. Goal: flat, ≤ ${FLAT.toFixed(2)}×.
 
-**One collection at the cardinality cap**: \`start()\` from \`@infersignal/node\` (producer export, its default), its Prometheus reader mounted on an HTTP server of this process, filled to core's caps: ${MAX_QUEUES} queues (\`maxQueues\`) × ${MAX_MODELS} models (\`maxModels\`) and the \`_other\` slot, one rejection and ${OUTCOMES.length} outcomes each, streams, a load per model, detectors ticked once. ${CAP_SCRAPES} scrapes from a worker thread (its fetch never runs on the measured loop); the first pays for lazy set-up and compilation and is reported apart. *Collection* is the time from the handler's call to the response's \`finish\` (collection, serialization, write); *block* is the longest time the event loop could not turn meanwhile: a probe re-arms \`setImmediate\` during the scrape and the longest gap between two of its turns is what a request arriving then would have waited. Goal: block ≤ ${BLOCK_GOAL_MS} ms.
+**One collection at the cardinality cap**: \`start()\` from \`@infersignal/node\` (producer export, its default), its Prometheus reader mounted on an HTTP server of this process, filled to core's caps: ${MAX_QUEUES} queues (\`maxQueues\`) × ${MAX_MODELS} models (\`maxModels\`) and the \`_other\` slot, one rejection and ${OUTCOMES.length} outcomes each, streams, a load per model, detectors ticked once. ${CAP_SCRAPES} scrapes from another process (its fetch and parse never run on the measured loop; ${SCRAPE_PINNING.line || 'not pinned'}); the first pays for lazy set-up and compilation and is reported apart. *Collection* is the time from the handler's call to the response's \`finish\` (collection, serialization, write); *block* is the longest time the event loop could not turn meanwhile: a probe re-arms \`setImmediate\` during the scrape and the longest gap between two of its turns is what a request arriving then would have waited. Goal: block ≤ ${BLOCK_GOAL_MS} ms.
 
-**A scrape every ${SCRAPE_EVERY_MS} ms under ${IN_FLIGHT.toLocaleString('en')} in-flight requests**: ${IN_FLIGHT.toLocaleString('en')} tickets started and held; every macrotask ends the oldest 1 % and starts as many, for ${LOADED_SECONDS} s, while the worker scrapes every ${SCRAPE_EVERY_MS} ms. Each scrape's request total, queue-wait count and in-flight gauge (summed over series) must equal the counts at some moment between two steps of the load (a lost or doubled count matches none), and a last scrape after every request has ended must give exactly the number started, in flight 0.`,
+**A scrape every ${SCRAPE_EVERY_MS} ms under ${IN_FLIGHT.toLocaleString('en')} in-flight requests**: ${IN_FLIGHT.toLocaleString('en')} tickets started and held; every macrotask ends the oldest 1 % and starts as many, for ${LOADED_SECONDS} s, while the scraper process scrapes every ${SCRAPE_EVERY_MS} ms. Each scrape's request total, queue-wait count and in-flight gauge (summed over series) must equal the counts at some moment between two steps of the load (a lost or doubled count matches none), and a last scrape after every request has ended must give exactly the number started, in flight 0.`,
   results: `${table(COST_HEADER, costRows)}
 
-| scrape | series, size | collection, median (max) | event-loop block, median (max) | of the block, GC pauses | first scrape |
-|---|---|---|---|---|---|
-| at the cap, idle | ${capLine} | ${capMs.median.toFixed(2)} ms (${capMs.max.toFixed(2)}) | **${capBlock.median.toFixed(2)} ms** (${capBlock.max.toFixed(2)}) | ${capGc.median.toFixed(2)} ms (${capGc.max.toFixed(2)}) | ${capCosts[0]!.ms.toFixed(1)} ms |
-| every ${SCRAPE_EVERY_MS} ms, ${IN_FLIGHT.toLocaleString('en')} in flight | ${last.series} series | ${loadedMs.median.toFixed(2)} ms (${loadedMs.max.toFixed(2)}) | ${loadedBlock.median.toFixed(2)} ms (${loadedBlock.max.toFixed(2)}) | ${loadedGc.median.toFixed(2)} ms (${loadedGc.max.toFixed(2)}) | ${loadedCosts[0]!.ms.toFixed(1)} ms |
+| scrape | series, size | collection, median (max) | event-loop block, median (max) | of the block, GC pauses | of the block, waiting for a CPU | first scrape |
+|---|---|---|---|---|---|---|
+| at the cap, idle | ${capLine} | ${capMs.median.toFixed(2)} ms (${capMs.max.toFixed(2)}) | **${capBlock.median.toFixed(2)} ms** (${capBlock.max.toFixed(2)}) | ${capGc.median.toFixed(2)} ms (${capGc.max.toFixed(2)}) | ${capWait.median.toFixed(2)} ms (${capWait.max.toFixed(2)}) | ${capCosts[0]!.ms.toFixed(1)} ms |
+| every ${SCRAPE_EVERY_MS} ms, ${IN_FLIGHT.toLocaleString('en')} in flight | ${last.series} series | ${loadedMs.median.toFixed(2)} ms (${loadedMs.max.toFixed(2)}) | ${loadedBlock.median.toFixed(2)} ms (${loadedBlock.max.toFixed(2)}) | ${loadedGc.median.toFixed(2)} ms (${loadedGc.max.toFixed(2)}) | ${loadedWait.median.toFixed(2)} ms (${loadedWait.max.toFixed(2)}) | ${loadedCosts[0]!.ms.toFixed(1)} ms |
 
 Under load: ${loadedReports.length} scrapes, ${torn.length} not matching any counted moment; the last one, after every request ended: ${last.requests.toLocaleString('en')} requests and ${last.waits.toLocaleString('en')} queue waits for ${started.toLocaleString('en')} started, ${last.inFlight} in flight.`,
-  notes: `Reading the figures: at core's caps the exposition is about 100 000 series (every histogram bucket is a series: 20 queues × 51 models × the outcomes × three request histograms, each instrument capped at 2000 series, plus streams and loads), ~23 MB of text. A scrape runs in turns of the event loop: the SDK collects its own instruments (gauges) in the handler's turn; core copies every series' numbers in the next, all of one instant: each aggregate keeps its series' numbers side by side in a few Float64Array blocks, so the copy is one memory copy per block (about 2 MB at the caps), not a loop over series, into the array the writer handed back after the previous scrape (a fresh array of megabytes cost its page faults in that turn, milliseconds at times); the text starts in the turn after and is written as bytes, ~64 KiB per turn, straight from that copy (no data point objects for the Prometheus path; label texts kept per series; chunk buffers reused once written), so a scrape allocates little on the heap and a garbage collection seldom falls inside one. What remains of the block is the longest of those turns (the SDK's own collection or the copy); on a machine shared with other work, time the scheduler gives to other processes adds to any of them. The OTLP path still builds data points (its exporter serializes the whole request in one piece, in the SDK). Per request, the hot path records into series resolved once per (queue, model) and per model, not through a Map lookup by attribute object per instrument (what made the cost grow with the pairs), and a resolved series writes straight into its slab block. What growth remains is where the request's state lives: at 1 × 1 everything it touches stays in the L1 cache; at 50 × 8 each request reaches its pair's objects (the (queue, model) slot, its series, their slab blocks, the model's stream state) and two label-table Map lookups (the model's slot in the queue's and in the streams' table), each a likely cache miss, where the floor reaches one array per series. Read the growth against the A/A row (the method's own spread) and the floor.`,
+  notes: `Reading the figures: at core's caps the exposition is about 100 000 series (every histogram bucket is a series: 20 queues × 51 models × the outcomes × three request histograms, each instrument capped at 2000 series, plus streams and loads), ~23 MB of text. A scrape runs in turns of the event loop: the SDK collects its own instruments (gauges) in the handler's turn; core copies every series' numbers in the next, all of one instant: each aggregate keeps its series' numbers side by side in a few Float64Array blocks, so the copy is one memory copy per block (about 2 MB at the caps), not a loop over series, into the array the writer handed back after the previous scrape (a fresh array of megabytes cost its page faults in that turn, milliseconds at times); the text starts in the turn after and is written as bytes, ~64 KiB per turn, straight from that copy (no data point objects for the Prometheus path; label texts kept per series; chunk buffers reused once written), so a scrape allocates little on the heap and a garbage collection seldom falls inside one. What remains of the block is the longest of those turns (the SDK's own collection or the copy); time the scheduler gives to another thread or process adds to any of them, which the *waiting for a CPU* column shows (the main thread's run-queue wait inside the longest block, from Linux schedstat): this is why the event loop has a CPU to itself here. The OTLP path still builds data points (its exporter serializes the whole request in one piece, in the SDK). Per request, the hot path records into series resolved once per (queue, model) and per model, not through a Map lookup by attribute object per instrument (what made the cost grow with the pairs), and a resolved series writes straight into its slab block. What growth remains is where the request's state lives: at 1 × 1 everything it touches stays in the L1 cache; at 50 × 8 each request reaches its pair's objects (the (queue, model) slot, its series, their slab blocks, the model's stream state) and two label-table Map lookups (the model's slot in the queue's and in the streams' table), each a likely cache miss, where the floor reaches one array per series. Read the growth against the A/A row (the method's own spread) and the floor.`,
   verdict,
 });
