@@ -524,7 +524,7 @@ function sampleThread(pid: number | undefined): { stop(): ThreadSecond[] } {
     const now = threadSchedNs(pid);
     if (now && last)
       seconds.push({
-        second: second,
+        second,
         onCpuMs: Math.round((now.onCpuNs - last.onCpuNs) / 1e6),
         waitMs: Math.round((now.waitNs - last.waitNs) / 1e6),
       });
@@ -693,6 +693,7 @@ async function runScenario(
   signal?: AbortSignal,
 ): Promise<RunFigures> {
   const stages = scenarioStages(scenario, capacityRps, settings);
+  // Stopped however the run ends (the `finally`); a second stop() only hands back the seconds.
   const thread = sampleThread(server.pid);
   const result = await runBench({
     target: `${server.url}/v1/infer`,
