@@ -33,7 +33,6 @@
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -53,6 +52,7 @@ import { Bench } from 'tinybench';
 import { rounds, SMOKE, subset, TASK_MS } from './lib/env';
 import { PullReader } from './lib/otel';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
+import { threadSchedule } from './lib/schedstat';
 import { fmtNs, fmtRatio, roundRatios, rotate, spread } from './lib/stats';
 
 const BATCH = 16;
@@ -337,14 +337,7 @@ interface ScrapeCost {
 }
 
 /** The main thread's run-queue wait so far, ms (Linux schedstat); NaN where it cannot be read. */
-const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
-function runQueueWaitMs(): number {
-  try {
-    return Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[1]) / 1e6;
-  } catch {
-    return Number.NaN;
-  }
-}
+const runQueueWaitMs = (): number => threadSchedule().waitUs / 1000;
 
 /**
  * Where Linux and `taskset` allow (2 CPUs or more): this process's main

@@ -17,7 +17,7 @@
  * framework loads it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import { getPriority, loadavg } from 'node:os';
@@ -25,6 +25,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 
 import { importFrom } from './baseline';
 import { DropSpanExporter } from './otel';
+import { threadSchedule } from './schedstat';
 import {
   CPU_PROFILE_ENV,
   FRAMEWORKS,
@@ -256,20 +257,6 @@ async function setup(variant: Variant): Promise<Telemetry> {
 }
 
 /**
- * The main thread's scheduler figures (Linux; NaN elsewhere), µs: time on a
- * CPU (the event loop's share of the process's CPU) and time runnable but
- * waiting for one (another process had the server's CPU).
- */
-function mainThread(): { runUs: number; waitUs: number } {
-  try {
-    const [run, wait] = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ');
-    return { runUs: Number(run) / 1000, waitUs: Number(wait) / 1000 };
-  } catch {
-    return { runUs: Number.NaN, waitUs: Number.NaN };
-  }
-}
-
-/**
  * With CPU_PROFILE_ENV set to a directory: a V8 CPU profile of each measured
  * window (200 µs sampling), written there as <framework>-<variant>-<n>.cpuprofile;
  * open it in Chrome's DevTools or speedscope. Only the window, so start-up and
@@ -342,7 +329,7 @@ async function main(): Promise<void> {
   let cpu0 = process.cpuUsage();
   let served0 = 0;
   let spans0 = 0;
-  let main0 = mainThread();
+  let main0 = threadSchedule();
   let gc0 = 0;
   let wall0 = 0;
   process.on('message', (message: { type: string }) => {
@@ -353,12 +340,12 @@ async function main(): Promise<void> {
       spans0 = telemetry.spans();
       gc0 = gcUs;
       wall0 = performance.now();
-      main0 = mainThread();
+      main0 = threadSchedule();
       cpu0 = process.cpuUsage();
       profiler.start();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
-      const main = mainThread();
+      const main = threadSchedule();
       // The window's end for callgrind (--dump-before=uv_loadavg).
       loadavg();
       send({
