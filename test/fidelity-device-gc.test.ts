@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CachingAllocator, DeviceOutOfMemoryError, MiB } from '../fidelity/fault-server-allocator';
 import { DEVICE_SUBJECT, runDeviceMemory } from '../fidelity/faults/device-memory';
-import { runGcPressure, type GcRunFigures } from '../fidelity/faults/gc-pressure';
+import { majorGcPauses, runGcPressure, type GcRunFigures } from '../fidelity/faults/gc-pressure';
 import { FAULT_SCENARIOS } from '../fidelity/faults/index';
 import type { FaultRunFigures } from '../fidelity/faults/types';
 import { ARRIVAL_TOLERANCE_MS, describeAlert } from '../fidelity/suite';
@@ -26,6 +26,42 @@ let gc: GcRunFigures;
 
 const describeFigures = (run: FaultRunFigures): string =>
   `${run.conditions}: failure ${run.failureDetail} at ${run.failureAtSeconds} s; alerts ${run.alerts.map((a) => `${describeAlert(a)} [${a.verdict}]`).join(', ') || 'none'}\n${lines.join('\n')}`;
+
+describe('which major GC pauses event_loop announces', () => {
+  it('one 124 ms pause alone is not announced; a second within 10 s is, at its end; 200 ms is at once', () => {
+    // [ms from the fault, pause ms]; the fault starts 4 s into the bench.
+    const lone = majorGcPauses(
+      [
+        [-500, 7],
+        [10_370, 124],
+        [10_500, 40],
+      ],
+      4000,
+    );
+    expect(lone.healthy).toEqual({ count: 1, longestMs: 7 });
+    expect(lone.fault).toEqual({ count: 2, longestMs: 124 });
+    expect(lone.firstOver100Seconds).toBeCloseTo(14.37, 9);
+    expect(lone.firstAnnouncedEndSeconds).toBeNull();
+    const recurred = majorGcPauses(
+      [
+        [1000, 110],
+        [11_500, 120],
+        [15_000, 130],
+      ],
+      4000,
+    );
+    expect(recurred.firstOver100Seconds).toBeCloseTo(5, 9);
+    expect(recurred.firstAnnouncedEndSeconds).toBeCloseTo(19.13, 9);
+    const long = majorGcPauses(
+      [
+        [1000, 110],
+        [3000, 250],
+      ],
+      4000,
+    );
+    expect(long.firstAnnouncedEndSeconds).toBeCloseTo(7.25, 9);
+  });
+});
 
 describe('the caching allocator model', () => {
   it('reuses a freed block, splits a larger one, merges neighbours and never returns a segment', () => {
@@ -109,10 +145,12 @@ describe.skipIf(!hasCompiler())('device memory and GC pressure, short mode', () 
     // The collector ran far more often once the heap filled.
     expect(gc.majorGc.fault.count, context).toBeGreaterThan(gc.majorGc.healthy.count);
     // On a quiet machine the pauses can stay short all the way to heap exhaustion (longest 13–42 ms measured): then
-    // event_loop rightly stays quiet (heap_headroom announces it, above). Where a pause passes 100 ms before the
-    // failure, event_loop must have been raised by then.
-    const firstLongPause = gc.majorGc.firstOver100Seconds;
-    if (firstLongPause !== null && firstLongPause <= failureAt) {
+    // event_loop rightly stays quiet (heap_headroom announces it, above). So does it for one pause of 100–200 ms
+    // alone (124 ms, 0.3 s before the process died, in one CI run). Where pauses reach what the signal announces
+    // (200 ms, or two over 100 ms within 10 s) and a 1 s period (with a second's slack for a thrashing collector)
+    // ends before the failure, event_loop must have been raised by then.
+    const announced = gc.majorGc.firstAnnouncedEndSeconds;
+    if (announced !== null && announced + 2 <= failureAt) {
       expect(gc.gcStallAlertSeconds, context).not.toBeNull();
       expect(gc.gcStallAlertSeconds!, context).toBeLessThanOrEqual(failureAt + ARRIVAL_TOLERANCE_MS / 1000);
     }
