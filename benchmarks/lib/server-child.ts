@@ -20,7 +20,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
-import { getPriority, loadavg } from 'node:os';
 import { PerformanceObserver } from 'node:perf_hooks';
 
 import { importFrom } from './baseline';
@@ -334,8 +333,6 @@ async function main(): Promise<void> {
   let wall0 = 0;
   process.on('message', (message: { type: string }) => {
     if (message.type === 'begin') {
-      // Marks the window for callgrind (benchmarks/instructions.ts: --zero-before=uv_os_getpriority); one syscall.
-      getPriority();
       served0 = served;
       spans0 = telemetry.spans();
       gc0 = gcUs;
@@ -346,8 +343,6 @@ async function main(): Promise<void> {
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
       const main = threadSchedule();
-      // The window's end for callgrind (--dump-before=uv_loadavg).
-      loadavg();
       send({
         type: 'window',
         cpuUs: cpu.user + cpu.system,
