@@ -28,7 +28,7 @@ const describeFigures = (run: FaultRunFigures): string =>
   `${run.conditions}: failure ${run.failureDetail} at ${run.failureAtSeconds} s; alerts ${run.alerts.map((a) => `${describeAlert(a)} [${a.verdict}]`).join(', ') || 'none'}\n${lines.join('\n')}`;
 
 describe('which major GC pauses event_loop announces', () => {
-  it('one 124 ms pause alone is not announced; a second within 10 s is, at its end; 200 ms is at once', () => {
+  it('one 124 ms pause alone is not announced; a second within 10 s is, at its end; 250 ms is at once', () => {
     // [ms from the fault, pause ms]; the fault starts 4 s into the bench.
     const lone = majorGcPauses(
       [
@@ -147,7 +147,7 @@ describe.skipIf(!hasCompiler())('device memory and GC pressure, short mode', () 
     // On a quiet machine the pauses can stay short all the way to heap exhaustion (longest 13–42 ms measured): then
     // event_loop rightly stays quiet (heap_headroom announces it, above). So does it for one pause of 100–200 ms
     // alone (124 ms, 0.3 s before the process died, in one CI run). Where pauses reach what the signal announces
-    // (200 ms, or two over 100 ms within 10 s) and a 1 s period (with a second's slack for a thrashing collector)
+    // (210 ms, or two over 110 ms within 10 s) and a 1 s period (with a second's slack for a thrashing collector)
     // ends before the failure, event_loop must have been raised by then.
     const announced = gc.majorGc.firstAnnouncedEndSeconds;
     if (announced !== null && announced + 2 <= failureAt) {

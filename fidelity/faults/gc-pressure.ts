@@ -31,28 +31,36 @@ export interface MajorGcFigures {
   /** When the first major GC pause over 100 ms (core's event_loop WARN) began, on the bench's clock. */
   firstOver100Seconds: number | null;
   /**
-   * When the first pause that event_loop's rule raises the level for ended (bench's clock): one of 200 ms or more
-   * (twice WARN), or one over 100 ms that came within 10 s (10 periods) of another. A single 100–200 ms pause is,
-   * by that rule, one slow request and no alert.
+   * When the first pause that event_loop's rule surely raises the level for ended (bench's clock): one of 210 ms or
+   * more (twice WARN, and the histogram's resolution), or one over 110 ms that came within 10 s (10 periods) of
+   * another. A single 100–200 ms pause is, by that rule, one slow request and no alert.
    */
   firstAnnouncedEndSeconds: number | null;
 }
 
-/** core's event_loop: WARN, the block that raises the level alone (ALONE_FACTOR × WARN), the window for a recurrence. */
+/**
+ * core's event_loop: WARN, the block that raises the level alone (ALONE_FACTOR × WARN), the window for a
+ * recurrence. A block reads up to one delay-histogram resolution (10 ms) short of its length, so only pauses that
+ * long past each bound surely count.
+ */
+const LOOP_RESOLUTION_MS = 10;
 const LOOP_WARN_MS = 100;
-const LOOP_ALONE_MS = 200;
+const LOOP_ALONE_MS = 2 * LOOP_WARN_MS;
 const LOOP_RECUR_MS = 10_000;
 
 /** The server's major GC pauses ([ms from the fault's start, duration ms]) split at the fault (at `faultAtMs` on the bench's clock). */
 export function majorGcPauses(pauses: readonly [number, number][], faultAtMs: number): MajorGcFigures {
   const before = pauses.filter(([at]) => at < 0).map(([, ms]) => ms);
   const after = pauses.filter(([at]) => at >= 0);
-  const long = after.filter(([, ms]) => ms > LOOP_WARN_MS);
-  const announced = long.find(([at, ms], i) => ms >= LOOP_ALONE_MS || (i > 0 && at - long[i - 1]![0] <= LOOP_RECUR_MS));
+  const first = after.find(([, ms]) => ms > LOOP_WARN_MS);
+  const long = after.filter(([, ms]) => ms > LOOP_WARN_MS + LOOP_RESOLUTION_MS);
+  const announced = long.find(
+    ([at, ms], i) => ms >= LOOP_ALONE_MS + LOOP_RESOLUTION_MS || (i > 0 && at - long[i - 1]![0] <= LOOP_RECUR_MS),
+  );
   return {
     healthy: { count: before.length, longestMs: Math.max(0, ...before) },
     fault: { count: after.length, longestMs: Math.max(0, ...after.map(([, ms]) => ms)) },
-    firstOver100Seconds: long[0] ? (faultAtMs + long[0][0]) / 1000 : null,
+    firstOver100Seconds: first ? (faultAtMs + first[0]) / 1000 : null,
     firstAnnouncedEndSeconds: announced ? (faultAtMs + announced[0] + announced[1]) / 1000 : null,
   };
 }
