@@ -20,6 +20,7 @@
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { BASELINE } from './lib/baseline';
 import { SMOKE, rounds, seconds, subset } from './lib/env';
@@ -115,6 +116,13 @@ console.log(`CPUs: ${PINNING}`);
 
 const key = (f: Framework, v: Arm) => `${f}/${v}`;
 const samples = new Map<string, Sample[]>();
+/**
+ * Each server's CPU with no load (ms per second), once a set is warm: what
+ * it costs while nothing happens (InferSignal's timers: the event-loop
+ * probe, the delay histogram, the monitor's tick).
+ */
+const IDLE_MS = SMOKE ? 200 : 2000;
+const idle = new Map<string, number[]>();
 /** Unmeasured requests just before each window (after its scrape): a server idle for seconds starts cold (caches, branch predictors). */
 const PRIME_REQUESTS = SMOKE ? 0 : Number(process.env.BENCH_PRIME ?? 500);
 
@@ -205,6 +213,10 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
     );
     for (const [i, s] of started.entries()) servers.set(ARMS[i]!, s);
     for (const s of servers.values()) await warmUp(s);
+    for (const [arm, s] of servers) {
+      const { server: w } = await s.window(() => sleep(IDLE_MS), { scrape: false });
+      idle.get(key(framework, arm))!.push(w.cpuUs / (w.wallUs / 1000));
+    }
 
     for (let round = firstRound; round < firstRound + roundCount; round++) {
       // Every server once a round, bare among them, in rotated order: each
@@ -238,7 +250,10 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
 
 // One framework at a time: its servers idle only while their siblings are measured.
 for (const framework of FRAMEWORKS_RUN) {
-  for (const v of ARMS) samples.set(key(framework, v), []);
+  for (const v of ARMS) {
+    samples.set(key(framework, v), []);
+    idle.set(key(framework, v), []);
+  }
   for (let round = 0; round < ROUNDS; round += ROUNDS_PER_BLOCK) {
     await measureBlock(framework, round, Math.min(ROUNDS_PER_BLOCK, ROUNDS - round));
   }
@@ -277,6 +292,7 @@ for (const framework of FRAMEWORKS_RUN) {
       fmtSpread(spread(list.map((s) => s.rps)), 0),
       fmtSpread(spread(list.map((s) => s.p99Ms)), 0),
       scrape.max > 0 ? scrape.median.toFixed(2) : '–',
+      spread(idle.get(key(framework, variant))!).median.toFixed(1),
       spansPerReq > 0 ? spansPerReq.toFixed(2) : '–',
     ];
   });
@@ -288,6 +304,7 @@ for (const framework of FRAMEWORKS_RUN) {
       'req/s',
       'P99 ms',
       'CPU of one scrape, ms',
+      'idle CPU, ms/s',
       'spans/req',
     ],
     rows,
@@ -420,7 +437,7 @@ writeSection('server', {
     '@opentelemetry/exporter-prometheus',
     '@infersignal/node',
   ],
-  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining) in the parent, each server in its own forked process; ${PINNING}. A window is a fixed number of requests (Fastify ${WINDOW_REQUESTS.fastify}, Express ${WINDOW_REQUESTS.express}: about half a second each on a quiet machine), so every window of a framework carries the same fixed costs over the same count. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK}: identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs. Each fresh server is warmed up by requests, not seconds (JIT tiers follow call counts): chunks of twice a window's requests, and a scrape, until the share of its CPU spent off its event-loop thread (JIT compiler and GC helper threads, read from the scheduler per thread) falls under ${HELPER_SETTLED * 100} % or stops falling (within ${HELPER_PLATEAU * 100} points of the chunk before: Express servers on Node 20 still spent ~20 % there after 48 000 requests), ${WARM_UP_CHUNKS} chunks at least, ${WARM_UP_MAX_CHUNKS} at most. Before each window, an instrumented server is scraped once (that scrape's CPU measured apart, with no load: its own column) and every server takes ${PRIME_REQUESTS} unmeasured requests; the scrape stays out of the request window, where at one per half-second window it was 30× a 15 s interval's share and moved the figure by where it fell. Each round loads every server once, bare among them, in rotated order, so each idles as long between its windows as any other, and divides each variant's CPU µs per request by **bare's in the same round**; the table gives the median and, in brackets, the interquartile range of those ratios over the rounds. *Bare again*, a second bare process measured as a variant, is the A/A check: how far it lands from 1.00× is the method's error in that run, and its interquartile range the noise of one round's ratio. The servers run the built packages (\`dist/\`).
+  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining) in the parent, each server in its own forked process; ${PINNING}. A window is a fixed number of requests (Fastify ${WINDOW_REQUESTS.fastify}, Express ${WINDOW_REQUESTS.express}: about half a second each on a quiet machine), so every window of a framework carries the same fixed costs over the same count. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK}: identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs. Each fresh server is warmed up by requests, not seconds (JIT tiers follow call counts): chunks of twice a window's requests, and a scrape, until the share of its CPU spent off its event-loop thread (JIT compiler and GC helper threads, read from the scheduler per thread) falls under ${HELPER_SETTLED * 100} % or stops falling (within ${HELPER_PLATEAU * 100} points of the chunk before: Express servers on Node 20 still spent ~20 % there after 48 000 requests), ${WARM_UP_CHUNKS} chunks at least, ${WARM_UP_MAX_CHUNKS} at most. Before each window, an instrumented server is scraped once (that scrape's CPU measured apart, with no load: its own column) and every server takes ${PRIME_REQUESTS} unmeasured requests; the scrape stays out of the request window, where at one per half-second window it was 30× a 15 s interval's share and moved the figure by where it fell. Once a set is warm, each of its servers idles ${IDLE_MS / 1000} s with no load, and its CPU over that time is the *idle CPU* column (ms per second, median over the sets): what a server costs while nothing happens, which for InferSignal is its timers (the event-loop probe every 20 ms, the delay histogram's 10 ms timer, the monitor's 1 s tick). Each round loads every server once, bare among them, in rotated order, so each idles as long between its windows as any other, and divides each variant's CPU µs per request by **bare's in the same round**; the table gives the median and, in brackets, the interquartile range of those ratios over the rounds. *Bare again*, a second bare process measured as a variant, is the A/A check: how far it lands from 1.00× is the method's error in that run, and its interquartile range the noise of one round's ratio. The servers run the built packages (\`dist/\`).
 
 Why this method (2026-12-04, Fastify, bare against a second bare process and the hand-written hook, a shared 2-vCPU machine): with windows of 0.5 s of load after 4 s of warm-up and a scrape inside each window, single windows ranged 64–212 µs per request for bare; the JIT compiler threads still took 25–40 % of the first rounds' CPU (on a busy host 4 s of load is a few thousand requests), and a client slowed by a neighbour served fewer requests a window, each dearer (less batching per event-loop turn). Warmed up by requests, windows of fixed counts and the scrape outside them, the same servers under the same load gave bare 33.5 µs (IQR 32.4–35.2), bare again 33.3 (32.7–35.0), hook 36.5 (35.6–38.8). Then, with each variant bracketed by bare windows (bare v1 bare v2 … bare, each variant over the two bare windows either side), a second bare process measured as a variant came out at 1.12× and 1.23× bare in two Node 20 runs (IQR 1.18–1.28 in the second): bare, measured every other window, idled under a second between its windows, every other server ten times as long, and the cadence, not the code, showed in the ratio (V8's memory reducer, the first suspect, was not it: with \`--no-memory-reducer\` the A/A stayed at 1.13×). Hence one window per server per round, bare among them. A forced GC before each window, tried to start every window from the same heap, doubled the figure (the sweeping it leaves runs on helper threads inside the window) and is not used. The host reports no steal time (\`/proc/stat\`); what a neighbour costs shows instead as the event loop waiting for its CPU, given per run in the conditions line under the tables.
 
