@@ -62,14 +62,7 @@ export function captureUnhandled(): { seen: unknown[]; stop(): unknown[] } {
 
 // --- servers ----------------------------------------------------------------
 
-/** A URL where nothing listens: every connection is refused. */
-export async function refusedEndpoint(): Promise<string> {
-  const probe = createHttpServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((r) => probe.close(r));
-  return `http://127.0.0.1:${port}`;
-}
+export { refusedEndpoint } from '../support/http';
 
 export { blackHole, type BlackHole } from '../support/http';
 

@@ -1,5 +1,11 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import {
+  type AddressInfo,
+  connect,
+  createServer as createNetServer,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
 
 // Real servers on loopback and real clients for the HTTP tests (adapters, bench).
 
@@ -98,4 +104,25 @@ export async function blackHole(): Promise<BlackHole> {
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/**
+ * A privileged port nothing here listens on, outside the kernel's ephemeral range (and not one of fetch's
+ * blocked ports). A port freed by closing a server would not do: another test file's server, started
+ * meanwhile in another worker, can be given it, and then receives what was meant to be refused (a down
+ * webhook's retries once counted as 17 requests of the GPU reliability test's Express server in CI).
+ */
+const REFUSED_PORT = 2;
+
+/** A URL where nothing listens, for the whole run: every connection is refused. */
+export async function refusedEndpoint(): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    const socket = connect(REFUSED_PORT, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      reject(new Error(`something listens on 127.0.0.1:${REFUSED_PORT}; the refused-endpoint cases need it closed`));
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNREFUSED' ? resolve() : reject(error)));
+  });
+  return `http://127.0.0.1:${REFUSED_PORT}`;
 }

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatReport, runBench, runCli, writeResult, type BenchResult } from '@infersignal/bench';
+import { refusedEndpoint } from '../../../test/support/http';
 import { listen, sleep, type TestServer } from './helpers';
 
 let server: TestServer;
@@ -105,9 +106,7 @@ describe('closed loop, bounds and output', () => {
     ).rejects.toThrow(/"stages\[0\]"/);
     await expect(runBench({ target: `${server.url}/x`, rate: -1 })).rejects.toThrow(/"rate"/);
     await expect(runBench({ target: `${server.url}/x`, timeoutMs: 0, rate: 1 })).rejects.toThrow(/"timeoutMs"/);
-    const dead = await listen(() => {});
-    const deadUrl = dead.url;
-    await dead.close();
+    const deadUrl = await refusedEndpoint();
     const refused = await runBench({ target: deadUrl, connections: 1, durationMs: 1000, maxRequests: 5 });
     expect(refused.total.errors.connection).toBe(5);
     expect(refused.firstFailure).toMatchObject({ errorClass: 'connection', detail: 'ECONNREFUSED' });

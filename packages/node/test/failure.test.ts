@@ -1,6 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createServer as createHttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -9,7 +7,7 @@ import { trace } from '@opentelemetry/api';
 import { MetricReader } from '@opentelemetry/sdk-metrics';
 import { ATTR, METRICS } from '@infersignal/core';
 import { start, type InferSignal } from '@infersignal/node';
-import { blackHole } from '../../../test/support/http';
+import { blackHole, refusedEndpoint } from '../../../test/support/http';
 import { timed } from '../../../test/support/machine';
 
 /** A plain pull reader: `collect()` on demand. */
@@ -33,14 +31,6 @@ afterEach(async () => {
 });
 
 /** A port with nothing listening: connections are refused. */
-async function refusedEndpoint(): Promise<string> {
-  const probe = createHttpServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise((r) => probe.close(r));
-  return `http://127.0.0.1:${port}`;
-}
-
 async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
