@@ -11,7 +11,7 @@
  * measuring them; only the leak is written for the test.
  */
 import type { AlertRecord } from '@infersignal/bench';
-import type { ThresholdsInput } from '@infersignal/core';
+import { DEFAULT_THRESHOLDS, type ThresholdsInput } from '@infersignal/core';
 import { benchFaultRun, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
 import { faultFigures } from './common';
 import type { JudgedAlert } from '../suite';
@@ -39,12 +39,12 @@ export interface MajorGcFigures {
 }
 
 /**
- * core's event_loop: WARN, the block that raises the level alone (ALONE_FACTOR × WARN), the window for a
- * recurrence. A block reads up to one delay-histogram resolution (10 ms) short of its length, so only pauses that
+ * core's event_loop with its default thresholds (GC_PRESSURE_THRESHOLDS is {}): WARN, the block that raises the
+ * level alone (ALONE_FACTOR × WARN in event-loop.ts), the window for a recurrence (RECUR_PERIODS of 1 s). A block reads up to one delay-histogram resolution (10 ms) short of its length, so only pauses that
  * long past each bound surely count.
  */
 const LOOP_RESOLUTION_MS = 10;
-const LOOP_WARN_MS = 100;
+const LOOP_WARN_MS = DEFAULT_THRESHOLDS.eventLoop.delayWarnSeconds * 1000;
 const LOOP_ALONE_MS = 2 * LOOP_WARN_MS;
 const LOOP_RECUR_MS = 10_000;
 
