@@ -20,6 +20,12 @@
  * - InferSignal, producer export (`exportMode: 'producer'`): core updates
  *   only its typed-array aggregates; `monitor.metricProducer` is read by
  *   the MetricReader at collection time;
+ * - InferSignal, producer export + outlier traces (`traces: 'outliers'`,
+ *   start()'s default once traces are on): the same, with a tracer provider
+ *   (BatchSpanProcessor into a dropping exporter) and an AsyncLocalStorage
+ *   context manager registered while it runs: what InferSignal itself adds
+ *   per request for outlier traces (the context read at arrival, the tail,
+ *   the draw, and the spans of the ~2 % kept), without the noise of a server;
  * - prom-client: the same observes and incs, for context.
  * Each tinybench iteration runs 16 requests so the harness's own per-call
  * overhead (~0.1 µs) does not dominate the sub-µs producer path.
@@ -29,8 +35,16 @@
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import { performance } from 'node:perf_hooks';
-import type { Attributes } from '@opentelemetry/api';
+import { type Attributes, context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, type MetricProducer, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { ATTR, HISTOGRAM_BUCKETS, METRICS, createMonitor, type Monitor, type QueueTracker } from '@infersignal/core';
 import client from 'prom-client';
 import { Bench } from 'tinybench';
@@ -113,9 +127,31 @@ function oneRequest(queue: QueueTracker): void {
   ticket.end('completed');
 }
 
-function inferSignal(exportMode: 'api' | 'producer', clock?: () => number) {
+/** Spans ended through a tracer provider, and a batch processor exporting them to nowhere (as a server's would, minus the wire). */
+function droppingTracerProvider() {
+  const counted = { spans: 0 };
+  const exporter: SpanExporter = {
+    export: (_spans, done) => done({ code: 0 }),
+    shutdown: async () => {},
+  };
+  const counter: SpanProcessor = {
+    onStart: () => {},
+    onEnd: (_span: ReadableSpan) => {
+      counted.spans++;
+    },
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
+  return {
+    counted,
+    provider: new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter), counter] }),
+  };
+}
+
+function inferSignal(exportMode: 'api' | 'producer', clock?: () => number, traces = false) {
   let monitor: Monitor;
   let reader: PullReader;
+  const tracing = traces ? droppingTracerProvider() : undefined;
   if (exportMode === 'producer') {
     // The producer needs the monitor and the reader needs the producer: bind through a box.
     const box: { monitor?: Monitor } = {};
@@ -128,7 +164,7 @@ function inferSignal(exportMode: 'api' | 'producer', clock?: () => number) {
     monitor = box.monitor = createMonitor({
       meterProvider: provider,
       exportMode,
-      traces: false,
+      ...(tracing ? { traces: 'outliers', tracerProvider: tracing.provider } : { traces: false }),
       detectorIntervalMs: 0,
       eventLoop: false,
       clock,
@@ -145,12 +181,16 @@ function inferSignal(exportMode: 'api' | 'producer', clock?: () => number) {
     });
   }
   const queue = monitor.queue(QUEUE, { capacity: 1024 });
+  let requests = 0;
   return {
     reader,
     monitor,
     queue,
+    /** Spans ended per request run so far (outlier traces only). */
+    spansPerRequest: () => (tracing?.counted.spans ?? 0) / requests,
     run: () => {
       for (let i = 0; i < BATCH; i++) oneRequest(queue);
+      requests += BATCH;
     },
   };
 }
@@ -293,19 +333,39 @@ const bare = bareOtel(true);
 const bareHistograms = bareOtel(false);
 const api = inferSignal('api');
 const producer = inferSignal('producer');
+const outliers = inferSignal('producer', undefined, true);
 const prom = promClient();
-const tasks: Array<{ name: string; run: () => void }> = [
+const OUTLIERS = 'InferSignal (producer export) + outlier traces';
+/**
+ * The tracing setup a server with traces has, registered only while the
+ * outlier-traces variant runs: every SDK record reads the active context
+ * (for exemplars), so with it registered throughout, the other variants
+ * would pay for a context manager they do not have.
+ */
+const contextManager = new AsyncLocalStorageContextManager();
+const withTracingSetup = {
+  beforeAll: () => {
+    context.setGlobalContextManager(contextManager.enable());
+    // As a server's first span export does: on Node 20 this turns AsyncLocalStorage's async hooks on.
+    context.with(context.active(), () => {});
+  },
+  afterAll: () => {
+    context.disable();
+  },
+};
+const tasks: Array<{ name: string; run: () => void; options?: typeof withTracingSetup }> = [
   { name: 'bare OTel calls', run: bare.run },
   { name: 'bare OTel, histograms only', run: bareHistograms.run },
   { name: 'InferSignal (API export)', run: api.run },
   { name: 'InferSignal (producer export)', run: producer.run },
+  { name: OUTLIERS, run: outliers.run, options: withTracingSetup },
   { name: 'prom-client equivalent', run: prom.run },
 ];
 /** ns per request, per task, per round. */
 const perRequest = new Map<string, number[]>(tasks.map((t) => [t.name, []]));
 for (let round = 0; round < ROUNDS; round++) {
   const bench = new Bench({ time: TASK_MS, warmupTime: SMOKE ? 10 : 100 });
-  for (const task of rotate(tasks, round)) bench.add(task.name, task.run);
+  for (const task of rotate(tasks, round)) bench.add(task.name, task.run, task.options);
   await bench.run();
   for (const task of bench.tasks) {
     const mean = task.result?.latency.mean;
@@ -335,7 +395,8 @@ if (floorSeries.all.join('\n') !== apiSeries.join('\n'))
 if (floorSeries.histograms.join('\n') !== seriesOf((await api.reader.collect()).resourceMetrics, true).join('\n'))
   throw new Error(`bare OTel, histograms only, records other series than core's histograms`);
 const check = await sameExport();
-await Promise.all([api.monitor.close(), producer.monitor.close()]);
+const spansPerRequest = outliers.spansPerRequest();
+await Promise.all([api.monitor.close(), producer.monitor.close(), outliers.monitor.close()]);
 
 const base = perRequest.get('bare OTel calls')!;
 const rows = tasks.map((t) => {
@@ -351,6 +412,11 @@ const apiRatio = roundRatios(
 const producerRatio = roundRatios(perRequest.get('InferSignal (producer export)')!, base);
 const producerNs = spread(perRequest.get('InferSignal (producer export)')!).median;
 const promRatio = roundRatios(perRequest.get('prom-client equivalent')!, base);
+/** What outlier traces add to a request, per round: the variant minus the producer export of the same round. */
+const outlierAdded = spread(
+  perRequest.get(OUTLIERS)!.map((ns, round) => ns - perRequest.get('InferSignal (producer export)')![round]!),
+);
+const outlierLine = `outlier traces add ${fmtNs(outlierAdded.median)} per request over the producer export (per round ${fmtNs(outlierAdded.min)}–${fmtNs(outlierAdded.max)}), ${(spansPerRequest * 100).toFixed(1)} % of requests making a span`;
 
 console.log('');
 console.log(
@@ -384,6 +450,7 @@ const goals: Goal[] = [
   },
 ];
 console.log(`prom-client equivalent: ${promRatio.median.toFixed(2)}× bare OTel (context, no goal)`);
+console.log(`${outlierLine} (context, no goal: the server suite judges it)`);
 console.log(
   `clock reads per request: ${check.clockReads} through core (arrival, start, first token, last token, end), ${BARE_CLOCK_READS} by hand`,
 );
@@ -395,9 +462,11 @@ writeSection('hot-path', {
   packages: ['@opentelemetry/sdk-metrics', 'prom-client', 'tinybench', '@infersignal/core'],
   method: `One request = enqueue → start → stream (first token, ${TOKENS - 1} more tokens, end) → end: 5 histogram records and 4 counter adds with 1–5 attributes, plus the 5 clock reads they need. "bare OTel calls" makes those calls by hand with cached attribute objects, the same attribute sets core exports (checked after the run: each bare variant's reader holds exactly core's series; TTFT, TPOT and the request duration carry the GenAI conventions' operation and provider names, and the SDK hashes every attribute at every record: until 2026-12-05 the bare variants gave them only the model, or the inference duration's 3, a floor about a quarter cheaper than core's records); "histograms only" makes the 5 records alone, which are exactly the SDK calls core's API export makes per request (its counters are observable counters reporting core's own totals at collection; same cumulative values), so the API goal is judged against it, and the ratio against the full set is given for context; every variant records into a real \`MeterProvider\` with a reader attached (collected at the end to check every variant recorded). tinybench, ${TASK_MS} ms per task per round, ${BATCH} requests per iteration, ${ROUNDS} rounds in rotated order; per-request time is the iteration mean / ${BATCH} (GC included).
 
-The producer path records into core's typed-array aggregates only; the SDK reads them through \`monitor.metricProducer\` when a reader collects (\`start()\` in \`@infersignal/node\` registers it: producer export is its default). Export check: 1000 requests with an injected clock through both modes must export identical values for every series (bucket counts, count, sum, min, max, counter values).`,
+The producer path records into core's typed-array aggregates only; the SDK reads them through \`monitor.metricProducer\` when a reader collects (\`start()\` in \`@infersignal/node\` registers it: producer export is its default). *+ outlier traces* is the producer export with \`traces: 'outliers'\` (start()'s default once traces are on) and a tracer provider whose BatchSpanProcessor exports to nowhere; an AsyncLocalStorage context manager is registered for that variant's task only (tinybench's beforeAll/afterAll), since every OTel SDK record reads the active context and the other variants have none. What it adds over the producer export, per round, is InferSignal's own per-request price of outlier traces: the context read at arrival, the queue's live tail, the baseline draw, and the spans of the requests kept (about 1 % over the live P99 and the 1 % baseline). Export check: 1000 requests with an injected clock through both modes must export identical values for every series (bucket counts, count, sum, min, max, counter values).`,
   results: `${table(['variant', 'per request, median (range)', 'vs bare OTel, median (range)'], rows)}
 
-Export check: ${check.identical ? `identical values for all ${check.series} series` : `DIFFERENT values: ${check.detail}`}. Clock reads per request: ${check.clockReads} through core (counted on the injected clock), ${BARE_CLOCK_READS} by hand.`,
+Export check: ${check.identical ? `identical values for all ${check.series} series` : `DIFFERENT values: ${check.detail}`}. Clock reads per request: ${check.clockReads} through core (counted on the injected clock), ${BARE_CLOCK_READS} by hand.
+
+InferSignal's own share of outlier traces: ${outlierLine}. This is what the server suite's outlier-traces goals are about, measured without a server around it (no goal here; the server suite judges it against the same run's servers).`,
   verdict,
 });
