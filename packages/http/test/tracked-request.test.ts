@@ -26,12 +26,11 @@ interface Seen {
   res: ServerResponse;
 }
 
-async function serve(reparent: boolean) {
+async function serve(reparent: boolean, proto = Object.create(ServerResponse.prototype) as ServerResponse) {
   const t = testMonitor({ exportMode: 'producer' });
   cleanup.push(() => t.close());
   const tracking = createHttpTracking(t.monitor, { model: 'tiny' }, { source: 'test' });
   // What Express does: every response re-parented onto one object made from Node's prototype.
-  const proto = Object.create(ServerResponse.prototype) as ServerResponse;
   const seen: Seen[] = [];
   const server = createServer((req: IncomingMessage, res) => {
     if (reparent) Object.setPrototypeOf(res, proto);
@@ -74,4 +73,16 @@ describe('trackedRequestOf', () => {
       });
     });
   }
+
+  it('reads writableFinished through the response prototype that overrides it, not Node getter', async () => {
+    // A prototype whose responses never report finished: each close then reads as a cut-off response.
+    const stubborn = Object.create(ServerResponse.prototype) as ServerResponse;
+    Object.defineProperty(stubborn, 'writableFinished', { get: () => false });
+    const overridden = await serve(true, stubborn);
+    const outcomes = async (run: typeof overridden) =>
+      (await run.t.collect()).by(METRICS.requests.name, ATTR.outcome, { [ATTR.queue]: 'http', [ATTR.model]: 'tiny' });
+    expect(await outcomes(overridden)).toEqual({ cancelled: 3 });
+    // Then an Express-like prototype in the same process: Node's getter again, every response completed.
+    expect(await outcomes(await serve(true))).toEqual({ completed: 3 });
+  });
 });
