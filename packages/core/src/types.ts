@@ -1,4 +1,4 @@
-import type { Attributes, Meter, MeterProvider, TracerProvider } from '@opentelemetry/api';
+import type { Attributes, Meter, MeterProvider, TextMapGetter, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
 import type { Signal, SignalFactory } from './contract';
 import type { HeapSnapshot } from './signals/heap';
@@ -187,6 +187,15 @@ export interface Ticket {
    * output text here.
    */
   setAttributes(attributes: Attributes): void;
+  /**
+   * Where the request's incoming trace context can be read (HTTP headers
+   * with `traceparent`, gRPC metadata), for its span: if a span is made and
+   * no span was active at arrival, the span continues that trace, read
+   * through the global propagator (`getter` for a carrier other than a
+   * plain object of headers). Kept by reference and read only then; the
+   * HTTP and gRPC adapters call it. A no-op with traces off.
+   */
+  setTraceCarrier<Carrier>(carrier: Carrier, getter?: TextMapGetter<Carrier>): void;
   readonly started: boolean;
   readonly ended: boolean;
 }

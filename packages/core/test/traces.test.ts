@@ -1,4 +1,5 @@
-import { SpanStatusCode, TraceFlags, context, trace } from '@opentelemetry/api';
+import { SpanStatusCode, type TextMapGetter, TraceFlags, context, propagation, trace } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -358,6 +359,91 @@ describe("outlier traces (traces: true / 'outliers', the default)", () => {
     ticket.end('cancelled');
     expect(sampled.requests()[0]!.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
     expect(sampled.requests()[0]!.links).toHaveLength(0);
+  });
+
+  it("the caller's trace from the request's carrier (traceparent), where no span was active at arrival; read only for a span", () => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const callerSpan = '00f067aa0ba902b7';
+      const headers = (flags: string) => ({ traceparent: `00-${traceId}-${callerSpan}-${flags}`, host: 'x' });
+      // A getter that counts its reads: a request that makes no span never reads its carrier.
+      let reads = 0;
+      const counting: TextMapGetter<Record<string, string>> = {
+        keys: (carrier) => Object.keys(carrier),
+        get: (carrier, key) => {
+          reads++;
+          return carrier[key];
+        },
+      };
+      const { t, tracerProvider, requests } = outlierSetup();
+      const queue = t.monitor.queue('q');
+      for (let i = 0; i < 50; i++) {
+        const ticket = queue.enqueue('m');
+        ticket.setTraceCarrier(headers('01'), counting);
+        t.advance(10);
+        ticket.end('completed');
+      }
+      expect(requests()).toHaveLength(0);
+      expect(reads).toBe(0);
+
+      // Failed, with the caller's sampled traceparent: a child in the caller's trace.
+      const failed = queue.enqueue('m');
+      failed.setTraceCarrier(headers('01'), counting);
+      t.advance(20);
+      failed.end('error');
+      expect(reads).toBeGreaterThan(0);
+      let [span] = requests();
+      expect(span!.spanContext().traceId).toBe(traceId);
+      expect(span!.parentSpanContext).toMatchObject({ spanId: callerSpan, isRemote: true });
+
+      // A span active at arrival (an HTTP instrumentation's, say) stays the parent: the carrier is not read.
+      reads = 0;
+      let activeId = '';
+      const underSpan = tracerProvider.getTracer('app').startActiveSpan('server', (server) => {
+        activeId = server.spanContext().spanId;
+        server.end();
+        return queue.enqueue('m');
+      });
+      underSpan.setTraceCarrier(headers('01'), counting);
+      underSpan.end('cancelled');
+      span = requests().at(-1)!;
+      expect(span!.parentSpanContext?.spanId).toBe(activeId);
+      expect(span!.spanContext().traceId).not.toBe(traceId);
+      expect(reads).toBe(0);
+
+      // The caller decided not to sample (flags 00): dropped by the ParentBased sampler, as any child of it.
+      const before = requests().length;
+      const unsampled = queue.enqueue('m');
+      unsampled.setTraceCarrier(headers('00'));
+      unsampled.end('error');
+      expect(requests()).toHaveLength(before);
+
+      // A plain object of headers needs no getter.
+      const plain = queue.enqueue('m');
+      plain.setTraceCarrier(headers('01'));
+      plain.end('timeout');
+      expect(requests().at(-1)!.parentSpanContext?.spanId).toBe(callerSpan);
+    } finally {
+      propagation.disable();
+    }
+  });
+
+  it("with unsampledParent 'link', a carried unsampled trace gets a root span linked to it", () => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const linked = outlierSetup({ unsampledParent: 'link' });
+      const ticket = linked.t.monitor.queue('q').enqueue('m');
+      ticket.setTraceCarrier({ traceparent: `00-${traceId}-00f067aa0ba902b7-00` });
+      ticket.end('error');
+      const [span] = linked.requests();
+      expect(span!.parentSpanContext).toBeUndefined();
+      expect(span!.spanContext().traceId).not.toBe(traceId);
+      expect(span!.links.map((l) => l.context.traceId)).toEqual([traceId]);
+    } finally {
+      propagation.disable();
+    }
   });
 
   it('invalid trace options fail at creation naming the field', () => {

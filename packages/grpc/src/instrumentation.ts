@@ -1,6 +1,7 @@
 import { METRICS, type Monitor } from '@infersignal/core';
 import type { HistogramRecorder, Signal, SignalContext } from '@infersignal/core/signals';
 import type { Metadata } from '@grpc/grpc-js';
+import type { TextMapGetter } from '@opentelemetry/api';
 import { CallRecorder } from './call-recorder';
 import { MethodTable } from './methods';
 import type { MethodEntry } from './methods';
@@ -81,12 +82,23 @@ export class Instrumentation {
     }
     try {
       recorder.enqueue();
+      // Read only if the call's span is made: the trace its caller sent (`traceparent`), where nothing else took it.
+      if (metadata !== undefined) recorder.ticket?.setTraceCarrier(metadata, METADATA);
     } catch (error) {
       monitor.internalError('grpc', error);
     }
     return recorder;
   }
 }
+
+/** A call's incoming metadata as a trace-context carrier (its text values; binary keys carry none). */
+const METADATA: TextMapGetter<Metadata> = {
+  keys: (metadata) => Object.keys(metadata.getMap()),
+  get: (metadata, key) => {
+    const values = metadata.get(key).filter((value): value is string => typeof value === 'string');
+    return values.length === 0 ? undefined : values;
+  },
+};
 
 /**
  * The shed answer, with `retry-after` (seconds, as HTTP) and

@@ -1,4 +1,5 @@
 import { OutgoingMessage, ServerResponse, type IncomingMessage } from 'node:http';
+import type { TextMapGetter } from '@opentelemetry/api';
 import type { Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket } from '@infersignal/core';
 import { createSseStream, type SseOptions, type SseStream } from './sse';
 
@@ -114,6 +115,8 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
     remember(res, this);
     if (settings.autoStart) startOnHead(res, ticket);
+    // Read only if the request's span is made: the trace its caller sent (`traceparent`), where nothing else took it.
+    ticket.setTraceCarrier(res, REQUEST_HEADERS);
     // One listener rather than `finish` + `close` (the server benchmark priced
     // each listener on Express's path): `close` follows `finish` on every response.
     res.on('close', () => this.closed());
@@ -217,6 +220,12 @@ export function trackHttpRequest(
 ): TrackedHttpRequest {
   return new HttpRequestLifecycle(settings, ticket, route, res, owner);
 }
+
+/** A tracked request's incoming headers, reached from its response (Node links the two). */
+const REQUEST_HEADERS: TextMapGetter<ServerResponse> = {
+  keys: (res) => Object.keys(res.req?.headers ?? {}),
+  get: (res, key) => res.req?.headers[key],
+};
 
 type WriteHead = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 

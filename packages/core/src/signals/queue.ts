@@ -1,4 +1,4 @@
-import type { Attributes, Context } from '@opentelemetry/api';
+import type { Attributes, Context, TextMapGetter } from '@opentelemetry/api';
 import { LabelTable } from '../aggregates/label-table';
 import type { CounterRecorder, CounterSeries, HistogramRecorder, HistogramSeries, SignalContext } from '../contract';
 import { P99GlitchDetector } from '../detectors/p99-glitch';
@@ -116,6 +116,9 @@ class RequestTicket implements Ticket, TracedRequest {
   /** With traces on, the context at arrival: the parent of a span made when the request ends (request-trace.ts). */
   readonly parent: Context | undefined;
   extra: Attributes | undefined;
+  /** With traces on, where the incoming trace context can be read (setTraceCarrier), until the request ends. */
+  traceCarrier: unknown = undefined;
+  traceGetter: TextMapGetter | undefined = undefined;
   started = false;
   ended = false;
   /** Its service time has gone to the capacity model (at slot release in run(), else at end). */
@@ -175,6 +178,8 @@ class RequestTicket implements Ticket, TracedRequest {
     } catch (error) {
       q.ctx.internalError('ticket.end', error);
     }
+    // Let go of the carrier (an HTTP response, say): nothing reads it once the span was or was not made.
+    this.traceCarrier = undefined;
   }
 
   stream(): StreamHandle {
@@ -195,6 +200,12 @@ class RequestTicket implements Ticket, TracedRequest {
     } catch (error) {
       this.queue.ctx.internalError('ticket.released', error);
     }
+  }
+
+  setTraceCarrier<Carrier>(carrier: Carrier, getter?: TextMapGetter<Carrier>): void {
+    if (this.queue.traces === undefined || this.ended) return;
+    this.traceCarrier = carrier;
+    this.traceGetter = getter as TextMapGetter | undefined;
   }
 
   setAttributes(attributes: Attributes): void {

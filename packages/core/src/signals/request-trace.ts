@@ -4,10 +4,13 @@ import {
   type Link,
   SpanStatusCode,
   type SpanOptions,
+  type TextMapGetter,
   TraceFlags,
   type Tracer,
   context as otelContext,
+  defaultTextMapGetter,
   isSpanContextValid,
+  propagation,
   trace,
 } from '@opentelemetry/api';
 import { InferSignalConfigError } from '../config';
@@ -80,6 +83,9 @@ export interface TracedRequest {
   readonly parent: Context | undefined;
   /** `ticket.setAttributes()` / `run({ attributes })`. */
   readonly extra: Attributes | undefined;
+  /** `ticket.setTraceCarrier()`: the incoming trace context, read only if a span is made. */
+  readonly traceCarrier: unknown;
+  readonly traceGetter: TextMapGetter | undefined;
 }
 
 /** Completed requests kept to judge "slow": the last RING of them. */
@@ -177,7 +183,7 @@ export class RequestTraces {
       else if (settings.baseline > 0 && settings.random() < settings.baseline) reason = 'baseline';
       else return;
     }
-    this.emit(request.parent, request.arrival, now, attributes, reason, request.startedAt, request.extra);
+    this.emit(request.parent, request.arrival, now, attributes, reason, request.startedAt, request.extra, request);
   }
 
   /** A request refused at arrival (shedding): a span of no duration at `now`. */
@@ -193,10 +199,14 @@ export class RequestTraces {
     reason: TraceReason,
     startedAt: number,
     extra: Attributes | undefined,
+    carried?: TracedRequest,
   ): void {
     try {
       const options: SpanOptions = { startTime: start, attributes };
-      const context = parent ?? otelContext.active();
+      let context = parent ?? otelContext.active();
+      // No span active at arrival (no HTTP instrumentation, say): the trace the request came with, if it carried one.
+      if (carried?.traceCarrier !== undefined && trace.getSpanContext(context) === undefined)
+        context = propagation.extract(context, carried.traceCarrier, carried.traceGetter ?? defaultTextMapGetter);
       if (this.settings.unsampledParent === 'link') {
         const parentSpan = trace.getSpanContext(context);
         if (
