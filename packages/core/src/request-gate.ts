@@ -1,3 +1,4 @@
+import type { TextMapGetter } from '@opentelemetry/api';
 import { InferSignalConfigError } from './config';
 import { booleanOption, checkModelOption, checkOptionKeys, resolveQueue, type AdapterOptions } from './options';
 import type { Monitor, QueueOptions, QueueTracker, Ticket } from './types';
@@ -46,8 +47,9 @@ export interface RequestGate {
    * `rejected` and returns the retry hint in seconds (finite, > 0).
    * Otherwise undefined: take the request. A failing check admits (counted
    * as `<source>.shed`): shedding protects the server, answering is its job.
+   * `carrier`, `getter`: the request's incoming trace context (QueueTracker.reject).
    */
-  shed(model: string | undefined): number | undefined;
+  shed<Carrier>(model: string | undefined, carrier?: Carrier, getter?: TextMapGetter<Carrier>): number | undefined;
   /** Arrival: a ticket in the gate's queue. */
   enqueue(model: string | undefined): Ticket;
 }
@@ -95,12 +97,12 @@ class Gate implements RequestGate {
     return fallback;
   }
 
-  shed(model: string | undefined): number | undefined {
+  shed<Carrier>(model: string | undefined, carrier?: Carrier, getter?: TextMapGetter<Carrier>): number | undefined {
     if (!this.shedding) return undefined;
     try {
       const admission = this.tracker.admit();
       if (admission.admit) return undefined;
-      this.tracker.reject(model);
+      this.tracker.reject(model, carrier, getter);
       const seconds = admission.retryAfterSeconds;
       return Number.isFinite(seconds) && seconds > 0 ? seconds : 1;
     } catch (error) {

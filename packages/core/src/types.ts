@@ -212,8 +212,12 @@ export interface QueueTracker {
    * webhook) by the time it returns.
    */
   admit(): Admission;
-  /** Record a request that was shed without entering the queue. */
-  reject(model?: string): void;
+  /**
+   * Record a request that was shed without entering the queue. `carrier`
+   * (and `getter`): where its incoming trace context is, as for
+   * `Ticket.setTraceCarrier`, for its span.
+   */
+  reject<Carrier>(model?: string, carrier?: Carrier, getter?: TextMapGetter<Carrier>): void;
   /**
    * Run `fn` with bounded concurrency (FIFO); times queue wait and inference.
    * Rejects with QueueFullError when maxWaiting is reached. If a ticket is

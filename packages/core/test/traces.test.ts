@@ -424,6 +424,13 @@ describe("outlier traces (traces: true / 'outliers', the default)", () => {
       plain.setTraceCarrier(headers('01'));
       plain.end('timeout');
       expect(requests().at(-1)!.parentSpanContext?.spanId).toBe(callerSpan);
+
+      // Shed at arrival (no ticket): the carrier comes with the rejection.
+      queue.reject('m', headers('01'), counting);
+      const shed = requests().at(-1)!;
+      expect(shed.attributes[ATTR.traceReason]).toBe('shed');
+      expect(shed.spanContext().traceId).toBe(traceId);
+      expect(shed.parentSpanContext?.spanId).toBe(callerSpan);
     } finally {
       propagation.disable();
     }

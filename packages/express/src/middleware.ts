@@ -107,7 +107,7 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
     try {
       const route = tracking.label('route', routeOf, req, undefined);
       const model = tracking.model(req, route);
-      const retryAfter = tracking.shed(model);
+      const retryAfter = tracking.shed(model, res);
       if (retryAfter !== undefined) {
         tracking.answerShed(req, res, retryAfter, model);
         return;

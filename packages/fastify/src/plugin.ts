@@ -131,7 +131,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
         if (url !== undefined && routeOptions.config?.inferSignal !== false && request.inferSignal == null) {
           const route = monitor.label('route', url);
           const model = tracking.model(request, route);
-          const retryAfter = tracking.shed(model);
+          const retryAfter = tracking.shed(model, reply.raw);
           if (retryAfter !== undefined) {
             // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
             const answer = tracking.shedAnswer;

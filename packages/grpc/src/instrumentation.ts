@@ -74,7 +74,7 @@ export class Instrumentation {
     const arrival = this.calls.ctx.clock();
     const model = options.gate.model(options.modelFromMethod ? entry.method : undefined, entry, metadata);
     const recorder = new CallRecorder(this, entry, model, arrival);
-    const retryAfterSeconds = options.gate.shed(model);
+    const retryAfterSeconds = options.gate.shed(model, metadata, METADATA);
     if (retryAfterSeconds !== undefined) {
       recorder.shed = shedStatus(options.shedCode, retryAfterSeconds, metadata, monitor);
       recorder.finish(options.shedCode);

@@ -222,7 +222,7 @@ export function trackHttpRequest(
 }
 
 /** A tracked request's incoming headers, reached from its response (Node links the two). */
-const REQUEST_HEADERS: TextMapGetter<ServerResponse> = {
+export const REQUEST_HEADERS: TextMapGetter<ServerResponse> = {
   keys: (res) => Object.keys(res.req?.headers ?? {}),
   get: (res, key) => res.req?.headers[key],
 };

@@ -7,7 +7,13 @@ import {
   type AdapterOptions,
   type RequestGate,
 } from '@infersignal/core/signals';
-import { trackHttpRequest, type HttpReplyOwner, type HttpRequestSettings, type TrackedHttpRequest } from './request';
+import {
+  REQUEST_HEADERS,
+  trackHttpRequest,
+  type HttpReplyOwner,
+  type HttpRequestSettings,
+  type TrackedHttpRequest,
+} from './request';
 import {
   DEFAULT_SHED_ANSWER,
   resolveShedAnswer,
@@ -72,9 +78,10 @@ export interface HttpTracking {
   /**
    * With shedding on and the queue saying shed: records the request as
    * `rejected` and returns the Retry-After header value (whole seconds, at
-   * least 1). Otherwise undefined: take the request.
+   * least 1). Otherwise undefined: take the request. `res`: the request's
+   * response, where its span (if it gets one) finds the trace it came with.
    */
-  shed(model: string | undefined): string | undefined;
+  shed(model: string | undefined, res?: ServerResponse): string | undefined;
   /** The `shedResponse` option, resolved once (its `handler` set when the app answers itself). */
   readonly shedAnswer: ShedAnswer;
   /**
@@ -147,8 +154,8 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
     return this.gate.label(kind, fn, fallback, req, undefined);
   }
 
-  shed(model: string | undefined): string | undefined {
-    const seconds = this.gate.shed(model);
+  shed(model: string | undefined, res?: ServerResponse): string | undefined {
+    const seconds = this.gate.shed(model, res, REQUEST_HEADERS);
     return seconds === undefined ? undefined : String(Math.max(1, Math.ceil(seconds)));
   }
 

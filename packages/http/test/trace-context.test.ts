@@ -10,7 +10,7 @@ import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SPANS } from '@infersignal/core';
+import { ATTR, SPANS } from '@infersignal/core';
 import { createHttpTracking } from '@infersignal/http';
 import { until } from '../../../test/support/async';
 import { testMonitor } from '../../../test/support/monitor';
@@ -73,5 +73,52 @@ describe("a caller's trace context", () => {
     await until(() => spans().length === 1, 5000, 'one request span');
     expect(spans()[0]!.parentSpanContext).toBeUndefined();
     expect(spans()[0]!.spanContext().traceId).not.toBe(TRACE_ID);
+  });
+
+  it("a shed request's span (503 at arrival) continues the traceparent it came with", async () => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    cleanup.push(() => propagation.disable());
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const t = testMonitor({ tracerProvider, traces: { baseline: 0 } });
+    cleanup.push(() => t.close());
+    const tracking = createHttpTracking(
+      t.monitor,
+      { queue: { name: 'tight', capacity: 1 }, shed: true, model: 'tiny' },
+      { source: 'test' },
+    );
+    const held: ServerResponse[] = [];
+    const server = createServer((_req, res) => {
+      const retryAfter = tracking.shed('tiny', res);
+      if (retryAfter !== undefined) {
+        res.writeHead(503, { 'retry-after': retryAfter }).end();
+        return;
+      }
+      tracking.track('tiny', '/infer', res);
+      held.push(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.address() as AddressInfo).port;
+    const send = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) =>
+        httpRequest({ host: '127.0.0.1', port, path: '/infer', headers }, (res) =>
+          res.resume().on('end', () => resolve(res.statusCode!)),
+        )
+          .on('error', reject)
+          .end(),
+      );
+    // The one place of the queue taken and held: the next request finds it full and is shed.
+    const first = send({});
+    await until(() => held.length === 1, 5000, 'the first request held');
+    expect(await send({ traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` })).toBe(503);
+    held[0]!.end('ok');
+    expect(await first).toBe(200);
+    const shed = exporter
+      .getFinishedSpans()
+      .filter((s) => s.name === SPANS.request && s.attributes[ATTR.traceReason] === 'shed');
+    expect(shed).toHaveLength(1);
+    expect(shed[0]!.spanContext().traceId).toBe(TRACE_ID);
+    expect(shed[0]!.parentSpanContext).toMatchObject({ spanId: CALLER_SPAN, isRemote: true });
   });
 });

@@ -380,11 +380,16 @@ export class Queue implements QueueTracker {
     );
   }
 
-  reject(model?: string): void {
+  reject<Carrier>(model?: string, carrier?: Carrier, getter?: TextMapGetter<Carrier>): void {
     try {
       const slot = this.slotOf(model ?? UNKNOWN_MODEL);
       slot.outcomeSeries.rejected.requests.add(1);
-      this.traces?.shed(slot.outcomeAttributes.rejected, this.ctx.clock());
+      this.traces?.shed(
+        slot.outcomeAttributes.rejected,
+        this.ctx.clock(),
+        carrier,
+        getter as TextMapGetter | undefined,
+      );
     } catch (error) {
       this.ctx.internalError('queue.reject', error);
     }

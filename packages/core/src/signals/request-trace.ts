@@ -183,12 +183,22 @@ export class RequestTraces {
       else if (settings.baseline > 0 && settings.random() < settings.baseline) reason = 'baseline';
       else return;
     }
-    this.emit(request.parent, request.arrival, now, attributes, reason, request.startedAt, request.extra, request);
+    this.emit(
+      request.parent,
+      request.arrival,
+      now,
+      attributes,
+      reason,
+      request.startedAt,
+      request.extra,
+      request.traceCarrier,
+      request.traceGetter,
+    );
   }
 
   /** A request refused at arrival (shedding): a span of no duration at `now`. */
-  shed(attributes: Attributes, now: number): void {
-    this.emit(otelContext.active(), now, now, attributes, 'shed', Number.NaN, undefined);
+  shed(attributes: Attributes, now: number, carrier?: unknown, getter?: TextMapGetter): void {
+    this.emit(otelContext.active(), now, now, attributes, 'shed', Number.NaN, undefined, carrier, getter);
   }
 
   private emit(
@@ -199,14 +209,15 @@ export class RequestTraces {
     reason: TraceReason,
     startedAt: number,
     extra: Attributes | undefined,
-    carried?: TracedRequest,
+    carrier: unknown,
+    getter: TextMapGetter | undefined,
   ): void {
     try {
       const options: SpanOptions = { startTime: start, attributes };
       let context = parent ?? otelContext.active();
       // No span active at arrival (no HTTP instrumentation, say): the trace the request came with, if it carried one.
-      if (carried?.traceCarrier !== undefined && trace.getSpanContext(context) === undefined)
-        context = propagation.extract(context, carried.traceCarrier, carried.traceGetter ?? defaultTextMapGetter);
+      if (carrier !== undefined && trace.getSpanContext(context) === undefined)
+        context = propagation.extract(context, carrier, getter ?? defaultTextMapGetter);
       if (this.settings.unsampledParent === 'link') {
         const parentSpan = trace.getSpanContext(context);
         if (
