@@ -102,6 +102,8 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   /** Until counted: undefined from then on is what `ended` means. */
   private res: ServerResponse | undefined;
   private owner: HttpReplyOwner | undefined;
+  /** The response's prototype is Node's own (Fastify's `reply.raw`), not a re-parented one (Express's). */
+  private readonly plain: boolean;
 
   constructor(
     readonly settings: HttpRequestSettings,
@@ -113,7 +115,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     this.res = res;
     this.owner = owner;
     // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
-    remember(res, this);
+    this.plain = remember(res, this);
     if (settings.autoStart) startOnHead(res, ticket);
     // Read only if the request's span is made: the trace its caller sent (`traceparent`), where nothing else took it.
     ticket.setTraceCarrier(res, REQUEST_HEADERS);
@@ -181,7 +183,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   closed(): void {
     const res = this.res;
     if (res === undefined) return;
-    if (writableFinished(res)) {
+    if (this.plain ? res.writableFinished : reparentedWritableFinished(res)) {
       this.finished();
       return;
     }
@@ -245,9 +247,12 @@ const trackedRequests = new WeakMap<ServerResponse, HttpRequestLifecycle>();
 const TRACKED = Symbol('infersignal.trackedRequest');
 type PlainResponse = ServerResponse & { [TRACKED]?: HttpRequestLifecycle };
 
-function remember(res: ServerResponse, request: HttpRequestLifecycle): void {
-  if (Object.getPrototypeOf(res) === ServerResponse.prototype) (res as PlainResponse)[TRACKED] = request;
+/** Links `res` to its request (see trackedRequestOf); true where the response is a plain one. */
+function remember(res: ServerResponse, request: HttpRequestLifecycle): boolean {
+  const plain = Object.getPrototypeOf(res) === ServerResponse.prototype;
+  if (plain) (res as PlainResponse)[TRACKED] = request;
   else trackedRequests.set(res, request);
+  return plain;
 }
 
 /**
@@ -281,16 +286,17 @@ let lastFinishedPrototype: object | undefined;
 let lastFinishedIsNode = false;
 
 /**
- * `res.writableFinished`, read once per request at `close`. On a response
- * re-parented with `Object.setPrototypeOf` (Express's) the name is found
- * three prototypes up, a lookup V8 cannot cache for objects that each have
- * a hidden class of their own: where the chain leads to Node's own getter,
- * that getter is called directly (~0.3 µs less a request in
- * benchmarks/fastify-hooks.ts).
+ * `res.writableFinished` of a response re-parented with
+ * `Object.setPrototypeOf` (Express's), read once per request at `close`.
+ * There the name is found three prototypes up, a lookup V8 cannot cache for
+ * objects that each have a hidden class of their own: where the chain leads
+ * to Node's own getter, that getter is called directly (~0.3 µs less a
+ * request in benchmarks/fastify-hooks.ts). A plain response reads the
+ * property itself: the check here cost Fastify's path ~50 ns.
  */
-function writableFinished(res: ServerResponse): boolean {
+function reparentedWritableFinished(res: ServerResponse): boolean {
   const proto: unknown = Object.getPrototypeOf(res);
-  if (proto === ServerResponse.prototype || typeof proto !== 'object' || proto === null) return res.writableFinished;
+  if (typeof proto !== 'object' || proto === null) return res.writableFinished;
   if (proto !== lastFinishedPrototype) {
     lastFinishedPrototype = proto;
     lastFinishedIsNode =
