@@ -281,7 +281,7 @@ export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | unde
 
 /** Node's own `writableFinished` getter (OutgoingMessage's). */
 const NODE_WRITABLE_FINISHED = Object.getOwnPropertyDescriptor(OutgoingMessage.prototype, 'writableFinished')?.get;
-/** The re-parented response prototype writableFinished() saw last, and whether its chain leads to Node's getter. */
+/** The prototype reparentedWritableFinished() saw last, and whether its chain leads to Node's getter. */
 let lastFinishedPrototype: object | undefined;
 let lastFinishedIsNode = false;
 
