@@ -84,6 +84,12 @@ describe.each(MODES)('%s with autoStart: false', (mode) => {
   it('callTicket(call) lets the handler queue the work: the queue wait is real', async () => {
     const env = monitorEnv();
     const tracker = env.monitor.queue('gpu', { capacity: 8, concurrency: 1 });
+    // The first call holds the single slot until the second has arrived, and 200 ms more: however late the
+    // second call reaches the server (a busy machine), it waits those 200 ms at least (a timer may fire a few
+    // ms early against the clock core reads, hence the 150 ms below).
+    let handlers = 0;
+    let secondArrived!: () => void;
+    const bothArrived = new Promise<void>((resolve) => (secondArrived = resolve));
     const started = await startServer(
       mode,
       env.monitor,
@@ -91,8 +97,9 @@ describe.each(MODES)('%s with autoStart: false', (mode) => {
         Infer(call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) {
           const ticket = callTicket(call);
           expect(ticket?.started).toBe(false);
+          if (++handlers === 2) secondArrived();
           tracker
-            .run(() => new Promise((resolve) => setTimeout(resolve, 60)), { ticket })
+            .run(() => bothArrived.then(() => new Promise((resolve) => setTimeout(resolve, 200))), { ticket })
             .then(
               () => callback(null, { output: 'ok' }),
               (error) => callback(error),
@@ -114,9 +121,9 @@ describe.each(MODES)('%s with autoStart: false', (mode) => {
       [ATTR.model]: UNKNOWN_MODEL,
     });
     expect(wait.value.count).toBe(2);
-    // The second call waited for the first one's 60 ms on the single slot.
-    expect(wait.value.max).toBeGreaterThanOrEqual(0.05);
-    expect(wait.value.min).toBeLessThan(0.05);
+    // The second call waited for the first one's 200 ms on the single slot; the first did not wait.
+    expect(wait.value.max).toBeGreaterThanOrEqual(0.15);
+    expect(wait.value.min).toBeLessThan(0.15);
     expect(env.monitor.snapshot().queues.gpu).toMatchObject({ waiting: 0, inFlight: 0, completed: 2 });
   });
 });
