@@ -1,5 +1,4 @@
-import { SpanStatusCode, type TextMapGetter, TraceFlags, context, propagation, trace } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { SpanStatusCode, type TextMapGetter, TraceFlags, context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import {
   type QueueTracker,
   SPANS,
 } from '../src/index';
+import { CALLER, useW3CPropagator } from '../../../test/support/traces';
 import { setup } from './helpers';
 
 const contextManager = new AsyncLocalStorageContextManager();
@@ -362,10 +362,9 @@ describe("outlier traces (traces: true / 'outliers', the default)", () => {
   });
 
   it("the caller's trace from the request's carrier (traceparent), where no span was active at arrival; read only for a span", () => {
-    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const undo = useW3CPropagator();
     try {
-      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-      const callerSpan = '00f067aa0ba902b7';
+      const { traceId, spanId: callerSpan } = CALLER;
       const headers = (flags: string) => ({ traceparent: `00-${traceId}-${callerSpan}-${flags}`, host: 'x' });
       // A getter that counts its reads: a request that makes no span never reads its carrier.
       let reads = 0;
@@ -432,24 +431,24 @@ describe("outlier traces (traces: true / 'outliers', the default)", () => {
       expect(shed.spanContext().traceId).toBe(traceId);
       expect(shed.parentSpanContext?.spanId).toBe(callerSpan);
     } finally {
-      propagation.disable();
+      undo();
     }
   });
 
   it("with unsampledParent 'link', a carried unsampled trace gets a root span linked to it", () => {
-    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const undo = useW3CPropagator();
     try {
-      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const { traceId, spanId: callerSpan } = CALLER;
       const linked = outlierSetup({ unsampledParent: 'link' });
       const ticket = linked.t.monitor.queue('q').enqueue('m');
-      ticket.setTraceCarrier({ traceparent: `00-${traceId}-00f067aa0ba902b7-00` });
+      ticket.setTraceCarrier({ traceparent: `00-${traceId}-${callerSpan}-00` });
       ticket.end('error');
       const [span] = linked.requests();
       expect(span!.parentSpanContext).toBeUndefined();
       expect(span!.spanContext().traceId).not.toBe(traceId);
       expect(span!.links.map((l) => l.context.traceId)).toEqual([traceId]);
     } finally {
-      propagation.disable();
+      undo();
     }
   });
 
