@@ -101,18 +101,20 @@ function perRequest<T>(begin: () => T, finish: (state: T) => void): Pick<Telemet
 }
 
 /**
- * The global tracing an SDK setup registers (as NodeSDK and
- * `start({ traces: true })` do): AsyncLocalStorage context manager,
- * BasicTracerProvider, BatchSpanProcessor into a counting, dropping exporter.
+ * A global tracer provider with a BatchSpanProcessor into a counting,
+ * dropping exporter, as `start({ traces: true })` registers; with
+ * `contextManager`, the AsyncLocalStorage context manager NodeSDK adds.
  */
-async function globalTracing(): Promise<DropSpanExporter> {
+async function globalTracing(contextManager: boolean): Promise<DropSpanExporter> {
   const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
   const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
   const { context, trace } = await import('@opentelemetry/api');
   const spans = new DropSpanExporter();
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }));
-  await contextManagerHasRun();
+  if (contextManager) {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    await contextManagerHasRun();
+  }
   return spans;
 }
 
@@ -185,7 +187,7 @@ async function setup(variant: Variant): Promise<Telemetry> {
     // BasicTracerProvider, BatchSpanProcessor. No metrics.
     const { context, trace } = await import('@opentelemetry/api');
     const { ATTR, SPANS } = await import('@infersignal/core');
-    const spans = await globalTracing();
+    const spans = await globalTracing(false);
     const tracer = trace.getTracer('otel-span');
     const attributes = { [ATTR.queue]: 'http', [ATTR.model]: 'default' };
     return {
@@ -210,7 +212,7 @@ async function setup(variant: Variant): Promise<Telemetry> {
     const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
     const { metrics } = await import('@opentelemetry/api');
     const exporter = new PrometheusExporter({ preventServerStart: true });
-    const spans = await globalTracing();
+    const spans = await globalTracing(true);
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
     registerInstrumentations({ instrumentations: [new HttpInstrumentation()] });
     const metricsUrl = await metricsServer((req, res) => exporter.getMetricsRequestHandler(req, res));
@@ -222,28 +224,32 @@ async function setup(variant: Variant): Promise<Telemetry> {
   const { BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
   const spans = new DropSpanExporter();
   // Outliers: start()'s default once traces are on (slow, failed, cancelled, shed and 1 % of the rest).
-  const traces = variant === 'infersignal-traces' ? 'all' : variant === 'infersignal-outliers' ? 'outliers' : false;
-  // Traces off, the user's tracing setup on: what the outlier-traces variant pays before InferSignal's share.
-  const spansOfSetup = variant === 'infersignal-tracing-setup' ? await globalTracing() : undefined;
+  const traces =
+    variant === 'infersignal-traces'
+      ? 'all'
+      : variant === 'infersignal-outliers' || variant === 'infersignal-outliers-context'
+        ? 'outliers'
+        : false;
+  const contextManager = variant === 'infersignal-outliers-context';
   const signal = start({
     serviceName: 'bench',
     prometheus: { host: '127.0.0.1', port: 0 },
     otlp: false,
-    // The traces variant keeps start()'s default export mode (producer) and adds spans.
+    // The traces variants keep start()'s default export mode (producer) and add spans.
     ...(variant === 'infersignal-api'
       ? { exportMode: 'api' as const }
-      : variant === 'infersignal-producer' || variant === 'infersignal-tracing-setup'
+      : variant === 'infersignal-producer'
         ? { exportMode: 'producer' as const }
         : {}),
-    ...(traces ? { traces, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
+    ...(traces ? { traces, contextManager, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
   });
-  if (traces) await contextManagerHasRun();
+  if (contextManager) await contextManagerHasRun();
   const address = await signal.prometheus!.ready;
   if (!address) throw new Error('Prometheus endpoint did not start');
   const monitor = signal.monitor;
   return {
     metricsUrl: address.url,
-    spans: () => (spansOfSetup ?? spans).spans,
+    spans: () => spans.spans,
     fastify: async (app) => {
       const { inferSignal } = await infersignal('@infersignal/fastify', () => import('@infersignal/fastify'));
       await app.register(inferSignal, { monitor });

@@ -18,8 +18,8 @@ export const VARIANTS = [
   'otel-calls',
   'infersignal-api',
   'infersignal-producer',
-  'infersignal-tracing-setup',
   'infersignal-outliers',
+  'infersignal-outliers-context',
   'otel-span',
   'infersignal-traces',
   'otel-http',
@@ -34,9 +34,9 @@ export const VARIANT_LABEL: Record<Variant, string> = {
   'infersignal-api': 'InferSignal, metrics, API export',
   'infersignal-producer': 'InferSignal, metrics, producer export',
   'otel-span': 'one OTel SDK span per request, by hand (no metrics)',
-  'infersignal-tracing-setup':
-    'InferSignal, metrics, producer export + the tracing setup of `traces: true` (context manager, tracer provider), traces off',
   'infersignal-outliers': "InferSignal, metrics + outlier traces (`traces: true`, the default 'outliers')",
+  'infersignal-outliers-context':
+    'InferSignal, metrics + outlier traces + an AsyncLocalStorage context manager (`contextManager: true`)',
   'infersignal-traces': "InferSignal, metrics + a span per request (`traces: 'all'`)",
   'otel-http': '@opentelemetry/instrumentation-http (metrics + traces)',
 };

@@ -57,6 +57,8 @@ export interface ResolvedStart {
   traces: boolean;
   cardinalityLimit: number;
   registerGlobals: boolean;
+  /** Register an AsyncLocalStorage context manager too (with the globals). */
+  contextManager: boolean;
   runtimeMetrics: boolean;
   /** Bound on shutdown(): the metric export timeout. */
   shutdownTimeoutMs: number;
@@ -69,6 +71,7 @@ const KNOWN_KEYS = new Set([
   'traces',
   'cardinalityLimit',
   'registerGlobals',
+  'contextManager',
   'metricReaders',
   'metricProducers',
   'spanProcessors',
@@ -310,7 +313,7 @@ export function resolveStartOptions(options: StartOptions): ResolvedStart {
     (typeof traces !== 'object' || traces === null || Array.isArray(traces))
   )
     fail('traces', `must be a boolean, 'outliers', 'all' or an options object, got ${JSON.stringify(traces)}`);
-  for (const key of ['registerGlobals', 'runtimeMetrics'] as const) {
+  for (const key of ['registerGlobals', 'contextManager', 'runtimeMetrics'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'boolean') fail(key, 'must be a boolean');
   }
   const limit = options.cardinalityLimit ?? DEFAULT_CARDINALITY_LIMIT;
@@ -338,6 +341,7 @@ export function resolveStartOptions(options: StartOptions): ResolvedStart {
       traces: false,
       cardinalityLimit: limit,
       registerGlobals: false,
+      contextManager: false,
       runtimeMetrics: options.runtimeMetrics ?? true,
       shutdownTimeoutMs,
     };
@@ -353,6 +357,7 @@ export function resolveStartOptions(options: StartOptions): ResolvedStart {
         : options.traces !== false,
     cardinalityLimit: limit,
     registerGlobals: options.registerGlobals ?? true,
+    contextManager: options.contextManager ?? false,
     runtimeMetrics: options.runtimeMetrics ?? true,
     shutdownTimeoutMs,
   };

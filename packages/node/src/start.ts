@@ -38,23 +38,31 @@ function buildResource(serviceName: string): Resource {
     .merge(resourceFromAttributes({ 'service.name': serviceName }));
 }
 
-/** The OTel globals are first come, first served; a second SDK's registration fails with a diag message only. */
+/**
+ * The OTel globals are first come, first served; a second SDK's registration fails with a diag message only.
+ * No context manager unless asked for: InferSignal's spans are made when a request ends, their parent taken
+ * from the context captured at arrival or the request's `traceparent`, so they need none, and on Node 20 and
+ * 22 one costs every async resource an async hook.
+ */
 function registerGlobals(
   meterProvider: MeterProvider,
   tracerProvider: TracerProvider | undefined,
+  withContextManager: boolean,
   logger: StartLogger,
 ): () => void {
   const undo: Array<() => void> = [];
   const refused: string[] = [];
   if (metrics.setGlobalMeterProvider(meterProvider)) undo.push(() => metrics.disable());
   else refused.push('MeterProvider');
-  if (tracerProvider) {
+  if (withContextManager) {
     const contextManager = new AsyncLocalStorageContextManager().enable();
     if (context.setGlobalContextManager(contextManager)) undo.push(() => context.disable());
     else {
       contextManager.disable();
       refused.push('ContextManager');
     }
+  }
+  if (tracerProvider) {
     if (trace.setGlobalTracerProvider(tracerProvider)) undo.push(() => trace.disable());
     else refused.push('TracerProvider');
     const propagator = new CompositePropagator({
@@ -214,7 +222,9 @@ export function start(options: StartOptions = {}): InferSignal {
     else server = new PrometheusServer(prometheusReader, config.prometheus, logger);
   }
 
-  const unregister = config.registerGlobals ? registerGlobals(meterProvider, tracerProvider, logger) : () => {};
+  const unregister = config.registerGlobals
+    ? registerGlobals(meterProvider, tracerProvider, config.contextManager, logger)
+    : () => {};
 
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {

@@ -80,8 +80,15 @@ export interface StartOptions extends PassThroughMonitorOptions {
   traces?: MonitorOptions['traces'];
   /** Distinct attribute sets kept per instrument before new ones fold into the overflow series (default 2000). */
   cardinalityLimit?: number;
-  /** Register the providers, context manager and propagator as the OTel globals (default true). */
+  /** Register the providers and the propagators as the OTel globals (default true). */
   registerGlobals?: boolean;
+  /**
+   * Also register an AsyncLocalStorage context manager as the global one (default false). InferSignal's spans
+   * need none: each is made when its request ends, its parent read from the request's `traceparent`. Turn it on
+   * when the app makes spans of its own through start()'s tracer provider and wants them nested; on Node 20 and
+   * 22 it costs every async resource an async hook (docs/node.md).
+   */
+  contextManager?: boolean;
   /** Extra readers (e.g. an in-memory reader in tests) added to the MeterProvider. */
   metricReaders?: MetricReader[];
   /** Extra metric sources read at collection time by every reader (e.g. an aggregate-reading producer). */

@@ -50,6 +50,8 @@ describe('start() options', () => {
     expect(fieldOf({ traces: 'yes' })).toBe('traces');
     expect(fieldOf({ traces: 1 })).toBe('traces');
     expect(fieldOf({ runtimeMetrics: 1 })).toBe('runtimeMetrics');
+    expect(fieldOf({ contextManager: 'async-hooks' })).toBe('contextManager');
+    expect(fieldOf({ registerGlobals: 0 })).toBe('registerGlobals');
     expect(fieldOf({ logger: {} })).toBe('logger');
   });
 

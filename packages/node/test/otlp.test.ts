@@ -70,6 +70,8 @@ describe('OTLP/HTTP protobuf export', () => {
       detectorIntervalMs: 0,
       // A span per request, passed through to core (the default keeps outliers only).
       traces: 'all',
+      // The app below makes its own span and awaits inside it: nesting needs a context manager.
+      contextManager: true,
     });
     cleanup.push(() => s.shutdown());
     expect(s.tracerProvider).toBeDefined();
