@@ -20,19 +20,32 @@ describe('SlidingWindow', () => {
     expect(w.quantile(0.5, 141)).toBe(145); // only 141..150
   });
 
-  it('never exceeds its capacity (property)', () => {
+  it('keeps exactly the last N samples with their times, oldest first, across wrap-arounds and clear() (property)', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 64 }),
         fc.array(fc.double({ noNaN: true }), { maxLength: 300 }),
-        (capacity, values) => {
+        fc.integer({ min: 0, max: 300 }),
+        (capacity, values, clearAt) => {
           const w = new SlidingWindow(capacity);
-          for (const [i, v] of values.entries()) w.push(v, i);
-          let seen = 0;
-          w.forEach(() => {
-            seen++;
-          });
-          return w.length === Math.min(capacity, values.length) && seen === w.length;
+          let kept: Array<[number, number]> = [];
+          for (const [i, v] of values.entries()) {
+            if (i === clearAt) {
+              w.clear();
+              kept = [];
+            }
+            w.push(v, i);
+            kept.push([v, i]);
+          }
+          const expected = kept.slice(-capacity);
+          const seen: Array<[number, number]> = [];
+          w.forEach((value, at) => seen.push([value, at]));
+          const since = Math.floor(values.length / 2);
+          const seenSince: number[] = [];
+          w.forEach((_, at) => seenSince.push(at), since);
+          expect(w.length).toBe(expected.length);
+          expect(seen).toEqual(expected);
+          expect(seenSince).toEqual(expected.map(([, at]) => at).filter((at) => at >= since));
         },
       ),
     );
