@@ -14,8 +14,10 @@
  *    all configurations run interleaved in one process, in many short
  *    rounds, and each figure is the median of per-round ratios, so the
  *    machine's noise cancels; each mode's 1 × 1 runs twice (A/A) to show
- *    what the method reads where nothing differs. Goal: flat, each
- *    configuration ≤ 1.10× the 1 × 1 one of its export mode.
+ *    what the method reads where nothing differs. Beside them the floor,
+ *    the same records into bare per-series typed arrays. Goal: each
+ *    configuration's growth over its mode's 1 × 1 ≤ 1.10× the floor's
+ *    over the same pairs (flat is out of reach: the floor grows too).
  * 2. One Prometheus collection at the cardinality cap: `start()`'s reader
  *    (mounted on this process's HTTP server), 20 queues (maxQueues) × 50
  *    models (maxModels) and the `_other` slot, every outcome, streams and
@@ -59,7 +61,8 @@ const BATCH = 16;
 const TOKENS = 16;
 const MODEL_COUNTS = [1, 10, 50] as const;
 const QUEUE_COUNTS = [1, 8] as const;
-const FLAT = 1.1;
+/** Growth over 1 × 1 at most this much more than the floor's over the same pairs. */
+const GROWTH_OVER_FLOOR = 1.1;
 /**
  * Many short rounds rather than a few long ones: a ratio is taken inside
  * each round, so a burst of other work spoils one ratio of many instead of
@@ -260,6 +263,25 @@ const addedNs = (mode: Mode) => {
   const widest = configs.find((c) => c.mode === mode && c.models === 50 && c.queues === 8 && !c.again)!;
   return spread(perRequest.get(widest.name)!).median - spread(baseline(mode)).median;
 };
+/**
+ * A configuration's growth over its mode's 1 × 1 divided by the floor's growth over the same pairs, per round
+ * (every configuration has one value per round, in order), median over the rounds; the worst configuration.
+ * 1.00× is growing exactly as much as bare per-series typed arrays do: the memory any store pays.
+ */
+const worstOverFloor = (mode: Mode) =>
+  Math.max(
+    ...configs
+      .filter((c) => c.mode === mode && !c.again)
+      .map((c) => {
+        const floor = configs.find(
+          (f) => f.mode === 'floor' && !f.again && f.models === c.models && f.queues === c.queues,
+        )!;
+        const mine = perRequest.get(c.name)!;
+        const floors = perRequest.get(floor.name)!;
+        const [base, floorBase] = [baseline(mode), baseline('floor')];
+        return spread(mine.map((v, i) => v / base[i]! / (floors[i]! / floorBase[i]!))).median;
+      }),
+  );
 const growthLine = (mode: Mode) =>
   `${worstGrowth(mode).toFixed(2)}× (+${fmtNs(addedNs(mode))} at 50 × 8, ${aaLine(mode)})`;
 if (configs.length > 0) {
@@ -614,9 +636,9 @@ const { loadedReports, torn, finalExact, last, started, loadedBlock, loadedGc, l
 // --- verdict and docs ---------------------------------------------------------
 const goals: Goal[] = [
   ...(['producer', 'api'] as const).map((mode) => ({
-    text: `${mode} export per request at up to 50 models × 8 queues ${growthLine(mode)} its 1 × 1 cost (floor, the same records into bare per-series typed arrays: ${growthLine('floor')})`,
-    goal: `≤ ${FLAT.toFixed(2)}× (flat)`,
-    met: worstGrowth(mode) <= FLAT,
+    text: `${mode} export per request at up to 50 models × 8 queues ${growthLine(mode)} its 1 × 1 cost, ${worstOverFloor(mode).toFixed(2)}× the growth of its floor (the same records into bare per-series typed arrays: ${growthLine('floor')})`,
+    goal: `≤ ${GROWTH_OVER_FLOOR.toFixed(2)}× the floor's growth`,
+    met: worstOverFloor(mode) <= GROWTH_OVER_FLOOR,
   })),
   {
     text: `one scrape at the cap (${capLine}) blocks the event loop ${capBlock.median.toFixed(2)} ms (max ${capBlock.max.toFixed(2)} of ${steadyCap.length}), takes ${capMs.median.toFixed(2)} ms`,
@@ -635,7 +657,7 @@ writeSection('growth', {
   title: 'growth: cost per request by models and queues, a scrape at the cardinality cap',
   command: 'pnpm bench:growth',
   packages: ['@infersignal/core', '@infersignal/node', '@opentelemetry/sdk-metrics', 'tinybench'],
-  method: `**Per-request cost by models and queues**: core's hot path (enqueue → start → stream of ${TOKENS} tokens → end; what the hot-path suite calls one request) on a real \`MeterProvider\` with a reader, requests spread round-robin over every (queue, model) pair of the configuration, every pair seen once before timing. tinybench, ${COST_TASK_MS} ms per task per round, ${BATCH} requests per iteration, all ${configs.length} configurations interleaved in ${COST_ROUNDS} short rotated rounds; a ratio is each configuration over its export mode's 1 model × 1 queue in the same round, and the figure is the median of those per-round ratios (IQR beside it), so a burst of other work spoils one ratio of many. Each mode's 1 × 1 is measured twice, over two monitors (the *A/A* row): its ratio is what the method reads where nothing differs, the spread to read the others against. Beside them the floor: the same 5 histogram records and ${REQUEST_COUNTER_ADDS} counter adds per request into bare typed arrays, one per series per pair reached by a direct reference (no lookup, no detector, no clock), over the same pairs: its growth is the memory locality any store of one set of numbers per series pays once the pairs outgrow the caches. Time rather than instruction counts, because what can make cost grow here is the working set (one set of aggregates per pair) outgrowing the caches, which instruction counts do not see. Goal: flat, ≤ ${FLAT.toFixed(2)}×.
+  method: `**Per-request cost by models and queues**: core's hot path (enqueue → start → stream of ${TOKENS} tokens → end; what the hot-path suite calls one request) on a real \`MeterProvider\` with a reader, requests spread round-robin over every (queue, model) pair of the configuration, every pair seen once before timing. tinybench, ${COST_TASK_MS} ms per task per round, ${BATCH} requests per iteration, all ${configs.length} configurations interleaved in ${COST_ROUNDS} short rotated rounds; a ratio is each configuration over its export mode's 1 model × 1 queue in the same round, and the figure is the median of those per-round ratios (IQR beside it), so a burst of other work spoils one ratio of many. Each mode's 1 × 1 is measured twice, over two monitors (the *A/A* row): its ratio is what the method reads where nothing differs, the spread to read the others against. Beside them the floor: the same 5 histogram records and ${REQUEST_COUNTER_ADDS} counter adds per request into bare typed arrays, one per series per pair reached by a direct reference (no lookup, no detector, no clock), over the same pairs: its growth is the memory locality any store of one set of numbers per series pays once the pairs outgrow the caches. Time rather than instruction counts, because what can make cost grow here is the working set (one set of aggregates per pair) outgrowing the caches, which instruction counts do not see. Goal: growth no more than the floor's, ≤ ${GROWTH_OVER_FLOOR.toFixed(2)}× it (per round, a configuration's ratio over its 1 × 1 divided by the floor's ratio over the same pairs; the worst configuration). Until 2026-12-05 the goal was flat, each configuration ≤ ${GROWTH_OVER_FLOOR.toFixed(2)}× its 1 × 1: the floor itself grew 1.33–1.41× at 50 × 8 in every run, so no store of per-series numbers could meet it; the ratio and the nanoseconds added at 50 × 8 stay in the verdict beside the goal.
 
 **One collection at the cardinality cap**: \`start()\` from \`@infersignal/node\` (producer export, its default), its Prometheus reader mounted on an HTTP server of this process, filled to core's caps: ${MAX_QUEUES} queues (\`maxQueues\`) × ${MAX_MODELS} models (\`maxModels\`) and the \`_other\` slot, one rejection and ${OUTCOMES.length} outcomes each, streams, a load per model, detectors ticked once. ${CAP_SCRAPES} scrapes from another process (its fetch and parse never run on the measured loop; ${SCRAPE_PINNING.line || 'not pinned'}); the first pays for lazy set-up and compilation and is reported apart. *Collection* is the time from the handler's call to the response's \`finish\` (collection, serialization, write); *block* is the longest time the event loop could not turn meanwhile: a probe re-arms \`setImmediate\` during the scrape and the longest gap between two of its turns is what a request arriving then would have waited. Goal: block ≤ ${BLOCK_GOAL_MS} ms.
 
