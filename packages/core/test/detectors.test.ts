@@ -39,10 +39,14 @@ describe('SlidingWindow', () => {
           }
           const expected = kept.slice(-capacity);
           const seen: Array<[number, number]> = [];
-          w.forEach((value, at) => seen.push([value, at]));
+          w.forEach((value, at) => {
+            seen.push([value, at]);
+          });
           const since = Math.floor(values.length / 2);
           const seenSince: number[] = [];
-          w.forEach((_, at) => seenSince.push(at), since);
+          w.forEach((_, at) => {
+            seenSince.push(at);
+          }, since);
           expect(w.length).toBe(expected.length);
           expect(seen).toEqual(expected);
           expect(seenSince).toEqual(expected.map(([, at]) => at).filter((at) => at >= since));
