@@ -150,6 +150,18 @@ async function setup(variant: Variant): Promise<Telemetry> {
     });
   }
 
+  if (variant === 'hook-empty') {
+    // The hook without its two OTel records: what any per-request hook pays in this framework.
+    return {
+      metricsUrl: null,
+      spans: () => 0,
+      ...perRequest(
+        () => performance.now(),
+        () => {},
+      ),
+    };
+  }
+
   if (variant === 'otel-calls') {
     // What InferSignal's API export asks of the SDK per request, by hand: the
     // same three histograms (names, buckets) with the same attribute sets

@@ -15,6 +15,7 @@ export const VARIANTS = [
   'bare',
   'bare-again',
   'hook',
+  'hook-empty',
   'otel-calls',
   'infersignal-api',
   'infersignal-producer',
@@ -30,6 +31,8 @@ export const VARIANT_LABEL: Record<Variant, string> = {
   bare: 'bare',
   'bare-again': 'bare again (a second bare process: the A/A check)',
   hook: 'hand-written hook (1 histogram + 1 counter, OTel SDK)',
+  'hook-empty':
+    'the same hook recording nothing (its clock read and the hook itself: the floor of any per-request hook)',
   'otel-calls': "InferSignal API export's 3 histogram records, by hand (OTel SDK)",
   'infersignal-api': 'InferSignal, metrics, API export',
   'infersignal-producer': 'InferSignal, metrics, producer export',
