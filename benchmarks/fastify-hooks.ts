@@ -109,12 +109,23 @@ function request(onRequest: OnRequest | undefined): void {
 }
 
 /**
+ * Node 24's flag behind `writableFinished` (a symbol set when the response
+ * finishes); Node 20 and 22 derive it from `finished` instead.
+ */
+const WRITABLE_FINISHED = Object.getOwnPropertySymbols(new ServerResponse(new IncomingMessage(new Socket()))).find(
+  (symbol) => symbol.description === 'kWritableFinished',
+);
+
+/**
  * Without a socket a response never finishes by itself: marked finished
  * (`writableFinished` then holds), it counts as completed at `close`, as a
- * served request does (a cancelled one would get an outlier span).
+ * served request does. Unmarked it counts as cancelled, and with outlier
+ * traces every request would make a span (as on Node 24 before 2026-12-05,
+ * when only `finished` was set: 100 % spans instead of 2 %).
  */
 function finish(res: ServerResponse): void {
   (res as { finished: boolean }).finished = true;
+  if (WRITABLE_FINISHED !== undefined) (res as unknown as Record<symbol, boolean>)[WRITABLE_FINISHED] = true;
 }
 
 const { default: express } = await import('express');
@@ -219,6 +230,13 @@ if (FRAMEWORKS.includes('express')) {
     expressArm('express: this tree', expressMiddlewareOf(own)),
   );
   if (baseline !== undefined) arms.push(expressArm(`express: ${BASELINE}`, expressMiddlewareOf(baseline)));
+}
+
+// A response the arms mark finished must read as finished, or every outlier-traces request is a cancelled one.
+{
+  const res = new ServerResponse(new IncomingMessage(socket));
+  finish(res);
+  if (!res.writableFinished) throw new Error('finish() no longer marks a response finished on this Node');
 }
 
 const nsPerRequest = new Map(arms.map((a) => [a.name, [] as number[]]));
