@@ -12,7 +12,7 @@
  *
  * The figure that decides is server CPU µs per request (the server's own
  * `process.cpuUsage()` over a window of a fixed number of requests),
- * divided by bare's in the same round: req/s on a 2-vCPU
+ * divided by the two bare processes' in the same round: req/s on a 2-vCPU
  * machine shared with the load generator mostly measures the client. Every
  * instrumented variant serves Prometheus on loopback and is scraped once
  * before each window, its CPU measured apart. A second bare process
@@ -27,6 +27,7 @@ import { SMOKE, rounds, seconds, subset } from './lib/env';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import {
   FRAMEWORKS,
+  DIAGNOSTIC_VARIANTS,
   VARIANTS as ALL_VARIANTS,
   VARIANT_LABEL,
   pinCpus,
@@ -57,7 +58,13 @@ const ROUNDS = SMOKE ? 1 : rounds(12);
 /** Smoke mode checks that the suite runs: one framework keeps it to a few seconds. */
 const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH_FRAMEWORKS', FRAMEWORKS);
 /** Bare is always measured: every ratio is over it. */
-const VARIANTS: readonly Variant[] = ['bare', ...subset('BENCH_VARIANTS', ALL_VARIANTS).filter((v) => v !== 'bare')];
+const VARIANTS: readonly Variant[] = [
+  'bare',
+  ...(process.env.BENCH_VARIANTS?.trim()
+    ? subset<Variant>('BENCH_VARIANTS', [...ALL_VARIANTS, ...DIAGNOSTIC_VARIANTS])
+    : ALL_VARIANTS
+  ).filter((v) => v !== 'bare'),
+];
 /**
  * What one server runs: a variant on this tree's packages, or (`@baseline`)
  * on those of the checkout BENCH_BASELINE names (lib/baseline.ts); with it,
@@ -73,11 +80,14 @@ const variantOf = (arm: Arm) => arm.replace(/@baseline$/, '') as Variant;
 /** A run of a subset prints its figures but leaves the docs alone (their tables and verdict need every row); smoke mode writes nothing anyway. */
 const PARTIAL =
   !SMOKE &&
-  (FRAMEWORKS_RUN.length < FRAMEWORKS.length || VARIANTS.length < ALL_VARIANTS.length || BASELINE !== undefined);
+  (FRAMEWORKS_RUN.length < FRAMEWORKS.length ||
+    !ALL_VARIANTS.every((v) => VARIANTS.includes(v)) ||
+    VARIANTS.some((v) => (DIAGNOSTIC_VARIANTS as readonly Variant[]).includes(v)) ||
+    BASELINE !== undefined);
 
 interface Sample {
   cpuPerRequestUs: number;
-  /** CPU per request over bare's in the same round (NaN for bare itself). */
+  /** CPU per request over the round's baseline (bare and bare again; bare again: over bare alone; NaN for bare). */
   vsBare: number;
   rps: number;
   p99Ms: number;
@@ -135,7 +145,13 @@ const PRIME_REQUESTS = SMOKE ? 0 : Number(process.env.BENCH_PRIME ?? 500);
  * run one after another, so no more servers are alive at once than one set
  * (three sets at once crowded the 2 vCPUs and slowed every variant).
  */
-const ROUNDS_PER_BLOCK = SMOKE ? ROUNDS : 4;
+const ROUNDS_PER_SET: Record<Framework, number> = SMOKE
+  ? { fastify: ROUNDS, express: ROUNDS }
+  : // Fastify's windows are short and its goals tight (10 % over a 16–24 µs request): twice the sets, for what they
+    // cost (a set's start and warm-up, ~30 s). Express's are four times longer, and its goals compare like with like.
+    { fastify: 2, express: 4 };
+/** Sets whose servers also measure their idle CPU (3 s each): the first few, enough for its median. */
+const IDLE_SETS = 3;
 /**
  * Warm-up by requests, not seconds: JIT tiers follow call counts, and on a
  * busy host 4 s of load was a few thousand requests, after which the JIT
@@ -214,6 +230,7 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
     for (const [i, s] of started.entries()) servers.set(ARMS[i]!, s);
     for (const s of servers.values()) await warmUp(s);
     for (const [arm, s] of servers) {
+      if (firstRound >= IDLE_SETS * ROUNDS_PER_SET[framework]) break;
       // A second's rest first: what the last load left to do (sweeping, compiling) is the load's, not idle work.
       await sleep(1000);
       const { server: w } = await s.window(() => sleep(IDLE_MS), { scrape: false });
@@ -232,12 +249,18 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
       const measured: Array<{ variant: Arm; sample: Sample }> = [];
       for (const variant of rotate(ARMS, round))
         measured.push({ variant, sample: await measure(servers.get(variant)!) });
-      const bare = measured.find((m) => m.variant === 'bare')!.sample;
+      const bare = measured.find((m) => m.variant === 'bare')!.sample.cpuPerRequestUs;
+      const bareAgain = measured.find((m) => m.variant === 'bare-again')?.sample.cpuPerRequestUs;
+      // The variants' baseline is both bare processes (geometric mean): each process's own luck (see ROUNDS_PER_SET)
+      // then weighs half as much in every ratio. Bare again is still over bare alone: the A/A check.
+      const baseline = bareAgain === undefined ? bare : Math.sqrt(bare * bareAgain);
       for (const { variant, sample } of measured) {
-        if (variant !== 'bare') sample.vsBare = sample.cpuPerRequestUs / bare.cpuPerRequestUs;
+        if (variant === 'bare-again') sample.vsBare = sample.cpuPerRequestUs / bare;
+        else if (variant !== 'bare') sample.vsBare = sample.cpuPerRequestUs / baseline;
         samples.get(key(framework, variant))!.push(sample);
       }
-      if (round % ROUNDS_PER_BLOCK === ROUNDS_PER_BLOCK - 1 || round === ROUNDS - 1) {
+      const perSet = ROUNDS_PER_SET[framework];
+      if (round % perSet === perSet - 1 || round === ROUNDS - 1) {
         const line = ARMS.map((v) => `${v} ${samples.get(key(framework, v))!.at(-1)!.cpuPerRequestUs.toFixed(1)}`).join(
           ', ',
         );
@@ -256,8 +279,8 @@ for (const framework of FRAMEWORKS_RUN) {
     samples.set(key(framework, v), []);
     idle.set(key(framework, v), []);
   }
-  for (let round = 0; round < ROUNDS; round += ROUNDS_PER_BLOCK) {
-    await measureBlock(framework, round, Math.min(ROUNDS_PER_BLOCK, ROUNDS - round));
+  for (let round = 0; round < ROUNDS; round += ROUNDS_PER_SET[framework]) {
+    await measureBlock(framework, round, Math.min(ROUNDS_PER_SET[framework], ROUNDS - round));
   }
 }
 
@@ -315,8 +338,11 @@ for (const framework of FRAMEWORKS_RUN) {
   sections.push(`### ${framework}\n\n${t}`);
   for (const variant of ARMS) {
     const list = samples.get(key(framework, variant))!;
+    // Per request too: a share of a larger CPU figure hides where the added microseconds went.
+    const perRequest = (share: (s: Sample) => number) =>
+      spread(list.map((s) => share(s) * s.cpuPerRequestUs)).median.toFixed(1);
     console.log(
-      `  ${variant}: GC ${pct(list.map((s) => s.gcShare))}, off the event loop ${pct(list.map((s) => s.helperShare))}, waiting ${pct(list.map((s) => s.waitShare))}`,
+      `  ${variant}: GC ${pct(list.map((s) => s.gcShare))} (${perRequest((s) => s.gcShare)} µs/req), off the event loop ${pct(list.map((s) => s.helperShare))} (${perRequest((s) => s.helperShare)} µs/req), event-loop thread ${perRequest((s) => 1 - s.helperShare)} µs/req, waiting ${pct(list.map((s) => s.waitShare))}`,
     );
   }
   const all = ARMS.flatMap((v) => samples.get(key(framework, v))!);
@@ -334,7 +360,7 @@ console.log(`A/A (bare again over bare, per round): ${aa}`);
 console.log(`run time ${((performance.now() - STARTED) / 60_000).toFixed(1)} min`);
 
 if (BASELINE !== undefined) {
-  // Per round, this tree's variant over the baseline's, each already over the round's bare window.
+  // Per round, this tree's variant over the baseline's, each already over the round's bare windows.
   for (const f of FRAMEWORKS_RUN) {
     for (const v of VARIANTS.filter((v) => ARMS.includes(onBaseline(v)))) {
       const over = samples.get(key(f, onBaseline(v)))!;
@@ -436,7 +462,7 @@ writeSection('server', {
     '@opentelemetry/exporter-prometheus',
     '@infersignal/node',
   ],
-  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining) in the parent, each server in its own forked process; ${PINNING}. A window is a fixed number of requests (Fastify ${WINDOW_REQUESTS.fastify}, Express ${WINDOW_REQUESTS.express}: about half a second each on a quiet machine), so every window of a framework carries the same fixed costs over the same count. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_BLOCK}: identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs. Each fresh server is warmed up by requests, not seconds (JIT tiers follow call counts): chunks of twice a window's requests, and a scrape, until the share of its CPU spent off its event-loop thread (JIT compiler and GC helper threads, read from the scheduler per thread) falls under ${HELPER_SETTLED * 100} % or stops falling (within ${HELPER_PLATEAU * 100} points of the chunk before: Express servers on Node 20 still spent ~20 % there after 48 000 requests), ${WARM_UP_CHUNKS} chunks at least, ${WARM_UP_MAX_CHUNKS} at most. Before each window, an instrumented server is scraped once (that scrape's CPU measured apart, with no load: its own column) and every server takes ${PRIME_REQUESTS} unmeasured requests; the scrape stays out of the request window, where at one per half-second window it was 30× a 15 s interval's share and moved the figure by where it fell. Once a set is warm, each of its servers rests 1 s and then idles ${IDLE_MS / 1000} s with no load, and its CPU over those ${IDLE_MS / 1000} s is the *idle CPU* column (ms per second, median over the sets): what a server costs while nothing happens, which for InferSignal is its timers (the event-loop probe every 20 ms, the delay histogram's 10 ms timer, the monitor's 1 s tick). Each round loads every server once, bare among them, in rotated order, so each idles as long between its windows as any other, and divides each variant's CPU µs per request by **bare's in the same round**; the table gives the median and, in brackets, the interquartile range of those ratios over the rounds. *Bare again*, a second bare process measured as a variant, is the A/A check: how far it lands from 1.00× is the method's error in that run, and its interquartile range the noise of one round's ratio. The servers run the built packages (\`dist/\`).
+  method: `\`GET /v1/infer\` answering a tiny JSON body; autocannon (programmatic, ${CONNECTIONS} connections, no pipelining) in the parent, each server in its own forked process; ${PINNING}. A window is a fixed number of requests (Fastify ${WINDOW_REQUESTS.fastify}, Express ${WINDOW_REQUESTS.express}: about half a second each on a quiet machine), so every window of a framework carries the same fixed costs over the same count. ${ROUNDS} rounds, a freshly started set of servers every ${ROUNDS_PER_SET.fastify} (Fastify) or ${ROUNDS_PER_SET.express} (Express): identical processes keep a few per cent of speed apart for life, so several sets turn that luck into noise the median absorbs (Fastify's sets doubled on 2026-12-05: its goals are 10 % of a 16–24 µs request, and one process's luck had moved the A/A check between 0.90× and 1.15× from run to run). Each fresh server is warmed up by requests, not seconds (JIT tiers follow call counts): chunks of twice a window's requests, and a scrape, until the share of its CPU spent off its event-loop thread (JIT compiler and GC helper threads, read from the scheduler per thread) falls under ${HELPER_SETTLED * 100} % or stops falling (within ${HELPER_PLATEAU * 100} points of the chunk before: Express servers on Node 20 still spent ~20 % there after 48 000 requests), ${WARM_UP_CHUNKS} chunks at least, ${WARM_UP_MAX_CHUNKS} at most. Before each window, an instrumented server is scraped once (that scrape's CPU measured apart, with no load: its own column) and every server takes ${PRIME_REQUESTS} unmeasured requests; the scrape stays out of the request window, where at one per half-second window it was 30× a 15 s interval's share and moved the figure by where it fell. Once one of the first ${IDLE_SETS} sets is warm, each of its servers rests 1 s and then idles ${IDLE_MS / 1000} s with no load, and its CPU over those ${IDLE_MS / 1000} s is the *idle CPU* column (ms per second, median over those sets): what a server costs while nothing happens, which for InferSignal is its timers (the event-loop probe every 20 ms, the delay histogram's 10 ms timer, the monitor's 1 s tick). Each round loads every server once, bare among them, in rotated order, so each idles as long between its windows as any other, and divides each variant's CPU µs per request by **the two bare processes' in the same round** (*bare* and *bare again*, their geometric mean: one process's luck then weighs half as much in every ratio); the table gives the median and, in brackets, the interquartile range of those ratios over the rounds. *Bare again*, the second bare process, is also the A/A check, over bare alone: how far it lands from 1.00× is the error of one process against another in that run (a variant against the two together errs less), and its interquartile range the noise of one round's ratio. The servers run the built packages (\`dist/\`).
 
 Why this method (2026-12-04, Fastify, bare against a second bare process and the hand-written hook, a shared 2-vCPU machine): with windows of 0.5 s of load after 4 s of warm-up and a scrape inside each window, single windows ranged 64–212 µs per request for bare; the JIT compiler threads still took 25–40 % of the first rounds' CPU (on a busy host 4 s of load is a few thousand requests), and a client slowed by a neighbour served fewer requests a window, each dearer (less batching per event-loop turn). Warmed up by requests, windows of fixed counts and the scrape outside them, the same servers under the same load gave bare 33.5 µs (IQR 32.4–35.2), bare again 33.3 (32.7–35.0), hook 36.5 (35.6–38.8). Then, with each variant bracketed by bare windows (bare v1 bare v2 … bare, each variant over the two bare windows either side), a second bare process measured as a variant came out at 1.12× and 1.23× bare in two Node 20 runs (IQR 1.18–1.28 in the second): bare, measured every other window, idled under a second between its windows, every other server ten times as long, and the cadence, not the code, showed in the ratio (V8's memory reducer, the first suspect, was not it: with \`--no-memory-reducer\` the A/A stayed at 1.13×). Hence one window per server per round, bare among them. A forced GC before each window, tried to start every window from the same heap, doubled the figure (the sweeping it leaves runs on helper threads inside the window) and is not used. The host reports no steal time (\`/proc/stat\`); what a neighbour costs shows instead as the event loop waiting for its CPU, given per run in the conditions line under the tables.
 
@@ -444,7 +470,7 @@ Why this method (2026-12-04, Fastify, bare against a second bare process and the
 - *the same hook recording nothing*: the same hooks (Express: the middleware and its \`finish\` listener) reading the clock at arrival and recording nothing, no SDK: the floor any per-request hook pays in that framework; the hook's row over it is the price of its two SDK records.
 - *InferSignal*: \`start()\` from \`@infersignal/node\` (Prometheus on 127.0.0.1, OTLP off) + the \`@infersignal/fastify\` plugin / \`@infersignal/express\` middleware with default options: every request is a queue ticket (queue wait, inference and request durations, request counter, backpressure, capacity and glitch detectors). *API export* records through the OTel API per request; *producer export* updates core's aggregates only and the Prometheus reader pulls them through the MetricProducer (\`start()\`'s default); *+ outlier traces* is \`start()\`'s default (producer export) with \`traces: true\` (\`'outliers'\`: a request span only for slow, failed, cancelled and shed requests and a 1 % baseline, made when the request ends) and a BatchSpanProcessor into a dropping exporter, and no context manager: \`start()\` registers none unless asked (since 2026-12-05; before, it registered an AsyncLocalStorage one with traces on); *+ a context manager* is the same with \`contextManager: true\`, what an app that nests spans of its own (or runs NodeSDK) pays on top; *+ a span per request* is the outlier-traces server with \`traces: 'all'\`. A server that registers a context manager runs one \`context.with()\` through it before its warm-up, as the batch processor's first export (and any instrumentation's first request) does: on Node 20 that turns AsyncLocalStorage's async hooks on for the life of the process, which without it would happen part-way through the rounds (5 s after the first span).
 
-Goals, each against a baseline measured in the same run (per round, each variant over that round's bare window, then one variant over the other): the API export ≤ 1.10× its own SDK records by hand; Fastify: producer export ≤ 1.10× bare, outlier traces ≤ 1.15× bare and ≤ 1.05× the producer export; Express: producer export and outlier traces ≤ its hand-written hook.
+Goals, each against a baseline measured in the same run (per round, each variant over that round's two bare windows, then one variant over the other): the API export ≤ 1.10× its own SDK records by hand; Fastify: producer export ≤ 1.10× bare, outlier traces ≤ 1.15× bare and ≤ 1.05× the producer export; Express: producer export and outlier traces ≤ its hand-written hook.
 - *InferSignal API export's 3 histogram records, by hand*: the OTel SDK calls InferSignal's API export makes per request and nothing else — the three histograms (queue wait, inference and request duration) with core's names, bucket boundaries and attribute sets (2, 3 and 5 attributes: the request duration's are the GenAI conventions' operation and provider names with core's defaults, model, queue and outcome, as the plugin's requests export them; until 2026-12-05 this floor gave it the inference duration's 3, and each attribute is part of what the SDK hashes at every record), recorded from the same two hooks as the hand-written hook, Prometheus exporter. It is the floor of the API export: what the SDK charges for these signals whoever records them.
 - *one OTel SDK span per request, by hand*: the tracing setup \`start({ traces: true })\` makes (BasicTracerProvider, BatchSpanProcessor into a dropping exporter, no context manager) and one span per request with the attributes of InferSignal's request span, no metrics: the floor of the traces variant over the producer export.
 - *instrumentation-http*: what NodeSDK's HTTP auto-instrumentation costs: \`HttpInstrumentation\`, MeterProvider + Prometheus exporter, BasicTracerProvider + BatchSpanProcessor into a dropping exporter, AsyncLocalStorage context manager.`,

@@ -27,6 +27,7 @@ import { DropSpanExporter } from './otel';
 import { threadSchedule } from './schedstat';
 import {
   CPU_PROFILE_ENV,
+  DIAGNOSTIC_VARIANTS,
   FRAMEWORKS,
   PACKAGES_FROM_ENV,
   VARIANTS,
@@ -250,9 +251,11 @@ async function setup(variant: Variant): Promise<Telemetry> {
     // The traces variants keep start()'s default export mode (producer) and add spans.
     ...(variant === 'infersignal-api'
       ? { exportMode: 'api' as const }
-      : variant === 'infersignal-producer'
+      : variant === 'infersignal-producer' || variant === 'infersignal-timers'
         ? { exportMode: 'producer' as const }
-        : {}),
+        : variant === 'infersignal-no-timers'
+          ? { exportMode: 'producer' as const, eventLoop: false, heap: false, detectorIntervalMs: 0 }
+          : {}),
     ...(traces ? { traces, contextManager, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
   });
   if (contextManager) await contextManagerHasRun();
@@ -263,12 +266,13 @@ async function setup(variant: Variant): Promise<Telemetry> {
     metricsUrl: address.url,
     spans: () => spans.spans,
     fastify: async (app) => {
+      if (variant === 'infersignal-timers') return;
       const { inferSignal } = await infersignal('@infersignal/fastify', () => import('@infersignal/fastify'));
       await app.register(inferSignal, { monitor });
     },
     express: (app) => {
       // Imported above the switch would load http before instrumentation in other variants; here it is harmless.
-      app.use(expressMiddleware!(monitor));
+      if (variant !== 'infersignal-timers') app.use(expressMiddleware!(monitor));
     },
   };
 }
@@ -308,7 +312,7 @@ let expressMiddleware: ((monitor: import('@infersignal/core').Monitor) => import
 
 async function main(): Promise<void> {
   const [framework, variant] = process.argv.slice(2) as [Framework, Variant];
-  if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant))
+  if (!FRAMEWORKS.includes(framework) || ![...VARIANTS, ...DIAGNOSTIC_VARIANTS].includes(variant))
     throw new Error(`usage: server-child <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`);
   if (framework === 'express' && variant.startsWith('infersignal')) {
     const { inferSignal } = await infersignal('@infersignal/express', () => import('@infersignal/express'));

@@ -25,7 +25,12 @@ export const VARIANTS = [
   'infersignal-traces',
   'otel-http',
 ] as const;
-export type Variant = (typeof VARIANTS)[number];
+/**
+ * Rows a run gets only when BENCH_VARIANTS names them: they split the
+ * producer export's cost in two, to say where it goes, and are not goals.
+ */
+export const DIAGNOSTIC_VARIANTS = ['infersignal-timers', 'infersignal-no-timers'] as const;
+export type Variant = (typeof VARIANTS)[number] | (typeof DIAGNOSTIC_VARIANTS)[number];
 
 export const VARIANT_LABEL: Record<Variant, string> = {
   bare: 'bare',
@@ -42,6 +47,10 @@ export const VARIANT_LABEL: Record<Variant, string> = {
     'InferSignal, metrics + outlier traces + an AsyncLocalStorage context manager (`contextManager: true`)',
   'infersignal-traces': "InferSignal, metrics + a span per request (`traces: 'all'`)",
   'otel-http': '@opentelemetry/instrumentation-http (metrics + traces)',
+  'infersignal-timers':
+    "InferSignal's producer export without the plugin (the monitor's timers and the Prometheus endpoint, nothing per request)",
+  'infersignal-no-timers':
+    'InferSignal, metrics, producer export, its timers off (`eventLoop: false`, `heap: false`, `detectorIntervalMs: 0`): the per-request work alone',
 };
 
 export type ChildMessage =
