@@ -26,7 +26,12 @@ interface Seen {
   res: ServerResponse;
 }
 
-async function serve(reparent: boolean, proto = Object.create(ServerResponse.prototype) as ServerResponse) {
+async function serve(
+  reparent: boolean,
+  proto = Object.create(ServerResponse.prototype) as ServerResponse,
+  /** Run on each response before it is tracked (another library's hooks). */
+  hooks: { before?: (res: ServerResponse) => void } = {},
+) {
   const t = testMonitor({ exportMode: 'producer' });
   cleanup.push(() => t.close());
   const tracking = createHttpTracking(t.monitor, { model: 'tiny' }, { source: 'test' });
@@ -34,6 +39,7 @@ async function serve(reparent: boolean, proto = Object.create(ServerResponse.pro
   const seen: Seen[] = [];
   const server = createServer((req: IncomingMessage, res) => {
     if (reparent) Object.setPrototypeOf(res, proto);
+    hooks.before?.(res);
     const tracked = tracking.track('tiny', '/infer', res);
     t.advance(5);
     seen.push({ tracked, during: trackedRequestOf(res), untracked: trackedRequestOf(new ServerResponse(req)), res });
@@ -73,6 +79,29 @@ describe('trackedRequestOf', () => {
       });
     });
   }
+
+  /** Each of the three requests waited 5 ms (injected clock) until its head was written. */
+  async function startedByTheHead(t: Awaited<ReturnType<typeof serve>>['t']) {
+    const waits = (await t.collect()).histogram(METRICS.queueWait.name, { [ATTR.queue]: 'http', [ATTR.model]: 'tiny' });
+    expect(waits).toMatchObject({ count: 3, sum: 0.015 });
+  }
+
+  it("starts a plain response's request at its head through the writeHead another library wrapped first", async () => {
+    // As on-headers (compression, morgan) does: a wrapper on the instance, before InferSignal sees the response.
+    const heads: number[] = [];
+    const { t, seen } = await serve(false, undefined, {
+      before: (res) => {
+        const writeHead = res.writeHead;
+        res.writeHead = function wrapped(this: ServerResponse, ...args: unknown[]) {
+          heads.push(this.statusCode);
+          return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+        } as ServerResponse['writeHead'];
+      },
+    });
+    expect(heads).toEqual([200, 200, 200]);
+    expect(seen.every((s) => s.tracked.ended)).toBe(true);
+    await startedByTheHead(t);
+  });
 
   it('reads writableFinished through the response prototype that overrides it, not Node getter', async () => {
     // A prototype whose responses never report finished: each close then reads as a cut-off response.
