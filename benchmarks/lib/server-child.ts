@@ -163,6 +163,41 @@ async function setup(variant: Variant): Promise<Telemetry> {
     };
   }
 
+  if (variant === 'response-footprint') {
+    // What the request lifecycle does to a raw response, without a ticket or any record: is the object's new shape
+    // (and the listener) what costs, rather than the work?
+    const TRACKED = Symbol('bench.tracked');
+    const touch = (res: import('node:http').ServerResponse) => {
+      const state = { res: res as unknown };
+      (res as unknown as Record<symbol, unknown>)[TRACKED] = state;
+      const writeHead = res.writeHead as (...args: unknown[]) => unknown;
+      res.writeHead = function wrapped(this: unknown) {
+        state.res = undefined;
+        // biome-ignore lint/complexity/noArguments: as the lifecycle's wrapper does.
+        return writeHead.apply(this, arguments as unknown as unknown[]);
+      } as typeof res.writeHead;
+      res.on('close', () => {
+        state.res = undefined;
+      });
+    };
+    return {
+      metricsUrl: null,
+      spans: () => 0,
+      fastify: async (app) => {
+        app.addHook('onRequest', (_request, reply, done) => {
+          touch(reply.raw);
+          done();
+        });
+      },
+      express: (app) => {
+        app.use((_req, res, next) => {
+          touch(res);
+          next();
+        });
+      },
+    };
+  }
+
   if (variant === 'otel-calls') {
     // What InferSignal's API export asks of the SDK per request, by hand: the
     // same three histograms (names, buckets) with the same attribute sets
