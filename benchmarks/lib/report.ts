@@ -116,7 +116,8 @@ sentence on the run's conditions, printed in the blocks it writes),
 \`BENCH_CPU_PROFILE=<dir>\` (the server suite: a V8 CPU profile of every
 measured window, per server, in that directory), \`BENCH_SERVER_FLAGS\`
 (Node/V8 flags for every server process of the server suite, to try a
-runtime setting on all variants alike). \`BENCH_SMOKE=1\`
+runtime setting on all variants alike; they replace its fixed young
+generation, and empty means V8's defaults). \`BENCH_SMOKE=1\`
 runs everything tiny and writes nothing (the smoke test in
 \`test/benchmarks-smoke.test.ts\`).
 `;

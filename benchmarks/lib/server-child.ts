@@ -5,7 +5,7 @@
  * and talks over IPC:
  *   → { type: 'ready', port, metricsUrl }      once listening
  *   ← { type: 'begin' }                        start of a measured window
- *   ← { type: 'end' }   → { type: 'window', cpuUs, mainUs, waitUs, gcUs, wallUs, requests, spans }
+ *   ← { type: 'end' }   → { type: 'window', cpuUs, mainUs, waitUs, gcUs, gcs, newSpaceBytes, wallUs, requests, spans }
  * cpuUs is this process's `process.cpuUsage()` delta (user + system) over
  * the window: the server's own cost, GC and export included; mainUs and
  * waitUs the event-loop thread's time on and waiting for a CPU (Linux
@@ -21,6 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 
 import { importFrom } from './baseline';
 import { DropSpanExporter } from './otel';
@@ -339,8 +340,13 @@ function windowProfiler(framework: string, variant: string) {
 
 /** GC pause time V8 reports, summed, µs. */
 let gcUs = 0;
+/** GC pauses V8 reported, counted. */
+let gcs = 0;
 new PerformanceObserver((list) => {
-  for (const entry of list.getEntries()) gcUs += entry.duration * 1000;
+  for (const entry of list.getEntries()) {
+    gcUs += entry.duration * 1000;
+    gcs++;
+  }
 }).observe({ entryTypes: ['gc'] });
 
 let expressMiddleware: ((monitor: import('@infersignal/core').Monitor) => import('express').RequestHandler) | undefined;
@@ -387,12 +393,16 @@ async function main(): Promise<void> {
   let spans0 = 0;
   let main0 = threadSchedule();
   let gc0 = 0;
+  let gcs0 = 0;
+  let newSpaceBytes = 0;
   let wall0 = 0;
   process.on('message', (message: { type: string }) => {
     if (message.type === 'begin') {
       served0 = served;
       spans0 = telemetry.spans();
       gc0 = gcUs;
+      gcs0 = gcs;
+      newSpaceBytes = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
       wall0 = performance.now();
       main0 = threadSchedule();
       cpu0 = process.cpuUsage();
@@ -406,6 +416,8 @@ async function main(): Promise<void> {
         mainUs: main.runUs - main0.runUs,
         waitUs: main.waitUs - main0.waitUs,
         gcUs: gcUs - gc0,
+        gcs: gcs - gcs0,
+        newSpaceBytes,
         wallUs: (performance.now() - wall0) * 1000,
         requests: served - served0,
         spans: telemetry.spans() - spans0,

@@ -78,6 +78,10 @@ export interface ServerWindow {
   waitUs: number;
   /** Time V8 reported in GC pauses over the window (PerformanceObserver 'gc'), µs. */
   gcUs: number;
+  /** GC pauses over the window. */
+  gcs: number;
+  /** The young generation's new space as the window began, bytes (V8 sizes it per process, as it goes). */
+  newSpaceBytes: number;
   /** The window's wall time, µs. */
   wallUs: number;
   /** Requests the handler served in the window. */
@@ -189,11 +193,26 @@ function pin(): { line: string; serverCpus: string | null } {
 }
 
 /**
- * Node/V8 flags for every server process, from BENCH_SERVER_FLAGS (space
- * separated; none by default), to try a runtime setting on all variants
- * alike (e.g. \`--max-semi-space-size=32\`).
+ * The young generation every server runs with: fixed at 16 MiB semi-spaces.
+ * V8 shrinks it at a collection that finds the process allocating slowly
+ * (under 1 KB/ms), and here each server waits ~7 s between half-second
+ * windows while the others take their turn: a server whose first
+ * collection after the wait fell early started its windows with a 2–4 MiB
+ * new space and twice to six times the scavenges of one that did not
+ * (Node 24, 2026-12-05), luck for the life of the process that moved its
+ * ratio by up to 0.2×. A server under steady load is not shrunk.
  */
-const SERVER_V8_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean);
+export const YOUNG_GENERATION_FLAGS = ['--min-semi-space-size=16', '--max-semi-space-size=16'];
+
+/**
+ * Node/V8 flags for every server process: YOUNG_GENERATION_FLAGS, or
+ * BENCH_SERVER_FLAGS (space separated; empty for V8's defaults) to try a
+ * runtime setting on all variants alike.
+ */
+const SERVER_V8_FLAGS =
+  process.env.BENCH_SERVER_FLAGS === undefined
+    ? YOUNG_GENERATION_FLAGS
+    : process.env.BENCH_SERVER_FLAGS.split(/\s+/).filter(Boolean);
 
 /**
  * `packagesFrom`: another checkout (built, dependencies installed) whose
