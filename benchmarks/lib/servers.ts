@@ -209,7 +209,7 @@ export const YOUNG_GENERATION_FLAGS = ['--min-semi-space-size=16', '--max-semi-s
  * BENCH_SERVER_FLAGS (space separated; empty for V8's defaults) to try a
  * runtime setting on all variants alike.
  */
-const SERVER_V8_FLAGS =
+export const SERVER_V8_FLAGS: readonly string[] =
   process.env.BENCH_SERVER_FLAGS === undefined
     ? YOUNG_GENERATION_FLAGS
     : process.env.BENCH_SERVER_FLAGS.split(/\s+/).filter(Boolean);
