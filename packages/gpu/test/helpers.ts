@@ -55,10 +55,14 @@ export function writeNvmlConfig(path: string, config: FakeNvmlConfig): void {
   writeFileSync(path, `${lines.join('\n')}\n`);
 }
 
-/** A temp dir, removed by the returned function. */
+/**
+ * A temp dir, removed by the returned function. Retried: a fake nvidia-smi
+ * spawned just before its sampler closed may still append to calls.log there
+ * (on a busy machine it ran late, and rmdir failed with ENOTEMPTY).
+ */
 export function tempDir(prefix: string): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }) };
 }
 
 const FAKE_SMI = fileURLToPath(new URL('./fake-nvidia-smi/nvidia-smi', import.meta.url));
