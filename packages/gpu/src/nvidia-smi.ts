@@ -41,7 +41,7 @@ export interface SmiApp {
 export class SmiError extends Error {
   override readonly name = 'SmiError';
   constructor(
-    readonly kind: 'exit' | 'timeout' | 'spawn' | 'garbage',
+    readonly kind: 'exit' | 'timeout' | 'spawn' | 'garbage' | 'closed',
     message: string,
   ) {
     super(message);
@@ -148,15 +148,24 @@ export interface SmiRun {
   spawnMs: number;
 }
 
-/** Runs nvidia-smi once; rejects with SmiError on a non-zero exit, a timeout or a spawn failure. */
-export function runNvidiaSmi(path: string, args: readonly string[], timeoutMs: number): Promise<SmiRun> {
+/**
+ * Runs nvidia-smi once; rejects with SmiError on a non-zero exit, a timeout,
+ * a spawn failure, or `signal` aborting (the child is killed: a closed
+ * sampler leaves no nvidia-smi running behind it).
+ */
+export function runNvidiaSmi(
+  path: string,
+  args: readonly string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<SmiRun> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     let spawnMs = 0;
     const child = execFile(
       path,
       args,
-      { timeout: timeoutMs, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8', windowsHide: true },
+      { timeout: timeoutMs, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8', windowsHide: true, signal },
       (error, stdout, stderr) => {
         if (!error) return resolve({ stdout, spawnMs });
         const e = error as NodeJS.ErrnoException & {
@@ -167,7 +176,9 @@ export function runNvidiaSmi(path: string, args: readonly string[], timeoutMs: n
         const detail = String(stderr || stdout || '')
           .trim()
           .slice(0, 200);
-        if (e.killed || e.signal === 'SIGTERM')
+        // Checked first: an aborted child is killed too, and reads like a timeout otherwise.
+        if (signal?.aborted) reject(new SmiError('closed', 'nvidia-smi was stopped: the sampler closed'));
+        else if (e.killed || e.signal === 'SIGTERM')
           reject(new SmiError('timeout', `nvidia-smi did not answer within ${timeoutMs} ms`));
         else if (e.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER')
           reject(new SmiError('garbage', `nvidia-smi printed more than ${MAX_OUTPUT_BYTES} bytes`));

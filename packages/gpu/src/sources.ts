@@ -119,6 +119,8 @@ export function openNvmlSource(path: string, selection: Selection): GpuSource {
 /** The nvidia-smi fallback (the binary was found; each sample forks it twice). */
 export function openSmiSource(path: string, timeoutMs: number, selection: Selection): GpuSource {
   let noticed = false;
+  // Aborted on close: a sample still running then kills its nvidia-smi children instead of leaving them to the timeout.
+  const stop = new AbortController();
   return {
     kind: 'nvidia-smi',
     label: selection.devices ? `nvidia-smi:${selection.devices.join(',')}` : 'nvidia-smi',
@@ -126,8 +128,8 @@ export function openSmiSource(path: string, timeoutMs: number, selection: Select
       let mainThreadMs = 0;
       try {
         const [gpuRun, appsRun] = await Promise.all([
-          runNvidiaSmi(path, GPU_QUERY, timeoutMs),
-          runNvidiaSmi(path, APPS_QUERY, timeoutMs),
+          runNvidiaSmi(path, GPU_QUERY, timeoutMs, stop.signal),
+          runNvidiaSmi(path, APPS_QUERY, timeoutMs, stop.signal),
         ]);
         const started = performance.now();
         mainThreadMs = gpuRun.spawnMs + appsRun.spawnMs;
@@ -181,6 +183,8 @@ export function openSmiSource(path: string, timeoutMs: number, selection: Select
         return { readings: [], error, mainThreadMs };
       }
     },
-    close() {},
+    close() {
+      stop.abort();
+    },
   };
 }

@@ -35,6 +35,7 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
     writeFileSync(file('calls.log'), '');
     rmSync(file('exit'), { force: true });
     rmSync(file('sleep'), { force: true });
+    rmSync(file('pids'), { force: true });
   });
   afterEach(() => {
     sampler?.close();
@@ -156,6 +157,43 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
     expect(performance.now() - started).toBeLessThan(5000);
     expect(sampler.stats().failures).toBe(1);
     expect(messages.some((msg) => msg.includes('did not answer within 200 ms'))).toBe(true);
+  });
+
+  it('close() kills an nvidia-smi still running: none outlives its sampler', async () => {
+    // Hangs far past the test's own timeout: only the close can end it in time.
+    writeFileSync(file('sleep'), '120');
+    writeFileSync(file('pids'), '');
+    const t = setupMonitor();
+    sampler = createGpuSampler(t.monitor, {
+      libraryPath: missingLib,
+      intervalMs: 0,
+      logger: recordingLogger().logger,
+      nvidiaSmiTimeoutMs: 120_000,
+    });
+    const sampling = sampler.sample();
+    const started = () => readFileSync(file('pids'), 'utf8').split('\n').filter(Boolean).map(Number);
+    let pids: number[] = [];
+    for (let i = 0; i < 500 && pids.length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      pids = started();
+    }
+    expect(pids).toHaveLength(2);
+    const alive = (p: number) => {
+      try {
+        process.kill(p, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(pids.every(alive)).toBe(true);
+    sampler.close();
+    // Signalled at once; gone once the kernel and Node's SIGCHLD handler are done (bounded, far under the hang).
+    for (let i = 0; i < 500 && pids.some(alive); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(pids.filter(alive)).toEqual([]);
+    await sampling;
+    // A failure nobody is told about: the sampler is closed.
+    expect(sampler.stats().failures).toBe(0);
   });
 
   it('samples on its timer off the request path; concurrent sample() calls share one run', async () => {
