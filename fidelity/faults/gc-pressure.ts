@@ -12,6 +12,7 @@
  */
 import type { AlertRecord } from '@infersignal/bench';
 import { DEFAULT_THRESHOLDS, type ThresholdsInput } from '@infersignal/core';
+import { EVENT_LOOP_RULE } from '@infersignal/core/signals';
 import { benchFaultRun, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
 import { faultFigures } from './common';
 import type { JudgedAlert } from '../suite';
@@ -39,14 +40,14 @@ export interface MajorGcFigures {
 }
 
 /**
- * core's event_loop with its default thresholds (GC_PRESSURE_THRESHOLDS is {}): WARN, the block that raises the
- * level alone (ALONE_FACTOR × WARN in event-loop.ts), the window for a recurrence (RECUR_PERIODS of 1 s). A block reads up to one delay-histogram resolution (10 ms) short of its length, so only pauses that
- * long past each bound surely count.
+ * core's event_loop with its default thresholds (GC_PRESSURE_THRESHOLDS is {}), by its own rule: WARN, the block
+ * that raises the level alone, the window for a recurrence. A block reads up to one delay-histogram resolution short
+ * of its length, so only pauses that long past each bound surely count.
  */
-const LOOP_RESOLUTION_MS = 10;
+const LOOP_RESOLUTION_MS = EVENT_LOOP_RULE.resolutionMs;
 const LOOP_WARN_MS = DEFAULT_THRESHOLDS.eventLoop.delayWarnSeconds * 1000;
-const LOOP_ALONE_MS = 2 * LOOP_WARN_MS;
-const LOOP_RECUR_MS = 10_000;
+const LOOP_ALONE_MS = EVENT_LOOP_RULE.aloneFactor * LOOP_WARN_MS;
+const LOOP_RECUR_MS = EVENT_LOOP_RULE.recurPeriods * DEFAULT_THRESHOLDS.eventLoop.sampleIntervalMs;
 
 /** The server's major GC pauses ([ms from the fault's start, duration ms]) split at the fault (at `faultAtMs` on the bench's clock). */
 export function majorGcPauses(pauses: readonly [number, number][], faultAtMs: number): MajorGcFigures {

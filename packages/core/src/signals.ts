@@ -40,6 +40,7 @@ export { P99GlitchDetector } from './detectors/p99-glitch';
 export { ThresholdDetector, worstLevel, type ThresholdLevels } from './detectors/threshold';
 export { DriftDetector, linearFit, type LinearFit } from './detectors/drift';
 export { FixedHistogram } from './aggregates/histogram';
+export { EVENT_LOOP_RULE } from './signals/event-loop';
 export type { Admission, LoadOptions, QueueSnapshot, SignalName } from './types';
 export type { InstrumentType } from './names';
 export type {

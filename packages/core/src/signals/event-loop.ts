@@ -22,14 +22,23 @@ const GC_TYPES: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
 };
 
-/** Resolution of the libuv delay histogram (ms). */
-const RESOLUTION_MS = 10;
+/**
+ * How the event_loop signal judges blocks, for code that predicts its
+ * verdicts (the fidelity suite): the delay histogram's resolution, the
+ * factor of WARN at which one block raises the level on its own, and the
+ * sample periods within which a moderate block must come again to count.
+ */
+export const EVENT_LOOP_RULE = Object.freeze({
+  /** Resolution of the libuv delay histogram (ms): a block may read up to this much short. */
+  resolutionMs: 10,
+  /** A single block at least this many times the WARN threshold raises the level on its own. */
+  aloneFactor: 2,
+  /** A moderate block (above WARN, under aloneFactor × WARN and CRITICAL) raises the level only if another came within this many sample periods. */
+  recurPeriods: 10,
+});
+const { resolutionMs: RESOLUTION_MS, aloneFactor: ALONE_FACTOR, recurPeriods: RECUR_PERIODS } = EVENT_LOOP_RULE;
 /** Period (ms) of the block probe's timer; shorter sample periods use theirs. */
 const PROBE_MS = 20;
-/** A moderate block (above WARN, under ALONE_FACTOR × WARN and CRITICAL) raises the level only if another came within this many periods. */
-const RECUR_PERIODS = 10;
-/** A single block at least this many times the WARN threshold raises the level on its own. */
-const ALONE_FACTOR = 2;
 
 /** Delay percentiles and maximum (s) of one sample period. */
 export interface LoopDelay {
