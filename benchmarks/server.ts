@@ -91,8 +91,6 @@ interface Sample {
   cpuPerRequestUs: number;
   /** CPU per request over the round's baseline (bare and bare again; bare again: over bare alone; NaN for bare). */
   vsBare: number;
-  /** The same over only the bare windows of the round that ran at this window's rate (see SAME_RATE); NaN where none did. */
-  vsBareSameRate: number;
   rps: number;
   p99Ms: number;
   spans: number;
@@ -214,7 +212,6 @@ async function measure(server: ServerHandle): Promise<Sample> {
   return {
     cpuPerRequestUs: w.cpuUs / w.requests,
     vsBare: Number.NaN,
-    vsBareSameRate: Number.NaN,
     // Per-sample averages depend on sampleInt; the rate over the whole run does not.
     rps: w.requests / (w.wallUs / 1e6),
     p99Ms: result.latency.p99,
@@ -229,22 +226,6 @@ async function measure(server: ServerHandle): Promise<Sample> {
     errors: result.errors + result.non2xx,
   };
 }
-
-/**
- * Two windows ran at the same rate (the same rung of the ladder the notes
- * describe: the top rate over 1, 1.5, 2, 2.5, 3, 4, 5…, adjacent rungs
- * 1.2× or more apart) when within this factor of each other. A window one
- * rung down costs its server 15–40 % more CPU per request whatever its
- * code, and a server a little dearer drops a rung more often: compared
- * across rungs, a few per cent of cost read as 10–15 % (Node 20, outlier
- * traces over the producer export, 2026-12-05: 1.14–1.17× in full runs,
- * ~1.07× at the same rung). So the goals read rounds in which the two
- * windows compared ran at the same rate.
- */
-const SAME_RATE = 1.1;
-/** Below this many rounds at the same rate, a ratio is read over all rounds, and says so. */
-const MIN_SAME_RATE_ROUNDS = 4;
-const sameRate = (a: Sample, b: Sample) => Math.max(a.rps, b.rps) / Math.min(a.rps, b.rps) < SAME_RATE;
 
 async function measureBlock(framework: Framework, firstRound: number, roundCount: number): Promise<void> {
   const servers = new Map<Arm, ServerHandle>();
@@ -280,16 +261,9 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
       // The variants' baseline is both bare processes (geometric mean): each process's own luck (see ROUNDS_PER_SET)
       // then weighs half as much in every ratio. Bare again is still over bare alone: the A/A check.
       const baseline = bareAgain === undefined ? bare : Math.sqrt(bare * bareAgain);
-      const bareSamples = measured.filter((m) => m.variant === 'bare' || m.variant === 'bare-again');
       for (const { variant, sample } of measured) {
         if (variant === 'bare-again') sample.vsBare = sample.cpuPerRequestUs / bare;
         else if (variant !== 'bare') sample.vsBare = sample.cpuPerRequestUs / baseline;
-        // Bare again against bare alone (the A/A check); a variant against whichever of the two ran at its rate.
-        const atRate = bareSamples.filter((m) => m.variant !== variant && sameRate(m.sample, sample));
-        if (variant !== 'bare' && atRate.length > 0)
-          sample.vsBareSameRate =
-            sample.cpuPerRequestUs /
-            Math.exp(atRate.reduce((sum, m) => sum + Math.log(m.sample.cpuPerRequestUs), 0) / atRate.length);
         samples.get(key(framework, variant))!.push(sample);
       }
       const perSet = ROUNDS_PER_SET[framework];
@@ -335,15 +309,6 @@ for (const framework of FRAMEWORKS_RUN) {
 
 const ratio = (f: Framework, v: Arm) =>
   spread(samples.get(key(f, v))!.flatMap((s) => (Number.isNaN(s.vsBare) ? [] : [s.vsBare])));
-/** Over bare, rounds at the same rate only; `rounds`: how many (under MIN_SAME_RATE_ROUNDS, read ratio() instead). */
-const ratioSameRate = (f: Framework, v: Arm) => {
-  const values = samples.get(key(f, v))!.flatMap((s) => (Number.isNaN(s.vsBareSameRate) ? [] : [s.vsBareSameRate]));
-  return { rounds: values.length, spread: values.length > 0 ? spread(values) : undefined };
-};
-const fmtSameRate = (f: Framework, v: Arm) => {
-  const r = ratioSameRate(f, v);
-  return r.spread === undefined ? 'no round' : `${fmtRatio(r.spread)}, ${r.rounds} of ${ROUNDS} rounds`;
-};
 const sections: string[] = [];
 const conditions: string[] = [];
 const pct = (values: number[]) => `${(spread(values).median * 100).toFixed(1)} %`;
@@ -355,8 +320,7 @@ for (const framework of FRAMEWORKS_RUN) {
     return [
       VARIANT_LABEL[variantOf(variant)] + (variant === variantOf(variant) ? '' : ` — ${BASELINE}`),
       fmtSpread(spread(list.map((s) => s.cpuPerRequestUs)), 1),
-      variant === 'bare' ? '—' : fmtRatio(ratio(framework, variant)),
-      variant === 'bare' ? '—' : `**${fmtSameRate(framework, variant)}**`,
+      variant === 'bare' ? '—' : `**${fmtRatio(ratio(framework, variant))}**`,
       fmtSpread(spread(list.map((s) => s.rps)), 0),
       fmtSpread(spread(list.map((s) => s.p99Ms)), 0),
       scrape.max > 0 ? scrape.median.toFixed(2) : '–',
@@ -369,7 +333,6 @@ for (const framework of FRAMEWORKS_RUN) {
       'variant',
       'server CPU µs/req',
       'CPU vs bare (same round)',
-      'CPU vs bare (same round, same rate)',
       'req/s',
       'P99 ms',
       'CPU of one scrape, ms',
@@ -398,9 +361,7 @@ const conditionsLine = `${conditions.join('; ')}; warm-up chunks per server: ${s
 console.log(`conditions: ${conditionsLine}`);
 /** The A/A check: a second bare process through the same estimator as every variant; how far from 1.00× it lands is the method's error in this run. */
 const aa = VARIANTS.includes('bare-again')
-  ? FRAMEWORKS_RUN.map(
-      (f) => `${f} ${fmtRatio(ratio(f, 'bare-again'))} (at the same rate ${fmtSameRate(f, 'bare-again')})`,
-    ).join(', ')
+  ? FRAMEWORKS_RUN.map((f) => `${f} ${fmtRatio(ratio(f, 'bare-again'))}`).join(', ')
   : 'not run';
 console.log(`A/A (bare again over bare, per round): ${aa}`);
 console.log(`run time ${((performance.now() - STARTED) / 60_000).toFixed(1)} min`);
@@ -429,14 +390,6 @@ const versus = (f: Framework, a: Variant, b: Variant) => {
   const over = samples.get(key(f, b))!;
   return spread(samples.get(key(f, a))!.map((s, i) => s.vsBare / over[i]!.vsBare)).median;
 };
-/** `a`'s CPU over `b`'s in the rounds their windows ran at the same rate (see SAME_RATE), median, and how many rounds. */
-const versusSameRate = (f: Framework, a: Variant, b: Variant) => {
-  const over = samples.get(key(f, b))!;
-  const values = samples
-    .get(key(f, a))!
-    .flatMap((s, i) => (sameRate(s, over[i]!) ? [s.cpuPerRequestUs / over[i]!.cpuPerRequestUs] : []));
-  return { rounds: values.length, median: values.length > 0 ? spread(values).median : Number.NaN };
-};
 /**
  * What `contextManager: true` adds to outlier traces, per round: AsyncLocalStorage's async hooks on Node 20 and 22,
  * paid by every async resource whoever traces. start() registers none by default: InferSignal's spans need none.
@@ -446,17 +399,9 @@ const contextManagerCost = (f: Framework) =>
     ? `${versus(f, 'infersignal-outliers-context', 'infersignal-outliers').toFixed(2)}× outlier traces without it`
     : 'not run';
 const goalOver = (f: Framework, a: Variant, b: Variant | 'bare', limit: number, what: string): Goal => {
-  const same =
-    b === 'bare'
-      ? (({ rounds, spread: s }) => ({ rounds, median: s?.median ?? Number.NaN }))(ratioSameRate(f, a))
-      : versusSameRate(f, a, b);
-  const enough = same.rounds >= MIN_SAME_RATE_ROUNDS;
-  const value = enough ? same.median : b === 'bare' ? ratio(f, a).median : versus(f, a, b);
-  const how = enough
-    ? `(${same.rounds} rounds at the same rate)`
-    : `(all rounds: only ${same.rounds} at the same rate)`;
+  const value = b === 'bare' ? ratio(f, a).median : versus(f, a, b);
   return {
-    text: `${f}: ${what} ${value.toFixed(2)}× ${b === 'bare' ? 'bare' : VARIANT_SHORT[b]} ${how}`,
+    text: `${f}: ${what} ${value.toFixed(2)}× ${b === 'bare' ? 'bare' : VARIANT_SHORT[b]}`,
     goal: `≤ ${limit.toFixed(2)}×`,
     met: value <= limit,
   };
@@ -532,7 +477,7 @@ Why this method (2026-12-04, Fastify, bare against a second bare process and the
 - *the same hook recording nothing*: the same hooks (Express: the middleware and its \`finish\` listener) reading the clock at arrival and recording nothing, no SDK: the floor any per-request hook pays in that framework; the hook's row over it is the price of its two SDK records.
 - *InferSignal*: \`start()\` from \`@infersignal/node\` (Prometheus on 127.0.0.1, OTLP off) + the \`@infersignal/fastify\` plugin / \`@infersignal/express\` middleware with default options: every request is a queue ticket (queue wait, inference and request durations, request counter, backpressure, capacity and glitch detectors). *API export* records through the OTel API per request; *producer export* updates core's aggregates only and the Prometheus reader pulls them through the MetricProducer (\`start()\`'s default); *+ outlier traces* is \`start()\`'s default (producer export) with \`traces: true\` (\`'outliers'\`: a request span only for slow, failed, cancelled and shed requests and a 1 % baseline, made when the request ends) and a BatchSpanProcessor into a dropping exporter, and no context manager: \`start()\` registers none unless asked (since 2026-12-05; before, it registered an AsyncLocalStorage one with traces on); *+ a context manager* is the same with \`contextManager: true\`, what an app that nests spans of its own (or runs NodeSDK) pays on top; *+ a span per request* is the outlier-traces server with \`traces: 'all'\`. A server that registers a context manager runs one \`context.with()\` through it before its warm-up, as the batch processor's first export (and any instrumentation's first request) does: on Node 20 that turns AsyncLocalStorage's async hooks on for the life of the process, which without it would happen part-way through the rounds (5 s after the first span).
 
-Goals, each against a baseline measured in the same run, and read only in the rounds where the two windows compared ran at the same rate (within ${SAME_RATE}×: the same rung of the ladder the notes describe, where one rung down costs a server 15–40 % more per request whatever its code; the column *same round, same rate* and the verdict say how many rounds; with fewer than ${MIN_SAME_RATE_ROUNDS}, all rounds, and the verdict says so; from 2026-12-06 on): per round, each variant over that round's bare windows at its rate, then one variant over the other. The goals: the API export ≤ 1.10× its own SDK records by hand; Fastify: producer export ≤ 1.10× bare, outlier traces ≤ 1.15× bare and ≤ 1.05× the producer export; Express: producer export and outlier traces ≤ its hand-written hook.
+Goals, each against a baseline measured in the same run (per round, each variant over that round's two bare windows, then one variant over the other): the API export ≤ 1.10× its own SDK records by hand; Fastify: producer export ≤ 1.10× bare, outlier traces ≤ 1.15× bare and ≤ 1.05× the producer export; Express: producer export and outlier traces ≤ its hand-written hook.
 - *InferSignal API export's 3 histogram records, by hand*: the OTel SDK calls InferSignal's API export makes per request and nothing else — the three histograms (queue wait, inference and request duration) with core's names, bucket boundaries and attribute sets (2, 3 and 5 attributes: the request duration's are the GenAI conventions' operation and provider names with core's defaults, model, queue and outcome, as the plugin's requests export them; until 2026-12-05 this floor gave it the inference duration's 3, and each attribute is part of what the SDK hashes at every record), recorded from the same two hooks as the hand-written hook, Prometheus exporter. It is the floor of the API export: what the SDK charges for these signals whoever records them.
 - *one OTel SDK span per request, by hand*: the tracing setup \`start({ traces: true })\` makes (BasicTracerProvider, BatchSpanProcessor into a dropping exporter, no context manager) and one span per request with the attributes of InferSignal's request span, no metrics: the floor of the traces variant over the producer export.
 - *instrumentation-http*: what NodeSDK's HTTP auto-instrumentation costs: \`HttpInstrumentation\`, MeterProvider + Prometheus exporter, BasicTracerProvider + BatchSpanProcessor into a dropping exporter, AsyncLocalStorage context manager.`,
@@ -561,7 +506,7 @@ The floor of any per-request hook (the *recording nothing* row, from 2026-12-05 
 
 Where the producer export's cost goes on Fastify under Node 24 (2026-12-05, quiet machine). *Its own work is under 1 µs.* Without sockets or a load generator (\`benchmarks/fastify-hooks.ts\`, real \`IncomingMessage\`/\`ServerResponse\` objects, 25 interleaved rounds of 20 000 requests), the plugin's work is 0.60–0.71 µs a request on Node 24 and 0.66–0.71 µs on Node 20, and outlier traces add 0.25–0.31 µs on either (until that day the suite marked a response finished in a way Node 24 does not read, \`writableFinished\` being a flag set at finish there, so on Node 24 every request counted as cancelled and made an outlier span: 2.3 µs). A CPU profile of the Node 24 producer server under this suite's load puts InferSignal's own functions at 4.5 % of the busy samples, ~0.9 µs of ~20; against bare's, the rest of what its windows cost is spread over Node's and Fastify's own functions (header parsing, socket writes, serialisation), with no hotspot. *Split apart* (rows run on request, \`BENCH_VARIANTS\`, subset runs of 5–7 servers): the monitor's timers with no plugin read 0.96× and 1.03× bare, the per-request work with the timers off 0.99×, 1.02× and 1.11×, the lifecycle's footprint on the response (its \`close\` listener, a symbol property, an own \`writeHead\` wrapper; no ticket) 0.95×, while the whole producer export read 1.06–1.25× in the same runs; turning off one timer at a time (heap, event loop, detector tick) gave 1.04×, 1.21× and 1.03× in one run and 1.06×, 1.12×, 1.04× in the next, so no single one is it. *One process's luck was as large as the goal's margin.* In those subset runs a second bare process read 0.90–1.15× the first, and in the full runs the producer export read 1.19–1.39× (four runs, over bare alone or both bare processes). Most of that luck was the young generation: read as each window began (\`v8.getHeapSpaceStatistics()\`, one full Fastify run on Node 24 with V8's defaults, medians), the producer export started its windows with a 2.0 MiB new space and paused for GC 6.7 times per 1000 requests (8.8 % of its CPU), the API export 3.0 MiB and 6.6, bare 4.0 MiB and 3.0, a second bare process 10 MiB and 2.0, outlier traces 18 MiB and 2.0, instrumentation-http 128 MiB and 0.3. V8 grows the new space when enough survives its scavenges and shrinks it at a collection that finds the process allocating under 1 KB/ms; a server here waits ~7 s between windows, so one whose first collection after the wait measured that slow rate came back small, and stayed so window after window. Which one it is, is luck: instrumented servers allocate a little while they wait (their timers, the scrape before each window), bare ones nothing, and the producer export was among the unlucky in every full run. With every server's semi-spaces fixed at 16 MiB, GC fell to 1.3–2.4 % of every variant's CPU and the producer export read 1.08× bare in a Fastify-only run, and 1.14× in the first full run so (Node 24, GC 1.5–2.3 % of every variant's CPU): closer, still above its goal (the next paragraph measures by how much); from the evening of 2026-12-05 the suite runs so (\`BENCH_SERVER_FLAGS=\` for V8's defaults), which is also why, from then on, the variants are divided by both bare processes and Fastify gets six sets of servers instead of three. A service under steady load keeps allocating fast and keeps its young generation; after a quiet spell it starts small, as these windows did with V8's defaults.
 
-Throughput regimes, and the producer export's cost measured in one (2026-12-05, late; Node 24, quiet machine). \`pnpm --filter @infersignal/benchmarks regimes\` loads one server window after window as this suite does. The same server under the same load runs at a top rate (Fastify bare ~58 000 req/s, the server ~80 % busy, the load generator 80–90 %) or at about 2/3 of it (~38 500 req/s; now and then 1/2), both processes then idle a third of the time, for several windows in a row. Neither 96 connections instead of 32, nor a \`SCHED_IDLE\` spinner on each CPU (so that no CPU ever halted), nor TCP autocorking off changed it. In the slower regimes the server pays more per request: bare 13.7 µs (13.4–14.8) in the 20 top-regime windows of 30 and 17.5 µs (13.9–25.6) in the other 10; on Node 20, 28 windows of 30 ran slower. The rates sit on a ladder: in the full Node 24 run of 23:42 UTC every Fastify variant's median rate was ~58 800 req/s divided by 1, 1.5, 2, 2.5, 3, 4 or 5 (58 000, 39 000, 29 400, 23 600, 19 600, 14 800, 11 800), as if each round trip of the 32 connections took a whole number of ~0.27 ms steps (Express's rungs are the same); what sets the step was not found. A round whose windows fell in different regimes compares the regimes: that is most of the A/A check's interquartile range. And a server a little dearer per request can drop a rung more often, which makes it dearer still: in that run the producer export's windows ran at 39 000 req/s (IQR 38 600–39 000) while bare's ranged 38 900–57 800. On Node 20, outlier traces read 1.14–1.17× the producer export in the full runs, their windows mostly a rung below the producer export's (29 400 against 38 600 req/s); at the same rung (this tool, two processes of each, 25 windows each) the producer export read 18.9 and 19.6 µs and outlier traces 20.9 and 20.2: +1.3 µs on average, ~1.07×. Hence, from 2026-12-06 on, the goals read only rounds in which the windows compared ran at the same rate. Measured in the top regime only, the producer export's server read 15.3 µs (14.9–15.9, 17 windows of 30) against bare's 13.7: 1.12×, +1.6 µs, what the full Node 24 runs read (1.12–1.14×). So on Node 24 the goal's miss is real, and small (~0.2 µs over 1.10×). Split the same way (top-regime windows, one process per row, so ±0.5 µs of process luck; two runs, each row over the mean of two bare processes): an \`onRequest\` hook that does nothing +0.45 µs; the hand-written hook's two hooks recording nothing +1.05; the lifecycle's footprint on each response (its \`close\` listener, a symbol property, its own \`writeHead\` wrapper, from an \`onRequest\` hook) +1.05 and +1.25; the producer export with its timers off +0.85; the timers with no plugin +0.15; the whole producer export +1.05 in the same run. The hook and what the lifecycle puts on each response are most of the cost; InferSignal's own recording is a few tenths of a microsecond, as the isolated suite measures it. Measuring a window again when it ran in a slower regime (up to three windows, the first in the top regime kept) was tried in one subset run and not kept: 64 of 96 windows were measured again, and 33 were still slower after three, a server staying in its regime over consecutive windows.
+Throughput regimes, and the producer export's cost measured in one (2026-12-05, late; Node 24, quiet machine). \`pnpm --filter @infersignal/benchmarks regimes\` loads one server window after window as this suite does. The same server under the same load runs at a top rate (Fastify bare ~58 000 req/s, the server ~80 % busy, the load generator 80–90 %) or at about 2/3 of it (~38 500 req/s; now and then 1/2), both processes then idle a third of the time, for several windows in a row. Neither 96 connections instead of 32, nor a \`SCHED_IDLE\` spinner on each CPU (so that no CPU ever halted), nor TCP autocorking off changed it. In the slower regimes the server pays more per request: bare 13.7 µs (13.4–14.8) in the 20 top-regime windows of 30 and 17.5 µs (13.9–25.6) in the other 10; on Node 20, 28 windows of 30 ran slower. The rates sit on a ladder: in the full Node 24 run of 23:42 UTC every Fastify variant's median rate was ~58 800 req/s divided by 1, 1.5, 2, 2.5, 3, 4 or 5 (58 000, 39 000, 29 400, 23 600, 19 600, 14 800, 11 800), as if each round trip of the 32 connections took a whole number of ~0.27 ms steps (Express's rungs are the same); what sets the step was not found. A round whose windows fell in different regimes compares the regimes: that is most of the A/A check's interquartile range. And a server a little dearer per request can drop a rung more often, which makes it dearer still: in that run the producer export's windows ran at 39 000 req/s (IQR 38 600–39 000) while bare's ranged 38 900–57 800. On Node 20, outlier traces read 1.14–1.17× the producer export in the full runs, their windows mostly a rung below the producer export's (29 400 against 38 600 req/s); at the same rung (this tool, two processes of each, 25 windows each) the producer export read 18.9 and 19.6 µs and outlier traces 20.9 and 20.2: +1.3 µs on average, ~1.07×. Reading each goal only in rounds whose two windows ran at the same rate was tried in one full run (Node 24, 2026-12-06) and dropped: at the same rate a cheaper server idles more, and idling costs it per request, so that reading flatters the dearer servers (the API export read 1.11× bare at the same rate against 1.47× over all rounds), and with 2–7 rounds of 12 left per ratio it was noisier too. What would compare like with like is a server kept busy all the time, by a load generator that outruns it: in a probe, \`wrk\` (Debian's package, one thread on CPU 0) kept the server 97–99 % busy with no ladder, bare against a second bare process 1.003× and 1.006× over 8–10 windows; not adopted yet (1 s windows at the least, and a dependency outside npm). Measured in the top regime only, the producer export's server read 15.3 µs (14.9–15.9, 17 windows of 30) against bare's 13.7: 1.12×, +1.6 µs, what the full Node 24 runs read (1.12–1.14×). So on Node 24 the goal's miss is real, and small (~0.2 µs over 1.10×). Split the same way (top-regime windows, one process per row, so ±0.5 µs of process luck; two runs, each row over the mean of two bare processes): an \`onRequest\` hook that does nothing +0.45 µs; the hand-written hook's two hooks recording nothing +1.05; the lifecycle's footprint on each response (its \`close\` listener, a symbol property, its own \`writeHead\` wrapper, from an \`onRequest\` hook) +1.05 and +1.25; the producer export with its timers off +0.85; the timers with no plugin +0.15; the whole producer export +1.05 in the same run. The hook and what the lifecycle puts on each response are most of the cost; InferSignal's own recording is a few tenths of a microsecond, as the isolated suite measures it. Measuring a window again when it ran in a slower regime (up to three windows, the first in the top regime kept) was tried in one subset run and not kept: 64 of 96 windows were measured again, and 33 were still slower after three, a server staying in its regime over consecutive windows.
 
 Req/s and P99 are the load generator's view on a machine where it shares 2 vCPUs with the server; they are reported for completeness, the CPU ratio is what the goals are about.`,
   verdict,
