@@ -1,8 +1,8 @@
 /**
  * Loopback throughput regimes, the server suite's largest noise: one
  * server, loaded window after window exactly as the server suite loads it
- * (autocannon in this process on CPU 0, 32 connections, the server on CPU
- * 1, an unmeasured prime before each window), and per window its rate, the
+ * (lib/load.ts: autocannon in this process on CPU 0, 32 connections, the
+ * server on CPU 1, an unmeasured prime before each window), and per window its rate, the
  * server's CPU per request and busy share, and the load generator's.
  *
  * On this 2-vCPU machine the same server under the same load runs at a top
@@ -17,14 +17,11 @@
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
-import autocannon from 'autocannon';
 import { rounds, subset } from './lib/env';
+import { PRIME_REQUESTS, WINDOW_REQUESTS, load as loadUrl } from './lib/load';
 import { FRAMEWORKS, VARIANTS, pinCpus, startServer } from './lib/servers';
 import { spread } from './lib/stats';
 
-const CONNECTIONS = 32;
-const WINDOW_REQUESTS = { fastify: 6000, express: 3000 } as const;
-const PRIME_REQUESTS = 500;
 /** A window under this share of the fastest one seen ran in a slower regime (the regimes are ~1, ~2/3, ~1/2 of it). */
 const SLOWER_REGIME = 0.85;
 
@@ -36,8 +33,7 @@ console.log(
 );
 
 const server = await startServer(framework, variant);
-const load = (amount: number) =>
-  autocannon({ url: server.url, connections: CONNECTIONS, pipelining: 1, amount, sampleInt: 50 });
+const load = (amount: number) => loadUrl(server.url, amount);
 try {
   for (let i = 0; i < 3; i++) await server.window(() => load(WINDOW_REQUESTS[framework] * 2), { scrape: false });
   const measured: Array<{ rate: number; cpuUs: number }> = [];

@@ -21,9 +21,8 @@
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import { setTimeout as sleep } from 'node:timers/promises';
-import autocannon from 'autocannon';
 import { BASELINE } from './lib/baseline';
-import { SMOKE, rounds, seconds, subset } from './lib/env';
+import { SMOKE, rounds, subset } from './lib/env';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import {
   FRAMEWORKS,
@@ -38,23 +37,9 @@ import {
   type ServerHandle,
   type Variant,
 } from './lib/servers';
+import { CONNECTIONS, PRIME_REQUESTS, WINDOW_REQUESTS, load } from './lib/load';
 import { fmtRatio, fmtSpread, rotate, spread } from './lib/stats';
 
-const CONNECTIONS = 32;
-/**
- * A window is a fixed number of requests, not a span of time: every window
- * of a framework then carries the same fixed costs (32 connections opened
- * and closed) over the same count, whatever the machine's speed. About half
- * a second each on a quiet machine; BENCH_SECONDS scales them (0.5: these).
- */
-const WINDOW_SCALE = seconds(0.5) / 0.5;
-// Smoke mode: enough for the batch span processor (512 spans a batch) to export within a window.
-const WINDOW_REQUESTS: Record<Framework, number> = SMOKE
-  ? { fastify: 1000, express: 500 }
-  : {
-      fastify: Math.max(200, Math.round(6000 * WINDOW_SCALE)),
-      express: Math.max(200, Math.round(3000 * WINDOW_SCALE)),
-    };
 // Smoke mode: one round is already 15 loads (bare around each of 7 variants).
 const ROUNDS = SMOKE ? 1 : rounds(12);
 /** Smoke mode checks that the suite runs: one framework keeps it to a few seconds. */
@@ -108,16 +93,6 @@ interface Sample {
   errors: number;
 }
 
-/**
- * `amount` requests over CONNECTIONS connections. autocannon notices it is
- * done only at one of its samples (every 1000 ms by default), so they come
- * every 50 ms: the idle tail after the last response costs the server no
- * CPU, but it would cost the suite time.
- */
-function load(url: string, amount: number) {
-  return autocannon({ url, connections: CONNECTIONS, pipelining: 1, amount, sampleInt: 50 });
-}
-
 /** One scrape, read to the end, as Prometheus does it. */
 async function scrapeOnce(url: string): Promise<void> {
   const res = await fetch(url);
@@ -138,8 +113,6 @@ const samples = new Map<string, Sample[]>();
  */
 const IDLE_MS = SMOKE ? 200 : 2000;
 const idle = new Map<string, number[]>();
-/** Unmeasured requests just before each window (after its scrape): a server idle for seconds starts cold (caches, branch predictors). */
-const PRIME_REQUESTS = SMOKE ? 0 : Number(process.env.BENCH_PRIME ?? 500);
 
 /**
  * A fresh set of processes every few rounds: identical servers started side
