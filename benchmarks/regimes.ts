@@ -1,24 +1,25 @@
 /**
- * Loopback throughput regimes, the server suite's largest noise: one
- * server, loaded window after window exactly as the server suite loads it
- * (lib/load.ts: autocannon in this process on CPU 0, 32 connections, the
- * server on CPU 1, an unmeasured prime before each window), and per window its rate, the
- * server's CPU per request and busy share, and the load generator's.
+ * Loopback throughput regimes: one server, loaded window after window
+ * exactly as the server suite loads it (lib/load.ts: a measured window by
+ * wrk, or by autocannon where wrk is missing or BENCH_LOADER=autocannon;
+ * the load generator on CPU 0, 32 connections, the server on CPU 1, an
+ * unmeasured prime before each window), and per window its rate, the
+ * server's CPU per request and busy share, and (autocannon, which runs in
+ * this process) the load generator's.
  *
- * On this 2-vCPU machine the same server under the same load runs at a top
- * rate or at about 2/3 or 1/2 of it, with both processes idle a third of
- * the time, and the slower windows cost the server more CPU per request.
- * The suite's ratios are per round, so a round whose windows fell in
- * different regimes compares the regimes; its sets and medians absorb it.
- * Prints only (docs/benchmarks.md cites what it showed).
+ * Under autocannon, on this 2-vCPU machine, the same server under the same
+ * load ran at a top rate or at about 2/3 or 1/2 of it, with both processes
+ * idle a third of the time, and the slower windows cost the server more CPU
+ * per request; under wrk the server is 97–99 % busy in every window. Prints
+ * only (docs/benchmarks.md cites what it showed).
  *
  *   pnpm build && pnpm --filter @infersignal/benchmarks regimes [--node 24]
- *   BENCH_ROUNDS=40  windows; BENCH_FRAMEWORKS=express; BENCH_VARIANTS=infersignal-producer (one variant)
+ *   BENCH_ROUNDS=40  windows; BENCH_FRAMEWORKS=express; BENCH_VARIANTS=infersignal-producer (one variant); BENCH_LOADER
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import { rounds, subset } from './lib/env';
-import { PRIME_REQUESTS, WINDOW_REQUESTS, load as loadUrl } from './lib/load';
+import { LOADER, PRIME_REQUESTS, WINDOW_REQUESTS, WRK_SECONDS, load as loadUrl, loadWindow } from './lib/load';
 import { FRAMEWORKS, VARIANTS, pinCpus, startServer } from './lib/servers';
 import { spread } from './lib/stats';
 
@@ -29,7 +30,7 @@ const framework = subset('BENCH_FRAMEWORKS', FRAMEWORKS)[0]!;
 const variant = subset('BENCH_VARIANTS', VARIANTS)[0]!;
 const windows = rounds(40);
 console.log(
-  `CPUs: ${pinCpus()}; ${framework}/${variant}, ${windows} windows of ${WINDOW_REQUESTS[framework]} requests`,
+  `CPUs: ${pinCpus()}; ${framework}/${variant}, ${windows} windows of ${LOADER === 'wrk' ? `${WRK_SECONDS} s (wrk)` : `${WINDOW_REQUESTS[framework]} requests (autocannon)`}`,
 );
 
 const server = await startServer(framework, variant);
@@ -40,14 +41,18 @@ try {
   for (let i = 0; i < windows; i++) {
     await load(PRIME_REQUESTS);
     const client = process.cpuUsage();
-    const { server: w } = await server.window(() => load(WINDOW_REQUESTS[framework]), { scrape: false });
+    const { server: w } = await server.window(() => loadWindow(server.url, framework), { scrape: false });
     const clientUs = process.cpuUsage(client);
     const rate = w.requests / (w.wallUs / 1e6);
     const cpuUs = w.cpuUs / w.requests;
     measured.push({ rate, cpuUs });
-    const clientBusy = (clientUs.user + clientUs.system) / w.wallUs;
+    // wrk runs in a process of its own: this process's CPU is not its.
+    const clientBusy =
+      LOADER === 'autocannon'
+        ? `  load generator busy ${(((clientUs.user + clientUs.system) / w.wallUs) * 100).toFixed(0)} %`
+        : '';
     console.log(
-      `${String(i + 1).padStart(3)}  ${(rate / 1000).toFixed(1)}k req/s  server ${cpuUs.toFixed(1)} µs/req, busy ${((w.cpuUs / w.wallUs) * 100).toFixed(0)} %  load generator busy ${(clientBusy * 100).toFixed(0)} %`,
+      `${String(i + 1).padStart(3)}  ${(rate / 1000).toFixed(1)}k req/s  server ${cpuUs.toFixed(1)} µs/req, busy ${((w.cpuUs / w.wallUs) * 100).toFixed(0)} %${clientBusy}`,
     );
   }
   const top = Math.max(...measured.map((m) => m.rate));

@@ -5,7 +5,7 @@
  * and talks over IPC:
  *   → { type: 'ready', port, metricsUrl }      once listening
  *   ← { type: 'begin' }                        start of a measured window
- *   ← { type: 'end' }   → { type: 'window', cpuUs, mainUs, waitUs, gcUs, gcs, newSpaceBytes, wallUs, requests, spans }
+ *   ← { type: 'end' }   → { type: 'window', cpuUs, mainUs, waitUs, gcUs, gcs, majorGcs, newSpaceBytes, wallUs, requests, spans }
  * cpuUs is this process's `process.cpuUsage()` delta (user + system) over
  * the window: the server's own cost, GC and export included; mainUs and
  * waitUs the event-loop thread's time on and waiting for a CPU (Linux
@@ -20,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 import { importFrom } from './baseline';
@@ -340,12 +340,15 @@ function windowProfiler(framework: string, variant: string) {
 
 /** GC pause time V8 reports, summed, µs. */
 let gcUs = 0;
-/** GC pauses V8 reported, counted. */
+/** GC pauses V8 reported, counted; of them, the old generation's (mark-compact, or a step of incremental marking). */
 let gcs = 0;
+let majorGcs = 0;
+const OLD_GENERATION = perfConstants.NODE_PERFORMANCE_GC_MAJOR | perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL;
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
     gcUs += entry.duration * 1000;
     gcs++;
+    if (((entry as { detail?: { kind?: number } }).detail?.kind ?? 0) & OLD_GENERATION) majorGcs++;
   }
 }).observe({ entryTypes: ['gc'] });
 
@@ -394,6 +397,7 @@ async function main(): Promise<void> {
   let main0 = threadSchedule();
   let gc0 = 0;
   let gcs0 = 0;
+  let majorGcs0 = 0;
   let newSpaceBytes = 0;
   let wall0 = 0;
   process.on('message', (message: { type: string }) => {
@@ -402,6 +406,7 @@ async function main(): Promise<void> {
       spans0 = telemetry.spans();
       gc0 = gcUs;
       gcs0 = gcs;
+      majorGcs0 = majorGcs;
       newSpaceBytes = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
       wall0 = performance.now();
       main0 = threadSchedule();
@@ -417,6 +422,7 @@ async function main(): Promise<void> {
         waitUs: main.waitUs - main0.waitUs,
         gcUs: gcUs - gc0,
         gcs: gcs - gcs0,
+        majorGcs: majorGcs - majorGcs0,
         newSpaceBytes,
         wallUs: (performance.now() - wall0) * 1000,
         requests: served - served0,

@@ -80,6 +80,8 @@ export interface ServerWindow {
   gcUs: number;
   /** GC pauses over the window. */
   gcs: number;
+  /** Of them, the old generation's: mark-compact pauses and incremental marking steps. */
+  majorGcs: number;
   /** The young generation's new space as the window began, bytes (V8 sizes it per process, as it goes). */
   newSpaceBytes: number;
   /** The window's wall time, µs. */
