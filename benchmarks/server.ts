@@ -1,8 +1,9 @@
 /**
  * Server throughput: Fastify and Express hello-inference servers on
- * 127.0.0.1 loaded by wrk (autocannon without it: lib/load.ts), one forked process per (framework,
- * variant), all variants interleaved in rotated order each round, a fresh
- * set of server processes every few rounds.
+ * 127.0.0.1 loaded by wrk (autocannon without it: lib/load.ts), one
+ * forked process per (framework, variant), all variants interleaved in
+ * rotated order each round, a fresh set of server processes every few
+ * rounds.
  *
  *   pnpm bench:server          (tsx benchmarks/server.ts; BENCH_SECONDS: window seconds, BENCH_ROUNDS, BENCH_LOADER)
  *   BENCH_BASELINE=/path/to/other/checkout pnpm bench:server
