@@ -95,6 +95,8 @@ interface Sample {
   /** Shares of the window's server CPU: on threads other than the event loop's, in GC pauses. */
   helperShare: number;
   gcShare: number;
+  /** Share of the window's server CPU spent in the kernel (system time). */
+  systemShare: number;
   /** GC pauses per 1000 requests, and the new space (MiB) as the window began. */
   gcsPerKiloRequest: number;
   /** Of them, the old generation's (mark-compact, incremental marking steps), per 1000 requests. */
@@ -203,6 +205,7 @@ async function measure(server: ServerHandle): Promise<Sample> {
     scrapeUs,
     helperShare: (w.cpuUs - w.mainUs) / w.cpuUs,
     gcShare: w.gcUs / w.cpuUs,
+    systemShare: w.systemUs / w.cpuUs,
     gcsPerKiloRequest: (w.gcs * 1000) / w.requests,
     majorGcsPerKiloRequest: (w.majorGcs * 1000) / w.requests,
     newSpaceMiB: w.newSpaceBytes / 2 ** 20,
@@ -333,7 +336,7 @@ for (const framework of FRAMEWORKS_RUN) {
     const perRequest = (share: (s: Sample) => number) =>
       spread(list.map((s) => share(s) * s.cpuPerRequestUs)).median.toFixed(1);
     console.log(
-      `  ${variant}: GC ${pct(list.map((s) => s.gcShare))} (${perRequest((s) => s.gcShare)} µs/req), off the event loop ${pct(list.map((s) => s.helperShare))} (${perRequest((s) => s.helperShare)} µs/req), event-loop thread ${perRequest((s) => 1 - s.helperShare)} µs/req, waiting ${pct(list.map((s) => s.waitShare))}; ${spread(list.map((s) => s.gcsPerKiloRequest)).median.toFixed(1)} GCs per 1000 requests (old generation: ${(list.reduce((n, s) => n + s.majorGcsPerKiloRequest * s.requests, 0) / list.reduce((n, s) => n + s.requests, 0)).toFixed(3)}), new space ${spread(list.map((s) => s.newSpaceMiB)).median.toFixed(1)} MiB at the window's start`,
+      `  ${variant}: GC ${pct(list.map((s) => s.gcShare))} (${perRequest((s) => s.gcShare)} µs/req), off the event loop ${pct(list.map((s) => s.helperShare))} (${perRequest((s) => s.helperShare)} µs/req), event-loop thread ${perRequest((s) => 1 - s.helperShare)} µs/req, kernel ${pct(list.map((s) => s.systemShare))} (${perRequest((s) => s.systemShare)} µs/req), waiting ${pct(list.map((s) => s.waitShare))}; ${spread(list.map((s) => s.gcsPerKiloRequest)).median.toFixed(1)} GCs per 1000 requests (old generation: ${(list.reduce((n, s) => n + s.majorGcsPerKiloRequest * s.requests, 0) / list.reduce((n, s) => n + s.requests, 0)).toFixed(3)}), new space ${spread(list.map((s) => s.newSpaceMiB)).median.toFixed(1)} MiB at the window's start`,
     );
   }
   const all = ARMS.flatMap((v) => samples.get(key(framework, v))!);

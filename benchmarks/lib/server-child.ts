@@ -418,6 +418,7 @@ async function main(): Promise<void> {
       send({
         type: 'window',
         cpuUs: cpu.user + cpu.system,
+        systemUs: cpu.system,
         mainUs: main.runUs - main0.runUs,
         waitUs: main.waitUs - main0.waitUs,
         gcUs: gcUs - gc0,

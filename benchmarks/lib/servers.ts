@@ -72,6 +72,8 @@ const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 export interface ServerWindow {
   /** Server CPU (user + system) over the window, µs. */
   cpuUs: number;
+  /** Of it, in the kernel (system time: socket reads and writes, loopback TCP, wake-ups of the load generator), µs. */
+  systemUs: number;
   /** CPU of the main (event-loop) thread alone, µs; the rest is GC helpers, JIT compilers, libuv's pool. */
   mainUs: number;
   /** Time the main thread was runnable but off the CPU (another process had it), µs. */
