@@ -1,0 +1,275 @@
+/**
+ * Instructions per request, counted by callgrind: the server suite's
+ * servers (lib/server-child.ts, the same variants) run under
+ * `valgrind --tool=callgrind`, loaded by autocannon on loopback, and each
+ * measured window's instructions on the server's main thread are divided by
+ * the requests it served. Where the server suite's CPU time moves with the
+ * host, the caches and the scheduler (its A/A check reads 0.97–1.09×), a
+ * count moves by ~0.5 % from window to window: an A/B of two builds, or of
+ * two variants, reads a few hundred instructions of ~50 000. It counts
+ * instructions, not time (a cache miss costs nothing here), so it tells
+ * where work was added, not what it costs in seconds.
+ *
+ * Under callgrind a server runs ~50× slower, so its timers fire ~50× as
+ * often per request: the main thread's instructions with no load, a second
+ * long, are measured before and after the windows and taken out at each
+ * window's length. Compiler and GC helper threads are counted apart; a
+ * server is measured once they have settled (under 2 % of the main
+ * thread's count, twice in a row). With V8's perf map (`--perf-basic-prof`)
+ * the instructions of compiled JavaScript and builtins get names, and each
+ * variant's top functions are printed against the first variant's.
+ *
+ *   pnpm build && pnpm --filter @infersignal/benchmarks instructions [--node 24]
+ *   BENCH_VARIANTS=bare,infersignal-producer (the first is the reference)  BENCH_FRAMEWORKS=fastify
+ *   BENCH_ROUNDS=3 measured windows  BENCH_REQUESTS=5000 a window
+ *   BENCH_CALLERS=LoadIC_Megamorphic  also print who calls these (callgrind's native names)
+ *   INFERSIGNAL_BENCH_PACKAGES_FROM=<checkout>  load @infersignal/* from another built tree (an A/B)
+ *
+ * Needs valgrind (Debian's package). Prints only; docs/benchmarks.md cites
+ * what it showed.
+ */
+// First: may run this suite again on the Node chosen with --node / BENCH_NODE.
+import './lib/node-line';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type CallgrindDump, PerfMap, callersOf, parseCallgrind, selfByFunction } from './lib/callgrind';
+import { CHILD_ENV, rounds, subset } from './lib/env';
+import { load } from './lib/load';
+import {
+  DIAGNOSTIC_VARIANTS,
+  FRAMEWORKS,
+  VARIANTS,
+  SERVER_V8_FLAGS,
+  type ChildMessage,
+  type Framework,
+  type Variant,
+} from './lib/servers';
+import { ROOT } from './lib/report';
+import { spread } from './lib/stats';
+
+const CHILD = fileURLToPath(new URL('./lib/server-child.ts', import.meta.url));
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
+const MEASURED = rounds(2);
+const CALLERS = process.env.BENCH_CALLERS ? new RegExp(process.env.BENCH_CALLERS) : undefined;
+/** Requests before the first window: V8 compiles the request path by call counts. */
+const WARM_UP = 20000;
+const SETTLED = 0.02;
+const MAX_WINDOWS = 40;
+const IDLE_MS = 5000;
+
+interface Measured {
+  framework: Framework;
+  variant: Variant;
+  /** Main-thread instructions per request, the idle timers' share taken out, per measured window. */
+  perRequest: number[];
+  otherThreads: number[];
+  spansPerRequest: number;
+  /** Self instructions per request by function in the last window, the idle timers' share out (perf map names). */
+  byFunction: Map<string, number>;
+  dump: CallgrindDump;
+  map: PerfMap;
+  requests: number;
+}
+
+function next(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMessage> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: ChildMessage) => {
+      if (message.type === 'error') done(() => reject(new Error(`server child: ${message.message}`)));
+      else if (message.type === type) done(() => resolve(message));
+    };
+    const onExit = (code: number | null) => done(() => reject(new Error(`server child exited (${code})`)));
+    const done = (settle: () => void) => {
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      settle();
+    };
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+async function measure(framework: Framework, variant: Variant, dir: string): Promise<Measured> {
+  const child = fork(CHILD, [framework, variant], {
+    cwd: ROOT,
+    env: CHILD_ENV,
+    execPath: 'valgrind',
+    execArgv: [
+      '--tool=callgrind',
+      `--callgrind-out-file=${dir}/cg.%p`,
+      '--vgdb=yes',
+      '--separate-threads=yes',
+      '--dump-instr=yes',
+      process.execPath,
+      '--perf-basic-prof',
+      ...SERVER_V8_FLAGS,
+      '--import',
+      'tsx',
+    ],
+    stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+  });
+  // valgrind's own lines (`==pid==`) are not the server's.
+  child.stderr?.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n'))
+      if (line && !line.startsWith('==')) console.error(`[server] ${line}`);
+  });
+  const pid = child.pid!;
+  const perfMap = `/tmp/perf-${pid}.map`;
+  try {
+    const ready = (await next(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
+    const url = `http://127.0.0.1:${ready.port}/v1/infer`;
+    const scrape = async () => {
+      if (ready.metricsUrl) await (await fetch(ready.metricsUrl)).text();
+    };
+    /** Zeroes the counters, runs `during`, dumps: the new files' instructions, main thread and the others. */
+    const counted = async (label: string, during: () => Promise<void>) => {
+      const before = new Set(readdirSync(dir));
+      execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
+      await during();
+      execFileSync('callgrind_control', ['-d', label, String(pid)], { stdio: 'ignore' });
+      let main: CallgrindDump | undefined;
+      let others = 0;
+      for (const file of readdirSync(dir).filter((f) => f.startsWith(`cg.${pid}.`) && !before.has(f))) {
+        const text = readFileSync(join(dir, file), 'utf8');
+        // --separate-threads: `-01` is the main thread.
+        if (file.endsWith('-01')) main = parseCallgrind(text);
+        else others += Number(/^summary: (\d+)/m.exec(text)?.[1] ?? 0);
+      }
+      if (main === undefined) throw new Error(`${variant}: no main-thread dump for ${label}`);
+      return { main, others };
+    };
+    const idle = async () => {
+      let ms = 0;
+      const { main } = await counted('idle', async () => {
+        const t0 = performance.now();
+        await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+        ms = performance.now() - t0;
+      });
+      return { perMs: main.total / ms, main, ms };
+    };
+    const window = async (label: string) => {
+      await scrape();
+      await load(url, 500);
+      let requests = 0;
+      let wallUs = 0;
+      let spans = 0;
+      const { main, others } = await counted(label, async () => {
+        const ended = next(child, 'window');
+        child.send({ type: 'begin' });
+        await load(url, REQUESTS);
+        child.send({ type: 'end' });
+        const w = (await ended) as Extract<ChildMessage, { type: 'window' }>;
+        requests = w.requests;
+        wallUs = w.wallUs;
+        spans = w.spans;
+      });
+      return { main, others: others / requests, requests, wallUs, spans };
+    };
+
+    await load(url, WARM_UP);
+    for (let i = 0, quiet = 0; i < MAX_WINDOWS && quiet < 2; i++) {
+      const w = await window(`warm-${i}`);
+      quiet = w.others < (w.main.total / w.requests) * SETTLED ? quiet + 1 : 0;
+    }
+    const idleBefore = await idle();
+    const windows = [];
+    for (let r = 0; r < MEASURED; r++) windows.push(await window(`window-${r}`));
+    const idleAfter = await idle();
+    const idlePerMs = (idleBefore.perMs + idleAfter.perMs) / 2;
+    const last = windows.at(-1)!;
+    const map = PerfMap.read(perfMap);
+    // By function: the window's self instructions less the idle dump's, scaled to the window's length.
+    const byFunction = selfByFunction(last.main, map);
+    const idleScale = last.wallUs / 1000 / idleAfter.ms;
+    for (const [name, ir] of selfByFunction(idleAfter.main, map))
+      byFunction.set(name, (byFunction.get(name) ?? 0) - ir * idleScale);
+    for (const [name, ir] of byFunction) byFunction.set(name, ir / last.requests);
+    return {
+      framework,
+      variant,
+      perRequest: windows.map((w) => (w.main.total - (idlePerMs * w.wallUs) / 1000) / w.requests),
+      otherThreads: windows.map((w) => w.others),
+      spansPerRequest: windows.reduce((n, w) => n + w.spans, 0) / windows.reduce((n, w) => n + w.requests, 0),
+      byFunction,
+      dump: last.main,
+      map,
+      requests: last.requests,
+    };
+  } finally {
+    if (child.connected) child.send({ type: 'exit' });
+    await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
+    rmSync(perfMap, { force: true });
+  }
+}
+
+/** A comma-separated list from the environment, in its own order (the first variant is the reference), or `fallback`. */
+function list<T extends string>(name: string, all: readonly T[], fallback: T[]): T[] {
+  if (!process.env[name]?.trim()) return fallback;
+  const known = subset(name, all);
+  return process.env[name]!.split(',')
+    .map((s) => s.trim() as T)
+    .filter((v) => known.includes(v));
+}
+const frameworks = list('BENCH_FRAMEWORKS', FRAMEWORKS, ['fastify']);
+const variants = list<Variant>(
+  'BENCH_VARIANTS',
+  [...VARIANTS, ...DIAGNOSTIC_VARIANTS],
+  ['bare', 'infersignal-producer'],
+);
+const dir = mkdtempSync(join(tmpdir(), 'infersignal-callgrind-'));
+const jobs = frameworks.flatMap((framework) => variants.map((variant) => ({ framework, variant })));
+const results: Measured[] = [];
+// One server per CPU: the counts do not depend on the machine's speed, only the wall time does.
+const workers = Math.max(1, Math.min(availableParallelism(), jobs.length));
+try {
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      for (let job = jobs.shift(); job !== undefined; job = jobs.shift()) {
+        const result = await measure(job.framework, job.variant, dir);
+        console.error(`${job.framework}/${job.variant}: ${result.perRequest.map((n) => n.toFixed(0)).join(', ')}`);
+        results.push(result);
+      }
+    }),
+  );
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+for (const framework of frameworks) {
+  const rows = variants.map((variant) => results.find((r) => r.framework === framework && r.variant === variant)!);
+  const reference = rows[0]!;
+  const referenceMedian = spread(reference.perRequest).median;
+  console.log(`\n${framework} (${process.version}): main-thread instructions per request, the idle timers' share out`);
+  for (const row of rows) {
+    const median = spread(row.perRequest).median;
+    console.log(
+      `  ${row.variant.padEnd(30)} ${median.toFixed(0).padStart(7)}  ${(median / referenceMedian).toFixed(3)}× ${reference.variant}  (windows ${row.perRequest.map((n) => n.toFixed(0)).join(', ')}; other threads ${spread(row.otherThreads).median.toFixed(0)}; spans/request ${row.spansPerRequest.toFixed(3)})`,
+    );
+  }
+  const referenceSelf = reference.byFunction;
+  for (const row of rows.slice(1)) {
+    const self = row.byFunction;
+    const names = new Set([...self.keys(), ...referenceSelf.keys()]);
+    const diff = [...names]
+      .map((name) => ({ name, delta: (self.get(name) ?? 0) - (referenceSelf.get(name) ?? 0) }))
+      .sort((a, b) => b.delta - a.delta);
+    console.log(`\n  ${row.variant} against ${reference.variant}, by function (self instructions per request):`);
+    for (const { name, delta } of diff.slice(0, 25))
+      console.log(
+        `    ${delta.toFixed(0).padStart(6)}  ${name.slice(0, 140)} (${(referenceSelf.get(name) ?? 0).toFixed(0)} → ${(self.get(name) ?? 0).toFixed(0)})`,
+      );
+    console.log('    …');
+    for (const { name, delta } of diff.slice(-8))
+      console.log(`    ${delta.toFixed(0).padStart(6)}  ${name.slice(0, 140)}`);
+  }
+  if (CALLERS) {
+    for (const row of rows) {
+      console.log(`\n  ${row.variant}: callers of /${CALLERS.source}/ (inclusive instructions per request)`);
+      const callers = [...callersOf(row.dump, row.map, CALLERS)].sort((a, b) => b[1] - a[1]).slice(0, 12);
+      for (const [name, ir] of callers)
+        console.log(`    ${(ir / row.requests).toFixed(0).padStart(6)}  ${name.slice(0, 140)}`);
+    }
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Reading callgrind's dumps of a Node process: instructions by function,
+ * JavaScript included. Callgrind knows the native symbols; the code V8
+ * compiles at run time it cannot name, and counts it under whatever native
+ * function ran last. Dumped with `--dump-instr=yes`, each cost line carries
+ * its instruction address, and V8's `--perf-basic-prof` map (one line per
+ * code object: start, size, name) names those addresses, its builtins
+ * included.
+ */
+import { readFileSync } from 'node:fs';
+
+/** Self instructions by address and by callgrind's function name, and the call arcs, of one dump. */
+export interface CallgrindDump {
+  /** The dump's total (its `summary:` line). */
+  total: number;
+  /** `address → (function name → self instructions)`. */
+  self: Map<number, Map<string, number>>;
+  /** `caller address → (callee function name → inclusive instructions)`. */
+  calls: Map<number, Map<string, number>>;
+}
+
+function add(map: Map<number, Map<string, number>>, address: number, name: string, ir: number): void {
+  let byName = map.get(address);
+  if (byName === undefined) map.set(address, (byName = new Map()));
+  byName.set(name, (byName.get(name) ?? 0) + ir);
+}
+
+/**
+ * Parses a dump written with `--dump-instr=yes` (positions `instr line`,
+ * one event, Ir). Names are compressed (`(12) name` once, `(12)` after);
+ * positions may be relative (`+3`, `-4`) or repeated (`*`); the line after
+ * `calls=` is the call's position and inclusive cost, not self cost.
+ */
+export function parseCallgrind(text: string): CallgrindDump {
+  const fnNames = new Map<string, string>();
+  const name = (spec: string): string => {
+    const match = /^\((\d+)\)(?: (.*))?$/.exec(spec);
+    if (match === null) return spec;
+    if (match[2] !== undefined) fnNames.set(match[1]!, match[2]);
+    return fnNames.get(match[1]!) ?? '?';
+  };
+  const dump: CallgrindDump = { total: 0, self: new Map(), calls: new Map() };
+  let fn = '';
+  let callee = '';
+  let address = 0;
+  let callLine = false;
+  for (const line of text.split('\n')) {
+    const first = line.charCodeAt(0);
+    // Cost lines start with a position: a digit, 0x…, +, - or *.
+    if ((first >= 48 && first <= 57) || first === 43 || first === 45 || first === 42) {
+      const [position, , cost] = line.split(' ');
+      if (position === '*') {
+        // same address as before
+      } else if (first === 43 || first === 45) address += Number(position);
+      else address = Number(position);
+      const ir = Number(cost ?? 0);
+      if (callLine) add(dump.calls, address, callee, ir);
+      else add(dump.self, address, fn, ir);
+      callLine = false;
+    } else if (line.startsWith('fn=')) fn = name(line.slice(3));
+    else if (line.startsWith('cfn=')) callee = name(line.slice(4));
+    else if (line.startsWith('calls=')) callLine = true;
+    else if (line.startsWith('summary: ')) dump.total = Number(line.slice(9));
+  }
+  return dump;
+}
+
+/** V8's `--perf-basic-prof` map: code start, size and name (`JS:*name file:line:col`, `Builtin:…`). */
+export class PerfMap {
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private readonly names: string[] = [];
+
+  constructor(text: string) {
+    // Code space is reused after collections: the last entry for a start wins.
+    const byStart = new Map<number, [number, string]>();
+    for (const line of text.split('\n')) {
+      const space = line.indexOf(' ');
+      const second = line.indexOf(' ', space + 1);
+      if (space < 0 || second < 0) continue;
+      byStart.set(Number.parseInt(line.slice(0, space), 16), [
+        Number.parseInt(line.slice(space + 1, second), 16),
+        line.slice(second + 1),
+      ]);
+    }
+    for (const start of [...byStart.keys()].sort((a, b) => a - b)) {
+      const [size, label] = byStart.get(start)!;
+      this.starts.push(start);
+      this.ends.push(start + size);
+      this.names.push(label);
+    }
+  }
+
+  static read(path: string): PerfMap {
+    return new PerfMap(readFileSync(path, 'utf8'));
+  }
+
+  /** The code object at `address`, if V8 logged one. */
+  nameAt(address: number): string | undefined {
+    let low = 0;
+    let high = this.starts.length - 1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      if (this.starts[mid]! <= address) low = mid + 1;
+      else high = mid - 1;
+    }
+    return high >= 0 && address < this.ends[high]! ? this.names[high] : undefined;
+  }
+}
+
+/**
+ * One name per function whatever tier ran it: V8 marks its code kinds
+ * (`JS:*` TurboFan, `JS:+` Maglev, `JS:^` Sparkplug, `JS:~` bytecode), and
+ * a function's cost moves between them from run to run.
+ */
+function functionName(label: string): string {
+  return label.replace(/^JS:[*+^~]'?/, 'JS:');
+}
+
+/** Self instructions by function: V8's code by the perf map, the rest by callgrind's own names. */
+export function selfByFunction(dump: CallgrindDump, map: PerfMap): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [address, byName] of dump.self) {
+    const jit = map.nameAt(address);
+    for (const [fn, ir] of byName) {
+      const label = jit === undefined ? fn : functionName(jit);
+      out.set(label, (out.get(label) ?? 0) + ir);
+    }
+  }
+  return out;
+}
+
+/** Who calls functions whose callgrind name matches `callee` (`Builtins_LoadIC_Megamorphic`), by caller, inclusive. */
+export function callersOf(dump: CallgrindDump, map: PerfMap, callee: RegExp): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [address, byCallee] of dump.calls) {
+    for (const [name, ir] of byCallee) {
+      if (!callee.test(name)) continue;
+      const label = functionName(map.nameAt(address) ?? '(native)');
+      out.set(label, (out.get(label) ?? 0) + ir);
+    }
+  }
+  return out;
+}
