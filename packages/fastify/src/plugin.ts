@@ -72,6 +72,51 @@ const SOURCE = 'fastify';
 /** What the plugin stores on a request: the shared lifecycle, whose route is always known here. */
 type FastifyTracked = TrackedHttpRequest & InferSignalRequest;
 
+/** A route's config as Fastify keeps it: the route's own `config`, plus its `url` pattern and `method`. */
+interface RouteConfig {
+  url?: string;
+  inferSignal?: boolean;
+}
+type RouteContexts = Record<symbol, { config?: RouteConfig } | undefined>;
+
+/**
+ * Reads each request's route config (what `request.routeOptions.config`
+ * returns; `routeOptions.url` is its `url`) without the public getter,
+ * which builds a 13-field object and asks the router about version
+ * constraints at every call: about 1 200 instructions a request on a
+ * hello-world route, a fifth of the plugin's whole cost
+ * (benchmarks/instructions.ts). Fastify 4 and 5 keep the route's context on
+ * every request under `Symbol('fastify.context')`, and its `config` is that
+ * same object: the symbol is looked for on the first request and used only
+ * if it holds exactly what the getter returned there; otherwise, and on any
+ * request that lacks it, the getter is used. One reader per registration:
+ * two copies of Fastify in a process have two symbols.
+ */
+function routeConfigReader(): (request: FastifyRequest) => RouteConfig | undefined {
+  // undefined: not looked for yet; null: not usable, the getter it is.
+  let contextKey: symbol | null | undefined;
+  const viaGetter = (request: FastifyRequest): RouteConfig => {
+    const options = request.routeOptions;
+    return { url: options.url, inferSignal: (options.config as RouteConfig | undefined)?.inferSignal };
+  };
+  return (request) => {
+    if (contextKey) return (request as unknown as RouteContexts)[contextKey]?.config ?? viaGetter(request);
+    if (contextKey === undefined) contextKey = findContextKey(request);
+    return viaGetter(request);
+  };
+}
+
+/** The symbol, null where none holds the route's config, undefined where this request cannot tell (no config). */
+function findContextKey(request: FastifyRequest): symbol | null | undefined {
+  const expected = request.routeOptions.config;
+  if (typeof expected !== 'object' || expected === null) return undefined;
+  for (const key of Object.getOwnPropertySymbols(request)) {
+    if (key.description === 'fastify.context' && (request as unknown as RouteContexts)[key]?.config === expected)
+      return key;
+  }
+  return null;
+}
+
 /** The plugin's own options; the shared ones are checked by createHttpTracking. */
 function validate(options: InferSignalFastifyOptions): void {
   if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
@@ -117,6 +162,7 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
     return done(error as Error);
   }
 
+  const routeConfig = routeConfigReader();
   // Sibling scopes may each register the plugin (one queue each); the decorator is made once.
   if (!fastify.hasRequestDecorator('inferSignal')) fastify.decorateRequest('inferSignal', null);
 
@@ -124,11 +170,11 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
     'onRequest',
     function inferSignalOnRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
       try {
-        const routeOptions = request.routeOptions;
-        const url = routeOptions.url;
+        const config = routeConfig(request);
+        const url = config?.url;
         // 404s have no route (and no inference); routes can opt out with config.inferSignal = false.
         // A plugin registered in an enclosing scope too: the outer one (whose hook ran first) tracks the request.
-        if (url !== undefined && routeOptions.config?.inferSignal !== false && request.inferSignal == null) {
+        if (url !== undefined && config?.inferSignal !== false && request.inferSignal == null) {
           const route = monitor.label('route', url);
           const model = tracking.model(request, route);
           const retryAfter = tracking.shed(model, reply.raw);

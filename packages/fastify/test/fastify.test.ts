@@ -185,6 +185,42 @@ describe('Fastify plugin', () => {
     await cases.twentyIdsOneLabel({ url: await start(app), monitor, reader });
   });
 
+  it('reads the route from Fastify’s request context after the first request, not the routeOptions getter, with the same labels, opt-out and 404s', async () => {
+    const { app, monitor, reader } = setup();
+    // The getter builds an object at every call: count the plugin's reads of it (an own accessor over the
+    // prototype's, which Fastify makes non-configurable, set before the plugin's hook runs).
+    let reads = 0;
+    app.addHook('onRequest', (request, _reply, done) => {
+      let owner: object | null = Object.getPrototypeOf(request);
+      while (owner !== null && !Object.hasOwn(owner, 'routeOptions')) owner = Object.getPrototypeOf(owner);
+      const getter = Object.getOwnPropertyDescriptor(owner!, 'routeOptions')!.get!;
+      Object.defineProperty(request, 'routeOptions', {
+        get() {
+          reads++;
+          return getter.call(this);
+        },
+      });
+      done();
+    });
+    await app.register(inferSignal, { monitor });
+    const tracked: boolean[] = [];
+    app.get('/v1/models/:id', async (request) => ({ route: request.inferSignal!.route }));
+    app.get('/v1/off', { config: { inferSignal: false } }, async (request) => {
+      tracked.push(request.inferSignal != null);
+      return {};
+    });
+    const url = await start(app);
+    for (let i = 0; i < 10; i++)
+      expect(await (await fetch(`${url}/v1/models/m${i}`)).json()).toEqual({ route: '/v1/models/:id' });
+    for (let i = 0; i < 3; i++) await (await fetch(`${url}/v1/off`)).arrayBuffer();
+    expect((await fetch(`${url}/missing`)).status).toBe(404);
+    await until(() => monitor.snapshot().queues.http.completed === 10, 2000, 'completions');
+    // The first request only: the getter's answer, and the look-up that checks the context against it.
+    expect(reads).toBe(2);
+    expect(tracked).toEqual([false, false, false]);
+    expect((await collect(reader)).sum(METRICS.requests.name)).toBe(10);
+  });
+
   it('labels by the model function (route params are parsed in onRequest); with modelFromRoute a throwing one falls back to the route', async () => {
     const { app, monitor, reader, warnings } = setup();
     await app.register(inferSignal, {
