@@ -87,10 +87,12 @@ const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
  * dropping the response marks it counted, and with the ticket's idempotent
  * end() the rest are no-ops.
  *
- * Per request this allocates the object, its `close` listener, the link
- * from the response to it (see trackedRequestOf) and, on a plain response,
- * a writeHead wrapper (startOnHead), and nothing more unless asked (stream
- * handle, AbortController). Once counted, the lifecycle lets go of the
+ * Per request this allocates the object and the link from the response to
+ * it (see trackedRequestOf); a plain response (its prototype Node's own)
+ * gets the `close` listener and writeHead wrapper all plain responses
+ * share, which find the request through that link, and a re-parented one a
+ * `close` listener of its own; nothing more unless asked (stream handle,
+ * AbortController). Once counted, the lifecycle lets go of the
  * response and its owner, which nothing after the end needs.
  */
 class HttpRequestLifecycle implements TrackedHttpRequest {
@@ -114,14 +116,19 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   ) {
     this.res = res;
     this.owner = owner;
+    // Read once: Object.getPrototypeOf on a response goes through a runtime call (~200 instructions).
+    const proto: unknown = Object.getPrototypeOf(res);
+    this.plain = proto === ServerResponse.prototype;
     // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
-    this.plain = remember(res, this);
-    if (settings.autoStart) startOnHead(res, ticket);
+    remember(res, this, this.plain);
+    if (settings.autoStart) startOnHead(res, ticket, proto);
     // Read only if the request's span is made: the trace its caller sent (`traceparent`), where nothing else took it.
     ticket.setTraceCarrier(res, REQUEST_HEADERS);
     // One listener rather than `finish` + `close` (the server benchmark priced
     // each listener on Express's path): `close` follows `finish` on every response.
-    res.on('close', () => this.closed());
+    // A plain response holds its request, so one function serves them all: no closure a request.
+    if (this.plain) res.on('close', closePlainResponse);
+    else res.on('close', () => this.closed());
   }
 
   get model(): string {
@@ -247,12 +254,10 @@ const trackedRequests = new WeakMap<ServerResponse, HttpRequestLifecycle>();
 const TRACKED = Symbol('infersignal.trackedRequest');
 type PlainResponse = ServerResponse & { [TRACKED]?: HttpRequestLifecycle };
 
-/** Links `res` to its request (see trackedRequestOf); true where the response is a plain one. */
-function remember(res: ServerResponse, request: HttpRequestLifecycle): boolean {
-  const plain = Object.getPrototypeOf(res) === ServerResponse.prototype;
+/** Links `res` to its request (see trackedRequestOf); `plain`: its prototype is Node's own. */
+function remember(res: ServerResponse, request: HttpRequestLifecycle, plain: boolean): void {
   if (plain) (res as PlainResponse)[TRACKED] = request;
   else trackedRequests.set(res, request);
-  return plain;
 }
 
 /**
@@ -334,8 +339,7 @@ let lastHook: WriteHead | null | undefined;
  * straight through. Should something later replace the prototype's
  * writeHead, each request sees it and falls back to its own wrapper.
  */
-function startOnHead(res: ServerResponse, ticket: Ticket): void {
-  const proto: unknown = Object.getPrototypeOf(res);
+function startOnHead(res: ServerResponse, ticket: Ticket, proto: unknown): void {
   if (proto !== ServerResponse.prototype && typeof proto === 'object' && proto !== null) {
     // An app's responses all share one prototype: the last one's hook saves the WeakMap lookup.
     let hook = proto === lastHooked ? lastHook : headHooks.get(proto);
@@ -345,11 +349,30 @@ function startOnHead(res: ServerResponse, ticket: Ticket): void {
     if (hook !== null && (proto as ServerResponse).writeHead === (hook as unknown)) return;
   }
   const writeHead = res.writeHead as unknown as WriteHead;
+  if (proto === ServerResponse.prototype && writeHead === NODE_WRITE_HEAD) {
+    // The common case (Fastify's reply.raw): one shared wrapper, which finds the request on the response.
+    res.writeHead = plainWriteHead as unknown as ServerResponse['writeHead'];
+    return;
+  }
   res.writeHead = function writeHeadStartingInference(this: ServerResponse) {
     ticket.start();
     // biome-ignore lint/complexity/noArguments: passes writeHead's overloads through untouched, without a rest array.
     return writeHead.apply(this, arguments as unknown as unknown[]);
   } as ServerResponse['writeHead'];
+}
+
+const NODE_WRITE_HEAD = ServerResponse.prototype.writeHead as unknown as WriteHead;
+
+/** writeHead of a plain response whose writeHead was Node's own: starts its request, then Node's. */
+function plainWriteHead(this: PlainResponse) {
+  this[TRACKED]?.ticket.start();
+  // biome-ignore lint/complexity/noArguments: passes writeHead's overloads through untouched, without a rest array.
+  return NODE_WRITE_HEAD.apply(this, arguments as unknown as unknown[]);
+}
+
+/** The `close` listener of every plain response: Node calls it with the response as `this`. */
+function closePlainResponse(this: PlainResponse): void {
+  this[TRACKED]?.closed();
 }
 
 /**
