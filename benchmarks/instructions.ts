@@ -11,8 +11,8 @@
  * where work was added, not what it costs in seconds.
  *
  * Under callgrind a server runs ~50× slower, so its timers fire ~50× as
- * often per request: the main thread's instructions with no load, a second
- * long, are measured before and after the windows and taken out at each
+ * often per request: the main thread's instructions with no load, over five
+ * seconds, are measured before and after the windows and taken out at each
  * window's length. Compiler and GC helper threads are counted apart; a
  * server is measured once they have settled (under 2 % of the main
  * thread's count, twice in a row). With V8's perf map (`--perf-basic-prof`)
@@ -30,7 +30,7 @@
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +46,7 @@ import {
   type ChildMessage,
   type Framework,
   type Variant,
+  nextMessage,
 } from './lib/servers';
 import { ROOT } from './lib/report';
 import { spread } from './lib/stats';
@@ -72,23 +73,6 @@ interface Measured {
   dump: CallgrindDump;
   map: PerfMap;
   requests: number;
-}
-
-function next(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMessage> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (message: ChildMessage) => {
-      if (message.type === 'error') done(() => reject(new Error(`server child: ${message.message}`)));
-      else if (message.type === type) done(() => resolve(message));
-    };
-    const onExit = (code: number | null) => done(() => reject(new Error(`server child exited (${code})`)));
-    const done = (settle: () => void) => {
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      settle();
-    };
-    child.on('message', onMessage);
-    child.on('exit', onExit);
-  });
 }
 
 async function measure(framework: Framework, variant: Variant, dir: string): Promise<Measured> {
@@ -118,7 +102,7 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
   const pid = child.pid!;
   const perfMap = `/tmp/perf-${pid}.map`;
   try {
-    const ready = (await next(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
+    const ready = (await nextMessage(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
     const url = `http://127.0.0.1:${ready.port}/v1/infer`;
     const scrape = async () => {
       if (ready.metricsUrl) await (await fetch(ready.metricsUrl)).text();
@@ -156,7 +140,7 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
       let wallUs = 0;
       let spans = 0;
       const { main, others } = await counted(label, async () => {
-        const ended = next(child, 'window');
+        const ended = nextMessage(child, 'window');
         child.send({ type: 'begin' });
         await load(url, REQUESTS);
         child.send({ type: 'end' });

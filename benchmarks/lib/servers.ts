@@ -113,7 +113,8 @@ export interface ServerHandle {
   close(): Promise<void>;
 }
 
-function next(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMessage> {
+/** The child's next message of `type`; rejects on its error message or its exit. */
+export function nextMessage(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMessage> {
   return new Promise((resolve, reject) => {
     const onMessage = (message: ChildMessage) => {
       if (message.type === 'error') {
@@ -242,7 +243,7 @@ export async function startServer(
     ...launch,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const ready = (await next(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
+  const ready = (await nextMessage(child, 'ready')) as Extract<ChildMessage, { type: 'ready' }>;
   return {
     framework,
     variant,
@@ -250,7 +251,7 @@ export async function startServer(
     url: `http://127.0.0.1:${ready.port}/v1/infer`,
     metricsUrl: ready.metricsUrl,
     async window(load, options) {
-      const begun = next(child, 'window');
+      const begun = nextMessage(child, 'window');
       child.send({ type: 'begin' });
       const scrape = scraper(options?.scrape === false ? null : ready.metricsUrl);
       const result = await load();
