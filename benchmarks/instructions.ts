@@ -13,14 +13,17 @@
  * Under callgrind a server runs ~50× slower, so its timers fire ~50× as
  * often per request: the main thread's instructions with no load, over five
  * seconds, are measured before and after the windows and taken out at each
- * window's length. Compiler and GC helper threads are counted apart; a
+ * window's length. That takes out their fixed work, not what they do with
+ * data under load (the detectors' ticks over full windows): per-request
+ * work is read best on `infersignal-no-timers`, the default second variant.
+ * Compiler and GC helper threads are counted apart; a
  * server is measured once they have settled (under 2 % of the main
  * thread's count, twice in a row). With V8's perf map (`--perf-basic-prof`)
  * the instructions of compiled JavaScript and builtins get names, and each
  * variant's top functions are printed against the first variant's.
  *
  *   pnpm build && pnpm --filter @infersignal/benchmarks instructions [--node 24]
- *   BENCH_VARIANTS=bare,infersignal-producer (the first is the reference)  BENCH_FRAMEWORKS=fastify
+ *   BENCH_VARIANTS=bare,infersignal-no-timers (the first is the reference)  BENCH_FRAMEWORKS=fastify
  *   BENCH_ROUNDS=3 measured windows  BENCH_REQUESTS=5000 a window
  *   BENCH_CALLERS=LoadIC_Megamorphic  also print who calls these (callgrind's native names)
  *   INFERSIGNAL_BENCH_PACKAGES_FROM=<checkout>  load @infersignal/* from another built tree (an A/B)
@@ -200,7 +203,7 @@ const frameworks = list('BENCH_FRAMEWORKS', FRAMEWORKS, ['fastify']);
 const variants = list<Variant>(
   'BENCH_VARIANTS',
   [...VARIANTS, ...DIAGNOSTIC_VARIANTS],
-  ['bare', 'infersignal-producer'],
+  ['bare', 'infersignal-no-timers'],
 );
 const dir = mkdtempSync(join(tmpdir(), 'infersignal-callgrind-'));
 const jobs = frameworks.flatMap((framework) => variants.map((variant) => ({ framework, variant })));
