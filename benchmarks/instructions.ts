@@ -56,7 +56,8 @@ import { spread } from './lib/stats';
 
 const CHILD = fileURLToPath(new URL('./lib/server-child.ts', import.meta.url));
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
-const MEASURED = rounds(2);
+// Three at least outside smoke mode (rounds() never gives fewer): the default says so.
+const MEASURED = rounds(3);
 const CALLERS = process.env.BENCH_CALLERS ? new RegExp(process.env.BENCH_CALLERS) : undefined;
 /** Requests before the first window: V8 compiles the request path by call counts. */
 const WARM_UP = 20000;
