@@ -172,6 +172,21 @@ describe("outlier traces (traces: true / 'outliers', the default)", () => {
     expect(requests()).toHaveLength(before);
   });
 
+  it('the tail is recomputed after 64 new requests, not at every request of a quiet queue', () => {
+    const { t, requests } = outlierSetup();
+    const queue = t.monitor.queue('quiet');
+    // 10 ms apart, the tail is recomputed at every 64th (before it is judged): the 129th (the first with 100
+    // samples) set it, and the 193rd, the first 300 ms request below, recomputes it from these 192 alone.
+    normal(t, queue, 192, 10);
+    // Each ends 300 ms after the one before, past the 250 ms limit: only the count holds the tail back, so all
+    // 64 are judged against the 10 ms tail (recomputed at every request, it would reach 300 ms within 3).
+    normal(t, queue, 64, 300);
+    expect(requests()).toHaveLength(64);
+    // The next one recomputes it: 64 of the last 256 took 300 ms, so its 99th percentile does, and they are normal.
+    normal(t, queue, 5, 300);
+    expect(requests()).toHaveLength(64);
+  });
+
   it('slowSeconds: a request above it is slow from the first one, before any tail exists', () => {
     const { t, requests } = outlierSetup({ slowSeconds: 0.5 });
     const queue = t.monitor.queue('q');

@@ -94,10 +94,17 @@ const RING = 1024;
 const MIN_SAMPLES = 100;
 /** How often the tail is recomputed at most (a sort of ≤ RING numbers). */
 const REFRESH_MS = 250;
+/**
+ * New requests before the tail is recomputed: fewer barely move a quantile
+ * of RING, and on a quiet queue (or under a profiler's slowdown) a sort
+ * every REFRESH_MS would be one every few requests.
+ */
+const REFRESH_AFTER = RING / 16;
 
 /**
  * The live tail of one queue's request durations: the configured quantile
- * of its last RING completed requests, recomputed at most every REFRESH_MS.
+ * of its last RING completed requests, recomputed at most every REFRESH_MS
+ * and after REFRESH_AFTER new ones.
  */
 export class RequestTail {
   private readonly seconds = new Float64Array(RING);
@@ -115,7 +122,7 @@ export class RequestTail {
 
   /** Judges `seconds` against the tail as it was, then adds it. */
   slow(seconds: number, now: number): boolean {
-    if (this.fresh > 0 && now - this.refreshedAt >= REFRESH_MS) this.refresh(now);
+    if (this.fresh >= REFRESH_AFTER && now - this.refreshedAt >= REFRESH_MS) this.refresh(now);
     const slow = seconds > this.threshold;
     this.seconds[this.next] = seconds;
     this.next = this.next + 1 === RING ? 0 : this.next + 1;
