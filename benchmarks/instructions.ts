@@ -12,13 +12,15 @@
  *
  * Under callgrind a server runs ~50× slower, so its timers fire ~50× as
  * often per request: the main thread's instructions with no load, over five
- * seconds, are measured before and after the windows and taken out at each
- * window's length. That takes out their fixed work, not what they do with
+ * seconds, are measured after the windows and taken out at each window's
+ * length. That takes out their fixed work, not what they do with
  * data under load (the detectors' ticks over full windows): per-request
  * work is read best on `infersignal-no-timers`, the default second variant.
- * Compiler and GC helper threads are counted apart; a
- * server is measured once they have settled (under 2 % of the main
- * thread's count, twice in a row). With V8's perf map (`--perf-basic-prof`)
+ * A server warms up as the server suite's do, load and a scrape in turn.
+ * Compiler and GC helper threads are counted apart; a server is measured
+ * once they have settled (under 2 % of the main thread's count) and the
+ * main thread's count with them (within 2 % of the window before), twice
+ * in a row. With V8's perf map (`--perf-basic-prof`)
  * the instructions of compiled JavaScript and builtins get names, and each
  * variant's top functions are printed against the first variant's.
  *
@@ -38,7 +40,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type CallgrindDump, PerfMap, callersOf, parseCallgrind, selfByFunction } from './lib/callgrind';
+import { type CallgrindDump, PerfMap, callersOf, parseCallgrind, selfByFunction, selfByOrigin } from './lib/callgrind';
 import { CHILD_ENV, rounds, subset } from './lib/env';
 import { load } from './lib/load';
 import {
@@ -62,6 +64,7 @@ const CALLERS = process.env.BENCH_CALLERS ? new RegExp(process.env.BENCH_CALLERS
 /** Requests before the first window: V8 compiles the request path by call counts. */
 const WARM_UP = 20000;
 const SETTLED = 0.02;
+const STEADY = 0.02;
 const MAX_WINDOWS = 40;
 const IDLE_MS = 5000;
 
@@ -74,6 +77,8 @@ interface Measured {
   spansPerRequest: number;
   /** Self instructions per request by function in the last window, the idle timers' share out (perf map names). */
   byFunction: Map<string, number>;
+  /** The same by originOf() (package and tier, V8's builtins and interpreter, native code). */
+  byOrigin: Map<string, number>;
   dump: CallgrindDump;
   map: PerfMap;
   requests: number;
@@ -156,24 +161,39 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
       return { main, others: others / requests, requests, wallUs, spans };
     };
 
-    await load(url, WARM_UP);
+    // Scraped as it warms up, as the server suite's warm-up does: the scraper's requests are a second kind of
+    // client, and code V8 compiled for the load generator's alone would be compiled again at the first scrape.
+    for (let sent = 0; sent < WARM_UP; sent += REQUESTS) {
+      await load(url, REQUESTS);
+      await scrape();
+    }
+    // Settled: the helper threads quiet and the main thread's count within STEADY of the window before, twice.
+    let before = Number.NaN;
     for (let i = 0, quiet = 0; i < MAX_WINDOWS && quiet < 2; i++) {
       const w = await window(`warm-${i}`);
-      quiet = w.others < (w.main.total / w.requests) * SETTLED ? quiet + 1 : 0;
+      const perRequest = w.main.total / w.requests;
+      const steady = Math.abs(perRequest / before - 1) < STEADY;
+      quiet = steady && w.others < perRequest * SETTLED ? quiet + 1 : 0;
+      before = perRequest;
     }
-    const idleBefore = await idle();
     const windows = [];
     for (let r = 0; r < MEASURED; r++) windows.push(await window(`window-${r}`));
+    // After the windows, not between warm-up and them: a server left idle for seconds came back to its first
+    // window up to 9 % dearer (V8 recompiling what it had dropped meanwhile, read on the helper threads).
     const idleAfter = await idle();
-    const idlePerMs = (idleBefore.perMs + idleAfter.perMs) / 2;
+    const idlePerMs = idleAfter.perMs;
     const last = windows.at(-1)!;
     const map = PerfMap.read(perfMap);
     // By function: the window's self instructions less the idle dump's, scaled to the window's length.
-    const byFunction = selfByFunction(last.main, map);
     const idleScale = last.wallUs / 1000 / idleAfter.ms;
-    for (const [name, ir] of selfByFunction(idleAfter.main, map))
-      byFunction.set(name, (byFunction.get(name) ?? 0) - ir * idleScale);
-    for (const [name, ir] of byFunction) byFunction.set(name, ir / last.requests);
+    const perRequestOf = (by: typeof selfByFunction) => {
+      const out = by(last.main, map);
+      for (const [name, ir] of by(idleAfter.main, map)) out.set(name, (out.get(name) ?? 0) - ir * idleScale);
+      for (const [name, ir] of out) out.set(name, ir / last.requests);
+      return out;
+    };
+    const byFunction = perRequestOf(selfByFunction);
+    const byOrigin = perRequestOf(selfByOrigin);
     return {
       framework,
       variant,
@@ -181,6 +201,7 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
       otherThreads: windows.map((w) => w.others),
       spansPerRequest: windows.reduce((n, w) => n + w.spans, 0) / windows.reduce((n, w) => n + w.requests, 0),
       byFunction,
+      byOrigin,
       dump: last.main,
       map,
       requests: last.requests,
@@ -235,6 +256,19 @@ for (const framework of frameworks) {
     console.log(
       `  ${row.variant.padEnd(30)} ${median.toFixed(0).padStart(7)}  ${(median / referenceMedian).toFixed(3)}× ${reference.variant}  (windows ${row.perRequest.map((n) => n.toFixed(0)).join(', ')}; other threads ${spread(row.otherThreads).median.toFixed(0)}; spans/request ${row.spansPerRequest.toFixed(3)})`,
     );
+  }
+  for (const row of rows.slice(1)) {
+    const referenceOrigin = reference.byOrigin;
+    const origins = new Set([...row.byOrigin.keys(), ...referenceOrigin.keys()]);
+    const diff = [...origins]
+      .map((name) => ({ name, delta: (row.byOrigin.get(name) ?? 0) - (referenceOrigin.get(name) ?? 0) }))
+      .filter(({ delta }) => Math.abs(delta) >= 20)
+      .sort((a, b) => b.delta - a.delta);
+    console.log(`\n  ${row.variant} against ${reference.variant}, by origin (self instructions per request):`);
+    for (const { name, delta } of diff)
+      console.log(
+        `    ${delta.toFixed(0).padStart(6)}  ${name.slice(0, 100)} (${(referenceOrigin.get(name) ?? 0).toFixed(0)} → ${(row.byOrigin.get(name) ?? 0).toFixed(0)})`,
+      );
   }
   const referenceSelf = reference.byFunction;
   for (const row of rows.slice(1)) {

@@ -12,7 +12,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PerfMap, callersOf, parseCallgrind, selfByFunction } from '../benchmarks/lib/callgrind';
+import {
+  PerfMap,
+  callersOf,
+  originOf,
+  parseCallgrind,
+  selfByFunction,
+  selfByOrigin,
+} from '../benchmarks/lib/callgrind';
 
 const valgrind = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
 const missing = valgrind.status === 0 ? undefined : 'valgrind is not installed (apt-get install valgrind)';
@@ -69,6 +76,14 @@ describe.skipIf(missing !== undefined)('callgrind dump of a Node process', () =>
       expect(own.reduce((n, [, ir]) => n + ir, 0)).toBeGreaterThan(CALLS * 5);
       expect(own.find(([name]) => name.startsWith(`JS:run ${script}:4:`))?.[1] ?? 0).toBeGreaterThan(CALLS * 5);
 
+      // By origin, the same instructions: the script's under its own path, tier by tier.
+      const byOrigin = selfByOrigin(dump, map);
+      let originSum = 0;
+      for (const ir of byOrigin.values()) originSum += ir;
+      expect(Math.abs(originSum - dump.total) / dump.total).toBeLessThan(0.001);
+      const scriptOrigins = [...byOrigin].filter(([origin]) => origin.startsWith(script));
+      expect(scriptOrigins.reduce((n, [, ir]) => n + ir, 0)).toBeGreaterThan(CALLS * 5);
+
       // Its loads of five shapes go through a load IC builtin, called from readAB's own code or the loop it was
       // inlined into, and named from the perf map: LoadIC_Megamorphic from optimized code on Node 24, the generic
       // LoadIC on Node 20, LoadICBaseline where the loop was still in Sparkplug's code.
@@ -80,4 +95,31 @@ describe.skipIf(missing !== undefined)('callgrind dump of a Node process', () =>
       rmSync(perfMap, { force: true });
     }
   }, 180_000);
+});
+
+describe('originOf', () => {
+  it('groups JavaScript by package and tier, V8 builtins, the interpreter and native code by library', () => {
+    const pnpm = '/w/node_modules/.pnpm';
+    expect(
+      originOf(
+        `JS:*_record ${pnpm}/@opentelemetry+sdk-metrics@2.12.1/node_modules/@opentelemetry/sdk-metrics/build/src/a.js:3:4`,
+      ),
+    ).toBe('@opentelemetry/sdk-metrics (TurboFan)');
+    expect(originOf(`JS:^next ${pnpm}/router@2.3.0/node_modules/router/index.js:189:17`)).toBe('router (Sparkplug)');
+    expect(originOf('JS:~end file:///w/packages/core/dist/index.js:1983:6')).toBe('@infersignal/core (bytecode)');
+    expect(originOf('JS:+parserOnIncoming node:_http_server:1167:26')).toBe('node (Maglev)');
+    // selfByFunction()'s names have no tier.
+    expect(originOf('JS:end file:///w/packages/core/dist/index.js:1983:6')).toBe('@infersignal/core');
+    expect(originOf('JS: file:///w/benchmarks/lib/server-child.ts:1:2113')).toBe('/w/benchmarks/lib/server-child.ts');
+    expect(originOf('Builtin:LdaNamedPropertyHandler')).toBe('V8 interpreter (bytecode handlers)');
+    expect(originOf('Builtins_KeyedStoreIC_Megamorphic')).toBe('V8 builtins');
+    expect(originOf('v8::internal::Scavenger::ScavengeObject(v8::internal::FullHeapObjectSlot)')).toBe(
+      'V8 garbage collector (C++)',
+    );
+    expect(originOf('v8::internal::Runtime_TypedArraySortFast(int, unsigned long*, v8::internal::Isolate*)')).toBe(
+      'V8 runtime (C++)',
+    );
+    expect(originOf('uv__io_poll')).toBe('Node and libuv (C++)');
+    expect(originOf('__memmove_avx_unaligned_erms')).toBe('other native (libc, kernel entry, …)');
+  });
 });

@@ -142,3 +142,53 @@ export function callersOf(dump: CallgrindDump, map: PerfMap, callee: RegExp): Ma
   }
   return out;
 }
+
+const TIER: Record<string, string> = { '*': 'TurboFan', '+': 'Maglev', '^': 'Sparkplug', '~': 'bytecode' };
+
+/**
+ * Where a function of selfByFunction()'s (or a raw perf-map label) comes
+ * from: JavaScript by package (`@opentelemetry/sdk-trace-base`, `node`,
+ * `@infersignal/core`) and, for a raw label, the tier that ran it; V8's
+ * builtins with the interpreter's bytecode handlers apart (code run cold,
+ * before any compiler took it, runs there); native code by library. A few
+ * instructions in each of forty SDK functions hide in a by-function list
+ * and add up here.
+ */
+export function originOf(label: string): string {
+  if (label.startsWith('JS:')) {
+    const tier = TIER[label[3]!];
+    const path = label.slice(label.lastIndexOf(' ') + 1).replace(/^file:\/\//, '');
+    const modules = path.lastIndexOf('/node_modules/');
+    let origin: string;
+    if (modules >= 0) {
+      const parts = path.slice(modules + '/node_modules/'.length).split('/');
+      origin = parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
+    } else if (path.startsWith('node:')) origin = 'node';
+    else {
+      const own = /\/packages\/([^/]+)\//.exec(path);
+      origin = own ? `@infersignal/${own[1]}` : path.replace(/:\d+:\d+$/, '');
+    }
+    return tier === undefined ? origin : `${origin} (${tier})`;
+  }
+  // The perf map's `Builtin:X`, or callgrind's own `Builtins_X` for the embedded ones the map did not log.
+  if (/^Builtins?[:_]/.test(label))
+    return /Handler$|InterpreterEntryTrampoline/.test(label) ? 'V8 interpreter (bytecode handlers)' : 'V8 builtins';
+  if (/Scaveng|Marking|MarkCompact|Sweep|Heap::|heap::|Evacuat|RootVisit|PointersUpdating/.test(label))
+    return 'V8 garbage collector (C++)';
+  if (label.startsWith('v8::')) return 'V8 runtime (C++)';
+  if (/^(node::|uv_|uv__)/.test(label)) return 'Node and libuv (C++)';
+  return 'other native (libc, kernel entry, …)';
+}
+
+/** Self instructions by originOf(), tiers apart for JavaScript. */
+export function selfByOrigin(dump: CallgrindDump, map: PerfMap): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [address, byName] of dump.self) {
+    const jit = map.nameAt(address);
+    for (const [fn, ir] of byName) {
+      const origin = originOf(jit ?? fn);
+      out.set(origin, (out.get(origin) ?? 0) + ir);
+    }
+  }
+  return out;
+}

@@ -30,7 +30,12 @@ export const VARIANTS = [
  * producer export's cost into its timers, its per-request work and its
  * footprint on the response object, to say where it goes; no goal reads them.
  */
-export const DIAGNOSTIC_VARIANTS = ['infersignal-timers', 'infersignal-no-timers', 'response-footprint'] as const;
+export const DIAGNOSTIC_VARIANTS = [
+  'infersignal-timers',
+  'infersignal-no-timers',
+  'infersignal-outliers-no-timers',
+  'response-footprint',
+] as const;
 export type Variant = (typeof VARIANTS)[number] | (typeof DIAGNOSTIC_VARIANTS)[number];
 
 export const VARIANT_LABEL: Record<Variant, string> = {
@@ -52,6 +57,8 @@ export const VARIANT_LABEL: Record<Variant, string> = {
     "InferSignal's producer export without the plugin (the monitor's timers and the Prometheus endpoint, nothing per request)",
   'infersignal-no-timers':
     'InferSignal, metrics, producer export, its timers off (`eventLoop: false`, `heap: false`, `detectorIntervalMs: 0`): the per-request work alone',
+  'infersignal-outliers-no-timers':
+    'InferSignal, metrics + outlier traces, its timers off: the per-request work of outlier traces alone',
   'response-footprint':
     "InferSignal's footprint on each raw response without its work: the `close` listener, a symbol property, an own `writeHead` wrapper",
 };
