@@ -179,7 +179,7 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
     const windows = [];
     for (let r = 0; r < MEASURED; r++) windows.push(await window(`window-${r}`));
     // After the windows, not between warm-up and them: a server left idle for seconds came back to its first
-    // window up to 9 % dearer (V8 recompiling what it had dropped meanwhile, read on the helper threads).
+    // window up to 9 % dearer, its compiler threads busy again.
     const idleAfter = await idle();
     const idlePerMs = idleAfter.perMs;
     const last = windows.at(-1)!;
