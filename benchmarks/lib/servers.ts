@@ -28,7 +28,8 @@ export const VARIANTS = [
 /**
  * Rows a run gets only when BENCH_VARIANTS names them: they split the
  * producer export's cost into its timers, its per-request work and its
- * footprint on the response object, to say where it goes; no goal reads them.
+ * footprint on the response object, and outlier traces' per-request work
+ * from their timers, to say where it goes; no goal reads them.
  */
 export const DIAGNOSTIC_VARIANTS = [
   'infersignal-timers',
