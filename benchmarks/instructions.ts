@@ -63,7 +63,9 @@ const MEASURED = rounds(3);
 const CALLERS = process.env.BENCH_CALLERS ? new RegExp(process.env.BENCH_CALLERS) : undefined;
 /** Requests before the first window: V8 compiles the request path by call counts. */
 const WARM_UP = 20000;
+/** Settled: the compiler and GC helper threads' instructions under this share of the main thread's. */
 const SETTLED = 0.02;
+/** Steady: the main thread's count per request within this of the window before. */
 const STEADY = 0.02;
 const MAX_WINDOWS = 40;
 const IDLE_MS = 5000;
