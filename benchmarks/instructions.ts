@@ -41,7 +41,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CallgrindDump, PerfMap, callersOf, parseCallgrind, selfByFunction, selfByOrigin } from './lib/callgrind';
-import { CHILD_ENV, rounds, subset } from './lib/env';
+import { CHILD_ENV, orderedSubset, rounds } from './lib/env';
 import { load } from './lib/load';
 import {
   DIAGNOSTIC_VARIANTS,
@@ -215,16 +215,8 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
   }
 }
 
-/** A comma-separated list from the environment, in its own order (the first variant is the reference), or `fallback`. */
-function list<T extends string>(name: string, all: readonly T[], fallback: T[]): T[] {
-  if (!process.env[name]?.trim()) return fallback;
-  const known = subset(name, all);
-  return process.env[name]!.split(',')
-    .map((s) => s.trim() as T)
-    .filter((v) => known.includes(v));
-}
-const frameworks = list('BENCH_FRAMEWORKS', FRAMEWORKS, ['fastify']);
-const variants = list<Variant>(
+const frameworks = orderedSubset('BENCH_FRAMEWORKS', FRAMEWORKS, ['fastify']);
+const variants = orderedSubset<Variant>(
   'BENCH_VARIANTS',
   [...VARIANTS, ...DIAGNOSTIC_VARIANTS],
   ['bare', 'infersignal-no-timers'],

@@ -72,3 +72,23 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     });
   }
 });
+
+describe('allocations tool (smoke: BENCH_SMOKE=1)', () => {
+  it('samples what each server allocates and finds what InferSignal adds, by origin', { timeout: 180_000 }, async ({
+    expect,
+  }) => {
+    const { code, stdout, stderr } = await runSuite('allocations');
+    expect(code, `exit code; stderr:\n${stderr.slice(-2000)}`).toBe(0);
+    // `  infersignal-producer   8705    894 over bare  (windows …)`: a Fastify request allocates kilobytes, and the
+    // producer export more than bare, its tracking object, ticket and hook among them.
+    const row = (variant: string) =>
+      new RegExp(`^  ${variant} +(\\d+) +(-?\\d+) over bare`, 'm').exec(stdout)?.slice(1).map(Number);
+    const bare = row('bare');
+    const producer = row('infersignal-producer');
+    expect(bare, stdout.slice(-2000)).toBeDefined();
+    expect(producer, stdout.slice(-2000)).toBeDefined();
+    expect(bare![0]).toBeGreaterThan(1000);
+    expect(producer![1]).toBeGreaterThan(50);
+    expect(stdout).toMatch(/^ +\d+ {2}@infersignal\/core \(0 → \d+\)$/m);
+  });
+});

@@ -8,6 +8,7 @@
  * included.
  */
 import { readFileSync } from 'node:fs';
+import { scriptOrigin } from './origin';
 
 /** Self instructions by address and by callgrind's function name, and the call arcs, of one dump. */
 export interface CallgrindDump {
@@ -157,17 +158,7 @@ const TIER: Record<string, string> = { '*': 'TurboFan', '+': 'Maglev', '^': 'Spa
 export function originOf(label: string): string {
   if (label.startsWith('JS:')) {
     const tier = TIER[label[3]!];
-    const path = label.slice(label.lastIndexOf(' ') + 1).replace(/^file:\/\//, '');
-    const modules = path.lastIndexOf('/node_modules/');
-    let origin: string;
-    if (modules >= 0) {
-      const parts = path.slice(modules + '/node_modules/'.length).split('/');
-      origin = parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
-    } else if (path.startsWith('node:')) origin = 'node';
-    else {
-      const own = /\/packages\/([^/]+)\//.exec(path);
-      origin = own ? `@infersignal/${own[1]}` : path.replace(/:\d+:\d+$/, '');
-    }
+    const origin = scriptOrigin(label.slice(label.lastIndexOf(' ') + 1));
     return tier === undefined ? origin : `${origin} (${tier})`;
   }
   // The perf map's `Builtin:X`, or callgrind's own `Builtins_X` for the embedded ones the map did not log.

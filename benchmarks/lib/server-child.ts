@@ -23,10 +23,12 @@ import { join } from 'node:path';
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
+import { allocationSampler } from './allocations';
 import { importFrom } from './baseline';
 import { DropSpanExporter } from './otel';
 import { threadSchedule } from './schedstat';
 import {
+  ALLOCATIONS_ENV,
   CPU_PROFILE_ENV,
   DIAGNOSTIC_VARIANTS,
   FRAMEWORKS,
@@ -406,6 +408,7 @@ async function main(): Promise<void> {
   }
 
   const profiler = windowProfiler(framework, process.env[PACKAGES_FROM_ENV] ? `${variant}@baseline` : variant);
+  const allocations = process.env[ALLOCATIONS_ENV] ? allocationSampler() : undefined;
   let cpu0 = process.cpuUsage();
   let served0 = 0;
   let spans0 = 0;
@@ -427,6 +430,7 @@ async function main(): Promise<void> {
       main0 = threadSchedule();
       cpu0 = process.cpuUsage();
       profiler.start();
+      allocations?.start();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
       const main = threadSchedule();
@@ -445,6 +449,15 @@ async function main(): Promise<void> {
         spans: telemetry.spans() - spans0,
       });
       profiler.stop();
+      allocations?.stop().then(
+        ({ byOrigin, byFunction }) =>
+          send({
+            type: 'allocations',
+            byOrigin: Object.fromEntries(byOrigin),
+            byFunction: Object.fromEntries(byFunction),
+          }),
+        (error: unknown) => send({ type: 'error', message: `allocation profile: ${String(error)}` }),
+      );
     } else if (message.type === 'exit') {
       process.exit(0);
     }

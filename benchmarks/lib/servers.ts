@@ -67,10 +67,15 @@ export const VARIANT_LABEL: Record<Variant, string> = {
 export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
   | ({ type: 'window' } & ServerWindow)
+  /** With ALLOCATIONS_ENV set, after each window: the bytes it allocated, by origin and by function (lib/allocations.ts). */
+  | { type: 'allocations'; byOrigin: Record<string, number>; byFunction: Record<string, number> }
   | { type: 'error'; message: string };
 
 /** A directory: each server child writes a CPU profile of every measured window there (server-child.ts). */
 export const CPU_PROFILE_ENV = 'BENCH_CPU_PROFILE';
+
+/** Set: each server child samples what it allocates in every measured window and sends it (allocations.ts). */
+export const ALLOCATIONS_ENV = 'BENCH_ALLOCATIONS';
 
 /** Tells a server child to load `@infersignal/*` from another checkout (see startServer). */
 export const PACKAGES_FROM_ENV = 'INFERSIGNAL_BENCH_PACKAGES_FROM';
