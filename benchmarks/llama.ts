@@ -52,7 +52,7 @@ import { ROUNDS, SMOKE, rounds } from './lib/env';
 import { PullReader } from './lib/otel';
 import { SampledCode, monotonicUs } from './lib/sampled-code';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
-import { fmtRatio, fmtSpread, roundRatios, spread, type Spread } from './lib/stats';
+import { fmtRatio, fmtSpread, roundRatios, seeded, spread, type Spread } from './lib/stats';
 
 const TOKENS = Number(process.env.LLAMA_TOKENS ?? (SMOKE ? 16 : 128));
 /** The shorter generations of the split: the same variants at two lengths part fixed from per-token cost. */
@@ -305,13 +305,7 @@ async function measure(part: number, rounds: number, profiler?: SampledCode): Pr
  * in every round. Shuffled, each follows every other about equally often.
  */
 function roundOrder(initialSeed: number): <T>(items: readonly T[]) => T[] {
-  let seed = initialSeed | 0;
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = seeded(initialSeed);
   return (items) => {
     const order = [...items];
     for (let i = order.length - 1; i > 0; i--) {

@@ -31,6 +31,7 @@ import {
   DIAGNOSTIC_VARIANTS,
   VARIANTS as ALL_VARIANTS,
   VARIANT_LABEL,
+  SERVER_GOALS,
   SERVER_V8_FLAGS,
   YOUNG_GENERATION_FLAGS,
   pinCpus,
@@ -39,16 +40,16 @@ import {
   type ServerHandle,
   type Variant,
 } from './lib/servers';
+import { CONNECTIONS, LOADER, PRIME_REQUESTS, WINDOW_REQUESTS, WRK_SECONDS, WRK_VERSION } from './lib/load';
 import {
-  CONNECTIONS,
-  LOADER,
-  PRIME_REQUESTS,
-  WINDOW_REQUESTS,
-  WRK_SECONDS,
-  WRK_VERSION,
-  load,
-  loadWindow,
-} from './lib/load';
+  HELPER_PLATEAU,
+  HELPER_SETTLED,
+  WARM_UP_CHUNKS,
+  WARM_UP_MAX_CHUNKS,
+  measureWindow,
+  warmUp,
+  type Sample,
+} from './lib/server-window';
 import { fmtRatio, fmtSpread, rotate, spread } from './lib/stats';
 
 // Smoke mode: one round is already 15 loads (bare around each of 7 variants).
@@ -83,44 +84,14 @@ const PARTIAL =
     VARIANTS.some((v) => (DIAGNOSTIC_VARIANTS as readonly Variant[]).includes(v)) ||
     BASELINE !== undefined);
 
-interface Sample {
-  cpuPerRequestUs: number;
-  /** CPU per request over the round's baseline (bare and bare again; bare again: over bare alone; NaN for bare). */
-  vsBare: number;
-  rps: number;
-  p99Ms: number;
-  spans: number;
-  requests: number;
-  /** Server CPU of the one scrape before this window, µs (0: no Prometheus endpoint). */
-  scrapeUs: number;
-  /** Shares of the window's server CPU: on threads other than the event loop's, in GC pauses. */
-  helperShare: number;
-  gcShare: number;
-  /** Share of the window's server CPU spent in the kernel (system time). */
-  systemShare: number;
-  /** GC pauses per 1000 requests, and the new space (MiB) as the window began. */
-  gcsPerKiloRequest: number;
-  /** Of them, the old generation's (mark-compact, incremental marking steps), per 1000 requests. */
-  majorGcsPerKiloRequest: number;
-  newSpaceMiB: number;
-  /** Share of the window's wall time the server's event loop was runnable but off its CPU (a neighbour had it). */
-  waitShare: number;
-  errors: number;
-}
-
-/** One scrape, read to the end, as Prometheus does it. */
-async function scrapeOnce(url: string): Promise<void> {
-  const res = await fetch(url);
-  await res.text();
-  if (!res.ok) throw new Error(`scrape of ${url}: HTTP ${res.status}`);
-}
-
 const STARTED = performance.now();
 const PINNING = pinCpus();
 console.log(`CPUs: ${PINNING}`);
 
 const key = (f: Framework, v: Arm) => `${f}/${v}`;
 const samples = new Map<string, Sample[]>();
+/** Chunks of load each fresh server took to warm up (lib/server-window.ts), for the conditions line. */
+const warmUpChunks: number[] = [];
 /**
  * Each server's CPU with no load (ms per second), once a set is warm: what
  * it costs while nothing happens (InferSignal's timers: the event-loop
@@ -145,76 +116,6 @@ const ROUNDS_PER_SET: Record<Framework, number> = SMOKE
     { fastify: 2, express: 4 };
 /** Sets whose servers also measure their idle CPU (3 s each): the first few, enough for its median. */
 const IDLE_SETS = 3;
-/**
- * Warm-up by requests, not seconds: JIT tiers follow call counts, and on a
- * busy host 4 s of load was a few thousand requests, after which the JIT
- * compiler threads still took 20–50 % of a window's CPU (and the event loop
- * ran code not yet optimised). Each fresh server takes chunks of load (and
- * a scrape, so the exporter's code is compiled too) until the share of
- * its CPU spent outside its event-loop thread falls under HELPER_SETTLED or
- * stops falling (within HELPER_PLATEAU of the chunk before: Express servers
- * on Node 20 still spent ~20 % there after 48 000 requests), WARM_UP_CHUNKS at least,
- * WARM_UP_MAX_CHUNKS at most.
- */
-const WARM_UP_CHUNKS = SMOKE ? 1 : Number(process.env.BENCH_WARM_UP ?? 2);
-const WARM_UP_MAX_CHUNKS = SMOKE ? 1 : 6;
-const HELPER_SETTLED = 0.05;
-const HELPER_PLATEAU = 0.03;
-const warmUpChunks: number[] = [];
-
-async function warmUp(server: ServerHandle): Promise<void> {
-  const chunk = WINDOW_REQUESTS[server.framework] * 2;
-  let before = Number.NaN;
-  for (let i = 1; ; i++) {
-    const { server: w } = await server.window(() => load(server.url, chunk), { scrape: false });
-    if (server.metricsUrl) await scrapeOnce(server.metricsUrl);
-    const helpers = (w.cpuUs - w.mainUs) / w.cpuUs;
-    const settled = helpers <= HELPER_SETTLED || Math.abs(helpers - before) <= HELPER_PLATEAU || Number.isNaN(helpers);
-    before = helpers;
-    if ((settled && i >= WARM_UP_CHUNKS) || i >= WARM_UP_MAX_CHUNKS) {
-      warmUpChunks.push(i);
-      return;
-    }
-  }
-}
-
-/**
- * One window against one server: a scrape (its own CPU measured apart, with
- * no load), an unmeasured prime, then the measured requests. The scrape
- * stays out of the request window: at one per window it was 30× a 15 s
- * scrape interval's share, and whether it fell early or late in a short
- * window moved the figure; every instrumented variant is scraped the same
- * way, so the exporter's code and aggregates stay as hot as in production.
- */
-async function measure(server: ServerHandle): Promise<Sample> {
-  const metricsUrl = server.metricsUrl;
-  const scrapeUs = metricsUrl ? (await server.window(() => scrapeOnce(metricsUrl), { scrape: false })).server.cpuUs : 0;
-  if (PRIME_REQUESTS > 0) await load(server.url, PRIME_REQUESTS);
-  const { result, server: w } = await server.window(() => loadWindow(server.url, server.framework), { scrape: false });
-  if (w.requests === 0)
-    throw new Error(
-      `${server.framework}/${server.variant}${server.packagesFrom ? '@baseline' : ''} served no requests`,
-    );
-  return {
-    cpuPerRequestUs: w.cpuUs / w.requests,
-    vsBare: Number.NaN,
-    // Per-sample averages depend on sampleInt; the rate over the whole run does not.
-    rps: w.requests / (w.wallUs / 1e6),
-    p99Ms: result.p99Ms,
-    spans: w.spans,
-    requests: w.requests,
-    scrapeUs,
-    helperShare: (w.cpuUs - w.mainUs) / w.cpuUs,
-    gcShare: w.gcUs / w.cpuUs,
-    systemShare: w.systemUs / w.cpuUs,
-    gcsPerKiloRequest: (w.gcs * 1000) / w.requests,
-    majorGcsPerKiloRequest: (w.majorGcs * 1000) / w.requests,
-    newSpaceMiB: w.newSpaceBytes / 2 ** 20,
-    waitShare: w.waitUs / w.wallUs,
-    errors: result.errors,
-  };
-}
-
 async function measureBlock(framework: Framework, firstRound: number, roundCount: number): Promise<void> {
   const servers = new Map<Arm, ServerHandle>();
   try {
@@ -223,7 +124,7 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
       ARMS.map((arm) => startServer(framework, variantOf(arm), arm === variantOf(arm) ? undefined : BASELINE)),
     );
     for (const [i, s] of started.entries()) servers.set(ARMS[i]!, s);
-    for (const s of servers.values()) await warmUp(s);
+    for (const s of servers.values()) warmUpChunks.push(await warmUp(s));
     for (const [arm, s] of servers) {
       if (firstRound >= IDLE_SETS * ROUNDS_PER_SET[framework]) break;
       // A second's rest first: what the last load left to do (sweeping, compiling) is the load's, not idle work.
@@ -243,7 +144,7 @@ async function measureBlock(framework: Framework, firstRound: number, roundCount
       // rounds absorbs it.
       const measured: Array<{ variant: Arm; sample: Sample }> = [];
       for (const variant of rotate(ARMS, round))
-        measured.push({ variant, sample: await measure(servers.get(variant)!) });
+        measured.push({ variant, sample: await measureWindow(servers.get(variant)!) });
       const bare = measured.find((m) => m.variant === 'bare')!.sample.cpuPerRequestUs;
       const bareAgain = measured.find((m) => m.variant === 'bare-again')?.sample.cpuPerRequestUs;
       // The variants' baseline is both bare processes (geometric mean): each process's own luck (see ROUNDS_PER_SET)
@@ -399,19 +300,7 @@ const VARIANT_SHORT: Partial<Record<Variant, string>> = {
   'otel-calls': 'its own SDK records by hand',
   'infersignal-producer': 'the producer export',
 };
-const GOALS = FRAMEWORKS_RUN.flatMap((f) => [
-  [f, 'infersignal-api', 'otel-calls', 1.1, 'API export'] as const,
-  ...(f === 'fastify'
-    ? [
-        [f, 'infersignal-producer', 'bare', 1.1, 'producer export'] as const,
-        [f, 'infersignal-outliers', 'bare', 1.15, 'outlier traces'] as const,
-        [f, 'infersignal-outliers', 'infersignal-producer', 1.05, 'outlier traces'] as const,
-      ]
-    : [
-        [f, 'infersignal-producer', 'hook', 1, 'producer export'] as const,
-        [f, 'infersignal-outliers', 'hook', 1, 'outlier traces'] as const,
-      ]),
-]);
+const GOALS = SERVER_GOALS.filter(([f]) => FRAMEWORKS_RUN.includes(f));
 const goalsRun = GOALS.filter(([, a, b]) => VARIANTS.includes(a) && (b === 'bare' || VARIANTS.includes(b)));
 const goals: Goal[] = goalsRun.map(([f, a, b, limit, what]) => goalOver(f, a, b, limit, what));
 if (PARTIAL) {

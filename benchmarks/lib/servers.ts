@@ -64,6 +64,26 @@ export const VARIANT_LABEL: Record<Variant, string> = {
     "InferSignal's footprint on each raw response without its work: the `close` listener, a symbol property, an own `writeHead` wrapper",
 };
 
+/**
+ * The server suite's goals (issue #29): `a`'s CPU per request over `b`'s
+ * (or over bare) at most `limit`, per framework. server.ts judges them on
+ * its rounds, pairs.ts with confidence intervals.
+ */
+export type ServerGoal = readonly [framework: Framework, a: Variant, b: Variant | 'bare', limit: number, what: string];
+export const SERVER_GOALS: readonly ServerGoal[] = FRAMEWORKS.flatMap((f): ServerGoal[] => [
+  [f, 'infersignal-api', 'otel-calls', 1.1, 'API export'],
+  ...(f === 'fastify'
+    ? ([
+        [f, 'infersignal-producer', 'bare', 1.1, 'producer export'],
+        [f, 'infersignal-outliers', 'bare', 1.15, 'outlier traces'],
+        [f, 'infersignal-outliers', 'infersignal-producer', 1.05, 'outlier traces'],
+      ] as const)
+    : ([
+        [f, 'infersignal-producer', 'hook', 1, 'producer export'],
+        [f, 'infersignal-outliers', 'hook', 1, 'outlier traces'],
+      ] as const)),
+]);
+
 export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
   | ({ type: 'window' } & ServerWindow)
