@@ -2,7 +2,7 @@
  * How the paired tool (benchmarks/pairs.ts) judges a goal from its rounds
  * (benchmarks/lib/stats.ts): the median of the per-round ratios with a
  * seeded 90 % bootstrap interval, and a verdict that says `undecided` when
- * the limit falls inside the interval.
+ * the limit falls inside the interval (or the ratios are too few).
  */
 import { describe, expect, it } from 'vitest';
 import { judge, seeded, verdictOf } from '../benchmarks/lib/stats';
@@ -26,7 +26,7 @@ describe('judge', () => {
     expect(verdictOf(judged, 1.1)).toBe('met');
     expect(verdictOf(judged, 1.04)).toBe('NOT met');
     expect(verdictOf(judged, 1.073)).toBe('undecided');
-    // Four rounds, all well under the limit: too few for a bootstrap to be trusted.
+    // Four ratios, all well under the limit: too few for a bootstrap to be trusted.
     expect(verdictOf(judge(even.slice(0, 4)), 1.2)).toBe('undecided');
   });
 

@@ -97,10 +97,13 @@ describe('paired tool (smoke: BENCH_SMOKE=1)', () => {
   it('judges each Fastify goal with an interval and a verdict', { timeout: 180_000 }, async ({ expect }) => {
     const { code, stdout, stderr } = await runSuite('pairs');
     expect(code, `exit code; stderr:\n${stderr.slice(-2000)}`).toBe(0);
-    // `  fastify: producer export 1.081× bare (90 % interval 1.052–1.110) — goal ≤ 1.10× undecided`
-    const lines = stdout.match(/^ {2}fastify: .* \d\.\d{3}× \S+ \(90 % interval \d\.\d{3}–\d\.\d{3}\) — goal ≤ .*$/gm);
+    // `  fastify: producer export 1.081× bare (90 % interval 1.052–1.110; sets 1.08 1.07) — goal ≤ 1.10× undecided`
+    const lines = stdout.match(
+      /^ {2}fastify: .* \d\.\d{3}× \S+ \(90 % interval \d\.\d{3}–\d\.\d{3}; sets [\d. ]+\) — goal ≤ .*$/gm,
+    );
     expect(lines, stdout.slice(-2000)).toHaveLength(3);
-    for (const line of lines!) expect(line).toMatch(/ (met|NOT met|undecided)$/);
+    // Two sets in smoke mode: too few to judge.
+    for (const line of lines!) expect(line).toMatch(/ undecided$/);
     expect(stdout).not.toMatch(/NaN|Infinity/);
   });
 });

@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
  */
 export const SMOKE = process.env.BENCH_SMOKE === '1';
 
-function positive(name: string, fallback: number): number {
+/** A positive number from the environment variable `name`, or `fallback` when unset; anything else fails. */
+export function positive(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);

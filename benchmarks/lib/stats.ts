@@ -85,7 +85,7 @@ export function rotate<T>(items: readonly T[], round: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)];
 }
 
-/** A goal's ratio per round, its median, and the median's 90 % bootstrap interval. */
+/** A goal's ratios (one per round, or per set of processes), their median, and its 90 % bootstrap interval. */
 export interface Judged {
   ratios: number[];
   median: number;
@@ -104,9 +104,10 @@ export function seeded(seed: number): () => number {
 }
 
 /**
- * The median of `ratios` (one per round) and the 5th and 95th percentiles
- * of the medians of `resamples` resamples of them: a 90 % interval for the
- * median, seeded by the count so the same rounds give the same interval.
+ * The median of `ratios` (one per round, or per set) and the 5th and 95th
+ * percentiles of the medians of `resamples` resamples of them: a 90 %
+ * interval for the median, seeded by the count so the same ratios give the
+ * same interval.
  */
 export function judge(ratios: readonly number[], resamples = 2000): Judged {
   const random = seeded(ratios.length);
@@ -121,11 +122,11 @@ export function judge(ratios: readonly number[], resamples = 2000): Judged {
   return { ratios: [...ratios], median: spread(ratios).median, low: at(0.05), high: at(0.95) };
 }
 
-/** Fewer rounds than this, and a bootstrap interval is too narrow to trust: verdictOf() says `undecided`. */
-export const MIN_JUDGED_ROUNDS = 8;
+/** Fewer ratios than this, and a bootstrap interval is too narrow to trust: verdictOf() says `undecided`. */
+export const MIN_JUDGED = 6;
 
-/** `met`, `NOT met` or `undecided`, by where `limit` falls against the interval (undecided below MIN_JUDGED_ROUNDS). */
+/** `met`, `NOT met` or `undecided`, by where `limit` falls against the interval (undecided below MIN_JUDGED ratios). */
 export function verdictOf(judged: Judged, limit: number): 'met' | 'NOT met' | 'undecided' {
-  if (judged.ratios.length < MIN_JUDGED_ROUNDS) return 'undecided';
+  if (judged.ratios.length < MIN_JUDGED) return 'undecided';
   return judged.high <= limit ? 'met' : judged.low > limit ? 'NOT met' : 'undecided';
 }
