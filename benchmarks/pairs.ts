@@ -33,7 +33,7 @@
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
 import { SMOKE, positive, rounds, subset } from './lib/env';
-import { measureWindow, warmUp } from './lib/server-window';
+import { measureWindow, warmUp, type Sample } from './lib/server-window';
 import {
   FRAMEWORKS,
   SERVER_GOALS,
@@ -53,6 +53,23 @@ const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH
 
 /** One set: per round, each variant's figure (CPU µs per request, the geometric mean of its two windows). */
 type SetRounds = Array<Map<Variant, number>>;
+/** Every window's CPU a request split by where it went (µs): the event-loop thread's user time, the kernel, other threads. */
+interface Split {
+  user: number;
+  kernel: number;
+  helpers: number;
+}
+const splits = new Map<Variant, Split[]>();
+
+function splitOf(sample: Sample): Split {
+  const cpu = sample.cpuPerRequestUs;
+  // Other threads (JIT compilers, GC helpers) run user code; the kernel share is the whole process's.
+  return {
+    user: cpu * (1 - sample.helperShare - sample.systemShare),
+    kernel: cpu * sample.systemShare,
+    helpers: cpu * sample.helperShare,
+  };
+}
 
 async function measureSet(framework: Framework, variants: readonly Variant[], set: number): Promise<SetRounds> {
   const started = await Promise.all(variants.map((v) => startServer(framework, v)));
@@ -62,11 +79,15 @@ async function measureSet(framework: Framework, variants: readonly Variant[], se
     const rounds: SetRounds = [];
     for (let round = 0; round < ROUNDS_PER_SET; round++) {
       const order = rotate(variants, set + round);
+      const window = async (v: Variant) => {
+        const sample = await measureWindow(servers.get(v)!);
+        splits.get(v)!.push(splitOf(sample));
+        return sample.cpuPerRequestUs;
+      };
       const first = new Map<Variant, number>();
-      for (const v of order) first.set(v, (await measureWindow(servers.get(v)!)).cpuPerRequestUs);
+      for (const v of order) first.set(v, await window(v));
       const figures = new Map<Variant, number>();
-      for (const v of [...order].reverse())
-        figures.set(v, Math.sqrt(first.get(v)! * (await measureWindow(servers.get(v)!)).cpuPerRequestUs));
+      for (const v of [...order].reverse()) figures.set(v, Math.sqrt(first.get(v)! * (await window(v))));
       rounds.push(figures);
     }
     return rounds;
@@ -77,6 +98,7 @@ async function measureSet(framework: Framework, variants: readonly Variant[], se
 
 async function runFramework(framework: Framework, goals: readonly ServerGoal[]): Promise<void> {
   const variants = [...new Set(goals.flatMap(([, a, b]) => [a, b]))];
+  for (const v of variants) splits.set(v, []);
   const sets: SetRounds[] = [];
   for (let set = 0; set < SETS; set++) sets.push(await measureSet(framework, variants, set));
   console.log(
@@ -85,8 +107,9 @@ async function runFramework(framework: Framework, goals: readonly ServerGoal[]):
   for (const v of variants) {
     // Each set's median: how far apart the sets' processes land is the luck the interval has to carry.
     const perSet = spread(sets.map((rounds) => spread(rounds.map((m) => m.get(v)!)).median));
+    const part = (key: keyof Split) => spread(splits.get(v)!.map((split) => split[key])).median.toFixed(1);
     console.log(
-      `  ${v.padEnd(22)} ${perSet.median.toFixed(1)} µs a request (sets ${perSet.min.toFixed(1)}–${perSet.max.toFixed(1)})`,
+      `  ${v.padEnd(22)} ${perSet.median.toFixed(1)} µs a request (sets ${perSet.min.toFixed(1)}–${perSet.max.toFixed(1)}); medians of its windows: event-loop thread's user time ${part('user')}, kernel ${part('kernel')}, other threads ${part('helpers')}`,
     );
   }
   for (const [, a, b, limit, what] of goals) {
