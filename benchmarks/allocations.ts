@@ -21,7 +21,6 @@
 import './lib/node-line';
 import { fork } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { CHILD_ENV, SMOKE, orderedSubset, rounds } from './lib/env';
 import { load } from './lib/load';
 import { ROOT } from './lib/report';
@@ -29,6 +28,7 @@ import {
   ALLOCATIONS_ENV,
   DIAGNOSTIC_VARIANTS,
   FRAMEWORKS,
+  SERVER_CHILD,
   SERVER_V8_FLAGS,
   VARIANTS,
   type ChildMessage,
@@ -38,7 +38,6 @@ import {
 } from './lib/servers';
 import { spread } from './lib/stats';
 
-const CHILD = fileURLToPath(new URL('./lib/server-child.ts', import.meta.url));
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? (SMOKE ? 1000 : 5000));
 const MEASURED = rounds(3);
 /** Requests before the first window, a scrape after every REQUESTS of them: V8 compiles the request path by call counts. */
@@ -58,7 +57,7 @@ interface Measured {
 }
 
 async function measure(framework: Framework, variant: Variant): Promise<Measured> {
-  const child = fork(CHILD, [framework, variant], {
+  const child = fork(SERVER_CHILD, [framework, variant], {
     cwd: ROOT,
     env: { ...CHILD_ENV, [ALLOCATIONS_ENV]: '1' },
     execArgv: [...SERVER_V8_FLAGS, '--import', 'tsx'],

@@ -39,7 +39,6 @@ import { execFileSync, fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type CallgrindDump, PerfMap, callersOf, parseCallgrind, selfByFunction, selfByOrigin } from './lib/callgrind';
 import { CHILD_ENV, orderedSubset, rounds } from './lib/env';
 import { load } from './lib/load';
@@ -47,6 +46,7 @@ import {
   DIAGNOSTIC_VARIANTS,
   FRAMEWORKS,
   VARIANTS,
+  SERVER_CHILD,
   SERVER_V8_FLAGS,
   type ChildMessage,
   type Framework,
@@ -56,7 +56,6 @@ import {
 import { ROOT } from './lib/report';
 import { spread } from './lib/stats';
 
-const CHILD = fileURLToPath(new URL('./lib/server-child.ts', import.meta.url));
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 // Three at least outside smoke mode (rounds() never gives fewer): the default says so.
 const MEASURED = rounds(3);
@@ -87,7 +86,7 @@ interface Measured {
 }
 
 async function measure(framework: Framework, variant: Variant, dir: string): Promise<Measured> {
-  const child = fork(CHILD, [framework, variant], {
+  const child = fork(SERVER_CHILD, [framework, variant], {
     cwd: ROOT,
     env: CHILD_ENV,
     execPath: 'valgrind',

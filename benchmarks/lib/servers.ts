@@ -100,7 +100,8 @@ export const ALLOCATIONS_ENV = 'BENCH_ALLOCATIONS';
 /** Tells a server child to load `@infersignal/*` from another checkout (see startServer). */
 export const PACKAGES_FROM_ENV = 'INFERSIGNAL_BENCH_PACKAGES_FROM';
 
-const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
+/** The server child every tool forks (lib/server-child.ts). */
+export const SERVER_CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 
 export interface ServerWindow {
   /** Server CPU (user + system) over the window, µs. */
@@ -270,7 +271,7 @@ export async function startServer(
     serverCpus === null
       ? { execArgv: node }
       : { execPath: 'taskset', execArgv: ['-c', serverCpus, process.execPath, ...node] };
-  const child = fork(CHILD, [framework, variant], {
+  const child = fork(SERVER_CHILD, [framework, variant], {
     cwd: ROOT,
     env: packagesFrom === undefined ? CHILD_ENV : { ...CHILD_ENV, [PACKAGES_FROM_ENV]: packagesFrom },
     ...launch,
