@@ -25,6 +25,7 @@
  *   pnpm --filter @infersignal/benchmarks pairs [--node 24]
  *   BENCH_SETS=8 sets  BENCH_ROUNDS=4 rounds a set  BENCH_FRAMEWORKS=fastify
  *   BENCH_PAIR_GOALS=all (the API export's goal too: met in every run of the suite)
+ *   BENCH_PAIR_VARIANTS=bare,bare-garbage,… instead of the goals: each variant over the first, no verdict
  *
  * Windows as the server suite's (lib/server-window.ts: wrk, a scrape and a
  * prime before each); servers pinned as there. Prints only;
@@ -32,11 +33,13 @@
  */
 // First: may run this suite again on the Node chosen with --node / BENCH_NODE.
 import './lib/node-line';
-import { SMOKE, positive, rounds, subset } from './lib/env';
+import { SMOKE, orderedSubset, positive, rounds, subset } from './lib/env';
 import { measureWindow, warmUp, type Sample } from './lib/server-window';
 import {
+  DIAGNOSTIC_VARIANTS,
   FRAMEWORKS,
   SERVER_GOALS,
+  VARIANTS,
   type Framework,
   type ServerGoal,
   type Variant,
@@ -49,6 +52,8 @@ const SETS = SMOKE ? 2 : Math.round(positive('BENCH_SETS', 8));
 const ROUNDS_PER_SET = SMOKE ? 1 : rounds(4);
 /** The API export's goal was met in every run of the suite: left out unless asked for. */
 const ALL_GOALS = process.env.BENCH_PAIR_GOALS === 'all';
+/** Instead of the goals: these variants, each over the first, with intervals and no verdict (BENCH_PAIR_VARIANTS). */
+const COMPARED = orderedSubset<Variant>('BENCH_PAIR_VARIANTS', [...VARIANTS, ...DIAGNOSTIC_VARIANTS], []);
 const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH_FRAMEWORKS', FRAMEWORKS);
 
 /** One set: per round, each variant's figure (CPU µs per request, the geometric mean of its two windows). */
@@ -114,14 +119,18 @@ async function runFramework(framework: Framework, goals: readonly ServerGoal[]):
   }
   for (const [, a, b, limit, what] of goals) {
     const judged = judge(sets.map((rounds) => spread(rounds.map((m) => m.get(a)! / m.get(b)!)).median));
+    const verdict = Number.isFinite(limit) ? ` — goal ≤ ${limit.toFixed(2)}× ${verdictOf(judged, limit)}` : '';
     console.log(
-      `  ${framework}: ${what} ${judged.median.toFixed(3)}× ${b} (90 % interval ${judged.low.toFixed(3)}–${judged.high.toFixed(3)}; sets ${judged.ratios.map((r) => r.toFixed(2)).join(' ')}) — goal ≤ ${limit.toFixed(2)}× ${verdictOf(judged, limit)}`,
+      `  ${framework}: ${what} ${judged.median.toFixed(3)}× ${b} (90 % interval ${judged.low.toFixed(3)}–${judged.high.toFixed(3)}; sets ${judged.ratios.map((r) => r.toFixed(2)).join(' ')})${verdict}`,
     );
   }
 }
 
 console.log(`CPUs: ${pinCpus()}`);
 for (const framework of FRAMEWORKS_RUN) {
-  const goals = SERVER_GOALS.filter(([f, a]) => f === framework && (ALL_GOALS || a !== 'infersignal-api'));
+  const goals =
+    COMPARED.length > 1
+      ? COMPARED.slice(1).map((v): ServerGoal => [framework, v, COMPARED[0]!, Number.NaN, v])
+      : SERVER_GOALS.filter(([f, a]) => f === framework && (ALL_GOALS || a !== 'infersignal-api'));
   await runFramework(framework, goals);
 }

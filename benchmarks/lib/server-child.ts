@@ -40,6 +40,8 @@ import {
 } from './servers';
 
 const BODY = { id: 0, model: 'tiny', output: 'hello' };
+/** bare-garbage's array a request: 120 doubles, ~1 KB with its headers. */
+const GARBAGE_DOUBLES = 120;
 
 interface Telemetry {
   metricsUrl: string;
@@ -47,6 +49,8 @@ interface Telemetry {
   /** Express/Fastify wiring: returns the handler-side hooks. */
   fastify?: (app: import('fastify').FastifyInstance) => Promise<void>;
   express?: (app: import('express').Express) => void;
+  /** Work the route handler itself does before it answers (a diagnostic variant's), in place of none. */
+  inHandler?: () => void;
 }
 
 /**
@@ -176,6 +180,20 @@ async function setup(variant: Variant): Promise<Telemetry> {
         () => performance.now(),
         () => {},
       ),
+    };
+  }
+
+  if (variant === 'bare-garbage') {
+    // Bare, with about what the producer export allocates a request (~1 KB, *Counted in bytes*) allocated in the
+    // handler and dropped: does that many more bytes a request cost time by itself?
+    const sink = new Array<number[]>(16);
+    let next = 0;
+    return {
+      metricsUrl: await noMetricsServer(),
+      spans: () => 0,
+      inHandler: () => {
+        sink[next++ & 15] = new Array<number>(GARBAGE_DOUBLES).fill(next);
+      },
     };
   }
 
@@ -386,10 +404,20 @@ async function main(): Promise<void> {
     const { default: Fastify } = await import('fastify');
     const app = Fastify({ logger: false });
     await telemetry.fastify?.(app);
-    app.get('/v1/infer', async () => {
-      served++;
-      return BODY;
-    });
+    const inHandler = telemetry.inHandler;
+    app.get(
+      '/v1/infer',
+      inHandler === undefined
+        ? async () => {
+            served++;
+            return BODY;
+          }
+        : async () => {
+            served++;
+            inHandler();
+            return BODY;
+          },
+    );
     await app.listen({ host: '127.0.0.1', port: 0 });
     port = (app.server.address() as { port: number }).port;
   } else {
@@ -397,10 +425,20 @@ async function main(): Promise<void> {
     const app = express();
     app.disable('x-powered-by');
     telemetry.express?.(app);
-    app.get('/v1/infer', (_req, res) => {
-      served++;
-      res.json(BODY);
-    });
+    const inHandler = telemetry.inHandler;
+    app.get(
+      '/v1/infer',
+      inHandler === undefined
+        ? (_req, res) => {
+            served++;
+            res.json(BODY);
+          }
+        : (_req, res) => {
+            served++;
+            inHandler();
+            res.json(BODY);
+          },
+    );
     const server = await new Promise<import('node:http').Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });

@@ -36,6 +36,7 @@ export const DIAGNOSTIC_VARIANTS = [
   'infersignal-no-timers',
   'infersignal-outliers-no-timers',
   'response-footprint',
+  'bare-garbage',
 ] as const;
 export type Variant = (typeof VARIANTS)[number] | (typeof DIAGNOSTIC_VARIANTS)[number];
 
@@ -62,6 +63,8 @@ export const VARIANT_LABEL: Record<Variant, string> = {
     'InferSignal, metrics + outlier traces, its timers off: the per-request work of outlier traces alone',
   'response-footprint':
     "InferSignal's footprint on each raw response without its work: the `close` listener, a symbol property, an own `writeHead` wrapper",
+  'bare-garbage':
+    'bare, with ~1 KB allocated and dropped in the handler (what the producer export allocates a request)',
 };
 
 /**
