@@ -58,13 +58,17 @@ const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH
 
 /** One set: per round, each variant's figure (CPU µs per request, the geometric mean of its two windows). */
 type SetRounds = Array<Map<Variant, number>>;
+/** One set's rounds, and every window's split (below) by variant. */
+interface SetResult {
+  rounds: SetRounds;
+  splits: Map<Variant, Split[]>;
+}
 /** Every window's CPU a request split by where it went (µs): the event-loop thread's user time, the kernel, other threads. */
 interface Split {
   user: number;
   kernel: number;
   helpers: number;
 }
-const splits = new Map<Variant, Split[]>();
 
 function splitOf(sample: Sample): Split {
   const cpu = sample.cpuPerRequestUs;
@@ -76,12 +80,13 @@ function splitOf(sample: Sample): Split {
   };
 }
 
-async function measureSet(framework: Framework, variants: readonly Variant[], set: number): Promise<SetRounds> {
+async function measureSet(framework: Framework, variants: readonly Variant[], set: number): Promise<SetResult> {
   const started = await Promise.all(variants.map((v) => startServer(framework, v)));
   try {
     const servers = new Map(variants.map((v, i) => [v, started[i]!]));
     for (const s of started) await warmUp(s);
     const rounds: SetRounds = [];
+    const splits = new Map(variants.map((v): [Variant, Split[]] => [v, []]));
     for (let round = 0; round < ROUNDS_PER_SET; round++) {
       const order = rotate(variants, set + round);
       const window = async (v: Variant) => {
@@ -95,7 +100,7 @@ async function measureSet(framework: Framework, variants: readonly Variant[], se
       for (const v of [...order].reverse()) figures.set(v, Math.sqrt(first.get(v)! * (await window(v))));
       rounds.push(figures);
     }
-    return rounds;
+    return { rounds, splits };
   } finally {
     await Promise.all(started.map((s) => s.close()));
   }
@@ -103,16 +108,17 @@ async function measureSet(framework: Framework, variants: readonly Variant[], se
 
 async function runFramework(framework: Framework, goals: readonly ServerGoal[]): Promise<void> {
   const variants = [...new Set(goals.flatMap(([, a, b]) => [a, b]))];
-  for (const v of variants) splits.set(v, []);
-  const sets: SetRounds[] = [];
-  for (let set = 0; set < SETS; set++) sets.push(await measureSet(framework, variants, set));
+  const results: SetResult[] = [];
+  for (let set = 0; set < SETS; set++) results.push(await measureSet(framework, variants, set));
+  const sets = results.map((result) => result.rounds);
   console.log(
     `\n${framework} (${process.version}), ${SETS} sets of fresh processes, ${ROUNDS_PER_SET} mirrored round${ROUNDS_PER_SET === 1 ? '' : 's'} each:`,
   );
   for (const v of variants) {
     // Each set's median: how far apart the sets' processes land is the luck the interval has to carry.
     const perSet = spread(sets.map((rounds) => spread(rounds.map((m) => m.get(v)!)).median));
-    const part = (key: keyof Split) => spread(splits.get(v)!.map((split) => split[key])).median.toFixed(1);
+    const windows = results.flatMap((result) => result.splits.get(v)!);
+    const part = (key: keyof Split) => spread(windows.map((split) => split[key])).median.toFixed(1);
     console.log(
       `  ${v.padEnd(22)} ${perSet.median.toFixed(1)} µs a request (sets ${perSet.min.toFixed(1)}–${perSet.max.toFixed(1)}); medians of its windows: event-loop thread's user time ${part('user')}, kernel ${part('kernel')}, other threads ${part('helpers')}`,
     );
