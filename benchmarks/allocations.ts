@@ -159,7 +159,16 @@ for (const framework of frameworks) {
       ['function', 'byFunction'],
     ] as const) {
       console.log(`\n  ${row.variant} against ${reference.variant}, by ${by} (bytes per request):`);
-      for (const { name, before, after } of against(row[what], reference[what]).slice(0, 20))
+      const changes = against(row[what], reference[what]);
+      // The largest increases, and the largest decreases: inlining moves bytes from one function's name to another's.
+      const shown = [
+        ...changes.slice(0, 20),
+        ...changes
+          .slice(20)
+          .filter(({ before, after }) => after < before)
+          .slice(-8),
+      ];
+      for (const { name, before, after } of shown)
         console.log(
           `    ${(after - before).toFixed(0).padStart(6)}  ${name.slice(0, 120)} (${before.toFixed(0)} → ${after.toFixed(0)})`,
         );

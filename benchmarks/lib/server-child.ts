@@ -49,8 +49,8 @@ interface Telemetry {
   /** Express/Fastify wiring: returns the handler-side hooks. */
   fastify?: (app: import('fastify').FastifyInstance) => Promise<void>;
   express?: (app: import('express').Express) => void;
-  /** Work the route handler itself does before it answers (a diagnostic variant's), in place of none. */
-  inHandler?: () => void;
+  /** Work the route handler itself does before it answers (a diagnostic variant's), in place of none; gets the framework's request. */
+  inHandler?: (request: unknown) => void;
 }
 
 /**
@@ -322,7 +322,9 @@ async function setup(variant: Variant): Promise<Telemetry> {
     // The traces variants keep start()'s default export mode (producer) and add spans.
     ...(variant === 'infersignal-api'
       ? { exportMode: 'api' as const }
-      : variant === 'infersignal-producer' || variant === 'infersignal-timers'
+      : variant === 'infersignal-producer' ||
+          variant === 'infersignal-timers' ||
+          variant === 'infersignal-start-in-handler'
         ? { exportMode: 'producer' as const }
         : variant === 'infersignal-no-timers' || variant === 'infersignal-outliers-no-timers'
           ? { exportMode: 'producer' as const, eventLoop: false, heap: false, detectorIntervalMs: 0 }
@@ -330,16 +332,23 @@ async function setup(variant: Variant): Promise<Telemetry> {
     ...(traces ? { traces, contextManager, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
   });
   if (contextManager) await contextManagerHasRun();
+  const startInHandler = variant === 'infersignal-start-in-handler';
   const address = await signal.prometheus!.ready;
   if (!address) throw new Error('Prometheus endpoint did not start');
   const monitor = signal.monitor;
   return {
     metricsUrl: address.url,
     spans: () => spans.spans,
+    // The same ticket work as the producer export's (a wait, an inference), started by the handler, not the head.
+    ...(startInHandler
+      ? {
+          inHandler: (request: unknown) => (request as { inferSignal?: { start(): void } | null }).inferSignal?.start(),
+        }
+      : {}),
     fastify: async (app) => {
       if (variant === 'infersignal-timers') return;
       const { inferSignal } = await infersignal('@infersignal/fastify', () => import('@infersignal/fastify'));
-      await app.register(inferSignal, { monitor });
+      await app.register(inferSignal, { monitor, ...(startInHandler ? { autoStart: false } : {}) });
     },
     express: (app) => {
       // Imported above the switch would load http before instrumentation in other variants; here it is harmless.
@@ -395,7 +404,9 @@ async function main(): Promise<void> {
     throw new Error(`usage: server-child <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`);
   if (framework === 'express' && variant.startsWith('infersignal')) {
     const { inferSignal } = await infersignal('@infersignal/express', () => import('@infersignal/express'));
-    expressMiddleware = (monitor) => inferSignal(monitor);
+    // Without autoStart the handler starts each request (infersignal-start-in-handler): no head hook on the response.
+    const options = variant === 'infersignal-start-in-handler' ? { autoStart: false } : {};
+    expressMiddleware = (monitor) => inferSignal(monitor, options);
   }
   const telemetry = await setup(variant);
   let served = 0;
@@ -412,9 +423,9 @@ async function main(): Promise<void> {
             served++;
             return BODY;
           }
-        : async () => {
+        : async (request) => {
             served++;
-            inHandler();
+            inHandler(request);
             return BODY;
           },
     );
@@ -433,9 +444,9 @@ async function main(): Promise<void> {
             served++;
             res.json(BODY);
           }
-        : (_req, res) => {
+        : (req, res) => {
             served++;
-            inHandler();
+            inHandler(req);
             res.json(BODY);
           },
     );

@@ -37,6 +37,7 @@ export const DIAGNOSTIC_VARIANTS = [
   'infersignal-outliers-no-timers',
   'response-footprint',
   'bare-garbage',
+  'infersignal-start-in-handler',
 ] as const;
 export type Variant = (typeof VARIANTS)[number] | (typeof DIAGNOSTIC_VARIANTS)[number];
 
@@ -65,6 +66,8 @@ export const VARIANT_LABEL: Record<Variant, string> = {
     "InferSignal's footprint on each raw response without its work: the `close` listener, a symbol property, an own `writeHead` wrapper",
   'bare-garbage':
     'bare, with ~1 KB allocated and dropped in the handler (what the producer export allocates a request)',
+  'infersignal-start-in-handler':
+    "InferSignal's producer export with `autoStart: false`, the handler calling `start()`: the same ticket work without the head hook on the response",
 };
 
 /**
