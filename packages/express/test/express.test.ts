@@ -96,6 +96,7 @@ describe.each([
   it('lets go of a cut-off response once counted: a late signal is aborted, a late sse() writes nothing', async () => {
     const { app, monitor } = setup();
     let late: InferSignalRequest | undefined;
+    let readLate: InferSignalRequest | undefined;
     let response: WeakRef<Response> | undefined;
     const handlerDone = gate();
     app.get('/v1/stream', inferSignal(monitor), async (req: Request, res: Response) => {
@@ -104,12 +105,15 @@ describe.each([
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: 0\n\n');
       await until(() => late!.ended, 5000, 'the abort to be counted');
+      // Read again once counted: the same request, though it has left the live requests' WeakMap.
+      readLate = req.inferSignal;
       handlerDone.open();
     });
     const url = await start(app);
     await readEventsThenAbort(`${url}/v1/stream`, 1);
     await handlerDone.wait;
 
+    expect(readLate).toBe(late);
     expect(late!.signal.aborted).toBe(true);
     const sse = late!.sse();
     expect(sse.closed).toBe(true);

@@ -103,45 +103,52 @@ describe('trackedRequestOf', () => {
     await startedByTheHead(t);
   });
 
-  it("passes each of writeHead's forms through the head hook of a plain response, and starts its request", async () => {
-    // The hook calls Node's writeHead with the three parameters it was given, so every form must arrive intact.
-    const t = testMonitor({ exportMode: 'producer' });
-    cleanup.push(() => t.close());
-    const tracking = createHttpTracking(t.monitor, { model: 'tiny' }, { source: 'test' });
-    const forms: Record<string, (res: ServerResponse) => void> = {
-      '/reason-headers': (res) => res.writeHead(201, 'Made Here', { 'x-form': 'reason-headers' }),
-      '/reason': (res) => res.writeHead(202, 'Fine'),
-      '/headers': (res) => res.writeHead(203, { 'x-form': 'headers' }),
-      '/flat-headers': (res) => res.writeHead(200, ['x-form', 'flat-headers']),
-      '/status': (res) => res.writeHead(206),
-    };
-    const server = createServer((req, res) => {
-      tracking.track('tiny', '/infer', res);
-      t.advance(5);
-      forms[req.url!]!(res);
-      res.end('ok');
+  for (const reparent of [false, true]) {
+    it(`passes each of writeHead's forms through the head hook of a ${reparent ? 're-parented' : 'plain'} response, and starts its request`, async () => {
+      // The hook calls Node's writeHead with the three parameters it was given, so every form must arrive intact.
+      const proto = Object.create(ServerResponse.prototype) as ServerResponse;
+      const t = testMonitor({ exportMode: 'producer' });
+      cleanup.push(() => t.close());
+      const tracking = createHttpTracking(t.monitor, { model: 'tiny' }, { source: 'test' });
+      const forms: Record<string, (res: ServerResponse) => void> = {
+        '/reason-headers': (res) => res.writeHead(201, 'Made Here', { 'x-form': 'reason-headers' }),
+        '/reason': (res) => res.writeHead(202, 'Fine'),
+        '/headers': (res) => res.writeHead(203, { 'x-form': 'headers' }),
+        '/flat-headers': (res) => res.writeHead(200, ['x-form', 'flat-headers']),
+        '/status': (res) => res.writeHead(206),
+      };
+      const server = createServer((req, res) => {
+        if (reparent) Object.setPrototypeOf(res, proto);
+        tracking.track('tiny', '/infer', res);
+        t.advance(5);
+        forms[req.url!]!(res);
+        res.end('ok');
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      cleanup.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+      const port = (server.address() as AddressInfo).port;
+      const heads: Record<string, [number | undefined, string | undefined, unknown]> = {};
+      for (const path of Object.keys(forms)) {
+        heads[path] = await new Promise((resolve, reject) =>
+          get({ host: '127.0.0.1', port, path }, (res) =>
+            res.resume().on('end', () => resolve([res.statusCode, res.statusMessage, res.headers['x-form']])),
+          ).on('error', reject),
+        );
+      }
+      expect(heads).toEqual({
+        '/reason-headers': [201, 'Made Here', 'reason-headers'],
+        '/reason': [202, 'Fine', undefined],
+        '/headers': [203, 'Non-Authoritative Information', 'headers'],
+        '/flat-headers': [200, 'OK', 'flat-headers'],
+        '/status': [206, 'Partial Content', undefined],
+      });
+      const waits = (await t.collect()).histogram(METRICS.queueWait.name, {
+        [ATTR.queue]: 'http',
+        [ATTR.model]: 'tiny',
+      });
+      expect(waits).toMatchObject({ count: 5, sum: 0.025 });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanup.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const port = (server.address() as AddressInfo).port;
-    const heads: Record<string, [number | undefined, string | undefined, unknown]> = {};
-    for (const path of Object.keys(forms)) {
-      heads[path] = await new Promise((resolve, reject) =>
-        get({ host: '127.0.0.1', port, path }, (res) =>
-          res.resume().on('end', () => resolve([res.statusCode, res.statusMessage, res.headers['x-form']])),
-        ).on('error', reject),
-      );
-    }
-    expect(heads).toEqual({
-      '/reason-headers': [201, 'Made Here', 'reason-headers'],
-      '/reason': [202, 'Fine', undefined],
-      '/headers': [203, 'Non-Authoritative Information', 'headers'],
-      '/flat-headers': [200, 'OK', 'flat-headers'],
-      '/status': [206, 'Partial Content', undefined],
-    });
-    const waits = (await t.collect()).histogram(METRICS.queueWait.name, { [ATTR.queue]: 'http', [ATTR.model]: 'tiny' });
-    expect(waits).toMatchObject({ count: 5, sum: 0.025 });
-  });
+  }
 
   it('reads writableFinished through the response prototype that overrides it, not Node getter', async () => {
     // A prototype whose responses never report finished: each close then reads as a cut-off response.
