@@ -26,8 +26,6 @@
  *   BENCH_SETS=8 sets  BENCH_ROUNDS=4 rounds a set  BENCH_FRAMEWORKS=fastify
  *   BENCH_PAIR_GOALS=all (the API export's goal too: met in every run of the suite)
  *   BENCH_PAIR_VARIANTS=bare,bare-garbage,… instead of the goals: each variant over the first, no verdict
- *   BENCH_PAIR_BASELINE=<checkout> with BENCH_PAIR_VARIANTS: each variant over the same variant loading
- *     `@infersignal/*` from that checkout (built, dependencies installed): an A/B of two builds
  *
  * Windows as the server suite's (lib/server-window.ts: wrk, a scrape and a
  * prime before each); servers pinned as there. Prints only;
@@ -43,6 +41,7 @@ import {
   SERVER_GOALS,
   VARIANTS,
   type Framework,
+  type ServerGoal,
   type Variant,
   pinCpus,
   startServer,
@@ -55,29 +54,14 @@ const ROUNDS_PER_SET = SMOKE ? 1 : rounds(4);
 const ALL_GOALS = process.env.BENCH_PAIR_GOALS === 'all';
 /** Instead of the goals: these variants, each over the first, with intervals and no verdict (BENCH_PAIR_VARIANTS). */
 const COMPARED = orderedSubset<Variant>('BENCH_PAIR_VARIANTS', [...VARIANTS, ...DIAGNOSTIC_VARIANTS], []);
-/** A checkout whose build each compared variant is also run from, as its baseline (BENCH_PAIR_BASELINE). */
-const BASELINE = process.env.BENCH_PAIR_BASELINE?.trim() || undefined;
-if (BASELINE !== undefined && COMPARED.length === 0)
-  throw new Error('BENCH_PAIR_BASELINE needs BENCH_PAIR_VARIANTS: the variants to run from both builds');
-const BASELINE_SUFFIX = '@baseline';
-
-/** A server a set starts: `variant`, from this tree or (label `<variant>@baseline`) from BENCH_PAIR_BASELINE's. */
-function serverOf(label: string): { variant: Variant; packagesFrom?: string } {
-  return label.endsWith(BASELINE_SUFFIX)
-    ? { variant: label.slice(0, -BASELINE_SUFFIX.length) as Variant, packagesFrom: BASELINE }
-    : { variant: label as Variant };
-}
-
-/** A ratio a run judges: `a` over `b` (server labels), at most `limit` (NaN: no verdict), described as `what`. */
-type Comparison = readonly [a: string, b: string, limit: number, what: string];
 const FRAMEWORKS_RUN: readonly Framework[] = SMOKE ? ['fastify'] : subset('BENCH_FRAMEWORKS', FRAMEWORKS);
 
-/** One set: per round, each server's figure (CPU µs per request, the geometric mean of its two windows), by label. */
-type SetRounds = Array<Map<string, number>>;
-/** One set's rounds, and every window's split (below) by server label. */
+/** One set: per round, each variant's figure (CPU µs per request, the geometric mean of its two windows). */
+type SetRounds = Array<Map<Variant, number>>;
+/** One set's rounds, and every window's split (below) by variant. */
 interface SetResult {
   rounds: SetRounds;
-  splits: Map<string, Split[]>;
+  splits: Map<Variant, Split[]>;
 }
 /** Every window's CPU a request split by where it went (µs): the event-loop thread's user time, the kernel, other threads. */
 interface Split {
@@ -96,28 +80,23 @@ function splitOf(sample: Sample): Split {
   };
 }
 
-async function measureSet(framework: Framework, variants: readonly string[], set: number): Promise<SetResult> {
-  const started = await Promise.all(
-    variants.map((label) => {
-      const { variant, packagesFrom } = serverOf(label);
-      return startServer(framework, variant, packagesFrom);
-    }),
-  );
+async function measureSet(framework: Framework, variants: readonly Variant[], set: number): Promise<SetResult> {
+  const started = await Promise.all(variants.map((v) => startServer(framework, v)));
   try {
     const servers = new Map(variants.map((v, i) => [v, started[i]!]));
     for (const s of started) await warmUp(s);
     const rounds: SetRounds = [];
-    const splits = new Map(variants.map((v): [string, Split[]] => [v, []]));
+    const splits = new Map(variants.map((v): [Variant, Split[]] => [v, []]));
     for (let round = 0; round < ROUNDS_PER_SET; round++) {
       const order = rotate(variants, set + round);
-      const window = async (v: string) => {
+      const window = async (v: Variant) => {
         const sample = await measureWindow(servers.get(v)!);
         splits.get(v)!.push(splitOf(sample));
         return sample.cpuPerRequestUs;
       };
-      const first = new Map<string, number>();
+      const first = new Map<Variant, number>();
       for (const v of order) first.set(v, await window(v));
-      const figures = new Map<string, number>();
+      const figures = new Map<Variant, number>();
       for (const v of [...order].reverse()) figures.set(v, Math.sqrt(first.get(v)! * (await window(v))));
       rounds.push(figures);
     }
@@ -127,8 +106,8 @@ async function measureSet(framework: Framework, variants: readonly string[], set
   }
 }
 
-async function runFramework(framework: Framework, goals: readonly Comparison[]): Promise<void> {
-  const variants = [...new Set(goals.flatMap((goal) => [goal[0], goal[1]]))];
+async function runFramework(framework: Framework, goals: readonly ServerGoal[]): Promise<void> {
+  const variants = [...new Set(goals.flatMap(([, a, b]) => [a, b]))];
   const results: SetResult[] = [];
   for (let set = 0; set < SETS; set++) results.push(await measureSet(framework, variants, set));
   const sets = results.map((result) => result.rounds);
@@ -144,7 +123,7 @@ async function runFramework(framework: Framework, goals: readonly Comparison[]):
       `  ${v.padEnd(22)} ${perSet.median.toFixed(1)} µs a request (sets ${perSet.min.toFixed(1)}–${perSet.max.toFixed(1)}); medians of its windows: event-loop thread's user time ${part('user')}, kernel ${part('kernel')}, other threads ${part('helpers')}`,
     );
   }
-  for (const [a, b, limit, what] of goals) {
+  for (const [, a, b, limit, what] of goals) {
     const judged = judge(sets.map((rounds) => spread(rounds.map((m) => m.get(a)! / m.get(b)!)).median));
     const verdict = Number.isFinite(limit) ? ` — goal ≤ ${limit.toFixed(2)}× ${verdictOf(judged, limit)}` : '';
     console.log(
@@ -155,13 +134,9 @@ async function runFramework(framework: Framework, goals: readonly Comparison[]):
 
 console.log(`CPUs: ${pinCpus()}`);
 for (const framework of FRAMEWORKS_RUN) {
-  const goals: Comparison[] =
-    BASELINE !== undefined
-      ? COMPARED.map((v) => [v, `${v}${BASELINE_SUFFIX}`, Number.NaN, v])
-      : COMPARED.length > 1
-        ? COMPARED.slice(1).map((v) => [v, COMPARED[0]!, Number.NaN, v])
-        : SERVER_GOALS.filter(([f, a]) => f === framework && (ALL_GOALS || a !== 'infersignal-api')).map(
-            ([, a, b, limit, what]) => [a, b, limit, what],
-          );
+  const goals =
+    COMPARED.length > 1
+      ? COMPARED.slice(1).map((v): ServerGoal => [framework, v, COMPARED[0]!, Number.NaN, v])
+      : SERVER_GOALS.filter(([f, a]) => f === framework && (ALL_GOALS || a !== 'infersignal-api'));
   await runFramework(framework, goals);
 }

@@ -91,10 +91,9 @@ const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
  * it (see trackedRequestOf); a plain response (its prototype Node's own)
  * gets the `close` listener and writeHead wrapper all plain responses
  * share, which find the request through that link, and a re-parented one a
- * `close` listener of its own, which links it once the WeakMap entry is
- * gone; nothing more unless asked (stream handle, AbortController). Once
- * counted, the lifecycle lets go of the response and its owner, which
- * nothing after the end needs.
+ * `close` listener of its own; nothing more unless asked (stream handle,
+ * AbortController). Once counted, the lifecycle lets go of the
+ * response and its owner, which nothing after the end needs.
  */
 class HttpRequestLifecycle implements TrackedHttpRequest {
   private handle: StreamHandle | undefined = undefined;
@@ -129,12 +128,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     // each listener on Express's path): `close` follows `finish` on every response.
     // A plain response holds its request, so one function serves them all: no closure a request.
     if (this.plain) res.on('close', closePlainResponse);
-    else {
-      const closed = (() => this.closed()) as ClosedListener;
-      // What trackedRequestOf reads once the request settled and left the WeakMap.
-      closed[SETTLED] = this;
-      res.on('close', closed);
-    }
+    else res.on('close', () => this.closed());
   }
 
   get model(): string {
@@ -207,11 +201,9 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   }
 
   private settle(outcome: Outcome): void {
-    const res = this.res;
-    if (res === undefined) return;
-    // Late readers of trackedRequestOf still see this request (`ended`): a plain response keeps its link, a
-    // re-parented one leaves the WeakMap for its `close` listener's (see trackedRequestOf).
-    if (!this.plain) trackedRequests.delete(res);
+    if (this.res === undefined) return;
+    // The WeakMap entry stays (late readers of trackedRequestOf see `ended`), so
+    // its value must stop reaching its key: see trackedRequestOf.
     this.res = undefined;
     this.owner = undefined;
     try {
@@ -256,11 +248,8 @@ const ENDED_SSE: SseStream = Object.freeze({
   endReason: undefined,
 });
 
-/** Re-parented responses (Express's) → their request until it settles: see trackedRequestOf. */
+/** Re-parented responses (Express's) → their request: see trackedRequestOf. */
 const trackedRequests = new WeakMap<ServerResponse, HttpRequestLifecycle>();
-/** On a re-parented response's `close` listener: its request, for trackedRequestOf once the request settled. */
-const SETTLED = Symbol('infersignal.settledRequest');
-type ClosedListener = (() => void) & { [SETTLED]?: HttpRequestLifecycle };
 /** Where a plain response (its prototype Node's own) holds its request: see trackedRequestOf. */
 const TRACKED = Symbol('infersignal.trackedRequest');
 type PlainResponse = ServerResponse & { [TRACKED]?: HttpRequestLifecycle };
@@ -283,30 +272,16 @@ function remember(res: ServerResponse, request: HttpRequestLifecycle, plain: boo
  * ephemeron table and its processing in the garbage collector), half of
  * the Fastify plugin's own work (benchmarks/fastify-hooks.ts). A response
  * re-parented with `Object.setPrototypeOf` (Express does it to every one)
- * is kept in a WeakMap while its request runs: on such an object each
- * property added builds a hidden class of its own (~2 % of an Express
- * hello-world request, measured). The request leaves the WeakMap when it
- * settles, and from then on its `close` listener, which holds it anyway,
- * is the link: entries left for the garbage collector to clear, one a
- * request, cost an Express hello-world request ~8 % (scavenges that walk
- * the ephemeron table, on the event-loop thread and its helpers; Node 24,
- * benchmarks/pairs.ts, 2026-12-06). The lifecycle drops its response when
- * it settles, so no value reaches its own key through the listener either.
+ * is kept in a WeakMap: on such an object each property added builds a
+ * hidden class of its own (~2 % of an Express hello-world request,
+ * measured). The lifecycle drops its response when it settles, so no dead
+ * entry's value reaches its own key: such an ephemeron cycle cost ~5 % of
+ * the same request, in the garbage collector.
  */
 export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | undefined {
-  if (Object.getPrototypeOf(res) === ServerResponse.prototype) return (res as PlainResponse)[TRACKED];
-  return trackedRequests.get(res) ?? settledRequestOf(res);
-}
-
-/** A re-parented response's settled request, from its `close` listener; undefined where it has none (untracked). */
-function settledRequestOf(res: ServerResponse): HttpRequestLifecycle | undefined {
-  // Most untracked responses have no `close` listener: no copy of the list made for them.
-  if (res.listenerCount('close') === 0) return undefined;
-  for (const listener of res.rawListeners('close')) {
-    const request = (listener as ClosedListener)[SETTLED];
-    if (request !== undefined) return request;
-  }
-  return undefined;
+  return Object.getPrototypeOf(res) === ServerResponse.prototype
+    ? (res as PlainResponse)[TRACKED]
+    : trackedRequests.get(res);
 }
 
 /** Node's own `writableFinished` getter (OutgoingMessage's). */
