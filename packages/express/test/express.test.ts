@@ -105,7 +105,7 @@ describe.each([
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: 0\n\n');
       await until(() => late!.ended, 5000, 'the abort to be counted');
-      // Read again once counted: the same request, though it has left the live requests' WeakMap.
+      // Read again once counted: still the same request, which late readers find ended.
       readLate = req.inferSignal;
       handlerDone.open();
     });
