@@ -311,7 +311,8 @@ async function setup(variant: Variant): Promise<Telemetry> {
       ? 'all'
       : variant === 'infersignal-outliers' ||
           variant === 'infersignal-outliers-context' ||
-          variant === 'infersignal-outliers-no-timers'
+          variant === 'infersignal-outliers-no-timers' ||
+          variant === 'infersignal-outliers-short-batch'
         ? 'outliers'
         : false;
   const contextManager = variant === 'infersignal-outliers-context';
@@ -329,7 +330,19 @@ async function setup(variant: Variant): Promise<Telemetry> {
         : variant === 'infersignal-no-timers' || variant === 'infersignal-outliers-no-timers'
           ? { exportMode: 'producer' as const, eventLoop: false, heap: false, detectorIntervalMs: 0 }
           : {}),
-    ...(traces ? { traces, contextManager, spanProcessors: [new BatchSpanProcessor(spans)] } : { traces: false }),
+    ...(traces
+      ? {
+          traces,
+          contextManager,
+          // short-batch: kept spans leave the processor's queue within 200 ms (the default waits up to 5 s).
+          spanProcessors: [
+            new BatchSpanProcessor(
+              spans,
+              variant === 'infersignal-outliers-short-batch' ? { scheduledDelayMillis: 200 } : undefined,
+            ),
+          ],
+        }
+      : { traces: false }),
   });
   if (contextManager) await contextManagerHasRun();
   const startInHandler = variant === 'infersignal-start-in-handler';

@@ -38,6 +38,7 @@ export const DIAGNOSTIC_VARIANTS = [
   'response-footprint',
   'bare-garbage',
   'infersignal-start-in-handler',
+  'infersignal-outliers-short-batch',
 ] as const;
 export type Variant = (typeof VARIANTS)[number] | (typeof DIAGNOSTIC_VARIANTS)[number];
 
@@ -66,6 +67,8 @@ export const VARIANT_LABEL: Record<Variant, string> = {
     "InferSignal's footprint on each raw response without its work: the `close` listener, a symbol property, an own `writeHead` wrapper",
   'bare-garbage':
     'bare, with ~1 KB allocated and dropped in the handler (what the producer export allocates a request)',
+  'infersignal-outliers-short-batch':
+    'InferSignal, metrics + outlier traces, its BatchSpanProcessor exporting every 200 ms instead of 5 s: is how long kept spans wait what they cost?',
   'infersignal-start-in-handler':
     "InferSignal's producer export with `autoStart: false`, the handler calling `start()`: the same ticket work without the head hook on the response",
 };
