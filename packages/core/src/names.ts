@@ -258,7 +258,7 @@ export const METRICS = {
     unit: 'By',
     description:
       'Old-generation bytes in use right after the last major GC (mark-compact): the live set the collector could not free. ' +
-      "V8's own figures at the collection's end (a v8.GCProfiler), not a read in the GC observer's callback, which counts what the process allocated since. " +
+      "From half the WARN share of the limit up, V8's own figures at the collection's end (a v8.GCProfiler); below it, read in the GC observer's callback, which counts what the process allocated since (a profiler writes every scavenge's statistics inside its pause, so it runs only where a few points matter). " +
       'Every space but the young generation and read-only space.',
     attributes: [],
   },

@@ -1,13 +1,19 @@
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { METRICS } from '../src/index';
 import {
   HeapSignal,
   type HeapSource,
   LiveHeapDetector,
+  nodeHeap,
   oldGenerationBytes,
   oldGenerationLimit,
 } from '../src/signals/heap';
 import { setup } from './helpers';
+
+setFlagsFromString('--expose-gc');
+const fullGc = runInNewContext('gc') as () => void;
 
 const MiB = 1024 * 1024;
 
@@ -15,7 +21,9 @@ const MiB = 1024 * 1024;
 class InjectedHeap implements HeapSource {
   oldSpace = 20 * MiB;
   newSpace = 4 * MiB;
-  private listener: ((oldGenerationBytes: number) => void) | undefined;
+  private listener: ((oldGenerationBytes: number, exact: boolean) => void) | undefined;
+  /** What the signal asked: the bytes from which readings must be exact. */
+  exactFrom = Number.NaN;
   private errorListener: ((error: unknown) => void) | undefined;
   constructor(
     private readonly limit: number,
@@ -34,8 +42,13 @@ class InjectedHeap implements HeapSource {
       { name: 'new_large_object_space', used: 0 },
     ];
   }
-  onMajorGc(fn: (oldGenerationBytes: number) => void, onError: (error: unknown) => void): () => void {
+  onMajorGc(
+    fn: (oldGenerationBytes: number, exact: boolean) => void,
+    onError: (error: unknown) => void,
+    exactFrom: number,
+  ): () => void {
     this.listener = fn;
+    this.exactFrom = exactFrom;
     this.errorListener = onError;
     return () => {
       this.listener = undefined;
@@ -49,10 +62,10 @@ class InjectedHeap implements HeapSource {
     this.errorListener?.(error);
   }
   /** A major GC that leaves `liveMiB` in the old generation (old space + 2 MiB of code and large objects). */
-  majorGc(liveMiB: number): void {
+  majorGc(liveMiB: number, exact = true): void {
     this.oldSpace = (liveMiB - 2) * MiB;
     this.newSpace = 0.5 * MiB;
-    this.listener?.(liveMiB * MiB);
+    this.listener?.(liveMiB * MiB, exact);
   }
 }
 
@@ -183,6 +196,24 @@ describe('HeapSignal', () => {
     expect(signal.majorGcs).toBe(9);
   });
 
+  it('judges a reading taken after its collection only below half the WARN share; exact ones from there on', () => {
+    const heap = new InjectedHeap(288 * MiB, ['--max-old-space-size=96']);
+    const { t } = start(heap);
+    // WARN at 70 % of 96 MiB: readings must be exact from 35 %, 33.6 MiB.
+    expect(heap.exactFrom).toBeCloseTo(0.35 * 96 * MiB, 0);
+    heap.majorGc(30, false);
+    expect(t.monitor.snapshot().heap).toMatchObject({ level: 'ok', liveBytes: 30 * MiB, majorGcs: 1 });
+    // Two readings past WARN, taken after their collections: gauges move, the level does not.
+    heap.majorGc(80, false);
+    heap.majorGc(82, false);
+    expect(t.alerts).toEqual([]);
+    expect(t.monitor.snapshot().heap).toMatchObject({ level: 'ok', liveBytes: 82 * MiB, majorGcs: 3 });
+    // The collections' own figures are judged as they come.
+    heap.majorGc(72);
+    heap.majorGc(74);
+    expect(t.alerts.map((a) => [a.signal, a.level])).toEqual([['heap_headroom', 'warn']]);
+  });
+
   it('a profiler that fails is counted as an internal error; the signal goes on with the next collection', () => {
     const heap = new InjectedHeap(144 * MiB, ['--max-old-space-size=96']);
     const { t } = start(heap);
@@ -198,5 +229,68 @@ describe('HeapSignal', () => {
     );
     expect(() => setup({ thresholds: { heap: { majorGcs: 0 } } })).toThrow(/thresholds\.heap\.majorGcs/);
     expect(() => setup({ heap: 'yes' as never })).toThrow(/"heap"/);
+  });
+});
+
+describe('nodeHeap', () => {
+  /** Old-generation bytes in use now, as nodeHeap counts them. */
+  function oldGenerationNow(): number {
+    let bytes = 0;
+    for (const s of getHeapSpaceStatistics())
+      if (!['new_space', 'new_large_object_space', 'read_only_space'].includes(s.space_name))
+        bytes += s.space_used_size;
+    return bytes;
+  }
+
+  /** A full GC, then the reading it produced (the observer's callback runs soon after, not within). */
+  async function majorGcReading(readings: [number, boolean][]): Promise<[number, boolean]> {
+    const before = readings.length;
+    fullGc();
+    for (let waited = 0; readings.length === before; waited += 10) {
+      if (waited > 10_000) throw new Error('no reading 10 s after a full GC');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return readings.at(-1)!;
+  }
+
+  it("reads after the collection below exactFrom, the collection's own figures from the first reading above it, and stops below half of it", async () => {
+    fullGc();
+    const baseline = oldGenerationNow();
+    const readings: [number, boolean][] = [];
+    const errors: unknown[] = [];
+    // Past exactFrom only with the array below held: ~baseline + 24 MiB of doubles, in the old generation.
+    const exactFrom = 2 * baseline + 8 * MiB;
+    const stop = nodeHeap().onMajorGc(
+      (bytes, exact) => readings.push([bytes, exact]),
+      (error) => errors.push(error),
+      exactFrom,
+    );
+    try {
+      const [below, belowExact] = await majorGcReading(readings);
+      expect(belowExact).toBe(false);
+      expect(below).toBeGreaterThan(0.5 * baseline);
+      expect(below).toBeLessThan(exactFrom);
+
+      let held: number[] | undefined = new Array<number>(Math.ceil((baseline + 24 * MiB) / 8)).fill(0.5);
+      const [arming, armingExact] = await majorGcReading(readings);
+      expect(armingExact).toBe(false);
+      expect(arming).toBeGreaterThanOrEqual(exactFrom);
+      const [exact, isExact] = await majorGcReading(readings);
+      expect(isExact).toBe(true);
+      // The same live set, read at the collection's end: within a few MiB of the reading after it.
+      expect(Math.abs(exact - arming)).toBeLessThan(8 * MiB);
+      expect(held.length).toBeGreaterThan(0);
+
+      held = undefined;
+      const [released, releasedExact] = await majorGcReading(readings);
+      expect(releasedExact).toBe(true);
+      expect(released).toBeLessThan(exactFrom / 2);
+      // Below half of exactFrom the profiler stopped: the next reading is taken after the collection again.
+      const [, againExact] = await majorGcReading(readings);
+      expect(againExact).toBe(false);
+      expect(errors).toEqual([]);
+    } finally {
+      stop();
+    }
   });
 });

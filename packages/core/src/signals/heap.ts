@@ -32,9 +32,15 @@ export interface HeapSource {
   /**
    * Calls `fn`, soon after each major GC, with the old-generation bytes in
    * use at its end, and `onError` where reading them failed; returns a stop
-   * function.
+   * function. `exact` says whether they are the collection's own figures;
+   * where not (below `exactFrom` bytes, see nodeHeap), they were read after
+   * it and are high by what the process allocated since.
    */
-  onMajorGc(fn: (oldGenerationBytes: number) => void, onError: (error: unknown) => void): () => void;
+  onMajorGc(
+    fn: (oldGenerationBytes: number, exact: boolean) => void,
+    onError: (error: unknown) => void,
+    exactFrom: number,
+  ): () => void;
   /** The Node and V8 flags the process runs with (`process.execArgv`, then `NODE_OPTIONS`). */
   flags(): readonly string[];
 }
@@ -47,34 +53,70 @@ export interface ProfiledGc {
 
 /** Old-generation bytes in use at the end of one profiled collection. */
 export function oldGenerationBytes(gc: ProfiledGc): number {
+  return oldGenerationInUse(gc.afterGC.heapSpaceStatistics.map((s) => ({ name: s.spaceName, used: s.spaceUsedSize })));
+}
+
+/** Old-generation bytes in use of a heap's spaces. */
+function oldGenerationInUse(spaces: readonly HeapSpaceUse[]): number {
   let bytes = 0;
-  for (const space of gc.afterGC.heapSpaceStatistics)
-    if (!NOT_OLD_GENERATION.has(space.spaceName)) bytes += space.spaceUsedSize;
+  for (const space of spaces) if (!NOT_OLD_GENERATION.has(space.name)) bytes += space.used;
   return bytes;
 }
 
 /**
- * The process's own V8 heap. Major GCs are seen by a PerformanceObserver;
- * their figures come from a `v8.GCProfiler`, which V8 fills at the end of
- * each collection. Read in the observer's callback instead, the heap
- * includes what the process allocated since the collection: a Node 24
- * process churning a cache read up to 79 % there, 73 % at the collection's
- * end.
+ * The process's own V8 heap. Major GCs are seen by a PerformanceObserver.
+ * Read in its callback, the heap includes what the process allocated since
+ * the collection: a Node 24 process churning a cache read up to 79 % there,
+ * 73 % at the collection's end. The collection's own figures come from a
+ * `v8.GCProfiler`, but it writes every collection's statistics, scavenges
+ * included, as JSON inside the pause (10–20 µs a scavenge on Node 24 here,
+ * 1–2 % of an allocation-bound loop's CPU under perf, and a few hundred
+ * fresh pages a second for its growing buffer): so it runs only from
+ * the first reading at `exactFrom` bytes, where a level is near enough for
+ * a few points to matter, until an exact one falls below half of that.
  */
 export function nodeHeap(): HeapSource {
+  const spaces = (): HeapSpaceUse[] =>
+    getHeapSpaceStatistics().map((s) => ({ name: s.space_name, used: s.space_used_size }));
   return {
     heapSizeLimit: () => getHeapStatistics().heap_size_limit,
-    spaces: () => getHeapSpaceStatistics().map((s) => ({ name: s.space_name, used: s.space_used_size })),
-    onMajorGc(fn, onError) {
-      const profiler = new GCProfiler();
-      profiler.start();
+    spaces,
+    onMajorGc(fn, onError, exactFrom) {
+      let profiler: GCProfiler | undefined;
+      let bound: ReturnType<typeof setInterval> | undefined;
+      const stopProfiler = (): void => {
+        clearInterval(bound);
+        bound = undefined;
+        profiler?.stop();
+        profiler = undefined;
+      };
       // Hands on what the profiler holds since its last stop: a reading per mark-compact, scavenges dropped.
       // It runs in a timer and in the observer's callback: nothing may be thrown from there.
       const drain = (): void => {
         try {
+          if (profiler === undefined) return;
           const profile = profiler.stop() as { statistics: ProfiledGc[] } | undefined;
           profiler.start();
-          for (const gc of profile?.statistics ?? []) if (gc.gcType === 'MarkSweepCompact') fn(oldGenerationBytes(gc));
+          let last = Number.NaN;
+          for (const gc of profile?.statistics ?? [])
+            if (gc.gcType === 'MarkSweepCompact') fn((last = oldGenerationBytes(gc)), true);
+          if (last < exactFrom / 2) stopProfiler();
+        } catch (error) {
+          onError(error);
+        }
+      };
+      const afterMajorGc = (): void => {
+        if (profiler !== undefined) return drain();
+        try {
+          const live = oldGenerationInUse(spaces());
+          if (live >= exactFrom) {
+            profiler = new GCProfiler();
+            profiler.start();
+            // The profiler keeps every scavenge too: without a major GC for hours, it would grow without bound.
+            bound = setInterval(drain, PROFILER_DRAIN_MS);
+            bound.unref();
+          }
+          fn(live, false);
         } catch (error) {
           onError(error);
         }
@@ -82,16 +124,12 @@ export function nodeHeap(): HeapSource {
       const observer = new PerformanceObserver((list) => {
         for (const entry of list.getEntries())
           if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)
-            return drain();
+            return afterMajorGc();
       });
       observer.observe({ entryTypes: ['gc'] });
-      // The profiler keeps every scavenge too: without a major GC for hours, it would grow without bound.
-      const bound = setInterval(drain, PROFILER_DRAIN_MS);
-      bound.unref();
       return () => {
-        clearInterval(bound);
         observer.disconnect();
-        profiler.stop();
+        stopProfiler();
       };
     },
     flags: () => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)],
@@ -223,6 +261,8 @@ export class HeapSignal implements Signal {
   readonly name = 'heap';
   readonly limit: OldGenerationLimit;
   readonly heapSizeLimit: number;
+  /** Old-generation bytes from which readings must be the collections' own: half the WARN share of the limit. */
+  readonly exactFrom: number;
   private readonly detector: LiveHeapDetector;
   private readonly gauges: Record<'used' | 'live' | 'limit' | 'ratio', Gauge>;
   private readonly spaceAttributes = new Map<string, Attributes>();
@@ -247,18 +287,26 @@ export class HeapSignal implements Signal {
       limit: ctx.gauge(METRICS.heapLiveLimit),
       ratio: ctx.gauge(METRICS.heapLiveRatio),
     };
+    this.exactFrom = (t.liveWarn / 2) * this.limit.bytes;
     this.stop = source.onMajorGc(
-      (live) => this.afterMajorGc(live),
+      (live, exact) => this.afterMajorGc(live, exact),
       (error) => ctx.internalError('heap.profiler', error),
+      this.exactFrom,
     );
   }
 
-  /** Judges the live set one major GC left (old-generation bytes at its end) and announces the level. */
-  afterMajorGc(live: number): void {
+  /**
+   * Judges the live set one major GC left (old-generation bytes at its end) and announces the level.
+   * `exact`: the collection's own figures (see HeapSource.onMajorGc).
+   */
+  afterMajorGc(live: number, exact = true): void {
     try {
       this.liveBytes = live;
       this.liveRatio = live / this.limit.bytes;
       this.majorGcs++;
+      // Read after the collection, high by what was allocated since: judged only where far below WARN,
+      // which the first reading at or above exactFrom is not (the source's next ones are exact).
+      if (!exact && live >= this.exactFrom) return;
       this.heapLevel = this.detector.update(this.liveRatio, this.ctx.clock());
       const t = this.ctx.thresholds.heap;
       this.ctx.report(
