@@ -329,7 +329,13 @@ async function setup(variant: Variant): Promise<Telemetry> {
         ? { exportMode: 'producer' as const }
         : variant === 'infersignal-no-timers' || variant === 'infersignal-outliers-no-timers'
           ? { exportMode: 'producer' as const, eventLoop: false, heap: false, detectorIntervalMs: 0 }
-          : {}),
+          : variant === 'infersignal-timers-no-loop'
+            ? { exportMode: 'producer' as const, eventLoop: false }
+            : variant === 'infersignal-timers-no-heap'
+              ? { exportMode: 'producer' as const, heap: false }
+              : variant === 'infersignal-timers-no-tick'
+                ? { exportMode: 'producer' as const, detectorIntervalMs: 0 }
+                : {}),
     ...(traces
       ? {
           traces,
@@ -359,13 +365,13 @@ async function setup(variant: Variant): Promise<Telemetry> {
         }
       : {}),
     fastify: async (app) => {
-      if (variant === 'infersignal-timers') return;
+      if (variant.startsWith('infersignal-timers')) return;
       const { inferSignal } = await infersignal('@infersignal/fastify', () => import('@infersignal/fastify'));
       await app.register(inferSignal, { monitor, ...(startInHandler ? { autoStart: false } : {}) });
     },
     express: (app) => {
       // Imported above the switch would load http before instrumentation in other variants; here it is harmless.
-      if (variant !== 'infersignal-timers') app.use(expressMiddleware!(monitor));
+      if (!variant.startsWith('infersignal-timers')) app.use(expressMiddleware!(monitor));
     },
   };
 }

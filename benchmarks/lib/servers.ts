@@ -33,6 +33,9 @@ export const VARIANTS = [
  */
 export const DIAGNOSTIC_VARIANTS = [
   'infersignal-timers',
+  'infersignal-timers-no-loop',
+  'infersignal-timers-no-heap',
+  'infersignal-timers-no-tick',
   'infersignal-no-timers',
   'infersignal-outliers-no-timers',
   'response-footprint',
@@ -59,6 +62,12 @@ export const VARIANT_LABEL: Record<Variant, string> = {
   'otel-http': '@opentelemetry/instrumentation-http (metrics + traces)',
   'infersignal-timers':
     "InferSignal's producer export without the plugin (the monitor's timers and the Prometheus endpoint, nothing per request)",
+  'infersignal-timers-no-loop':
+    "InferSignal's timers without the plugin, the event_loop signal off (`eventLoop: false`: no block probe, no delay histogram, no GC observer)",
+  'infersignal-timers-no-heap':
+    "InferSignal's timers without the plugin, the heap signal off (`heap: false`: no GC profiler)",
+  'infersignal-timers-no-tick':
+    "InferSignal's timers without the plugin, the detectors' 1 s tick off (`detectorIntervalMs: 0`)",
   'infersignal-no-timers':
     'InferSignal, metrics, producer export, its timers off (`eventLoop: false`, `heap: false`, `detectorIntervalMs: 0`): the per-request work alone',
   'infersignal-outliers-no-timers':
