@@ -106,7 +106,10 @@ export function nodeHeap(): HeapSource {
         }
       };
       const afterMajorGc = (): void => {
-        if (profiler !== undefined) return drain();
+        if (profiler !== undefined) {
+          drain();
+          return;
+        }
         try {
           const live = oldGenerationInUse(spaces());
           if (live >= exactFrom) {
