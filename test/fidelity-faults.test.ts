@@ -28,6 +28,14 @@ beforeAll(async () => {
   writeFileSync(`${dir}short-faults-test.json`, `${JSON.stringify({ lines, runs }, null, 2)}\n`);
 }, 180_000);
 
+/** The slow steps of a slow-reload run: factor → the level its reload was judged at, or 'timed out'. */
+function slowSteps(run: FaultRunFigures): Map<number, string> {
+  const steps = new Map<number, string>();
+  for (const [, factor, outcome] of run.conditions.matchAll(/(\d+(?:\.\d+)?)× (timed out|\d+\.\d+ s \w+)/g))
+    steps.set(Number(factor), outcome!.startsWith('timed out') ? 'timed out' : outcome!.split(' ').at(-1)!);
+  return steps;
+}
+
 const runOf = (name: FaultRunFigures['scenario']): FaultRunFigures => runs.find((r) => r.scenario === name)!;
 
 /**
@@ -100,14 +108,16 @@ describe('fault scenarios, short mode', () => {
     expect(RELOAD_DEADLINE_FACTOR).toBeGreaterThan(3);
     expect(SLOW_STEPS.at(-1)!).toBeGreaterThan(RELOAD_DEADLINE_FACTOR);
     expect(run.conditions).toMatch(/: 0 of \d+ failed$/);
-    // A gradual slowdown: the steps under 3× answered ok, the first past it (3.5×) was judged WARN against the
-    // healthy baseline, which the slower reloads before it did not drag up.
+    // A gradual slowdown, judged against the healthy baseline, which the slower reloads do not drag up: every
+    // step under 3× answered, at level ok; every step past it that answered was judged WARN. The 3.5× step lies
+    // one baseline below the deadline: a starved machine can push it past, and then the WARN it earned comes
+    // from the in-flight check, before the deadline (asserted above).
+    const steps = slowSteps(run);
     expect(SLOW_STEPS.filter((f) => f < 3).length).toBeGreaterThanOrEqual(2);
-    for (const factor of SLOW_STEPS.filter((f) => f < 3))
-      expect(run.conditions, describeFaultRun(run)).toMatch(
-        new RegExp(`${String(factor).replace('.', '\\.')}× \\d+\\.\\d+ s ok`),
-      );
-    expect(run.conditions, describeFaultRun(run)).toMatch(/3\.5× \d+\.\d+ s warn/);
+    for (const factor of SLOW_STEPS.filter((f) => f < 3)) expect(steps.get(factor), describeFaultRun(run)).toBe('ok');
+    for (const factor of SLOW_STEPS.filter((f) => f > 3))
+      if (steps.has(factor)) expect(steps.get(factor), describeFaultRun(run)).toMatch(/^(warn|critical|timed out)$/);
+    expect(steps.get(3.5), describeFaultRun(run)).toMatch(/^(warn|timed out)$/);
   });
 
   it('stream-drops: stream_interruptions warns on the model before the cut share crosses the SLO, none while healthy', () => {

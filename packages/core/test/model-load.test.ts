@@ -155,6 +155,29 @@ describe('model_load baseline', () => {
     expect(t.monitor.snapshot().models.resnet.baselineSeconds).toBe(0.5);
   });
 
+  it('a reload still running is announced when it passes its threshold, without a tick (its own timer)', async () => {
+    // The real clock, no detector tick: only the load's own timer can announce it while it runs.
+    const t = setup({
+      clock: undefined,
+      thresholds: { modelLoad: { baselineSeconds: { resnet: 0.1 }, minSpikeSeconds: 0.2 } },
+    });
+    let finish!: () => void;
+    const reload = t.monitor.modelLoad('resnet', 'reload', () => new Promise<void>((resolve) => (finish = resolve)));
+    const deadline = Date.now() + 10_000;
+    while (modelLoadAlerts(t).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const raised = modelLoadAlerts(t);
+    expect(raised).toHaveLength(1);
+    expect(raised[0]).toMatchObject({ level: 'warn', labels: { model: 'resnet' }, details: { running: true } });
+    // Past 3 × 0.1 s when it fired, and the load had not ended.
+    expect(raised[0].details?.ratio).toBeGreaterThan(3);
+    expect(t.monitor.snapshot().models.resnet.loading).toBe(1);
+    finish();
+    await reload;
+    expect(modelLoadAlerts(t)).toHaveLength(1);
+    expect((await t.collect()).sum(METRICS.modelLoadSpikes.name)).toBe(1);
+    await t.close();
+  });
+
   it('a load running while the baseline is still unknown, or under the 1 s floor, is not announced on the tick', async () => {
     const t = setup();
     let finish!: () => void;

@@ -6,6 +6,18 @@ import type { Level, LoadOptions, Snapshot } from '../types';
 
 type LoadKind = 'load' | 'reload';
 
+interface RunningLoad {
+  started: number;
+  kind: LoadKind;
+  /** Called overdue already (WARN once per load). */
+  announced: boolean;
+  /** Fires when the load passes its spike threshold; null while the baseline is unknown. */
+  overdue: NodeJS.Timeout | null;
+}
+
+/** setTimeout's largest delay (2^31 − 1 ms); a longer threshold is left to the tick. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /**
  * Spikes in a row hold one level (a new normal) when the slowest is at most this many times the fastest: a
  * reload's own jitter stays well inside it, a store still getting worse (3.5×, 5×, 7×, …) does not.
@@ -46,8 +58,8 @@ export class ModelLoads {
   private healthy: number | null = null;
   /** Spikes since the last non-spike load, the last `baselineSamples` of them. */
   private readonly spikesInRow: number[] = [];
-  /** Loads running now, oldest first; `announced` once the tick has called one overdue. */
-  private readonly running: { started: number; kind: LoadKind; announced: boolean }[] = [];
+  /** Loads running now, oldest first; `announced` once one has been called overdue. */
+  private readonly running: RunningLoad[] = [];
   private readonly attributes: Record<string, Attributes> = {};
   readonly labels: Record<string, string>;
   loads = 0;
@@ -96,14 +108,13 @@ export class ModelLoads {
       startTime: started,
     });
     this.loading++;
-    const run = { started, kind, announced: false };
+    const run: RunningLoad = { started, kind, announced: false, overdue: this.armOverdue() };
     this.running.push(run);
     let result: T;
     try {
       result = await fn();
     } catch (error) {
-      this.loading--;
-      this.running.splice(this.running.indexOf(run), 1);
+      this.ended(run);
       this.failures++;
       this.lastEndedAt = ctx.clock();
       try {
@@ -120,8 +131,7 @@ export class ModelLoads {
       }
       throw error;
     }
-    this.loading--;
-    this.running.splice(this.running.indexOf(run), 1);
+    this.ended(run);
     try {
       const now = ctx.clock();
       this.lastEndedAt = now;
@@ -132,6 +142,34 @@ export class ModelLoads {
       ctx.internalError('modelLoad', internal);
     }
     return result;
+  }
+
+  /**
+   * A timer for the moment a load that started now passes its spike threshold, so that one still running is
+   * announced then, not up to a detector interval later (a rollout's deadline can be that close). Loads are
+   * rare; the timer is unref'd and cleared when the load ends.
+   */
+  private armOverdue(): NodeJS.Timeout | null {
+    const baseline = this.baseline();
+    if (baseline === null) return null;
+    const { spikeFactor, minSpikeSeconds } = this.ctx.thresholds.modelLoad;
+    const thresholdMs = Math.max(spikeFactor * baseline, minSpikeSeconds) * 1000;
+    if (!(thresholdMs < MAX_TIMER_MS)) return null;
+    const timer = setTimeout(() => {
+      try {
+        this.checkRunning(this.ctx.clock());
+      } catch (internal) {
+        this.ctx.internalError('modelLoad', internal);
+      }
+    }, thresholdMs + 1);
+    timer.unref();
+    return timer;
+  }
+
+  private ended(run: RunningLoad): void {
+    this.loading--;
+    this.running.splice(this.running.indexOf(run), 1);
+    if (run.overdue) clearTimeout(run.overdue);
   }
 
   /** Records a successful load and judges it against the baseline before adding it. */
@@ -187,10 +225,11 @@ export class ModelLoads {
   }
 
   /**
-   * The tick's look at a load still running: one already past the spike
-   * threshold is announced now (WARN, once per load), not when it ends: a
-   * reload that hangs, or outlasts a rollout's readiness deadline, may never
-   * end. The spike itself is counted, and the baseline fed, when it ends.
+   * A look at a load still running, when it passes its threshold (its own
+   * timer) and on every tick: one already past the spike threshold is
+   * announced now (WARN, once per load), not when it ends: a reload that
+   * hangs, or outlasts a rollout's readiness deadline, may never end. The
+   * spike itself is counted, and the baseline fed, when it ends.
    */
   checkRunning(now: number): void {
     const oldest = this.running[0];
@@ -235,8 +274,8 @@ export class ModelLoads {
 
 /**
  * Model loads and reloads (`monitor.modelLoad()`): duration by outcome,
- * healthy baseline, spikes. Judged when a load ends, and on the tick
- * while one runs past its threshold. Thresholds: `modelLoad`. Snapshot
+ * healthy baseline, spikes. Judged when a load ends, and when one still
+ * running passes its threshold. Thresholds: `modelLoad`. Snapshot
  * section `models`.
  */
 export class ModelLoadSignal implements Signal {
