@@ -148,7 +148,7 @@ declare global {
   // Express's own augmentation point (@types/express-serve-static-core, v4 and v5).
   namespace Express {
     interface Request {
-      /** Set by the InferSignal middleware on the requests it tracks (undefined elsewhere, or when shed). */
+      /** Set by the InferSignal middleware on the requests it tracks (undefined elsewhere, when shed, and once a finished response is counted). */
       inferSignal?: InferSignalRequest;
     }
   }

@@ -130,6 +130,27 @@ describe.each([
     expect(late!.ended).toBe(true);
   });
 
+  it('a finished response, once counted: a reference taken before reads it ended; req.inferSignal reads undefined', async () => {
+    const { app, monitor } = setup();
+    let held: InferSignalRequest | undefined;
+    let readAfter: InferSignalRequest | null = null;
+    const handlerDone = gate();
+    app.get('/v1/infer', inferSignal(monitor), async (req: Request, res: Response) => {
+      held = req.inferSignal;
+      res.json({ ok: true });
+      // The response finished: its request is counted on `close`, and its WeakMap entry goes with it.
+      await until(() => held!.ended, 5000, 'the response to be counted');
+      readAfter = req.inferSignal ?? null;
+      handlerDone.open();
+    });
+    const url = await start(app);
+    expect((await fetch(`${url}/v1/infer`)).status).toBe(200);
+    await handlerDone.wait;
+    expect(held!.ended).toBe(true);
+    expect(held!.route).toBe('/v1/infer');
+    expect(readAfter).toBeNull();
+  });
+
   it('counts a completed SSE stream: events as tokens, one TTFT and one time-per-token sample', async () => {
     const { app, reader, monitor } = setup();
     app.get('/v1/stream', inferSignal(monitor), async (req: Request) => {
