@@ -178,6 +178,21 @@ describe('model_load baseline', () => {
     await t.close();
   });
 
+  it('a reload still running when the monitor closes is not announced after it (its timer is cleared)', async () => {
+    const t = setup({
+      clock: undefined,
+      thresholds: { modelLoad: { baselineSeconds: { resnet: 0.05 }, minSpikeSeconds: 0.1 } },
+    });
+    let finish!: () => void;
+    const reload = t.monitor.modelLoad('resnet', 'reload', () => new Promise<void>((resolve) => (finish = resolve)));
+    await t.close();
+    // Past the 0.15 s the timer was set for, still running: only the timer could have announced it.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(modelLoadAlerts(t)).toEqual([]);
+    finish();
+    await reload;
+  });
+
   it('a load running while the baseline is still unknown, or under the 1 s floor, is not announced on the tick', async () => {
     const t = setup();
     let finish!: () => void;

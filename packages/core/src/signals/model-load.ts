@@ -166,6 +166,14 @@ export class ModelLoads {
     return timer;
   }
 
+  /** Clears the timers of loads still running (monitor.close()); the tick no longer looks either. */
+  stopTimers(): void {
+    for (const run of this.running) {
+      if (run.overdue) clearTimeout(run.overdue);
+      run.overdue = null;
+    }
+  }
+
   private ended(run: RunningLoad): void {
     this.loading--;
     this.running.splice(this.running.indexOf(run), 1);
@@ -298,6 +306,10 @@ export class ModelLoadSignal implements Signal {
 
   evaluate(now: number): void {
     for (const state of this.models.values()) if (state.loading > 0) state.checkRunning(now);
+  }
+
+  close(): void {
+    for (const state of this.models.values()) state.stopTimers();
   }
 
   /** Models loading now or whose last load ended within `windowMs` (a glitch's likely cause). */
