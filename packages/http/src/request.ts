@@ -282,10 +282,10 @@ function remember(res: ServerResponse, request: HttpRequestLifecycle, plain: boo
  * left for the collector, dead entries made the table grow between
  * scavenges and every set and lookup, and the scavenges that clear them,
  * dearer (0.6–1.0 µs a request in a loop that keeps 64 in flight, Node 20
- * and 24: benchmarks/weakmap-entries.ts). A cut-off response's entry stays, for late readers, and the
- * lifecycle drops its response when it settles, so no dead entry's value
- * reaches its own key: such an ephemeron cycle cost ~5 % of the same
- * request, in the garbage collector.
+ * and 24: benchmarks/weakmap-entries.ts). A cut-off response's entry
+ * stays, for late readers, and the lifecycle drops its response when it
+ * settles, so no dead entry's value reaches its own key: such an ephemeron
+ * cycle cost ~5 % of the same request, in the garbage collector.
  */
 export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | undefined {
   return Object.getPrototypeOf(res) === ServerResponse.prototype

@@ -153,15 +153,16 @@ export class ModelLoads {
     const baseline = this.baseline();
     if (baseline === null) return null;
     const { spikeFactor, minSpikeSeconds } = this.ctx.thresholds.modelLoad;
-    const thresholdMs = Math.max(spikeFactor * baseline, minSpikeSeconds) * 1000;
-    if (!(thresholdMs < MAX_TIMER_MS)) return null;
+    // A millisecond past the threshold, so the check finds the load strictly beyond it.
+    const delayMs = Math.max(spikeFactor * baseline, minSpikeSeconds) * 1000 + 1;
+    if (!(delayMs <= MAX_TIMER_MS)) return null;
     const timer = setTimeout(() => {
       try {
         this.checkRunning(this.ctx.clock());
       } catch (internal) {
         this.ctx.internalError('modelLoad', internal);
       }
-    }, thresholdMs + 1);
+    }, delayMs);
     timer.unref();
     return timer;
   }
