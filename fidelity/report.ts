@@ -26,7 +26,7 @@ export interface ScenarioSummary {
 const GOALS: Record<ScenarioName, (short: boolean) => string> = {
   ramp: (short) =>
     short
-      ? 'a true precursor before the first failure, every run'
+      ? 'a true precursor no later than the first failure, every run'
       : `a true precursor ≥ ${RAMP_LEAD_GOAL_SECONDS} s before the first failure, every run`,
   step: () => 'a true precursor no later than the first failure, every run',
   steady: () => 'no failure and no alert of any signal, every run',
@@ -183,7 +183,9 @@ export function renderDoc(result: FidelityResult, note?: string): string {
     'one, from /proc schedstat: S covers the model run only, the thread also does the HTTP work). The',
     'JSON keeps both phases’ figures, and for each run the server’s main thread second by second around',
     'the first failure or alert (ms on a CPU, ms waiting for one): whether a slow second was the',
-    'server’s own work or a CPU it did not get. (The short mode runs the closed loop only.)',
+    'server’s own work or a CPU it did not get. (The short mode runs the closed loop only, and sizes its',
+    'ramp and step from no less than the fastest window / 1.25: it runs beside other tests, whose load',
+    'can slow most windows.)',
     '',
     '**Definitions.** A request *fails* when it gets no successful response: a 503 (shed or queue full),',
     `a timeout, a connection error. The failing resources of /v1/infer are ${FAILING_SUBJECTS.join(', ')}.`,

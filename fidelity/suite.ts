@@ -103,6 +103,8 @@ export interface CapacityFigure {
   windows: { throughputRps: number; serviceSeconds: number | null }[];
   /** (max − min) / median of the windows' throughputs. */
   spread: number;
+  /** The fastest window's throughput (req/s): a neighbour's load only slows a window, never speeds one up. */
+  peakRps: number;
   /**
    * The open-loop phase at the steady scenario's share of the closed-loop
    * figure, longer than the server's service window: its rate and the
@@ -233,25 +235,38 @@ const SCRAPE_INTERVAL_MS = 500;
  * Where the ramp ends, as a multiple of the measured capacity. The short ramp
  * runs inside the test command beside other work, whose load can ease between
  * the capacity measurement and the ramp's top (the server then serves more
- * than it was measured at): it climbs to 2.5× so that the overload still comes,
- * and is asked for the ordering only.
+ * than it was measured at): it is sized from no less than the fastest
+ * measuring window less a margin, and climbs to 2.5× so that the overload
+ * still comes, and is asked for the ordering only.
  */
 export const RAMP_TO = { long: 1.5, short: 2.5 } as const;
+
+/**
+ * Short mode: the overload scenarios are sized from at least the fastest capacity window divided by this.
+ * A quiet measurement's windows lie within it of one another (spread 4–23 % in such runs), so it changes
+ * nothing there; a measurement slowed by a neighbour gets a figure the overload still exceeds.
+ */
+const PEAK_MARGIN = 1.25;
 
 /** Lead the ramp must give, in long mode; the short ramp (20 s) is asked for the ordering only. */
 export const RAMP_LEAD_GOAL_SECONDS = 10;
 
 /**
- * The goal of one run: ramp, a true precursor ≥ 10 s (short mode: > 0 s)
- * before the first failure; step, a true precursor no later than the first
- * failure (see ARRIVAL_TOLERANCE_MS); steady, no failure and no alert of any signal.
+ * The goal of one run: ramp, a true precursor ≥ 10 s before the first
+ * failure (short mode: no later than it, as step); step, a true precursor no
+ * later than the first failure (see ARRIVAL_TOLERANCE_MS); steady, no
+ * failure and no alert of any signal. The short ramp crosses its capacity
+ * and fills the queue within ~3 s, too fast for a predictive lead: on a
+ * quiet machine its first precursor (occupancy WARN at 70 %) came 0.0–0.1 s
+ * before the shed at 85 %, an ordering that the way alerts and responses
+ * reach the suite can blur by the arrival tolerance.
  */
 export function goalMet(run: Omit<RunFigures, 'met'>, short: boolean): boolean {
   switch (run.scenario) {
     case 'steady':
       return run.failureAtSeconds === null && run.alerts.length === 0;
     case 'ramp':
-      return run.leadSeconds !== null && (short ? run.leadSeconds > 0 : run.leadSeconds >= RAMP_LEAD_GOAL_SECONDS);
+      return short ? run.firstTruePrecursor !== null : (run.leadSeconds ?? 0) >= RAMP_LEAD_GOAL_SECONDS;
     case 'step':
       return run.firstTruePrecursor !== null;
   }
@@ -422,6 +437,7 @@ export async function measureCapacity(
     serviceRps: serviceTimes.length > 0 ? 1 / median(serviceTimes) : Number.NaN,
     windows,
     spread: (Math.max(...throughputs) - Math.min(...throughputs)) / closedLoopRps,
+    peakRps: Math.max(...throughputs),
     sustained,
   };
 }
@@ -745,8 +761,15 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
         signal: options.signal,
       });
       result.capacities.push(capacity);
+      // Short mode runs beside the rest of the test command, whose load can slow most windows and then ease
+      // before the overload (one CI run measured 33 req/s with windows spread 205 %, against ~100 on the other
+      // servers, and its 2.5× ramp never failed). The overload scenarios are sized from no less than the
+      // fastest window less PEAK_MARGIN, so they still overload; a quiet measurement (windows within it) is
+      // unchanged. Steady keeps the conservative figure, under which it must stay healthy.
+      const sizedRps =
+        short && scenario !== 'steady' ? Math.max(capacity.rps, capacity.peakRps / PEAK_MARGIN) : capacity.rps;
       log(
-        `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s${neighbour ? ' (neighbour running)' : ''} (${describeCapacity(capacity)})`,
+        `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s${sizedRps === capacity.rps ? '' : `, sized at ${sizedRps.toFixed(0)} from its fastest window`}${neighbour ? ' (neighbour running)' : ''} (${describeCapacity(capacity)})`,
       );
       // The measurement drove utilization to 1 by design; start from a calm server.
       await waitForCalm(server.url, 15_000);
@@ -754,7 +777,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
         server,
         scenario,
         repeat,
-        capacity.rps,
+        sizedRps,
         settings,
         short,
         neighbour?.describe ?? null,

