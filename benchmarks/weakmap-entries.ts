@@ -8,7 +8,7 @@
  * (64 in flight). Each mode runs in a process of its own, rounds
  * interleaved; CPU time and GC pause time per request, medians.
  *
- *   pnpm --filter @infersignal/benchmarks weakmap-entries [--node 24]
+ *   pnpm --filter @infersignal/benchmarks weakmap-entries [--node 24]   BENCH_ROUNDS=5
  *
  * Prints only; docs/benchmarks.md cites what it showed.
  */
@@ -19,9 +19,11 @@ import { PerformanceObserver } from 'node:perf_hooks';
 
 const MODES = ['none', 'entry-left', 'entry-deleted'] as const;
 type Mode = (typeof MODES)[number];
-const REQUESTS = 400_000;
+// BENCH_SMOKE=1: a short run that only shows the tool works (test/benchmarks-smoke.test.ts).
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const REQUESTS = SMOKE ? 20_000 : 400_000;
 const IN_FLIGHT = 64;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = SMOKE ? 1 : Math.max(1, Math.round(Number(process.env.BENCH_ROUNDS || 5)));
 
 async function measure(mode: Mode): Promise<{ cpuNs: number; gcNs: number }> {
   let gcMs = 0;

@@ -93,6 +93,22 @@ describe('allocations tool (smoke: BENCH_SMOKE=1)', () => {
   });
 });
 
+describe('weakmap-entries (smoke: BENCH_SMOKE=1)', () => {
+  it('measures each mode in a process of its own and prints CPU and GC pauses per request', {
+    timeout: 180_000,
+  }, async ({ expect }) => {
+    const { code, stdout, stderr } = await runSuite('weakmap-entries');
+    expect(code, `exit code; stderr:\n${stderr.slice(-2000)}`).toBe(0);
+    // `  entry-left     CPU  2006 ns/request, GC pauses  264 ns/request`
+    for (const mode of ['none', 'entry-left', 'entry-deleted']) {
+      const row = new RegExp(`^  ${mode} +CPU +(\\d+) ns/request, GC pauses +(\\d+) ns/request$`, 'm').exec(stdout);
+      expect(row, stdout).not.toBeNull();
+      // A request makes ~1 KB of objects: it cannot take no CPU at all.
+      expect(Number(row![1])).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe('paired tool (smoke: BENCH_SMOKE=1)', () => {
   it('judges each Fastify goal with an interval and a verdict', { timeout: 180_000 }, async ({ expect }) => {
     const { code, stdout, stderr } = await runSuite('pairs');
