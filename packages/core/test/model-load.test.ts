@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { METRICS } from '../src/index';
+import { sleep, until } from '../../../test/support/async';
 import { setup } from './helpers';
 
 type TestMonitor = ReturnType<typeof setup>;
@@ -17,6 +18,17 @@ async function loadAll(t: TestMonitor, seconds: readonly number[], model = 'resn
 }
 
 const modelLoadAlerts = (t: TestMonitor) => t.alerts.filter((a) => a.signal === 'model_load');
+
+/** A monitor on the real clock (no detector tick) with resnet's baseline set, and a reload of it held until `finish()`. */
+function heldReload(baselineSeconds: number, minSpikeSeconds: number) {
+  const t = setup({
+    clock: undefined,
+    thresholds: { modelLoad: { baselineSeconds: { resnet: baselineSeconds }, minSpikeSeconds } },
+  });
+  let finish!: () => void;
+  const reload = t.monitor.modelLoad('resnet', 'reload', () => new Promise<void>((resolve) => (finish = resolve)));
+  return { t, finish: () => finish(), reload };
+}
 
 /** Mulberry32: a small seeded generator, so the noise is the same on every run. */
 function seeded(seed: number): () => number {
@@ -157,14 +169,8 @@ describe('model_load baseline', () => {
 
   it('a reload still running is announced when it passes its threshold, without a tick (its own timer)', async () => {
     // The real clock, no detector tick: only the load's own timer can announce it while it runs.
-    const t = setup({
-      clock: undefined,
-      thresholds: { modelLoad: { baselineSeconds: { resnet: 0.1 }, minSpikeSeconds: 0.2 } },
-    });
-    let finish!: () => void;
-    const reload = t.monitor.modelLoad('resnet', 'reload', () => new Promise<void>((resolve) => (finish = resolve)));
-    const deadline = Date.now() + 10_000;
-    while (modelLoadAlerts(t).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const { t, finish, reload } = heldReload(0.1, 0.2);
+    await until(() => modelLoadAlerts(t).length > 0, 10_000, 'the running reload to be announced');
     const raised = modelLoadAlerts(t);
     expect(raised).toHaveLength(1);
     expect(raised[0]).toMatchObject({ level: 'warn', labels: { model: 'resnet' }, details: { running: true } });
@@ -179,15 +185,10 @@ describe('model_load baseline', () => {
   });
 
   it('a reload still running when the monitor closes is not announced after it (its timer is cleared)', async () => {
-    const t = setup({
-      clock: undefined,
-      thresholds: { modelLoad: { baselineSeconds: { resnet: 0.05 }, minSpikeSeconds: 0.1 } },
-    });
-    let finish!: () => void;
-    const reload = t.monitor.modelLoad('resnet', 'reload', () => new Promise<void>((resolve) => (finish = resolve)));
+    const { t, finish, reload } = heldReload(0.05, 0.1);
     await t.close();
     // Past the 0.15 s the timer was set for, still running: only the timer could have announced it.
-    await new Promise((r) => setTimeout(r, 400));
+    await sleep(400);
     expect(modelLoadAlerts(t)).toEqual([]);
     finish();
     await reload;
