@@ -8,6 +8,7 @@ import {
   ThresholdDetector,
   ZScoreDetector,
 } from '../src/signals';
+import { selectRank } from '../src/detectors/select';
 
 describe('SlidingWindow', () => {
   it('keeps the last N samples and computes nearest-rank quantiles', () => {
@@ -50,6 +51,83 @@ describe('SlidingWindow', () => {
           expect(w.length).toBe(expected.length);
           expect(seen).toEqual(expected);
           expect(seenSince).toEqual(expected.map(([, at]) => at).filter((at) => at >= since));
+        },
+      ),
+    );
+  });
+});
+
+describe('selectRank (the quantiles of windows and of the live tail)', () => {
+  /** Durations as they come: never NaN; -0 read as 0 (a sort orders the two, a comparison cannot tell them apart). */
+  const duration = fc.double({ noNaN: true }).map((v) => (v === 0 ? 0 : v));
+
+  it('reads what a sort reads at any rank of any range, and leaves the range partitioned around it (property)', () => {
+    fc.assert(
+      fc.property(
+        // Repeated values too: durations repeat at a clock's resolution.
+        fc.array(fc.oneof(duration, fc.constantFrom(0, 0.05, 0.25)), { minLength: 1, maxLength: 300 }),
+        fc.nat(),
+        fc.nat(),
+        fc.nat(),
+        (input, a, b, c) => {
+          const from = a % input.length;
+          const to = from + 1 + (b % (input.length - from));
+          const k = from + (c % (to - from));
+          const values = Float64Array.from(input);
+          const sorted = values.slice(from, to).sort();
+          expect(selectRank(values, from, to, k)).toBe(sorted[k - from]);
+          // Only the range was reordered, its values kept, around the result.
+          expect(Array.from(values.subarray(0, from))).toEqual(input.slice(0, from));
+          expect(Array.from(values.subarray(to))).toEqual(input.slice(to));
+          expect(values.slice(from, to).sort()).toEqual(sorted);
+          for (let i = from; i < to; i++)
+            expect(i < k ? values[i]! <= values[k]! : values[i]! >= values[k]!, `index ${i} around ${k}`).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it("holds on the ring's shapes at its size: sorted, reversed, all equal, a slow tail", () => {
+    let state = 29;
+    const random = () => (state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0) / 2 ** 32;
+    const shapes: Array<(i: number) => number> = [
+      (i) => i / 1000,
+      (i) => (1024 - i) / 1000,
+      () => 0.25,
+      () => (random() < 0.02 ? 2 + random() : 0.05 + random() / 100),
+    ];
+    for (const shape of shapes) {
+      const values = Float64Array.from({ length: 1024 }, (_, i) => shape(i));
+      const sorted = values.slice().sort();
+      for (const k of [0, 511, 1013, 1023]) expect(selectRank(values.slice(), 0, 1024, k)).toBe(sorted[k]);
+    }
+  });
+});
+
+describe('SlidingWindow quantiles against a sort (property)', () => {
+  it('quantile() and summary() read the nearest ranks and the max of the samples since a time, NaN left out', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.double({ noNaN: true, min: 0, max: 100 }), fc.constant(Number.NaN)), { maxLength: 200 }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }),
+        fc.nat(),
+        (input, quantiles, sinceSeed) => {
+          const w = new SlidingWindow(128);
+          for (const [i, v] of input.entries()) w.push(v, i);
+          const since = input.length === 0 ? 0 : sinceSeed % input.length;
+          const kept = input
+            .slice(-128)
+            .map((v, i, all) => [v, input.length - all.length + i] as const)
+            .filter(([v, at]) => at >= since && !Number.isNaN(v))
+            .map(([v]) => (v === 0 ? 0 : v));
+          const sorted = Float64Array.from(kept).sort();
+          const rank = (q: number) => Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+          const expected = quantiles.map((q) => (sorted.length === 0 ? Number.NaN : sorted[rank(q)]!));
+          const summary = w.summary(quantiles, since);
+          expect(summary.count).toBe(sorted.length);
+          expect(summary.values).toEqual(expected);
+          expect(summary.max).toBe(sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1]);
+          for (const [i, q] of quantiles.entries()) expect(w.quantile(q, since)).toBe(expected[i]);
         },
       ),
     );

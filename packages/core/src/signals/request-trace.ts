@@ -14,6 +14,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { InferSignalConfigError } from '../config';
+import { selectRank } from '../detectors/select';
 import { ATTR, SPANS } from '../names';
 import type { Outcome, RequestTraceOptions, TracesOption } from '../types';
 
@@ -92,11 +93,11 @@ export interface TracedRequest {
 const RING = 1024;
 /** Below this many completed requests the tail is not judged (a P99 of 20 samples is their maximum). */
 const MIN_SAMPLES = 100;
-/** How often the tail is recomputed at most (a sort of ≤ RING numbers). */
+/** How often the tail is recomputed at most (a selection among ≤ RING numbers). */
 const REFRESH_MS = 250;
 /**
  * New requests before the tail is recomputed: fewer barely move a quantile
- * of RING, and on a quiet queue (or under a profiler's slowdown) a sort
+ * of RING, and on a quiet queue (or under a profiler's slowdown) a selection
  * every REFRESH_MS would be one every few requests.
  */
 const REFRESH_AFTER = RING / 16;
@@ -136,10 +137,9 @@ export class RequestTail {
     this.fresh = 0;
     const n = this.count;
     if (n < MIN_SAMPLES) return;
-    const sorted = this.scratch.subarray(0, n);
-    sorted.set(n === RING ? this.seconds : this.seconds.subarray(0, n));
-    sorted.sort();
-    this.threshold = sorted[Math.min(n - 1, Math.floor(this.quantile * n))]!;
+    const scratch = this.scratch;
+    scratch.set(n === RING ? this.seconds : this.seconds.subarray(0, n));
+    this.threshold = selectRank(scratch, 0, n, Math.min(n - 1, Math.floor(this.quantile * n)));
   }
 }
 
