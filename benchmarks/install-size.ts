@@ -300,6 +300,7 @@ at 2.12.0 (the pinned row); the 3.x line is one release (3.1.1 with 0.301.x) and
     results,
     notes,
     verdict,
+    everyLineInOneRun: true,
   });
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -165,6 +165,8 @@ export interface SectionOptions {
   verdict: string;
   /** Reading notes after the per-line blocks (measurements quoted there carry their own dates). */
   notes?: string;
+  /** The suite measures every Node line itself, in one run (install-size): one block, no `--node` command. */
+  everyLineInOneRun?: boolean;
 }
 
 /**
@@ -181,8 +183,8 @@ export function writeSection(suite: SuiteName, options: SectionOptions): void {
   const from = doc.indexOf(start);
   const to = doc.indexOf(end);
   const old = from >= 0 && to > from ? doc.slice(from, to) : '';
-  const blocks = nodeBlocks(old);
   const major = nodeMajor();
+  const blocks = options.everyLineInOneRun ? new Map<number, string>() : nodeBlocks(old);
   blocks.set(
     major,
     nodeBlock(
@@ -204,7 +206,7 @@ export function writeSection(suite: SuiteName, options: SectionOptions): void {
       ].join('\n'),
     ),
   );
-  for (const n of NODE_LINES) if (!blocks.has(n)) blocks.set(n, placeholder(suite, n));
+  if (!options.everyLineInOneRun) for (const n of NODE_LINES) if (!blocks.has(n)) blocks.set(n, placeholder(suite, n));
   const commands = [...blocks.keys()]
     .sort((a, b) => a - b)
     .map((n) => `\`${options.command}${n === 20 ? '' : ` --node ${n}`}\` (Node ${n})`)
