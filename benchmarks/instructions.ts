@@ -29,6 +29,10 @@
  *   BENCH_ROUNDS=3 measured windows  BENCH_REQUESTS=5000 a window
  *   BENCH_CALLERS=LoadIC_Megamorphic  also print who calls these (callgrind's native names)
  *   INFERSIGNAL_BENCH_PACKAGES_FROM=<checkout>  load @infersignal/* from another built tree (an A/B)
+ *   BENCH_SIMULATE=1  also callgrind's simulated caches and branch predictor (--cache-sim --branch-sim,
+ *                     ~2× slower): misses and mispredictions a request, what a count of instructions cannot
+ *                     show and this VM's missing hardware counters cannot either; the idle timers' share
+ *                     stays in them, so compare variants without timers (*-no-timers, hook, bare)
  *
  * Needs valgrind (Debian's package). Prints only; docs/benchmarks.md cites
  * what it showed.
@@ -60,6 +64,16 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 // Three at least outside smoke mode (rounds() never gives fewer): the default says so.
 const MEASURED = rounds(3);
 const CALLERS = process.env.BENCH_CALLERS ? new RegExp(process.env.BENCH_CALLERS) : undefined;
+const SIMULATE = process.env.BENCH_SIMULATE === '1';
+/** The simulated events printed with BENCH_SIMULATE, each a sum of callgrind's, a request on the main thread. */
+const SIMULATED: ReadonlyArray<[label: string, events: readonly string[]]> = [
+  ['L1 instruction misses', ['I1mr']],
+  ['L1 data misses', ['D1mr', 'D1mw']],
+  ['last-level misses', ['ILmr', 'DLmr', 'DLmw']],
+  ['data accesses', ['Dr', 'Dw']],
+  ['conditional branches mispredicted', ['Bcm']],
+  ['indirect branches mispredicted', ['Bim']],
+];
 /** Requests before the first window: V8 compiles the request path by call counts. */
 const WARM_UP = 20000;
 /** Settled: the compiler and GC helper threads' instructions under this share of the main thread's. */
@@ -75,6 +89,8 @@ interface Measured {
   /** Main-thread instructions per request, the idle timers' share taken out, per measured window. */
   perRequest: number[];
   otherThreads: number[];
+  /** With BENCH_SIMULATE: each window's main-thread events a request (SIMULATED's labels), timers included. */
+  simulated: Array<Map<string, number>>;
   spansPerRequest: number;
   /** Self instructions per request by function in the last window, the idle timers' share out (perf map names). */
   byFunction: Map<string, number>;
@@ -96,6 +112,7 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
       '--vgdb=yes',
       '--separate-threads=yes',
       '--dump-instr=yes',
+      ...(SIMULATE ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
       process.execPath,
       '--perf-basic-prof',
       ...SERVER_V8_FLAGS,
@@ -200,6 +217,15 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
       variant,
       perRequest: windows.map((w) => (w.main.total - (idlePerMs * w.wallUs) / 1000) / w.requests),
       otherThreads: windows.map((w) => w.others),
+      simulated: windows.map(
+        (w) =>
+          new Map(
+            SIMULATED.map(([label, events]) => [
+              label,
+              events.reduce((sum, event) => sum + (w.main.events.get(event) ?? 0), 0) / w.requests,
+            ]),
+          ),
+      ),
       spansPerRequest: windows.reduce((n, w) => n + w.spans, 0) / windows.reduce((n, w) => n + w.requests, 0),
       byFunction,
       byOrigin,
@@ -249,6 +275,17 @@ for (const framework of frameworks) {
     console.log(
       `  ${row.variant.padEnd(30)} ${median.toFixed(0).padStart(7)}  ${(median / referenceMedian).toFixed(3)}× ${reference.variant}  (windows ${row.perRequest.map((n) => n.toFixed(0)).join(', ')}; other threads ${spread(row.otherThreads).median.toFixed(0)}; spans/request ${row.spansPerRequest.toFixed(3)})`,
     );
+  }
+  if (SIMULATE) {
+    console.log(`\n${framework}: simulated (callgrind's caches and branch predictor), a request on the main thread`);
+    for (const [label] of SIMULATED) {
+      const median = (row: Measured) => spread(row.simulated.map((w) => w.get(label)!)).median;
+      const figures = rows.map(
+        (row) =>
+          `${row.variant} ${median(row).toFixed(1)} (${row.simulated.map((w) => w.get(label)!.toFixed(1)).join(', ')})`,
+      );
+      console.log(`  ${label}: ${figures.join('; ')}`);
+    }
   }
   for (const row of rows.slice(1)) {
     const referenceOrigin = reference.byOrigin;

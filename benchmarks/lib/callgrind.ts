@@ -12,8 +12,14 @@ import { scriptOrigin } from './origin';
 
 /** Self instructions by address and by callgrind's function name, and the call arcs, of one dump. */
 export interface CallgrindDump {
-  /** The dump's total (its `summary:` line). */
+  /** The dump's total instructions (its `summary:` line's first event, Ir). */
   total: number;
+  /**
+   * Every event of the `summary:` line by its name in `events:` (Ir; with
+   * `--cache-sim=yes` the simulated cache misses, I1mr D1mr D1mw ILmr DLmr
+   * DLmw and their Dr Dw accesses; with `--branch-sim=yes` Bc Bcm Bi Bim).
+   */
+  events: Map<string, number>;
   /** `address → (function name → self instructions)`. */
   self: Map<number, Map<string, number>>;
   /** `caller address → (callee function name → inclusive instructions)`. */
@@ -40,7 +46,8 @@ export function parseCallgrind(text: string): CallgrindDump {
     if (match[2] !== undefined) fnNames.set(match[1]!, match[2]);
     return fnNames.get(match[1]!) ?? '?';
   };
-  const dump: CallgrindDump = { total: 0, self: new Map(), calls: new Map() };
+  const dump: CallgrindDump = { total: 0, events: new Map(), self: new Map(), calls: new Map() };
+  let eventNames = ['Ir'];
   let fn = '';
   let callee = '';
   let address = 0;
@@ -61,7 +68,12 @@ export function parseCallgrind(text: string): CallgrindDump {
     } else if (line.startsWith('fn=')) fn = name(line.slice(3));
     else if (line.startsWith('cfn=')) callee = name(line.slice(4));
     else if (line.startsWith('calls=')) callLine = true;
-    else if (line.startsWith('summary: ')) dump.total = Number(line.slice(9));
+    else if (line.startsWith('events: ')) eventNames = line.slice(8).trim().split(/\s+/);
+    else if (line.startsWith('summary: ')) {
+      const values = line.slice(9).trim().split(/\s+/).map(Number);
+      for (const [i, event] of eventNames.entries()) dump.events.set(event, values[i] ?? 0);
+      dump.total = values[0] ?? 0;
+    }
   }
   return dump;
 }
