@@ -40,27 +40,33 @@ if (total !== ${CALLS * 3}) throw new Error('sum ' + total);
 const dir = mkdtempSync(join(tmpdir(), 'infersignal-callgrind-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Runs `source` as a script under callgrind (`--dump-instr=yes`, then `flags`): its path, process id and dump. */
+function underCallgrind(name: string, source: string, flags: readonly string[], nodeFlags: readonly string[] = []) {
+  const out = join(dir, `${name}.out`);
+  const script = join(dir, `${name}.js`);
+  writeFileSync(script, source);
+  const run = spawnSync(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--dump-instr=yes',
+      ...flags,
+      `--callgrind-out-file=${out}`,
+      process.execPath,
+      ...nodeFlags,
+      script,
+    ],
+    { encoding: 'utf8', timeout: 120_000 },
+  );
+  expect(run.status, run.stderr).toBe(0);
+  return { script, pid: run.pid, dump: parseCallgrind(readFileSync(out, 'utf8')) };
+}
+
 describe.skipIf(missing !== undefined)('callgrind dump of a Node process', () => {
   it('names V8-compiled functions by the perf map and counts their own instructions; finds who calls a builtin', () => {
-    const out = join(dir, 'cg.out');
-    const script = join(dir, 'megamorphic.js');
-    writeFileSync(script, SCRIPT);
-    const run = spawnSync(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        '--dump-instr=yes',
-        `--callgrind-out-file=${out}`,
-        process.execPath,
-        '--perf-basic-prof',
-        script,
-      ],
-      { encoding: 'utf8', timeout: 120_000 },
-    );
-    expect(run.status, run.stderr).toBe(0);
-    const perfMap = `/tmp/perf-${run.pid}.map`;
+    const { script, pid, dump } = underCallgrind('megamorphic', SCRIPT, [], ['--perf-basic-prof']);
+    const perfMap = `/tmp/perf-${pid}.map`;
     try {
-      const dump = parseCallgrind(readFileSync(out, 'utf8'));
       const map = PerfMap.read(perfMap);
       const self = selfByFunction(dump, map);
 
@@ -112,24 +118,7 @@ if (total < ${BRANCHES * 5}) throw new Error('total ' + total);
 
 describe.skipIf(missing !== undefined)('callgrind dump with its simulated caches and branch predictor', () => {
   it("reads every event of the summary by name (BENCH_SIMULATE's figures)", () => {
-    const out = join(dir, 'cg-sim.out');
-    const script = join(dir, 'branches.js');
-    writeFileSync(script, BRANCH_SCRIPT);
-    const run = spawnSync(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        '--dump-instr=yes',
-        '--cache-sim=yes',
-        '--branch-sim=yes',
-        `--callgrind-out-file=${out}`,
-        process.execPath,
-        script,
-      ],
-      { encoding: 'utf8', timeout: 120_000 },
-    );
-    expect(run.status, run.stderr).toBe(0);
-    const dump = parseCallgrind(readFileSync(out, 'utf8'));
+    const { dump } = underCallgrind('branches', BRANCH_SCRIPT, ['--cache-sim=yes', '--branch-sim=yes']);
     // Ir first, as without the simulation; the self costs still add up to it.
     expect(dump.events.get('Ir')).toBe(dump.total);
     let sum = 0;
