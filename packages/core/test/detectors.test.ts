@@ -9,6 +9,7 @@ import {
   ZScoreDetector,
 } from '../src/signals';
 import { selectRank } from '../src/detectors/select';
+import { seededRandom } from '../../../test/support/random';
 
 describe('SlidingWindow', () => {
   it('keeps the last N samples and computes nearest-rank quantiles', () => {
@@ -88,8 +89,7 @@ describe('selectRank (the quantiles of windows and of the live tail)', () => {
   });
 
   it("holds on the ring's shapes at its size: sorted, reversed, all equal, a slow tail", () => {
-    let state = 29;
-    const random = () => (state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0) / 2 ** 32;
+    const random = seededRandom(29);
     const shapes: Array<(i: number) => number> = [
       (i) => i / 1000,
       (i) => (1024 - i) / 1000,
