@@ -45,7 +45,15 @@ import { execFileSync, fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type CallgrindDump, PerfMap, callersOf, parseCallgrind, selfByFunction, selfByOrigin } from './lib/callgrind';
+import {
+  type CallgrindDump,
+  PerfMap,
+  callersOf,
+  originOf,
+  parseCallgrind,
+  selfByFunction,
+  selfByOrigin,
+} from './lib/callgrind';
 import { CHILD_ENV, orderedSubset, rounds } from './lib/env';
 import { load } from './lib/load';
 import {
@@ -88,6 +96,11 @@ const SIMULATED: ReadonlyArray<[label: string, events: readonly string[]]> = [
   ['conditional branches mispredicted', ['Bcm']],
   ['indirect branches mispredicted', ['Bim']],
 ];
+/** With BENCH_SIMULATE, also printed by function against the first variant (where the footprint grew). */
+const MISSES_BY_FUNCTION: ReadonlyArray<[label: string, events: readonly string[]]> = [
+  ['L1 instruction misses', ['I1mr']],
+  ['L1 data misses', ['D1mr', 'D1mw']],
+];
 /** Requests before the first window: V8 compiles the request path by call counts. */
 const WARM_UP = 20000;
 /** Settled: the compiler and GC helper threads' instructions under this share of the main thread's. */
@@ -110,6 +123,8 @@ interface Measured {
   byFunction: Map<string, number>;
   /** The same by originOf() (package and tier, V8's builtins and interpreter, native code). */
   byOrigin: Map<string, number>;
+  /** With BENCH_SIMULATE: MISSES_BY_FUNCTION's misses a request by function, the same way. */
+  missesByFunction: Map<string, Map<string, number>>;
   dump: CallgrindDump;
   map: PerfMap;
   requests: number;
@@ -159,7 +174,7 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
       for (const file of readdirSync(dir).filter((f) => f.startsWith(`cg.${pid}.`) && !before.has(f))) {
         const text = readFileSync(join(dir, file), 'utf8');
         // --separate-threads: `-01` is the main thread.
-        if (file.endsWith('-01')) main = parseCallgrind(text);
+        if (file.endsWith('-01')) main = parseCallgrind(text, SIMULATE ? MISSES_BY_FUNCTION.flatMap(([, e]) => e) : []);
         else others += Number(/^summary: (\d+)/m.exec(text)?.[1] ?? 0);
       }
       if (main === undefined) throw new Error(`${variant}: no main-thread dump for ${label}`);
@@ -218,14 +233,27 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
     const map = PerfMap.read(perfMap);
     // By function: the window's self instructions less the idle dump's, scaled to the window's length.
     const idleScale = last.wallUs / 1000 / idleAfter.ms;
-    const perRequestOf = (by: typeof selfByFunction) => {
-      const out = by(last.main, map);
-      for (const [name, ir] of by(idleAfter.main, map)) out.set(name, (out.get(name) ?? 0) - ir * idleScale);
+    const perRequestOf = (by: (dump: CallgrindDump) => Map<string, number>) => {
+      const out = by(last.main);
+      for (const [name, ir] of by(idleAfter.main)) out.set(name, (out.get(name) ?? 0) - ir * idleScale);
       for (const [name, ir] of out) out.set(name, ir / last.requests);
       return out;
     };
-    const byFunction = perRequestOf(selfByFunction);
-    const byOrigin = perRequestOf(selfByOrigin);
+    const byFunction = perRequestOf((dump) => selfByFunction(dump, map));
+    const byOrigin = perRequestOf((dump) => selfByOrigin(dump, map));
+    const missesByFunction = new Map(
+      SIMULATE
+        ? MISSES_BY_FUNCTION.map(([label, events]) => [
+            label,
+            perRequestOf((dump) => {
+              const sum = new Map<string, number>();
+              for (const event of events)
+                for (const [name, n] of selfByFunction(dump, map, event)) sum.set(name, (sum.get(name) ?? 0) + n);
+              return sum;
+            }),
+          ])
+        : [],
+    );
     return {
       framework,
       variant,
@@ -243,6 +271,7 @@ async function measure(framework: Framework, variant: Variant, dir: string): Pro
       spansPerRequest: windows.reduce((n, w) => n + w.spans, 0) / windows.reduce((n, w) => n + w.requests, 0),
       byFunction,
       byOrigin,
+      missesByFunction,
       dump: last.main,
       map,
       requests: last.requests,
@@ -302,33 +331,38 @@ for (const framework of frameworks) {
     }
   }
   for (const row of rows.slice(1)) {
-    const referenceOrigin = reference.byOrigin;
-    const origins = new Set([...row.byOrigin.keys(), ...referenceOrigin.keys()]);
-    const diff = [...origins]
-      .map((name) => ({ name, delta: (row.byOrigin.get(name) ?? 0) - (referenceOrigin.get(name) ?? 0) }))
-      .filter(({ delta }) => Math.abs(delta) >= 20)
-      .sort((a, b) => b.delta - a.delta);
-    console.log(`\n  ${row.variant} against ${reference.variant}, by origin (self instructions per request):`);
-    for (const { name, delta } of diff)
-      console.log(
-        `    ${delta.toFixed(0).padStart(6)}  ${name.slice(0, 100)} (${(referenceOrigin.get(name) ?? 0).toFixed(0)} → ${(row.byOrigin.get(name) ?? 0).toFixed(0)})`,
-      );
-  }
-  const referenceSelf = reference.byFunction;
-  for (const row of rows.slice(1)) {
-    const self = row.byFunction;
-    const names = new Set([...self.keys(), ...referenceSelf.keys()]);
-    const diff = [...names]
-      .map((name) => ({ name, delta: (self.get(name) ?? 0) - (referenceSelf.get(name) ?? 0) }))
-      .sort((a, b) => b.delta - a.delta);
-    console.log(`\n  ${row.variant} against ${reference.variant}, by function (self instructions per request):`);
-    for (const { name, delta } of diff.slice(0, 25))
-      console.log(
-        `    ${delta.toFixed(0).padStart(6)}  ${name.slice(0, 140)} (${(referenceSelf.get(name) ?? 0).toFixed(0)} → ${(self.get(name) ?? 0).toFixed(0)})`,
-      );
-    console.log('    …');
-    for (const { name, delta } of diff.slice(-8))
-      console.log(`    ${delta.toFixed(0).padStart(6)}  ${name.slice(0, 140)}`);
+    printDiff(`${row.variant} against ${reference.variant}, by origin (self instructions per request)`, {
+      reference: reference.byOrigin,
+      row: row.byOrigin,
+      minDelta: 20,
+    });
+    printDiff(`${row.variant} against ${reference.variant}, by function (self instructions per request)`, {
+      reference: reference.byFunction,
+      row: row.byFunction,
+      top: 25,
+      bottom: 8,
+    });
+    for (const [label, misses] of row.missesByFunction) {
+      const referenceMisses = reference.missesByFunction.get(label)!;
+      const byOrigin = (byFunction: Map<string, number>) => {
+        const out = new Map<string, number>();
+        for (const [name, n] of byFunction) out.set(originOf(name), (out.get(originOf(name)) ?? 0) + n);
+        return out;
+      };
+      printDiff(`${row.variant} against ${reference.variant}, by origin (${label} per request)`, {
+        reference: byOrigin(referenceMisses),
+        row: byOrigin(misses),
+        minDelta: 2,
+        digits: 1,
+      });
+      printDiff(`${row.variant} against ${reference.variant}, by function (${label} per request)`, {
+        reference: referenceMisses,
+        row: misses,
+        top: 25,
+        bottom: 8,
+        digits: 1,
+      });
+    }
   }
   if (CALLERS) {
     for (const row of rows) {
@@ -337,5 +371,47 @@ for (const framework of frameworks) {
       for (const [name, ir] of callers)
         console.log(`    ${(ir / row.requests).toFixed(0).padStart(6)}  ${name.slice(0, 140)}`);
     }
+  }
+}
+
+/**
+ * One variant's figures by name against the reference's, largest increase first: those at least `minDelta`
+ * apart, or the `top` and `bottom` ones.
+ */
+function printDiff(
+  title: string,
+  {
+    reference,
+    row,
+    minDelta,
+    top,
+    bottom,
+    digits = 0,
+  }: {
+    reference: Map<string, number>;
+    row: Map<string, number>;
+    minDelta?: number;
+    top?: number;
+    bottom?: number;
+    /** Decimals printed (misses a request are a few per function). */
+    digits?: number;
+  },
+): void {
+  const names = new Set([...row.keys(), ...reference.keys()]);
+  const diff = [...names]
+    .map((name) => ({ name, delta: (row.get(name) ?? 0) - (reference.get(name) ?? 0) }))
+    .filter(({ delta }) => minDelta === undefined || Math.abs(delta) >= minDelta)
+    .sort((a, b) => b.delta - a.delta);
+  const line = ({ name, delta }: { name: string; delta: number }) =>
+    `    ${delta.toFixed(digits).padStart(6)}  ${name.slice(0, 140)} (${(reference.get(name) ?? 0).toFixed(digits)} → ${(row.get(name) ?? 0).toFixed(digits)})`;
+  console.log(`\n  ${title}:`);
+  if (top === undefined) {
+    for (const entry of diff) console.log(line(entry));
+    return;
+  }
+  for (const entry of diff.slice(0, top)) console.log(line(entry));
+  if (bottom !== undefined && diff.length > top) {
+    console.log('    …');
+    for (const entry of diff.slice(Math.max(top, diff.length - bottom))) console.log(line(entry));
   }
 }

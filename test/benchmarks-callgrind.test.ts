@@ -41,7 +41,13 @@ const dir = mkdtempSync(join(tmpdir(), 'infersignal-callgrind-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs `source` as a script under callgrind (`--dump-instr=yes`, then `flags`): its path, process id and dump. */
-function underCallgrind(name: string, source: string, flags: readonly string[], nodeFlags: readonly string[] = []) {
+function underCallgrind(
+  name: string,
+  source: string,
+  flags: readonly string[],
+  nodeFlags: readonly string[] = [],
+  keep: readonly string[] = [],
+) {
   const out = join(dir, `${name}.out`);
   const script = join(dir, `${name}.js`);
   writeFileSync(script, source);
@@ -59,7 +65,7 @@ function underCallgrind(name: string, source: string, flags: readonly string[], 
     { encoding: 'utf8', timeout: 120_000 },
   );
   expect(run.status, run.stderr).toBe(0);
-  return { script, pid: run.pid, dump: parseCallgrind(readFileSync(out, 'utf8')) };
+  return { script, pid: run.pid, dump: parseCallgrind(readFileSync(out, 'utf8'), keep) };
 }
 
 describe.skipIf(missing !== undefined)('callgrind dump of a Node process', () => {
@@ -117,18 +123,43 @@ if (total < ${BRANCHES * 5}) throw new Error('total ' + total);
 `;
 
 describe.skipIf(missing !== undefined)('callgrind dump with its simulated caches and branch predictor', () => {
-  it("reads every event of the summary by name (BENCH_SIMULATE's figures)", () => {
-    const { dump } = underCallgrind('branches', BRANCH_SCRIPT, ['--cache-sim=yes', '--branch-sim=yes']);
-    // Ir first, as without the simulation; the self costs still add up to it.
-    expect(dump.events.get('Ir')).toBe(dump.total);
-    let sum = 0;
-    for (const byName of dump.self.values()) for (const ir of byName.values()) sum += ir;
-    expect(Math.abs(sum - dump.total) / dump.total).toBeLessThan(0.001);
-    for (const event of ['Dr', 'Dw', 'I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw', 'Bc', 'Bcm', 'Bi', 'Bim'])
-      expect(dump.events.get(event), event).toBeGreaterThan(0);
-    // The random branch alone: a quarter of its 500 000 runs mispredicted at least (half, for a perfect guess).
-    expect(dump.events.get('Bcm')).toBeGreaterThan(BRANCHES * 5 * 0.25);
-    expect(dump.events.get('Bcm')!).toBeLessThan(dump.events.get('Bc')!);
+  it("reads every event of the summary by name, and a kept one by function (BENCH_SIMULATE's figures)", () => {
+    const { script, pid, dump } = underCallgrind(
+      'branches',
+      BRANCH_SCRIPT,
+      ['--cache-sim=yes', '--branch-sim=yes'],
+      ['--perf-basic-prof'],
+      ['Bcm', 'I1mr'],
+    );
+    const perfMap = `/tmp/perf-${pid}.map`;
+    try {
+      // Ir first, as without the simulation; the self costs still add up to it.
+      expect(dump.events.get('Ir')).toBe(dump.total);
+      let sum = 0;
+      for (const byName of dump.self.values()) for (const ir of byName.values()) sum += ir;
+      expect(Math.abs(sum - dump.total) / dump.total).toBeLessThan(0.001);
+      for (const event of ['Dr', 'Dw', 'I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw', 'Bc', 'Bcm', 'Bi', 'Bim'])
+        expect(dump.events.get(event), event).toBeGreaterThan(0);
+      // The random branch alone: a quarter of its 500 000 runs mispredicted at least (half, for a perfect guess).
+      expect(dump.events.get('Bcm')).toBeGreaterThan(BRANCHES * 5 * 0.25);
+      expect(dump.events.get('Bcm')!).toBeLessThan(dump.events.get('Bc')!);
+
+      // The kept events by function add up to their summaries, and the mispredictions are the script's loop's.
+      const map = PerfMap.read(perfMap);
+      for (const event of ['Bcm', 'I1mr']) {
+        let total = 0;
+        for (const n of selfByFunction(dump, map, event).values()) total += n;
+        expect(Math.abs(total - dump.events.get(event)!) / dump.events.get(event)!, event).toBeLessThan(0.001);
+      }
+      const mispredicted = [...selfByFunction(dump, map, 'Bcm')].filter(([name]) => name.startsWith('JS:count '));
+      expect(mispredicted.length).toBe(1);
+      expect(mispredicted[0]![0]).toContain(script);
+      expect(mispredicted[0]![1]).toBeGreaterThan(BRANCHES * 5 * 0.25);
+      // Not kept, not read.
+      expect(() => selfByFunction(dump, map, 'D1mr')).toThrow(/D1mr kept/);
+    } finally {
+      rmSync(perfMap, { force: true });
+    }
   }, 180_000);
 });
 

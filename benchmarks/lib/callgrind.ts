@@ -22,6 +22,8 @@ export interface CallgrindDump {
   events: Map<string, number>;
   /** `address → (function name → self instructions)`. */
   self: Map<number, Map<string, number>>;
+  /** The same for each event other than Ir that parseCallgrind() was asked to keep (`I1mr`: L1 instruction misses). */
+  selfOf: Map<string, Map<number, Map<string, number>>>;
   /** `caller address → (callee function name → inclusive instructions)`. */
   calls: Map<number, Map<string, number>>;
 }
@@ -34,11 +36,13 @@ function add(map: Map<number, Map<string, number>>, address: number, name: strin
 
 /**
  * Parses a dump written with `--dump-instr=yes` (positions `instr line`,
- * one event, Ir). Names are compressed (`(12) name` once, `(12)` after);
- * positions may be relative (`+3`, `-4`) or repeated (`*`); the line after
- * `calls=` is the call's position and inclusive cost, not self cost.
+ * then one cost per event of the `events:` line, trailing zeros left out).
+ * Names are compressed (`(12) name` once, `(12)` after); positions may be
+ * relative (`+3`, `-4`) or repeated (`*`); the line after `calls=` is the
+ * call's position and inclusive cost, not self cost. Self costs are kept
+ * for Ir and for each of `keep` (events of `--cache-sim`/`--branch-sim`).
  */
-export function parseCallgrind(text: string): CallgrindDump {
+export function parseCallgrind(text: string, keep: readonly string[] = []): CallgrindDump {
   const fnNames = new Map<string, string>();
   const name = (spec: string): string => {
     const match = /^\((\d+)\)(?: (.*))?$/.exec(spec);
@@ -46,8 +50,16 @@ export function parseCallgrind(text: string): CallgrindDump {
     if (match[2] !== undefined) fnNames.set(match[1]!, match[2]);
     return fnNames.get(match[1]!) ?? '?';
   };
-  const dump: CallgrindDump = { total: 0, events: new Map(), self: new Map(), calls: new Map() };
+  const dump: CallgrindDump = {
+    total: 0,
+    events: new Map(),
+    self: new Map(),
+    selfOf: new Map(keep.map((event) => [event, new Map()])),
+    calls: new Map(),
+  };
   let eventNames = ['Ir'];
+  /** [column of a kept event among the costs, its self map]; set from the `events:` line. */
+  let kept: Array<[number, Map<number, Map<string, number>>]> = [];
   let fn = '';
   let callee = '';
   let address = 0;
@@ -56,20 +68,32 @@ export function parseCallgrind(text: string): CallgrindDump {
     const first = line.charCodeAt(0);
     // Cost lines start with a position: a digit, 0x…, +, - or *.
     if ((first >= 48 && first <= 57) || first === 43 || first === 45 || first === 42) {
-      const [position, , cost] = line.split(' ');
+      const fields = line.split(' ');
+      const position = fields[0]!;
       if (position === '*') {
         // same address as before
       } else if (first === 43 || first === 45) address += Number(position);
       else address = Number(position);
-      const ir = Number(cost ?? 0);
+      // fields[1] is the line; the costs follow it.
+      const ir = Number(fields[2] ?? 0);
       if (callLine) add(dump.calls, address, callee, ir);
-      else add(dump.self, address, fn, ir);
+      else {
+        add(dump.self, address, fn, ir);
+        for (const [column, self] of kept) {
+          const cost = Number(fields[2 + column] ?? 0);
+          if (cost !== 0) add(self, address, fn, cost);
+        }
+      }
       callLine = false;
     } else if (line.startsWith('fn=')) fn = name(line.slice(3));
     else if (line.startsWith('cfn=')) callee = name(line.slice(4));
     else if (line.startsWith('calls=')) callLine = true;
-    else if (line.startsWith('events: ')) eventNames = line.slice(8).trim().split(/\s+/);
-    else if (line.startsWith('summary: ')) {
+    else if (line.startsWith('events: ')) {
+      eventNames = line.slice(8).trim().split(/\s+/);
+      kept = [...dump.selfOf].flatMap(([event, self]) =>
+        eventNames.includes(event) ? [[eventNames.indexOf(event), self] as [number, typeof self]] : [],
+      );
+    } else if (line.startsWith('summary: ')) {
       const values = line.slice(9).trim().split(/\s+/).map(Number);
       for (const [i, event] of eventNames.entries()) dump.events.set(event, values[i] ?? 0);
       dump.total = values[0] ?? 0;
@@ -130,10 +154,15 @@ function functionName(label: string): string {
   return label.replace(/^JS:[*+^~]'?/, 'JS:');
 }
 
-/** Self instructions by function: V8's code by the perf map, the rest by callgrind's own names. */
-export function selfByFunction(dump: CallgrindDump, map: PerfMap): Map<string, number> {
+/**
+ * Self instructions by function (or self counts of `event`, one parseCallgrind() kept): V8's code by the perf
+ * map, the rest by callgrind's own names.
+ */
+export function selfByFunction(dump: CallgrindDump, map: PerfMap, event = 'Ir'): Map<string, number> {
   const out = new Map<string, number>();
-  for (const [address, byName] of dump.self) {
+  const self = event === 'Ir' ? dump.self : dump.selfOf.get(event);
+  if (self === undefined) throw new Error(`the dump was not parsed with its ${event} kept`);
+  for (const [address, byName] of self) {
     const jit = map.nameAt(address);
     for (const [fn, ir] of byName) {
       const label = jit === undefined ? fn : functionName(jit);
