@@ -2,6 +2,8 @@
 // adapter must pass. Each adapter's test builds its own server
 // (that part is framework glue) and hands the URL here, so Express and
 // Fastify are held to the same requests and the same assertions.
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { expect } from 'vitest';
 import { ATTR, METRICS, UNKNOWN_MODEL, type Monitor } from '@infersignal/core';
 import { pool, sleep, until, withUnhandledRejections } from './async';
@@ -255,4 +257,31 @@ export async function leaverWhileWaiting(
   expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'cancelled' })).toBe(1);
   expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'completed' })).toBe(1);
   expect(out.count(METRICS.queueWait.name)).toBe(1);
+}
+
+/**
+ * Two `GET /v1/hold` (a handler that never answers) pipelined on one
+ * connection, and the client gone before either is answered: both counted
+ * `cancelled`, nothing left waiting or in flight. The second response waits
+ * behind the first for the connection, and Node 20 and 22 never emit
+ * `close` on such a response when the connection goes away: only its
+ * request closes. Counted from the response alone, the second would stay
+ * waiting for ever, and the queue's depth with it.
+ */
+export async function pipelinedLeaver({ url, monitor, reader }: Served, arrived: () => number): Promise<void> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  await once(socket, 'connect');
+  socket.write('GET /v1/hold HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/hold HTTP/1.1\r\nHost: x\r\n\r\n');
+  await until(() => arrived() === 2, 5000, 'both requests at their handler');
+  const queue = () => monitor.snapshot().queues.http;
+  expect(queue().waiting + queue().inFlight).toBe(2);
+  socket.destroy();
+  await until(() => queue().completed === 2, 5000, 'both requests counted');
+  expect(queue().waiting).toBe(0);
+  expect(queue().inFlight).toBe(0);
+  const out = await collect(reader);
+  expect(out.sum(METRICS.requests.name, { [OUTCOME]: 'cancelled' })).toBe(2);
+  expect(out.sum(METRICS.requests.name)).toBe(2);
+  expect(out.sum(METRICS.queueWaiting.name)).toBe(0);
 }

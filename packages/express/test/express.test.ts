@@ -354,6 +354,15 @@ describe.each([
     });
     await cases.leaverWhileWaiting({ url: await start(app), monitor, reader }, release.open, () => ran);
   });
+
+  it('counts two pipelined requests whose client left before either was answered: both cancelled', async () => {
+    const { app, monitor, reader } = setup();
+    app.use(inferSignal(monitor));
+    let arrived = 0;
+    // Never answers: the client leaves first.
+    app.get('/v1/hold', () => arrived++);
+    await cases.pipelinedLeaver({ url: await start(app), monitor, reader }, () => arrived);
+  });
 });
 
 describe('inferSignal options', () => {

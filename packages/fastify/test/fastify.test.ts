@@ -340,6 +340,18 @@ describe('Fastify plugin', () => {
     });
     await cases.leaverWhileWaiting({ url: await start(app), monitor, reader }, release.open, () => ran);
   });
+
+  it('counts two pipelined requests whose client left before either was answered: both cancelled', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor });
+    let arrived = 0;
+    // Never answers: the client leaves first.
+    app.get('/v1/hold', () => {
+      arrived++;
+      return new Promise(() => {});
+    });
+    await cases.pipelinedLeaver({ url: await start(app), monitor, reader }, () => arrived);
+  });
 });
 
 describe('Fastify plugin options', () => {

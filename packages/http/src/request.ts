@@ -129,6 +129,21 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     // A plain response holds its request, so one function serves them all: no closure a request.
     if (this.plain) res.on('close', closePlainResponse);
     else res.on('close', () => this.closed());
+    // Queued behind an earlier response on its connection (HTTP/1.1 pipelining): see closeWithRequest().
+    if (QUEUED_RESPONSES_MAY_NOT_CLOSE && res.socket === null) this.closeWithRequest(res.req as IncomingMessage);
+  }
+
+  /**
+   * A response waiting for its connection, behind an earlier one, is never
+   * given it if the connection goes away first, and Node 20 and 22 then
+   * never emit its `close` (Node 24 does): only its request closes. So such
+   * a request is counted when its request closes with its connection gone.
+   * Rare (pipelined requests), hence a closure of its own.
+   */
+  private closeWithRequest(req: IncomingMessage | undefined): void {
+    req?.once('close', () => {
+      if (req.socket == null || req.socket.destroyed) this.closed();
+    });
   }
 
   get model(): string {
@@ -292,6 +307,14 @@ export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | unde
     ? (res as PlainResponse)[TRACKED]
     : trackedRequests.get(res);
 }
+
+/**
+ * Node 20 and 22 leave a response queued behind an earlier one on its
+ * connection without `close` when the connection goes away (see
+ * closeWithRequest); Node 24 closes it. Below 24 each request's response
+ * is checked for a connection at arrival.
+ */
+const QUEUED_RESPONSES_MAY_NOT_CLOSE = Number(process.versions.node.split('.')[0]) < 24;
 
 /** Node's own `writableFinished` getter (OutgoingMessage's). */
 const NODE_WRITABLE_FINISHED = Object.getOwnPropertyDescriptor(OutgoingMessage.prototype, 'writableFinished')?.get;
