@@ -333,13 +333,24 @@ let lastFinishedIsNode = false;
  */
 function reparentedWritableFinished(res: ServerResponse): boolean {
   const proto: unknown = Object.getPrototypeOf(res);
-  if (typeof proto !== 'object' || proto === null) return res.writableFinished;
+  if (typeof proto !== 'object' || proto === null) return endedAndFinished(res);
   if (proto !== lastFinishedPrototype) {
     lastFinishedPrototype = proto;
     lastFinishedIsNode =
       NODE_WRITABLE_FINISHED !== undefined && getterOf(proto, 'writableFinished') === NODE_WRITABLE_FINISHED;
   }
-  return lastFinishedIsNode ? (NODE_WRITABLE_FINISHED!.call(res) as boolean) : res.writableFinished;
+  return lastFinishedIsNode ? (NODE_WRITABLE_FINISHED!.call(res) as boolean) : endedAndFinished(res);
+}
+
+/**
+ * Finished in full, for a response whose `writableFinished` is not Node's
+ * OutgoingMessage getter. HTTP/2's compatibility response (Fastify with
+ * `http2: true`) reports `writableFinished` once its stream closed, a
+ * stream the client cancelled included; that one never ended
+ * (`writableEnded` false), which tells it apart.
+ */
+function endedAndFinished(res: ServerResponse): boolean {
+  return res.writableFinished && res.writableEnded;
 }
 
 /** The getter `name` resolves to from `proto` up (undefined for a data property or none). */

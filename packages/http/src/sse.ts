@@ -140,7 +140,9 @@ class ServerSentEvents implements SseStream {
       this.heartbeat = setInterval(this.beat, this.heartbeatMs).unref();
     }
     if (this.res.headersSent) return;
-    for (const name in SSE_HEADERS) this.res.setHeader(name, SSE_HEADERS[name]);
+    // HTTP/2 forbids connection-specific headers: Node would drop `connection` with a process warning.
+    const http2 = (this.res.req?.httpVersionMajor ?? 1) >= 2;
+    for (const name in SSE_HEADERS) if (!(http2 && name === 'connection')) this.res.setHeader(name, SSE_HEADERS[name]);
     if (this.headers) for (const name in this.headers) this.res.setHeader(name, this.headers[name]);
   }
 
