@@ -185,6 +185,29 @@ describe('Fastify plugin', () => {
     await cases.twentyIdsOneLabel({ url: await start(app), monitor, reader });
   });
 
+  it('counts requests made with fastify.inject() (light-my-request) by their outcome, an SSE stream included', async () => {
+    const { app, monitor, reader } = setup();
+    await app.register(inferSignal, { monitor });
+    app.get('/v1/infer', async () => ({ ok: true }));
+    app.get('/v1/fail', async (_request, reply) => reply.code(500).send({ failed: true }));
+    app.get('/v1/sse', async (request) => {
+      const sse = request.inferSignal!.sse();
+      for (let i = 0; i < 3; i++) sse.send({ token: i });
+      sse.end();
+    });
+    expect((await app.inject({ url: '/v1/infer' })).statusCode).toBe(200);
+    expect((await app.inject({ url: '/v1/fail' })).statusCode).toBe(500);
+    expect((await app.inject({ url: '/v1/sse' })).body.split('\n\n').filter(Boolean)).toHaveLength(3);
+    await until(() => monitor.snapshot().queues.http.completed === 3, 2000, 'three requests counted');
+
+    // Its stand-in socket never drains, so Node never reads these responses finished: ended with the socket open
+    // is what says they were not cut off.
+    const out = await collect(reader);
+    expect(out.by(METRICS.requests.name, ATTR.outcome)).toEqual({ completed: 2, error: 1 });
+    expect(out.sum(METRICS.streams.name, { [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(out.sum(METRICS.streamTokens.name)).toBe(3);
+  });
+
   it('reads the route from Fastify’s request context after the first request, not the routeOptions getter, with the same labels, opt-out and 404s', async () => {
     const { app, monitor, reader } = setup();
     // The getter builds an object at every call: count the plugin's reads of it (an own accessor over the

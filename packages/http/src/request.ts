@@ -209,6 +209,14 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
       this.finished();
       return;
     }
+    // Ended, and its socket still open: nothing cut it off. A response on a real connection closes unfinished only
+    // with its socket destroyed (or never given one); an in-process transport such as fastify.inject()'s
+    // (light-my-request) never drains its stand-in socket, so Node never reads that response finished.
+    const socket = res.socket;
+    if (res.writableEnded && socket != null && !socket.destroyed) {
+      this.finished();
+      return;
+    }
     // Tell a handler still waiting in run() or generating that nobody listens.
     this.cutOff = true;
     this.controller?.abort();
