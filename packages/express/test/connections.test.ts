@@ -107,6 +107,8 @@ function oldTls(port: number): Promise<string | undefined> {
       port,
       minVersion: 'TLSv1',
       maxVersion: 'TLSv1.1',
+      // OpenSSL 3's default security level (Node 22 and 24) forbids the client to offer TLS 1.1 at all.
+      ciphers: 'DEFAULT:@SECLEVEL=0',
       rejectUnauthorized: false,
     });
     socket.on('error', (error: NodeJS.ErrnoException) => (code = error.code));
