@@ -104,8 +104,8 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   /** Until counted: undefined from then on is what `ended` means. */
   private res: ServerResponse | undefined;
   private owner: HttpReplyOwner | undefined;
-  /** The response's prototype is Node's own (Fastify's `reply.raw`), not a re-parented one (Express's). */
-  private readonly plain: boolean;
+  /** How closed() reads whether the response finished in full (FinishRead), found from its prototype at arrival. */
+  private readonly finish: FinishRead;
 
   constructor(
     readonly settings: HttpRequestSettings,
@@ -118,16 +118,17 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     this.owner = owner;
     // Read once: Object.getPrototypeOf on a response goes through a runtime call (~200 instructions).
     const proto: unknown = Object.getPrototypeOf(res);
-    this.plain = proto === ServerResponse.prototype;
+    const plain = proto === ServerResponse.prototype;
+    this.finish = plain ? PLAIN : finishReadOf(proto);
     // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
-    remember(res, this, this.plain);
+    remember(res, this, plain);
     if (settings.autoStart) startOnHead(res, ticket, proto);
     // Read only if the request's span is made: the trace its caller sent (`traceparent`), where nothing else took it.
     ticket.setTraceCarrier(res, REQUEST_HEADERS);
     // One listener rather than `finish` + `close` (the server benchmark priced
     // each listener on Express's path): `close` follows `finish` on every response.
     // A plain response holds its request, so one function serves them all: no closure a request.
-    if (this.plain) res.on('close', closePlainResponse);
+    if (plain) res.on('close', closePlainResponse);
     else res.on('close', () => this.closed());
     // Queued behind an earlier response on its connection (HTTP/1.1 pipelining): see closeWithRequest().
     if (QUEUED_RESPONSES_MAY_NOT_CLOSE && res.socket === null) this.closeWithRequest(res.req as IncomingMessage);
@@ -205,7 +206,14 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
   closed(): void {
     const res = this.res;
     if (res === undefined) return;
-    if (this.plain ? res.writableFinished : reparentedWritableFinished(res)) {
+    const finish = this.finish;
+    if (
+      finish === PLAIN
+        ? res.writableFinished
+        : finish === NODE_GETTER
+          ? (NODE_WRITABLE_FINISHED!.call(res) as boolean)
+          : endedAndFinished(res)
+    ) {
       this.finished();
       return;
     }
@@ -230,7 +238,7 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     // and entries left for the collector cost every request (see trackedRequestOf). A cut-off one stays, for a
     // handler still generating that reads `req.inferSignal` late (it finds it `ended`); so the value must stop
     // reaching its key.
-    if (!this.plain && !this.cutOff && outcome !== 'cancelled') trackedRequests.delete(res);
+    if (this.finish !== PLAIN && !this.cutOff && outcome !== 'cancelled') trackedRequests.delete(res);
     this.res = undefined;
     this.owner = undefined;
     try {
@@ -326,28 +334,36 @@ const QUEUED_RESPONSES_MAY_NOT_CLOSE = Number(process.versions.node.split('.')[0
 
 /** Node's own `writableFinished` getter (OutgoingMessage's). */
 const NODE_WRITABLE_FINISHED = Object.getOwnPropertyDescriptor(OutgoingMessage.prototype, 'writableFinished')?.get;
-/** The prototype reparentedWritableFinished() saw last, and whether its chain leads to Node's getter. */
-let lastFinishedPrototype: object | undefined;
-let lastFinishedIsNode = false;
-
 /**
- * `res.writableFinished` of a response re-parented with
- * `Object.setPrototypeOf` (Express's), read once per request at `close`.
- * There the name is found three prototypes up, a lookup V8 cannot cache for
- * objects that each have a hidden class of their own: where the chain leads
- * to Node's own getter, that getter is called directly (~0.3 µs less a
- * request in benchmarks/fastify-hooks.ts). A plain response reads the
- * property itself: the check here cost Fastify's path ~50 ns.
+ * How a response's `writableFinished` is read at `close`, once a request.
+ * PLAIN: its prototype is Node's own (Fastify's `reply.raw`), the property
+ * itself (a check here cost Fastify's path ~50 ns). NODE_GETTER: re-parented
+ * with `Object.setPrototypeOf` (Express's) onto a chain that leads to Node's
+ * getter, three prototypes up, a lookup V8 cannot cache for objects that
+ * each have a hidden class of their own: that getter is called directly
+ * (~0.3 µs less a request in benchmarks/fastify-hooks.ts). OTHER: any other
+ * prototype, endedAndFinished(). Found at arrival from the prototype read
+ * there: at `close` that read was a second runtime call on Express's path.
  */
-function reparentedWritableFinished(res: ServerResponse): boolean {
-  const proto: unknown = Object.getPrototypeOf(res);
-  if (typeof proto !== 'object' || proto === null) return endedAndFinished(res);
+type FinishRead = 0 | 1 | 2;
+const PLAIN = 0;
+const NODE_GETTER = 1;
+const OTHER = 2;
+/** The re-parented prototype finishReadOf() saw last, and its answer (an app's responses share one prototype). */
+let lastFinishedPrototype: object | undefined;
+let lastFinishRead: FinishRead = OTHER;
+
+/** FinishRead of a response whose prototype, `proto`, is not Node's own. */
+function finishReadOf(proto: unknown): FinishRead {
+  if (typeof proto !== 'object' || proto === null) return OTHER;
   if (proto !== lastFinishedPrototype) {
     lastFinishedPrototype = proto;
-    lastFinishedIsNode =
-      NODE_WRITABLE_FINISHED !== undefined && getterOf(proto, 'writableFinished') === NODE_WRITABLE_FINISHED;
+    lastFinishRead =
+      NODE_WRITABLE_FINISHED !== undefined && getterOf(proto, 'writableFinished') === NODE_WRITABLE_FINISHED
+        ? NODE_GETTER
+        : OTHER;
   }
-  return lastFinishedIsNode ? (NODE_WRITABLE_FINISHED!.call(res) as boolean) : endedAndFinished(res);
+  return lastFinishRead;
 }
 
 /**
