@@ -81,11 +81,13 @@ const STREAM_OUTCOME: Record<Outcome, StreamOutcome> = {
  * The outcome is decided once. Node emits `close` on every ServerResponse:
  * a tick after `finish` when the response was handed to the OS in full, or
  * alone when the socket went away first (client disconnect, or a destroy
- * after an error). So one `close` listener sees every end, and
- * `writableFinished` tells the two apart. An adapter may report earlier from
- * its framework's events (finished(), closed()); whichever comes first wins,
- * dropping the response marks it counted, and with the ticket's idempotent
- * end() the rest are no-ops.
+ * after an error); below Node 24, a pipelined response still waiting for
+ * its connection is the exception (closeWithRequest). So one `close`
+ * listener sees every end, and `writableFinished` tells the two apart
+ * (closed() says where it cannot: HTTP/2, in-process transports). An
+ * adapter may report earlier from its framework's events (finished(),
+ * closed()); whichever comes first wins, dropping the response marks it
+ * counted, and with the ticket's idempotent end() the rest are no-ops.
  *
  * Per request this allocates the object and the link from the response to
  * it (see trackedRequestOf); a plain response (its prototype Node's own)
