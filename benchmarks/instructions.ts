@@ -30,7 +30,8 @@
  *   BENCH_CALLERS=LoadIC_Megamorphic  also print who calls these (callgrind's native names)
  *   INFERSIGNAL_BENCH_PACKAGES_FROM=<checkout>  load @infersignal/* from another built tree (an A/B)
  *   BENCH_SIMULATE=1  also callgrind's simulated caches and branch predictor (--cache-sim --branch-sim,
- *                     ~2× slower): misses and mispredictions a request, what a count of instructions cannot
+ *                     ~2× slower): misses and mispredictions a request (L1 misses also by function and by
+ *                     origin, against the first variant), what a count of instructions cannot
  *                     show and this VM's missing hardware counters cannot either; the idle timers' share
  *                     stays in them, so compare variants without timers (*-no-timers, hook, bare). The
  *                     "last level" simulated is the core's own L2 where sysfs gives one: an L3 is shared
