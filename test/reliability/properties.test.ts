@@ -247,6 +247,8 @@ describe('case 16: detector properties (fast-check)', () => {
           fc.tuple(
             fc.integer({ min: 0, max: 4000 }),
             fc.oneof(fc.double({ min: 0, max: 40, noNaN: true }), fc.constant(Number.NaN)),
+            // The present evidence beside the value (the waits since the last tick): NaN when there is none.
+            fc.oneof(fc.constant(Number.NaN), fc.double({ min: 0, max: 40, noNaN: true })),
           ),
           { minLength: 1, maxLength: 200 },
         ),
@@ -255,20 +257,23 @@ describe('case 16: detector properties (fast-check)', () => {
           const d = new ThresholdDetector({ warn, critical, forSeconds, hysteresis });
           const times: number[] = [];
           const values: number[] = [];
+          const presents: number[] = [];
           let now = 0;
           let previous: Level = 'ok';
-          for (const [dt, value] of steps) {
+          for (const [dt, value, present] of steps) {
             now += dt;
             times.push(now);
             values.push(value);
-            const level = d.update(value, now);
+            presents.push(present);
+            const level = d.update(value, now, present);
             if (RANK[level] > RANK[previous]) {
-              // Raised at this update: the values above the new level's bound must have held for `for`.
+              // Raised at this update: the values above the new level's bound, and any present evidence
+              // beside them, must have held for `for`.
               const bound = level === 'critical' ? critical : warn;
               let j = values.length - 1;
               for (let i = values.length - 1; i >= 0; i--) {
                 if (Number.isNaN(values[i])) continue;
-                if (values[i] > bound) j = i;
+                if (values[i] > bound && !(presents[i] <= bound)) j = i;
                 else break;
               }
               expect(now - times[j]).toBeGreaterThanOrEqual(forSeconds * 1000);
@@ -277,7 +282,7 @@ describe('case 16: detector properties (fast-check)', () => {
           }
         },
       ),
-      { numRuns: 1000 },
+      { numRuns: 3000 },
     );
   });
 });

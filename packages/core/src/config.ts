@@ -20,6 +20,12 @@ export interface QueueThresholds {
   waitWindowSeconds: number;
   /** How long (s) a wait level must hold before it is reported (Prometheus `for:`). */
   forSeconds: number;
+  /**
+   * How long (s) a wait WARN stays reported after the wait fell back (Prometheus `keep_firing_for`), so
+   * a queue near saturation that drains for a moment does not resolve its warning and raise it again.
+   * CRITICAL, which sheds, still lowers at once.
+   */
+  keepFiringSeconds: number;
   /** Retry-After (s) suggested to shed clients. */
   retryAfterSeconds: number;
 }
@@ -164,6 +170,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     waitCriticalSeconds: 0.5,
     waitWindowSeconds: 30,
     forSeconds: 0,
+    keepFiringSeconds: 10,
     retryAfterSeconds: 1,
   },
   capacity: {
@@ -240,6 +247,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     waitCriticalSeconds: 'positive',
     waitWindowSeconds: 'positive',
     forSeconds: 'nonNegative',
+    keepFiringSeconds: 'nonNegative',
     retryAfterSeconds: 'positive',
   },
   modelLoad: {

@@ -194,6 +194,37 @@ describe('ThresholdDetector', () => {
     expect(d.update(8.9, 7000)).toBe('ok');
   });
 
+  it('raising, and each tick of its hold, also needs the present evidence above the bound; lowering does not', () => {
+    const d = new ThresholdDetector({ warn: 10, critical: 20, forSeconds: 2 });
+    expect(d.update(15, 0, 15)).toBe('ok'); // hold starts
+    expect(d.update(15, 1000, 5)).toBe('ok'); // the window is high, the newest samples are not: hold restarts
+    expect(d.update(15, 2000, 15)).toBe('ok'); // a new hold from here
+    expect(d.update(15, 3999, 12)).toBe('ok');
+    expect(d.update(15, 4000, 12)).toBe('warn');
+    expect(d.update(25, 5000, 15)).toBe('warn'); // CRITICAL in the window, only WARN now
+    expect(d.update(25, 7000, 15)).toBe('warn');
+    expect(d.update(15, 8000, 3)).toBe('warn'); // lowering reads the window only
+    expect(d.update(15, 9000, Number.NaN)).toBe('warn'); // no new evidence vetoes nothing
+    expect(d.update(25, 9000, Number.NaN)).toBe('warn');
+    expect(d.update(25, 11_000, Number.NaN)).toBe('critical');
+    expect(d.update(8.9, 12_000, 30)).toBe('ok');
+  });
+
+  it('keeps a WARN for keepFiringSeconds after the value fell; CRITICAL lowers to WARN at once', () => {
+    const d = new ThresholdDetector({ warn: 10, critical: 20, keepFiringSeconds: 3 });
+    expect(d.update(15, 0)).toBe('warn');
+    expect(d.update(5, 1000)).toBe('warn'); // the keep starts
+    expect(d.update(9.5, 2000)).toBe('warn'); // back above the lowered bound: the keep is over
+    expect(d.update(5, 3000)).toBe('warn'); // a new keep from here
+    expect(d.update(5, 5999)).toBe('warn');
+    expect(d.update(5, 6000)).toBe('ok');
+    expect(d.update(25, 7000)).toBe('critical');
+    expect(d.update(5, 8000)).toBe('warn'); // CRITICAL acts: it never lingers
+    expect(d.update(5, 2000)).toBe('warn'); // a clock that went backwards restarts the keep
+    expect(d.update(5, 4999)).toBe('warn');
+    expect(d.update(5, 5000)).toBe('ok');
+  });
+
   it('never fires before its duration (property)', () => {
     fc.assert(
       fc.property(

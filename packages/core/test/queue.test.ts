@@ -86,11 +86,102 @@ describe('queue wait', () => {
     t.monitor.tick();
     expect(queue.level()).toBe('critical');
     expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['warn', 'critical']);
-    // The window is 30 s: after it passes with fast requests only, the level recovers.
+    // The window is 30 s: after it passes with fast requests only, the level recovers. CRITICAL at once;
+    // the WARN once the wait stayed low for queue.keepFiringSeconds (10 s).
     t.advance(31_000);
     feed(10, 50);
     t.monitor.tick();
+    expect(queue.level()).toBe('warn');
+    t.advance(9_000);
+    feed(10, 50);
+    t.monitor.tick();
+    expect(queue.level()).toBe('warn');
+    t.advance(500);
+    feed(10, 50);
+    t.monitor.tick();
     expect(queue.level()).toBe('ok');
+    expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual([
+      'warn',
+      'critical',
+      'warn',
+      'ok',
+    ]);
+  });
+
+  it('a WARN stays through a moment the queue drains; one that stays drained resolves after keepFiringSeconds', () => {
+    const t = setup({ thresholds: { queue: { keepFiringSeconds: 5 } } });
+    const queue = t.monitor.queue('q', { capacity: 1000 });
+    const serve = (waitMs: number, n: number) => {
+      for (let i = 0; i < n; i++) {
+        const ticket = queue.enqueue();
+        t.advance(waitMs);
+        ticket.start();
+        ticket.end();
+      }
+    };
+    const backlog = queue.enqueue();
+    serve(300, 4); // P95 300 ms while a request waits
+    t.monitor.tick();
+    expect(queue.level()).toBe('warn');
+    backlog.end('cancelled'); // drained for a moment: the newest waits are short
+    serve(20, 10);
+    t.monitor.tick();
+    expect(queue.level()).toBe('ok'); // nothing waits: admission and readiness read ok
+    expect(t.monitor.snapshot().active.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_wait:warn']);
+    const again = queue.enqueue(); // waiting again 3 s later: the window still holds the 300 ms waits
+    t.advance(3000);
+    t.monitor.tick();
+    expect(queue.level()).toBe('warn');
+    again.end('cancelled');
+    serve(20, 10);
+    t.monitor.tick(); // drained: the keep starts again
+    t.advance(4900);
+    t.monitor.tick();
+    expect(t.monitor.snapshot().active).toHaveLength(1);
+    t.advance(100);
+    t.monitor.tick();
+    expect(t.monitor.snapshot().active).toHaveLength(0);
+    // One warning, one resolution: no flap.
+    expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['warn', 'ok']);
+  });
+
+  it('a burst the queue is still draining raises no level once its newest requests wait briefly again', () => {
+    // Two identical queues with a 2 s hold (the demo's): each takes a burst of 300 ms waits, then
+    // keeps one request waiting. Afterwards one serves its newest requests after 40 ms, the other
+    // after 300 ms. The window's P95 stays above 200 ms in both for the whole hold.
+    const t = setup({ thresholds: { queue: { forSeconds: 2 } } });
+    const draining = t.monitor.queue('draining', { capacity: 1000 });
+    const overloaded = t.monitor.queue('overloaded', { capacity: 1000 });
+    const backlog = [draining.enqueue(), overloaded.enqueue()];
+    const serve = (queue: typeof draining, waitMs: number, n: number) => {
+      for (let i = 0; i < n; i++) {
+        const ticket = queue.enqueue();
+        t.advance(waitMs);
+        ticket.start();
+        ticket.end();
+      }
+    };
+    serve(draining, 300, 10);
+    serve(overloaded, 300, 2);
+    t.monitor.tick(); // both: window and newest above 200 ms, the hold starts
+    for (let second = 0; second < 4; second++) {
+      serve(draining, 40, 5);
+      serve(overloaded, 300, 2);
+      t.monitor.tick();
+      expect(t.monitor.snapshot().queues.draining.waitQuantileSeconds).toBeGreaterThan(0.2);
+    }
+    expect(draining.level()).toBe('ok');
+    expect(overloaded.level()).toBe('warn');
+    expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.labels.queue)).toEqual(['overloaded']);
+    // Nothing started since the last tick while requests wait: no new evidence, the window decides.
+    const stalled = t.monitor.queue('stalled', { capacity: 1000 });
+    const stuck = stalled.enqueue();
+    serve(stalled, 300, 3);
+    t.monitor.tick();
+    t.advance(2000);
+    t.monitor.tick();
+    expect(stalled.level()).toBe('warn');
+    for (const ticket of [...backlog, stuck]) ticket.end('cancelled');
   });
 
   it('a drained queue is not held at CRITICAL by past waits: admission and readiness recover at the next tick', () => {
@@ -110,8 +201,16 @@ describe('queue wait', () => {
     expect(queue.admit().admit).toBe(true);
     t.advance(1000);
     t.monitor.tick();
+    // Readiness fails only at CRITICAL; the WARN stays for queue.keepFiringSeconds.
+    expect(t.monitor.level()).toBe('warn');
+    t.advance(10_000);
+    t.monitor.tick();
     expect(t.monitor.level()).toBe('ok');
-    expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['critical', 'ok']);
+    expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['critical', 'warn', 'ok']);
+    // The WARN it fell to says why it is still raised.
+    expect(t.alerts.find((a) => a.signal === 'queue_wait' && a.level === 'warn')?.message).toBe(
+      'queue_wait WARN on queue "q": queue wait P95 0 ms, back under 200 ms (0 waiting); the warning stays until it has been for 10 s (queue.keepFiringSeconds)',
+    );
   });
 
   it('run() bounds concurrency to N, keeps FIFO order and rejects past maxWaiting', async () => {

@@ -18,6 +18,7 @@ export interface AlertingRule {
   alert: string;
   expr: string;
   for?: string;
+  keep_firing_for?: string;
   labels: { severity: Severity; [label: string]: string };
   annotations: { summary: string; description: string; runbook_url: string };
 }
@@ -85,14 +86,16 @@ export function alert(
   hold: string | undefined,
   summary: string,
   description: string,
+  keepFiring?: string,
 ): AlertingRule {
   const anchor = RUNBOOK_ANCHORS[name];
   if (anchor === undefined) throw new Error(`infersignal-rules: alert ${name} has no runbook anchor`);
-  // Key order is the order people expect to read in the YAML: alert, expr, for, labels, annotations.
+  // Key order is the order people expect to read in the YAML: alert, expr, for, keep_firing_for, labels, annotations.
   return {
     alert: name,
     expr,
     ...(hold !== undefined && hold !== '0s' ? { for: hold } : {}),
+    ...(keepFiring !== undefined && keepFiring !== '0s' ? { keep_firing_for: keepFiring } : {}),
     labels: { severity, [LABEL.signal]: signal },
     annotations: { summary, description, runbook_url: `${options.runbookUrl}#${anchor}` },
   };

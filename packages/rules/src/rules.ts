@@ -7,7 +7,7 @@
 import { stringify } from 'yaml';
 import { METRICS } from '@infersignal/core';
 import { COMPLETED_OUTCOME, LABEL, recordBase } from './names';
-import { humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
+import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
   MODEL_KEYS,
@@ -69,6 +69,8 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         hold,
         `${pq} queue wait above ${humanSeconds(q.waitWarnSeconds)}`,
         `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitWarnSeconds)} (thresholds.queue.waitWarnSeconds) for ${hold}. Requests wait before inference starts: the server is close to saturation.`,
+        // As in process: a queue that drains for a moment does not resolve the warning (thresholds.queue.keepFiringSeconds).
+        formatDuration(q.keepFiringSeconds),
       ),
       alert(
         o,

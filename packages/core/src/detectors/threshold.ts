@@ -7,6 +7,12 @@ export interface ThresholdLevels {
   forSeconds?: number;
   /** Fraction below a bound the value must fall to leave that level (default 0.1 → 10 % below). */
   hysteresis?: number;
+  /**
+   * Seconds a reported WARN stays after the value fell below its lowered bound (Prometheus
+   * `keep_firing_for`). CRITICAL lowers to WARN at once: it is the level that acts (sheds, fails
+   * readiness), and acting on a recovered value would turn away work that could be served.
+   */
+  keepFiringSeconds?: number;
 }
 
 const RANK: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
@@ -30,11 +36,18 @@ export class ThresholdDetector {
   private reported: Level = 'ok';
   private pending: Level = 'ok';
   private pendingSince = Number.NaN;
+  /** Since when the value has been below a reported WARN's lowered bound. */
+  private clearSince = Number.NaN;
 
   constructor(private readonly levels: ThresholdLevels) {}
 
   get level(): Level {
     return this.reported;
+  }
+
+  /** True while a WARN is reported only because of `keepFiringSeconds`: the value is back below its bound. */
+  get keeping(): boolean {
+    return !Number.isNaN(this.clearSince);
   }
 
   private raw(value: number): Level {
@@ -47,22 +60,36 @@ export class ThresholdDetector {
     return 'ok';
   }
 
-  /** Feeds a value at time `now` (ms); returns the reported level. NaN values keep the level. */
-  update(value: number, now: number): Level {
+  /**
+   * Feeds a value at time `now` (ms); returns the reported level. NaN values keep the level.
+   *
+   * `present` is the newest evidence alone where `value` summarises a window (the waits since the
+   * last tick, against the window's quantile). Raising a level, and every tick of its `for` hold,
+   * also needs `present` above the bound, so a window still full of a burst the queue has already
+   * absorbed raises nothing; lowering reads `value` only, so a steady raised level does not flap
+   * with each tick's sample. NaN (no new evidence) vetoes nothing.
+   */
+  update(value: number, now: number, present = Number.NaN): Level {
     if (Number.isNaN(value)) return this.reported;
-    const target = this.raw(value);
+    let target = this.raw(value);
+    if (RANK[target] > RANK[this.reported] && !Number.isNaN(present)) {
+      const presentTarget = this.raw(present);
+      if (RANK[presentTarget] < RANK[target]) target = worstLevel(presentTarget, this.reported);
+    }
     if (target === this.reported) {
       this.pending = target;
       this.pendingSince = Number.NaN;
+      this.clearSince = Number.NaN;
       return this.reported;
     }
-    // Going down is immediate (hysteresis already guards it); going up waits for `for`.
+    // Going down needs no `for` (hysteresis already guards it), only a WARN's keep; going up waits for `for`.
     if (RANK[target] < RANK[this.reported]) {
-      this.reported = target;
       this.pending = target;
       this.pendingSince = Number.NaN;
+      this.reported = this.lowered(target, now);
       return this.reported;
     }
+    this.clearSince = Number.NaN;
     if (this.pending !== target || Number.isNaN(this.pendingSince) || now < this.pendingSince) {
       // A clock that went backwards restarts the wait rather than firing early.
       this.pending = target;
@@ -73,9 +100,24 @@ export class ThresholdDetector {
     return this.reported;
   }
 
+  /** The level after the value fell to `target`: a WARN (one lowered from CRITICAL included) keeps for its hold. */
+  private lowered(target: Level, now: number): Level {
+    const keepMs = (this.levels.keepFiringSeconds ?? 0) * 1000;
+    if (target !== 'ok' || keepMs <= 0) {
+      this.clearSince = Number.NaN;
+      return target;
+    }
+    // A clock that went backwards restarts the keep rather than ending it early.
+    if (this.reported === 'critical' || Number.isNaN(this.clearSince) || now < this.clearSince) this.clearSince = now;
+    if (now - this.clearSince < keepMs) return 'warn';
+    this.clearSince = Number.NaN;
+    return 'ok';
+  }
+
   reset(): void {
     this.reported = 'ok';
     this.pending = 'ok';
     this.pendingSince = Number.NaN;
+    this.clearSince = Number.NaN;
   }
 }

@@ -271,6 +271,7 @@ export class Queue implements QueueTracker {
       warn: t.queue.waitWarnSeconds,
       critical: t.queue.waitCriticalSeconds,
       forSeconds: t.queue.forSeconds,
+      keepFiringSeconds: t.queue.keepFiringSeconds,
     });
     this.glitch = new P99GlitchDetector(t.glitch.windowSeconds * 1000, 4096, t.glitch.minSamples);
     this.anomaly = new AnomalyDetector(t.anomaly.window, {
@@ -471,14 +472,15 @@ export class Queue implements QueueTracker {
     const t = this.ctx.thresholds;
     this.waitQuantile = this.waits.quantile(t.queue.waitQuantile, now - t.queue.waitWindowSeconds * 1000);
     let waitValue = Number.isNaN(this.waitQuantile) ? 0 : this.waitQuantile;
-    if (this.waiting === 0) {
-      // Drained: judge only the waits since the last tick, so the level recovers at once when they are short.
-      // Strictly after the last tick: samples at its instant were judged by it.
-      const recent = this.waits.quantile(t.queue.waitQuantile, this.lastEvaluated + 1e-6);
-      waitValue = Number.isNaN(recent) ? 0 : Math.min(waitValue, recent);
-    }
+    // The waits of the requests that started since the last tick (strictly after it: samples at its
+    // instant were judged by it). NaN when none started.
+    const recent = this.waits.quantile(t.queue.waitQuantile, this.lastEvaluated + 1e-6);
+    // Drained: judge only those, so the level recovers at once when they are short.
+    if (this.waiting === 0) waitValue = Number.isNaN(recent) ? 0 : Math.min(waitValue, recent);
     this.lastEvaluated = now;
-    const waitLevel = this.waitDetector.update(waitValue, now);
+    // Raising also needs them above the bound: a queue still draining a burst it absorbed seconds
+    // ago keeps the window's quantile high, but its newest requests no longer wait long.
+    const waitLevel = this.waitDetector.update(waitValue, now, recent);
     const ctx = this.ctx;
     const p = Math.round(t.queue.waitQuantile * 100);
     ctx.report(
@@ -489,7 +491,9 @@ export class Queue implements QueueTracker {
       this.labels,
       waitLevel === 'ok'
         ? undefined
-        : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
+        : this.waitDetector.keeping
+          ? `queue wait P${p} ${ms(waitValue)}, back under ${ms(t.queue.waitWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.queue.keepFiringSeconds} s (queue.keepFiringSeconds)`
+          : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
     );
     this.judgeOccupancy(now);
 
