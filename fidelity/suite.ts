@@ -335,8 +335,14 @@ async function readiness(url: string): Promise<{ status: number; body: ReadyJson
   }
 }
 
+/**
+ * How long to wait for a calm server at most: a warning resolves only once its value stayed low for core's
+ * `keepFiringSeconds` (10 s), after ρ itself has decayed (the rate's half-life is 2 s here).
+ */
+export const CALM_TIMEOUT_MS = 20_000;
+
 /** Waits (bounded) until the server is ready, no signal is raised and the `infer` utilization is below 0.5. */
-export async function waitForCalm(url: string, timeoutMs: number): Promise<boolean> {
+export async function waitForCalm(url: string, timeoutMs = CALM_TIMEOUT_MS): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     const ready = await readiness(url);
@@ -391,7 +397,7 @@ export async function measureCapacity(
   url: string,
   options: { windows: number; windowMs: number; sustainedMs?: number; pid?: number; signal?: AbortSignal },
 ): Promise<CapacityFigure> {
-  await waitForCalm(url, 5000);
+  await waitForCalm(url);
   const services: Promise<number | null>[] = [];
   const readService = (): void =>
     void services.push(readiness(url).then((ready) => ready?.body.queues?.infer?.serviceTimeSeconds ?? null));
@@ -691,7 +697,7 @@ async function withServer<T>(started: Promise<AlertServer>, use: (server: AlertS
   try {
     // Start-up holds the loop for a moment, and a server waiting beside another's run may see its loop delayed;
     // let that settle.
-    await waitForCalm(server.url, 10_000);
+    await waitForCalm(server.url);
     return await use(server);
   } finally {
     await server.stop();
@@ -772,7 +778,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
         `${scenario} #${repeat}: capacity ${capacity.rps.toFixed(0)} req/s${sizedRps === capacity.rps ? '' : `, sized at ${sizedRps.toFixed(0)} from its fastest window`}${neighbour ? ' (neighbour running)' : ''} (${describeCapacity(capacity)})`,
       );
       // The measurement drove utilization to 1 by design; start from a calm server.
-      await waitForCalm(server.url, 15_000);
+      await waitForCalm(server.url);
       return runScenario(
         server,
         scenario,

@@ -114,7 +114,7 @@ async function run(options: FaultRunOptions): Promise<FaultRunFigures> {
   const onAbort = (): void => stopLoad.abort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    await waitForCalm(server.url, 10_000);
+    await waitForCalm(server.url);
     // On a shared machine a fixed rate can be an overload: size the load by what this server does now.
     const capacity = await measureCapacity(server.url, {
       windows: settings.capacityWindows,
@@ -122,7 +122,7 @@ async function run(options: FaultRunOptions): Promise<FaultRunFigures> {
       signal: options.signal,
     });
     const inferRate = Math.max(1, Math.round(INFER_LOAD * capacity.rps));
-    await waitForCalm(server.url, 15_000);
+    await waitForCalm(server.url);
     const clock = startClock();
     const alerts = recordAlerts(server, clock);
     const load: Promise<BenchResult> = runBench({

@@ -114,7 +114,7 @@ async function run(options: FaultRunOptions): Promise<FaultRunFigures> {
   });
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_OPEN });
   try {
-    await waitForCalm(server.url, 10_000);
+    await waitForCalm(server.url);
     const url = new URL(`${server.url}/v1/completions`);
     // One client streaming one at a time: a few streams to warm up, then as many as fit in a window. The mean
     // over the window (not the median of a few) is what sizes the rate: on a shared machine the server gets the
@@ -137,7 +137,7 @@ async function run(options: FaultRunOptions): Promise<FaultRunFigures> {
     const rate = Math.min(RATE_BOUNDS[1], Math.max(RATE_BOUNDS[0], Math.round((LOAD_FACTOR * 1000) / streamMs)));
     // A stream that takes this long is stuck, not slow.
     const timeoutMs = Math.max(2000, 50 * streamMs);
-    await waitForCalm(server.url, 10_000);
+    await waitForCalm(server.url);
 
     const clock = startClock();
     const alerts = recordAlerts(server, clock);

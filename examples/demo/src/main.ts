@@ -214,8 +214,9 @@ async function main(): Promise<number> {
     say(
       `  ≈ ${probe.rps.toFixed(0)} req/s (lower quartile; median ${probe.medianRps.toFixed(0)}) → stages ${rates.map((r, i) => `${FACTORS[i]}× ${r}/s`).join(', ')}`,
     );
-    // The probe drove utilization to 1 by design; start the ramp from a calm server.
-    const calm = await waitForCalm(info.url, Math.round(10_000 * Math.max(0.5, scale)), 0.6);
+    // The probe drove utilization to 1 by design; start the ramp from a calm server. A warning resolves only
+    // once its value stayed low for keepFiringSeconds (10 s), so allow for that whatever the demo's length.
+    const calm = await waitForCalm(info.url, Math.round(Math.max(20_000, 10_000 * scale)), 0.6);
     if (!calm) say('  (some signal is still above ok after the probe; its alert may show at 0 s)');
     if (interrupted) return 130;
 

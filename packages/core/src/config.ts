@@ -23,7 +23,7 @@ export interface QueueThresholds {
   /**
    * How long (s) a wait WARN stays reported after the wait fell back (Prometheus `keep_firing_for`), so
    * a queue near saturation that drains for a moment does not resolve its warning and raise it again.
-   * CRITICAL, which sheds, still lowers at once.
+   * CRITICAL, which sheds, still lowers at once. 0: off.
    */
   keepFiringSeconds: number;
   /** Retry-After (s) suggested to shed clients. */
@@ -115,6 +115,8 @@ export interface CapacityThresholds {
   trendWindowSeconds: number;
   /** How long (s) a raised capacity level must hold before it is reported. */
   forSeconds: number;
+  /** How long (s) a capacity WARN stays after ρ and the trend fell back (as `queue.keepFiringSeconds`). */
+  keepFiringSeconds: number;
   /** Let the capacity level raise the queue's backpressure level (and shedding). */
   backpressure: boolean;
 }
@@ -182,6 +184,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     serviceWindowSeconds: 30,
     trendWindowSeconds: 30,
     forSeconds: 2,
+    keepFiringSeconds: 10,
     backpressure: false,
   },
   connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
@@ -229,6 +232,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     serviceWindowSeconds: 'positive',
     trendWindowSeconds: 'positive',
     forSeconds: 'nonNegative',
+    keepFiringSeconds: 'nonNegative',
     backpressure: 'boolean',
   },
   eventLoop: {

@@ -230,6 +230,40 @@ describe('predictive capacity', () => {
     expect(leads.filter((s) => s >= 15).length).toBeGreaterThanOrEqual(7);
   });
 
+  it('ρ crossing utilizationWarn both ways every 4 s raises one WARN, kept through the dips (capacity.keepFiringSeconds)', () => {
+    // The demo's short windows; 20 ms of service at c = 1: ρ = λ / 50. Warm at 0.6, then 4 s at 0.9 and
+    // 4 s at 0.7 five times, then 30 s at 0.5.
+    const rates = [
+      ...Array(10).fill(30),
+      ...Array(5)
+        .fill([...Array(4).fill(45), ...Array(4).fill(35)])
+        .flat(),
+    ];
+    rates.push(...Array(30).fill(25));
+    const arrivals = rates.flatMap((rate, second) =>
+      Array.from({ length: rate }, (_, i) => second * 1000 + (i * 1000) / rate),
+    );
+    const run = (keepFiringSeconds: number) => {
+      const t = setup({
+        thresholds: {
+          capacity: { keepFiringSeconds, rateHalfLifeSeconds: 1, rateWindowSeconds: 2, serviceWindowSeconds: 10 },
+        },
+      });
+      simulate(t, arrivals, 20, 1);
+      return t.alerts
+        .filter((a) => a.signal === 'capacity')
+        .map((a) => `${a.level}@${Math.round((a.at - 1_000_000) / 1000)}`);
+    };
+    const flapping = run(0);
+    expect(flapping.filter((a) => a.startsWith('warn')).length).toBeGreaterThanOrEqual(3);
+    const kept = run(10);
+    expect(kept.map((a) => a.split('@')[0])).toEqual(['warn', 'ok']);
+    // Resolved 10 s after ρ last fell under the bound: where the run without a keep resolved for the last time.
+    const lastFall = Number(flapping[flapping.length - 1].split('@')[1]);
+    expect(flapping[flapping.length - 1]).toMatch(/^ok@/);
+    expect(Number(kept[1].split('@')[1])).toBe(lastFall + 10);
+  });
+
   it('steady load at ρ ≈ 0.6 raises no capacity alert', () => {
     const t = setup();
     const arrivals = Array.from({ length: 30 * 60 }, (_, i) => i * (1000 / 30));

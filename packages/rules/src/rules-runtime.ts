@@ -6,7 +6,7 @@
  * numbers only from the thresholds (or a documented generator option).
  */
 import { LABEL } from './names';
-import { humanPercent, humanSeconds } from './duration';
+import { formatDuration, humanPercent, humanSeconds } from './duration';
 import { holdFor, type ResolvedOptions } from './options';
 import { INSTANCE_KEYS, QUEUE_KEYS, SERVER_KEYS, alert, by, eventExpr, type RuleGroup } from './rule-parts';
 
@@ -21,6 +21,8 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
   const c = o.thresholds.capacity;
   const hold = holdFor(o, c.forSeconds);
+  // The two warnings keep firing as core keeps its WARN (thresholds.capacity.keepFiringSeconds); CRITICAL does not.
+  const keep = formatDuration(c.keepFiringSeconds);
   const utilization = `max ${by(...QUEUE_KEYS)} (${metric('queueUtilization')})`;
   const where = `Queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}, worst replica)`;
   const model = 'ρ = arrival rate × mean service time / concurrency';
@@ -36,6 +38,7 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
         hold,
         `Queue utilization above ${humanPercent(c.utilizationWarn)}`,
         `${where} runs at utilization {{ $value | humanizePercentage }} (${model}), above ${humanPercent(c.utilizationWarn)} (thresholds.capacity.utilizationWarn) for ${hold}. Queue wait grows steeply from here: the early warning before it moves.`,
+        keep,
       ),
       alert(
         o,
@@ -56,6 +59,7 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
         hold,
         `Queue saturates within ${humanSeconds(c.saturationWarnSeconds)} at the current trend`,
         `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), for ${hold}. Load is rising faster than the queue can absorb.`,
+        keep,
       ),
     ],
   };

@@ -175,7 +175,7 @@ describe('buildRules', () => {
     expect(rule('InferSignalConnectionsRejected', { for: '10m' }).for).toBeUndefined();
   });
 
-  it('keeps the queue-wait warning firing for queue.keepFiringSeconds, as core keeps its WARN; nothing else lingers', () => {
+  it('keeps the queue-wait and capacity warnings firing for their keepFiringSeconds, as core keeps its WARN; nothing else lingers', () => {
     expect(rule('InferSignalQueueWaitHigh').keep_firing_for).toBe(`${DEFAULT_THRESHOLDS.queue.keepFiringSeconds}s`);
     expect(rule('InferSignalQueueWaitHigh', { thresholds: { queue: { keepFiringSeconds: 90 } } }).keep_firing_for).toBe(
       '1m30s',
@@ -183,9 +183,19 @@ describe('buildRules', () => {
     expect(rule('InferSignalQueueWaitHigh', { thresholds: { queue: { keepFiringSeconds: 0 } } })).not.toHaveProperty(
       'keep_firing_for',
     );
-    // CRITICAL sheds in process and lowers at once: its rule does not linger either.
+    expect(rule('InferSignalCapacityUtilizationHigh').keep_firing_for).toBe(
+      `${DEFAULT_THRESHOLDS.capacity.keepFiringSeconds}s`,
+    );
+    expect(
+      rule('InferSignalTimeToSaturationLow', { thresholds: { capacity: { keepFiringSeconds: 30 } } }).keep_firing_for,
+    ).toBe('30s');
+    // CRITICAL sheds in process and lowers at once: its rules do not linger either.
     const lingering = alertingRules(buildRules()).filter((r) => r.keep_firing_for !== undefined);
-    expect(lingering.map((r) => r.alert)).toEqual(['InferSignalQueueWaitHigh']);
+    expect(lingering.map((r) => r.alert).sort()).toEqual([
+      'InferSignalCapacityUtilizationHigh',
+      'InferSignalQueueWaitHigh',
+      'InferSignalTimeToSaturationLow',
+    ]);
     expect(renderRules()).toMatch(
       /alert: InferSignalQueueWaitHigh\n\s+expr: .*\n\s+for: 5m\n\s+keep_firing_for: 10s\n/,
     );

@@ -7,11 +7,7 @@ export interface ThresholdLevels {
   forSeconds?: number;
   /** Fraction below a bound the value must fall to leave that level (default 0.1 → 10 % below). */
   hysteresis?: number;
-  /**
-   * Seconds a reported WARN stays after the value fell below its lowered bound (Prometheus
-   * `keep_firing_for`). CRITICAL lowers to WARN at once: it is the level that acts (sheds, fails
-   * readiness), and acting on a recovered value would turn away work that could be served.
-   */
+  /** Seconds a reported WARN stays after the value fell below its lowered bound: see WarnKeep. */
   keepFiringSeconds?: number;
 }
 
@@ -36,10 +32,11 @@ export class ThresholdDetector {
   private reported: Level = 'ok';
   private pending: Level = 'ok';
   private pendingSince = Number.NaN;
-  /** Since when the value has been below a reported WARN's lowered bound. */
-  private clearSince = Number.NaN;
+  private readonly keep: WarnKeep;
 
-  constructor(private readonly levels: ThresholdLevels) {}
+  constructor(private readonly levels: ThresholdLevels) {
+    this.keep = new WarnKeep(levels.keepFiringSeconds ?? 0);
+  }
 
   get level(): Level {
     return this.reported;
@@ -47,7 +44,7 @@ export class ThresholdDetector {
 
   /** True while a WARN is reported only because of `keepFiringSeconds`: the value is back below its bound. */
   get keeping(): boolean {
-    return !Number.isNaN(this.clearSince);
+    return this.keep.keeping;
   }
 
   private raw(value: number): Level {
@@ -79,17 +76,17 @@ export class ThresholdDetector {
     if (target === this.reported) {
       this.pending = target;
       this.pendingSince = Number.NaN;
-      this.clearSince = Number.NaN;
+      this.keep.cancel();
       return this.reported;
     }
     // Going down needs no `for` (hysteresis already guards it), only a WARN's keep; going up waits for `for`.
     if (RANK[target] < RANK[this.reported]) {
       this.pending = target;
       this.pendingSince = Number.NaN;
-      this.reported = this.lowered(target, now);
+      this.reported = this.keep.lower(this.reported, target, now);
       return this.reported;
     }
-    this.clearSince = Number.NaN;
+    this.keep.cancel();
     if (this.pending !== target || Number.isNaN(this.pendingSince) || now < this.pendingSince) {
       // A clock that went backwards restarts the wait rather than firing early.
       this.pending = target;
@@ -100,24 +97,51 @@ export class ThresholdDetector {
     return this.reported;
   }
 
-  /** The level after the value fell to `target`: a WARN (one lowered from CRITICAL included) keeps for its hold. */
-  private lowered(target: Level, now: number): Level {
-    const keepMs = (this.levels.keepFiringSeconds ?? 0) * 1000;
-    if (target !== 'ok' || keepMs <= 0) {
-      this.clearSince = Number.NaN;
-      return target;
-    }
-    // A clock that went backwards restarts the keep rather than ending it early.
-    if (this.reported === 'critical' || Number.isNaN(this.clearSince) || now < this.clearSince) this.clearSince = now;
-    if (now - this.clearSince < keepMs) return 'warn';
-    this.clearSince = Number.NaN;
-    return 'ok';
-  }
-
   reset(): void {
     this.reported = 'ok';
     this.pending = 'ok';
     this.pendingSince = Number.NaN;
+    this.keep.cancel();
+  }
+}
+
+/**
+ * Prometheus's `keep_firing_for` for a WARN: a level that falls from WARN
+ * to ok is still reported WARN until it has stayed ok for `keepSeconds`.
+ * A signal near its bound (a queue near saturation that drains for a
+ * moment) would otherwise resolve its warning and raise it again. CRITICAL
+ * falls to WARN at once: it is the level that acts (sheds, fails
+ * readiness), and acting on a recovered value turns away work that could
+ * be served.
+ */
+export class WarnKeep {
+  /** Since when the level has been below a reported WARN. */
+  private clearSince = Number.NaN;
+  private readonly keepMs: number;
+
+  constructor(keepSeconds: number) {
+    this.keepMs = keepSeconds * 1000;
+  }
+
+  get keeping(): boolean {
+    return !Number.isNaN(this.clearSince);
+  }
+
+  /** The level to report when one reported at `reported` falls to the lower `target` at `now` (ms). */
+  lower(reported: Level, target: Level, now: number): Level {
+    if (target !== 'ok' || this.keepMs <= 0) {
+      this.clearSince = Number.NaN;
+      return target;
+    }
+    // A clock that went backwards restarts the keep rather than ending it early.
+    if (reported === 'critical' || Number.isNaN(this.clearSince) || now < this.clearSince) this.clearSince = now;
+    if (now - this.clearSince < this.keepMs) return 'warn';
+    this.clearSince = Number.NaN;
+    return 'ok';
+  }
+
+  /** The level is back at (or above) the reported one: the keep is over. */
+  cancel(): void {
     this.clearSince = Number.NaN;
   }
 }

@@ -1,6 +1,7 @@
 import type { Thresholds } from '../config';
 import { linearFit } from '../detectors/drift';
 import { SlidingWindow } from '../detectors/sliding-window';
+import { WarnKeep } from '../detectors/threshold';
 import type { Level } from '../types';
 
 export interface CapacityEstimate {
@@ -80,6 +81,7 @@ export class CapacityModel {
   private lastTick = Number.NaN;
   private ticks = 0;
   private pendingSince = Number.NaN;
+  private readonly keep: WarnKeep;
   /** Per tick, 1 when the projection was under capacity.saturationWarnSeconds (the share over the sustained span). */
   private readonly risingTicks: SlidingWindow;
   private firstTick = Number.NaN;
@@ -101,6 +103,7 @@ export class CapacityModel {
     private readonly judged = true,
   ) {
     const t = thresholds.capacity;
+    this.keep = new WarnKeep(t.keepFiringSeconds);
     this.arrivalTicks = new SlidingWindow(1024);
     this.completionTicks = new SlidingWindow(1024);
     // Sized for ticks as fast as 50 ms over the trend window; the fit uses the window by time.
@@ -208,13 +211,21 @@ export class CapacityModel {
     return e;
   }
 
-  /** Raising a level needs it to hold for `forMs` (JIT warm-up and one slow second are transients); lowering is immediate. */
+  /**
+   * Raising a level needs it to hold for `forMs` (JIT warm-up and one slow second are transients); lowering
+   * is immediate but for a WARN's keep (ρ near its bound crosses it both ways from tick to tick).
+   */
   private hold(raw: Level, now: number, forMs: number): Level {
     const current = this.estimate.level;
     if (RANK[raw] <= RANK[current]) {
       this.pendingSince = Number.NaN;
-      return raw;
+      if (raw === current) {
+        this.keep.cancel();
+        return raw;
+      }
+      return this.keep.lower(current, raw, now);
     }
+    this.keep.cancel();
     if (Number.isNaN(this.pendingSince) || now < this.pendingSince) this.pendingSince = now;
     return now - this.pendingSince >= forMs ? raw : current;
   }
