@@ -151,10 +151,21 @@ describe.skipIf(missing !== undefined)('callgrind dump with its simulated caches
         for (const n of selfByFunction(dump, map, event).values()) total += n;
         expect(Math.abs(total - dump.events.get(event)!) / dump.events.get(event)!, event).toBeLessThan(0.001);
       }
-      const mispredicted = [...selfByFunction(dump, map, 'Bcm')].filter(([name]) => name.startsWith('JS:count '));
-      expect(mispredicted.length).toBe(1);
-      expect(mispredicted[0]![0]).toContain(script);
-      expect(mispredicted[0]![1]).toBeGreaterThan(BRANCHES * 5 * 0.25);
+      // Which code runs the branch depends on how far V8 tiered count() up before the rounds ended (under
+      // valgrind, on a busy machine, sometimes not at all): count's own code once TurboFan or Maglev took it, a
+      // builtin its baseline code calls for the test (ToBooleanForBaselineJump), or the interpreter's handler
+      // for the jump. All three are named from the perf map.
+      const misses = selfByFunction(dump, map, 'Bcm');
+      const isCount = (name: string) => name.startsWith('JS:count ') && name.includes(script);
+      let branchMisses = 0;
+      for (const [name, n] of misses) {
+        if (isCount(name) || name.startsWith('BytecodeHandler:JumpIfToBoolean')) branchMisses += n;
+        else if (name.startsWith('Builtin:')) {
+          const callers = callersOf(dump, map, new RegExp(`^Builtins_${name.slice('Builtin:'.length)}$`));
+          if ([...callers.keys()].some(isCount)) branchMisses += n;
+        }
+      }
+      expect(branchMisses).toBeGreaterThan(BRANCHES * 5 * 0.25);
       // Not kept, not read.
       expect(() => selfByFunction(dump, map, 'D1mr')).toThrow(/D1mr kept/);
     } finally {
