@@ -94,6 +94,8 @@ export interface AnomalyThresholds {
   forSeconds: number;
   /** A reported anomaly clears below zScore × (1 − hysteresis) or the floor × (1 − hysteresis). */
   hysteresis: number;
+  /** How long (s) a reported anomaly stays after it cleared (as `queue.keepFiringSeconds`). 0: off. */
+  keepFiringSeconds: number;
   /** Count a drop in wait as an anomaly too (off: only a rise alerts). */
   bothDirections: boolean;
 }
@@ -200,7 +202,15 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     driftMinR2: 0.8,
   },
   glitch: { windowSeconds: 10, deltaSeconds: 0.25, minSamples: 20 },
-  anomaly: { window: 60, zScore: 3, floorRatio: 0.5, forSeconds: 5, hysteresis: 0.2, bothDirections: false },
+  anomaly: {
+    window: 60,
+    zScore: 3,
+    floorRatio: 0.5,
+    forSeconds: 5,
+    hysteresis: 0.2,
+    keepFiringSeconds: 10,
+    bothDirections: false,
+  },
 });
 
 /**
@@ -280,6 +290,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     floorRatio: 'nonNegative',
     forSeconds: 'nonNegative',
     hysteresis: 'ratio',
+    keepFiringSeconds: 'nonNegative',
     bothDirections: 'boolean',
   },
 };

@@ -64,6 +64,24 @@ describe('AnomalyDetector', () => {
     expect(detector.update(0.03, 130_000)).toBe('ok');
   });
 
+  it('a raised anomaly that clears stays for keepFiringSeconds; a return above the clear line ends the keep', () => {
+    const detector = new AnomalyDetector(60, { ...RULE, keepFiringSeconds: 10 });
+    for (const [i, value] of stationaryP95(120, 7).entries()) detector.update(value, i * 1000);
+    for (let i = 120; i <= 125; i++) detector.update(0.15, i * 1000);
+    expect(detector.level).toBe('warn');
+    expect(detector.update(0.03, 126_000)).toBe('warn'); // cleared: kept from here
+    expect(detector.update(0.03, 135_999)).toBe('warn');
+    expect(detector.update(0.03, 136_000)).toBe('ok');
+    // Raised again; a dip under the floor, then back above it within the keep: one continuous warning.
+    for (let i = 140; i <= 145; i++) detector.update(0.3, i * 1000);
+    expect(detector.level).toBe('warn');
+    expect(detector.update(0.03, 146_000)).toBe('warn');
+    expect(detector.update(0.3, 150_000)).toBe('warn');
+    expect(detector.update(0.03, 151_000)).toBe('warn'); // a new keep starts here, not at 146 s
+    expect(detector.update(0.03, 160_999)).toBe('warn');
+    expect(detector.update(0.03, 161_000)).toBe('ok');
+  });
+
   it('a rise that does not hold for forSeconds is not raised', () => {
     const detector = new AnomalyDetector(60, RULE);
     for (const [i, value] of stationaryP95(120, 8).entries()) detector.update(value, i * 1000);

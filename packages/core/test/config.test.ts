@@ -31,8 +31,11 @@ describe('config validation', () => {
       floorRatio: 0.5,
       forSeconds: 5,
       hysteresis: 0.2,
+      keepFiringSeconds: 10,
       bothDirections: false,
     });
+    // A warning resolves only once its value stayed under the bound this long.
+    expect([t.queue.keepFiringSeconds, t.capacity.keepFiringSeconds]).toEqual([10, 10]);
   });
 
   it.each([
@@ -52,6 +55,8 @@ describe('config validation', () => {
     [{ thresholds: { queue: { occupancyWarn: 0.9 } } }, 'thresholds.queue.occupancyWarn'],
     [{ thresholds: { anomaly: { floorRatio: -0.5 } } }, 'thresholds.anomaly.floorRatio'],
     [{ thresholds: { anomaly: { forSeconds: -1 } } }, 'thresholds.anomaly.forSeconds'],
+    [{ thresholds: { queue: { keepFiringSeconds: -1 } } }, 'thresholds.queue.keepFiringSeconds'],
+    [{ thresholds: { capacity: { keepFiringSeconds: Number.NaN } } }, 'thresholds.capacity.keepFiringSeconds'],
     [{ thresholds: { anomaly: { hysteresis: 1.5 } } }, 'thresholds.anomaly.hysteresis'],
     [{ thresholds: { anomaly: { bothDirections: 'yes' } } }, 'thresholds.anomaly.bothDirections'],
     [{ maxModels: 0 }, 'maxModels'],

@@ -1,4 +1,5 @@
 import { SlidingWindow } from './sliding-window';
+import { WarnKeep } from './threshold';
 
 /**
  * Z-score anomaly detector: |x − mean| / σ over the previous `window`
@@ -70,6 +71,8 @@ export interface AnomalyRule {
   forSeconds: number;
   /** A raised anomaly clears below zScore × (1 − hysteresis) or floor × (1 − hysteresis). */
   hysteresis: number;
+  /** Seconds a raised anomaly stays after it cleared (see WarnKeep); default 0. */
+  keepFiringSeconds?: number;
   /** Count a drop as an anomaly too (then the baseline mean must be above the floor). */
   bothDirections: boolean;
 }
@@ -85,6 +88,7 @@ export class AnomalyDetector {
   private readonly scores: ZScoreDetector;
   private raised = false;
   private pendingSince = Number.NaN;
+  private readonly keep: WarnKeep;
   /** z of the last value judged. */
   z = 0;
 
@@ -93,6 +97,7 @@ export class AnomalyDetector {
     private readonly rule: AnomalyRule,
   ) {
     this.scores = new ZScoreDetector(window, rule.zScore);
+    this.keep = new WarnKeep(rule.keepFiringSeconds ?? 0);
   }
 
   get level(): 'ok' | 'warn' {
@@ -113,8 +118,10 @@ export class AnomalyDetector {
     const aboveFloor = value > r.floor || (r.bothDirections && z < 0 && this.scores.mean > r.floor);
     if (this.raised) {
       const floor = r.floor * (1 - r.hysteresis);
-      const keep = value > floor || (r.bothDirections && this.scores.mean > floor);
-      if (worse < r.zScore * (1 - r.hysteresis) || !keep) this.raised = false;
+      const aboveFloor = value > floor || (r.bothDirections && this.scores.mean > floor);
+      if (worse < r.zScore * (1 - r.hysteresis) || !aboveFloor)
+        this.raised = this.keep.lower('warn', 'ok', now) === 'warn';
+      else this.keep.cancel();
       this.scores.add(value);
       return this.level;
     }

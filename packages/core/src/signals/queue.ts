@@ -279,6 +279,7 @@ export class Queue implements QueueTracker {
       floor: t.anomaly.floorRatio * t.queue.waitWarnSeconds,
       forSeconds: t.anomaly.forSeconds,
       hysteresis: t.anomaly.hysteresis,
+      keepFiringSeconds: t.anomaly.keepFiringSeconds,
       bothDirections: t.anomaly.bothDirections,
     });
     this.labels = { queue: name };
