@@ -1,7 +1,17 @@
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { ATTR, METRICS, QueueFullError } from '../src/index';
+import { ATTR, METRICS, QueueFullError, type QueueTracker } from '../src/index';
 import { setup } from './helpers';
+
+/** `n` requests one after another, each started after waiting `waitMs` on the test clock. */
+function serveAfter(t: ReturnType<typeof setup>, queue: QueueTracker, waitMs: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const ticket = queue.enqueue();
+    t.advance(waitMs);
+    ticket.start();
+    ticket.end();
+  }
+}
 
 describe('queue wait', () => {
   it('records 100 tickets with known waits: histogram count and sum are exact', async () => {
@@ -68,14 +78,7 @@ describe('queue wait', () => {
     const t = setup();
     const queue = t.monitor.queue('q', { capacity: 1000 });
     queue.enqueue(); // a backlog: one request keeps waiting while we judge
-    const feed = (waitMs: number, n: number) => {
-      for (let i = 0; i < n; i++) {
-        const ticket = queue.enqueue();
-        t.advance(waitMs);
-        ticket.start();
-        ticket.end();
-      }
-    };
+    const feed = (waitMs: number, n: number) => serveAfter(t, queue, waitMs, n);
     feed(50, 100);
     t.monitor.tick();
     expect(queue.level()).toBe('ok');
@@ -111,14 +114,7 @@ describe('queue wait', () => {
   it('a WARN stays through a moment the queue drains; one that stays drained resolves after keepFiringSeconds', () => {
     const t = setup({ thresholds: { queue: { keepFiringSeconds: 5 } } });
     const queue = t.monitor.queue('q', { capacity: 1000 });
-    const serve = (waitMs: number, n: number) => {
-      for (let i = 0; i < n; i++) {
-        const ticket = queue.enqueue();
-        t.advance(waitMs);
-        ticket.start();
-        ticket.end();
-      }
-    };
+    const serve = (waitMs: number, n: number) => serveAfter(t, queue, waitMs, n);
     const backlog = queue.enqueue();
     serve(300, 4); // P95 300 ms while a request waits
     t.monitor.tick();
@@ -153,14 +149,7 @@ describe('queue wait', () => {
     const draining = t.monitor.queue('draining', { capacity: 1000 });
     const overloaded = t.monitor.queue('overloaded', { capacity: 1000 });
     const backlog = [draining.enqueue(), overloaded.enqueue()];
-    const serve = (queue: typeof draining, waitMs: number, n: number) => {
-      for (let i = 0; i < n; i++) {
-        const ticket = queue.enqueue();
-        t.advance(waitMs);
-        ticket.start();
-        ticket.end();
-      }
-    };
+    const serve = (queue: QueueTracker, waitMs: number, n: number) => serveAfter(t, queue, waitMs, n);
     serve(draining, 300, 10);
     serve(overloaded, 300, 2);
     t.monitor.tick(); // both: window and newest above 200 ms, the hold starts
