@@ -48,7 +48,7 @@ export interface BreakerOptions {
 export interface BreakerTransition {
   from: BreakerState;
   to: BreakerState;
-  /** Epoch ms. */
+  /** Epoch ms, read from the monotonic clock (a wall-clock step does not skew the gaps). */
   at: number;
   /** Failure share of the window when it happened. */
   windowErrorRate: number;
@@ -118,7 +118,7 @@ export function createBreaker<A extends unknown[], R>(
     const windowCalls = stats.fires;
     const windowErrorRate = windowCalls ? stats.failures / windowCalls : 0;
     if (transitions.length < MAX_TRANSITIONS)
-      transitions.push({ from, to, at: Date.now(), windowErrorRate, windowCalls });
+      transitions.push({ from, to, at: performance.timeOrigin + performance.now(), windowErrorRate, windowCalls });
     safe('breaker.metrics', () =>
       metrics.entered(
         to,
