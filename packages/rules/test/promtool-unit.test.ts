@@ -298,7 +298,7 @@ const tests = [
       },
     ],
     alert_rule_test: [
-      // Pending at the first evaluation, firing at the next one (15 s ≥ the 3 s hold).
+      // Pending at the first evaluation, firing at the next one (15 s ≥ the 2 s hold).
       check('0s', 'InferSignalCapacityUtilizationHigh'),
       check('0s', 'InferSignalCapacityUtilizationCritical'),
       check('0s', 'InferSignalTimeToSaturationLow'),
@@ -313,6 +313,27 @@ const tests = [
         expected('InferSignalTimeToSaturationLow', { job: JOB, [LABEL.queue]: 'q1' }, 30),
       ]),
     ],
+  },
+  {
+    // keep_firing_for (thresholds.capacity.keepFiringSeconds, 10 s) holds one
+    // evaluation at 15 s: without it the dip resolves the warning, and the
+    // return raises a new one (pending at 5m30s, firing at 5m45s).
+    name: 'capacity: a one-scrape dip to 78% keeps the warning firing; it resolves one evaluation after utilization falls for good',
+    interval: '15s',
+    input_series: [
+      {
+        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }),
+        // 0.85 to 5m, 0.78 at 5m15s, 0.85 to 10m30s, then 0.5.
+        values: `0.85x20 0.78 0.85x20 0.5x${STEPS - 42}`,
+      },
+    ],
+    alert_rule_test: ['5m', '5m15s', '5m30s', '10m30s', '10m45s']
+      .map((at) =>
+        check(at, 'InferSignalCapacityUtilizationHigh', [
+          expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.85),
+        ]),
+      )
+      .concat([check('11m', 'InferSignalCapacityUtilizationHigh')]),
   },
   {
     name: 'event loop: P99 delay 200ms warns, 600ms is critical after the 5m hold, 50ms does not',
