@@ -107,9 +107,10 @@ describe('circuit breaker (opossum) with metrics', () => {
     const { halfOpenAfterMs, closedAfterMs, rejectedWhileOpen } = result.recovery!;
     expect(halfOpenAfterMs).toBeGreaterThanOrEqual(198);
     expect(closedAfterMs).toBeGreaterThanOrEqual(halfOpenAfterMs!);
-    // Calls while open are rejected, one per probe interval (20 ms) at most.
+    // Calls while open are rejected, one per probe interval (20 ms) at most
+    // (+1: a timer may fire up to a millisecond early).
     expect(rejectedWhileOpen).toBeGreaterThanOrEqual(1);
-    expect(rejectedWhileOpen).toBeLessThanOrEqual(Math.ceil(halfOpenAfterMs! / 20));
+    expect(rejectedWhileOpen).toBeLessThanOrEqual(halfOpenAfterMs! / 20 + 1);
     expect(result.transitions.map((t) => t.to)).toEqual(['open', 'halfOpen', 'closed']);
     expect(result.text).toContain('opened at 32.0 % injected failures (window error rate 31.8 % over 22 calls)');
   });
