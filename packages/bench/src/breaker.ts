@@ -128,7 +128,9 @@ export function createBreaker<A extends unknown[], R>(
       ),
     );
   };
-  circuit.on('open', () => enter('open'));
+  // Before opossum's own listener, which arms the reset timer: a preemption
+  // between the two then lengthens the recorded open time, never shortens it.
+  circuit.prependListener('open', () => enter('open'));
   circuit.on('halfOpen', () => enter('halfOpen'));
   circuit.on('close', () => enter('closed'));
   const count = (result: string) => () => safe('breaker.metrics', () => metrics.call(callAttrs[result]!));
