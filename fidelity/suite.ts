@@ -341,7 +341,10 @@ async function readiness(url: string): Promise<{ status: number; body: ReadyJson
  */
 export const CALM_TIMEOUT_MS = 20_000;
 
-/** Waits (bounded) until the server is ready, no signal is raised and the `infer` utilization is below 0.5. */
+/**
+ * Waits (bounded) until the server is ready, no signal is raised and every queue's utilization is below 0.5:
+ * a calibration that drove one queue near its 0.8 bound, without raising it, leaves its ρ there for seconds.
+ */
 export async function waitForCalm(url: string, timeoutMs = CALM_TIMEOUT_MS): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
@@ -350,7 +353,7 @@ export async function waitForCalm(url: string, timeoutMs = CALM_TIMEOUT_MS): Pro
       ready?.status === 200 &&
       ready.body.level === 'ok' &&
       (ready.body.active?.length ?? 0) === 0 &&
-      (ready.body.queues?.infer?.utilization ?? 0) < 0.5
+      Object.values(ready.body.queues ?? {}).every((queue) => (queue.utilization ?? 0) < 0.5)
     )
       return true;
     await new Promise((resolve) => setTimeout(resolve, 250));

@@ -91,8 +91,8 @@ export function pollSnapshots(url: string, origin: number, intervalMs = 1000, ma
 }
 
 /**
- * Waits until the server is ready (200), no signal is above ok and the
- * `infer` queue's utilization estimate is below `maxUtilization`, up to
+ * Waits until the server is ready (200), no signal is above ok and every
+ * queue's utilization estimate is below `maxUtilization`, up to
  * `timeoutMs`; returns whether it got there.
  */
 export async function waitForCalm(url: string, timeoutMs: number, maxUtilization = 1): Promise<boolean> {
@@ -101,12 +101,11 @@ export async function waitForCalm(url: string, timeoutMs: number, maxUtilization
     try {
       const response = await fetch(`${url}/healthz/ready`, { signal: AbortSignal.timeout(1000) });
       const body = (await response.json()) as SnapshotJson;
-      const utilization = body.queues?.infer?.utilization ?? 0;
       if (
         response.status === 200 &&
         body.level === 'ok' &&
         (body.active?.length ?? 0) === 0 &&
-        utilization < maxUtilization
+        Object.values(body.queues ?? {}).every((queue) => (queue.utilization ?? 0) < maxUtilization)
       )
         return true;
     } catch {
