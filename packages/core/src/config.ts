@@ -117,7 +117,7 @@ export interface CapacityThresholds {
   trendWindowSeconds: number;
   /** How long (s) a raised capacity level must hold before it is reported. */
   forSeconds: number;
-  /** How long (s) a capacity WARN stays after ρ and the trend fell back (as `queue.keepFiringSeconds`). */
+  /** How long (s) a capacity WARN stays after ρ and the trend fell back (as `queue.keepFiringSeconds`). 0: off. */
   keepFiringSeconds: number;
   /** Let the capacity level raise the queue's backpressure level (and shedding). */
   backpressure: boolean;

@@ -118,8 +118,8 @@ export class AnomalyDetector {
     const aboveFloor = value > r.floor || (r.bothDirections && z < 0 && this.scores.mean > r.floor);
     if (this.raised) {
       const floor = r.floor * (1 - r.hysteresis);
-      const aboveFloor = value > floor || (r.bothDirections && this.scores.mean > floor);
-      if (worse < r.zScore * (1 - r.hysteresis) || !aboveFloor)
+      const aboveClearFloor = value > floor || (r.bothDirections && this.scores.mean > floor);
+      if (worse < r.zScore * (1 - r.hysteresis) || !aboveClearFloor)
         this.raised = this.keep.lower('warn', 'ok', now) === 'warn';
       else this.keep.cancel();
       this.scores.add(value);
