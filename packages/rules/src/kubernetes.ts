@@ -11,7 +11,8 @@ import { stringify } from 'yaml';
 import { recordBase } from './names';
 import { quantileSuffix } from './duration';
 import { buildRules, queueWaitQuantileRecord } from './rules';
-import { resolveOptions, type GeneratorOptions } from './options';
+import { GENERATOR_OPTION_KEYS, resolveOptions, type GeneratorOptions } from './options';
+import { checkAtLeast, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
 
 export interface KubernetesOptions extends GeneratorOptions {
   /** Deployment / Service / job name (default `inference-server`). */
@@ -45,19 +46,46 @@ function quantity(value: number): string {
   return milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
 }
 
+const KUBERNETES_OPTION_KEYS = [
+  'app',
+  'namespace',
+  'image',
+  'port',
+  'metricsPort',
+  'readinessPath',
+  'prometheusUrl',
+  'minReplicas',
+  'maxReplicas',
+  'selectorLabels',
+];
+
 /** The manifests, by file name (YAML text, multi-document where a file holds several objects). */
 export function buildKubernetesManifests(options: KubernetesOptions = {}): Record<string, string> {
-  const o = resolveOptions(options);
+  const o = resolveOptions(options, [...GENERATOR_OPTION_KEYS, ...KUBERNETES_OPTION_KEYS]);
   const { metric } = o.names;
   const t = o.thresholds;
-  const app = options.app ?? 'inference-server';
-  const namespace = options.namespace ?? 'default';
-  const port = options.port ?? 8080;
-  const metricsPort = options.metricsPort ?? 9464;
+  const name = { type: 'string', maxLength: 63 } as const;
+  const app = fieldOrDefault('app', options.app, name, 'inference-server');
+  const namespace = fieldOrDefault('namespace', options.namespace, name, 'default');
+  fieldOrDefault('image', options.image, { type: 'string' }, undefined);
+  const port = fieldOrDefault<number>('port', options.port, { type: 'port' }, 8080);
+  const metricsPort = fieldOrDefault<number>('metricsPort', options.metricsPort, { type: 'port' }, 9464);
+  // The Service names both ports; one container port cannot serve both.
+  if (metricsPort === port) rejectValue('metricsPort', metricsPort, `a port other than port (${port})`);
   const readinessPath = options.readinessPath ?? '/healthz/ready';
-  const prometheusUrl = options.prometheusUrl ?? 'http://prometheus-operated.monitoring.svc:9090';
-  const minReplicas = options.minReplicas ?? 1;
-  const maxReplicas = options.maxReplicas ?? 10;
+  if (typeof readinessPath !== 'string' || !readinessPath.startsWith('/'))
+    rejectValue('readinessPath', readinessPath, 'a path starting with "/"');
+  const prometheusUrl = fieldOrDefault(
+    'prometheusUrl',
+    options.prometheusUrl,
+    { type: 'string' },
+    'http://prometheus-operated.monitoring.svc:9090',
+  );
+  if (!/^https?:\/\/[^/\s]/.test(prometheusUrl)) rejectValue('prometheusUrl', prometheusUrl, 'an http(s) URL');
+  // The HPA's minReplicas must be at least 1.
+  const minReplicas = fieldOrDefault('minReplicas', options.minReplicas, { type: 'integer', min: 1, max: 10_000 }, 1);
+  const maxReplicas = fieldOrDefault('maxReplicas', options.maxReplicas, { type: 'integer', min: 1, max: 10_000 }, 10);
+  checkAtLeast('maxReplicas', maxReplicas, 'minReplicas', minReplicas);
   const selectorLabels = options.selectorLabels ?? { release: 'kube-prometheus-stack' };
   const labels = { 'app.kubernetes.io/name': app, 'app.kubernetes.io/part-of': 'infersignal' };
   const meta = (name: string, extra: Record<string, string> = {}) => ({
@@ -131,7 +159,9 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
     apiVersion: 'monitoring.coreos.com/v1',
     kind: 'PrometheusRule',
     metadata: meta('infersignal-rules', selectorLabels),
-    spec: buildRules(options),
+    spec: buildRules(
+      Object.fromEntries(Object.entries(options).filter(([key]) => GENERATOR_OPTION_KEYS.includes(key))),
+    ),
   };
 
   const waitRecord = queueWaitQuantileRecord(t.queue.waitQuantile);
