@@ -51,7 +51,9 @@ describe('runRulesCli', () => {
     expect(otelJs.stdout).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.2');
     const bad = await cli('rules', '--naming', 'statsd');
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toBe('infersignal-rules rules: invalid --naming: must be one of "collector", "otel-js", got "statsd"\n');
+    expect(bad.stderr).toBe(
+      'infersignal-rules rules: invalid --naming: must be one of "collector", "otel-js", got "statsd"\n',
+    );
   });
 
   it('reads a YAML thresholds file; a syntax error is one line with its position', async () => {
