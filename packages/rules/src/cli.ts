@@ -292,7 +292,13 @@ export async function runRulesCli(argv: readonly string[], io: CliIo = processIo
     }
     const code = (error as { code?: string }).code;
     if (error instanceof UsageError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS'))) {
-      io.stderr(`infersignal-rules ${command}: ${firstLine((error as Error).message)}\n`);
+      const known =
+        code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+          ? ` (expected one of ${Object.keys(spec.options)
+              .map((name) => `--${name}`)
+              .join(', ')})`
+          : '';
+      io.stderr(`infersignal-rules ${command}: ${firstLine((error as Error).message).replace(/\.$/, '')}${known}\n`);
       return 2;
     }
     if (error instanceof Error && error.message.startsWith('infersignal-rules:')) {
