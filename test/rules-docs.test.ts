@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { DEFAULT_THRESHOLDS } from '@infersignal/core';
 import { buildRules } from '@infersignal/rules';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -133,4 +134,36 @@ describe('every infersignal-rules command the docs show runs inside the reposito
     },
     120_000,
   );
+});
+
+describe('every default threshold a doc gives in prose is the definition', () => {
+  const groups = Object.keys(DEFAULT_THRESHOLDS).join('|');
+  // `queue.occupancyWarn` (70 %), `heap.liveWarn` (default 0.7), `glitch.deltaSeconds` (250 ms, warning)
+  const MENTION = new RegExp(`\`(${groups})\\.(\\w+)\` \\((?:default )?(-?[0-9][0-9.]*) ?(ms|s|%|×)?[,)]`, 'g');
+  const mentions = [
+    'README.md',
+    'docs/metrics.md',
+    'docs/rules.md',
+    'docs/runbook.md',
+    'docs/node.md',
+    'docs/design.md',
+  ].flatMap((path) =>
+    [
+      ...read(path)
+        .replace(/\s*\n\s*/g, ' ')
+        .matchAll(MENTION),
+    ].map((m) => [path, `${m[1]}.${m[2]}`, `${m[3]}${m[4] ? ` ${m[4]}` : ''}`] as const),
+  );
+
+  it('finds the mentions', () => {
+    expect(mentions.length).toBeGreaterThanOrEqual(40);
+  });
+
+  it.each(mentions)('%s: %s (%s)', (_path, field, written) => {
+    const [group, key] = field.split('.');
+    const actual = (DEFAULT_THRESHOLDS as unknown as Record<string, Record<string, unknown>>)[group][key];
+    const [number, unit] = written.split(' ');
+    const scale = unit === 'ms' ? 1e-3 : unit === '%' ? 1e-2 : 1;
+    expect(Number(number) * scale).toBeCloseTo(actual as number, 9);
+  });
 });
