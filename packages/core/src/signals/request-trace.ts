@@ -53,7 +53,7 @@ export function traceSettings(value: TracesOption | undefined): TraceSettings | 
         ? { keep: value }
         : typeof value === 'object' && value !== null && !Array.isArray(value)
           ? value
-          : fail('traces', `must be a boolean, 'outliers', 'all' or an options object, got ${JSON.stringify(value)}`);
+          : fail('traces', `must be a boolean, 'outliers', 'all' or an options object, got ${describeValue(value)}`);
   for (const key of Object.keys(options))
     if (!TRACE_KEYS.includes(key)) fail(`traces.${key}`, `unknown option (expected one of ${TRACE_KEYS.join(', ')})`);
   const { keep = 'outliers', baseline = 0.01, slowSeconds = Number.POSITIVE_INFINITY, tailQuantile = 0.99 } = options;
