@@ -317,12 +317,12 @@ const envCases: [Record<string, string>, string, (resolved: ReturnType<typeof re
   ],
   [
     { OTEL_EXPORTER_PROMETHEUS_PORT: 'abc' },
-    'infersignal: ignoring OTEL_EXPORTER_PROMETHEUS_PORT="abc": expected an integer port in [0, 65535]; using the default 9464',
+    'infersignal: ignoring OTEL_EXPORTER_PROMETHEUS_PORT="abc": expected an integer port within [0, 65535] (0: a free port); using the default 9464',
     (r) => expect(r.prometheus?.port).toBe(9464),
   ],
   [
     { OTEL_EXPORTER_PROMETHEUS_PORT: '70000' },
-    'infersignal: ignoring OTEL_EXPORTER_PROMETHEUS_PORT="70000": expected an integer port in [0, 65535]; using the default 9464',
+    'infersignal: ignoring OTEL_EXPORTER_PROMETHEUS_PORT="70000": expected an integer port within [0, 65535] (0: a free port); using the default 9464',
     (r) => expect(r.prometheus?.port).toBe(9464),
   ],
   [
@@ -347,7 +347,7 @@ const envCases: [Record<string, string>, string, (resolved: ReturnType<typeof re
   ],
   [
     { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_METRIC_EXPORT_INTERVAL: '-1' },
-    'infersignal: ignoring OTEL_METRIC_EXPORT_INTERVAL="-1": expected a positive number of milliseconds',
+    'infersignal: ignoring OTEL_METRIC_EXPORT_INTERVAL="-1": expected a number of milliseconds > 0; using the default 15000 ms',
     (r) => expect(r.otlp?.intervalMs).toBe(15_000),
   ],
   [

@@ -29,7 +29,15 @@ export {
   resolveQueue,
 } from './options';
 export type { AdapterOptions, ModelOption, QueueOption, QueueSpec } from './options';
-export { acceptedText, checkAtLeast, checkField, describeValue, fieldOrDefault, rejectValue } from './validate';
+export {
+  acceptedText,
+  checkAtLeast,
+  checkField,
+  describeValue,
+  fieldAccepts,
+  fieldOrDefault,
+  rejectValue,
+} from './validate';
 export type { FieldSpec } from './validate';
 export { createRequestGate } from './request-gate';
 export type { RequestGate, RequestGateSettings } from './request-gate';

@@ -14,7 +14,8 @@ export { describeValue };
 export type FieldSpec =
   | { type: 'boolean' }
   | { type: 'integer'; min?: number; max?: number }
-  | { type: 'number'; min?: number; max?: number; above?: number; below?: number }
+  /** `unit` names what the number counts (`milliseconds`) in the message. */
+  | { type: 'number'; min?: number; max?: number; above?: number; below?: number; unit?: string }
   /** A TCP port; `allowZero` for a listener where 0 asks the OS for a free port. */
   | { type: 'port'; allowZero?: boolean }
   | { type: 'string'; maxLength?: number }
@@ -42,19 +43,21 @@ export function acceptedText(spec: FieldSpec): string {
       if (spec.max !== undefined) return `an integer within [${spec.min ?? 0}, ${spec.max}]`;
       return spec.min === undefined ? 'an integer' : `an integer >= ${spec.min}`;
     case 'number': {
+      const number = spec.unit === undefined ? 'a number' : `a number of ${spec.unit}`;
       const low = spec.above !== undefined ? `> ${spec.above}` : spec.min !== undefined ? `>= ${spec.min}` : undefined;
       const high = spec.below !== undefined ? `< ${spec.below}` : spec.max !== undefined ? `<= ${spec.max}` : undefined;
       if (low && high) {
         const open = spec.above !== undefined ? '(' : '[';
         const close = spec.below !== undefined ? ')' : ']';
-        return `a number within ${open}${spec.above ?? spec.min}, ${spec.below ?? spec.max}${close}`;
+        return `${number} within ${open}${spec.above ?? spec.min}, ${spec.below ?? spec.max}${close}`;
       }
-      return low || high ? `a number ${low ?? high}` : 'a finite number';
+      return low || high ? `${number} ${low ?? high}` : `a finite ${number.slice(2)}`;
     }
   }
 }
 
-function accepts(spec: FieldSpec, value: unknown): boolean {
+/** Whether `spec` accepts `value` (for a door that warns instead of throwing: the environment). */
+export function fieldAccepts(spec: FieldSpec, value: unknown): boolean {
   switch (spec.type) {
     case 'boolean':
       return typeof value === 'boolean';
@@ -89,7 +92,7 @@ function accepts(spec: FieldSpec, value: unknown): boolean {
 
 /** `value` when `spec` accepts it; otherwise throws naming `field`. */
 export function checkField<T>(field: string, value: unknown, spec: FieldSpec): T {
-  if (!accepts(spec, value)) rejectValue(field, value, acceptedText(spec));
+  if (!fieldAccepts(spec, value)) rejectValue(field, value, acceptedText(spec));
   return value as T;
 }
 

@@ -12,6 +12,7 @@ import {
   getStringListFromEnv,
   parseKeyPairsIntoRecord,
 } from '@opentelemetry/core';
+import { acceptedText, type FieldSpec, fieldAccepts } from '@infersignal/core/signals';
 
 export class OtelEnv {
   private readonly reported = new Set<string>();
@@ -38,11 +39,17 @@ export class OtelEnv {
     return getStringFromEnv(name)?.trim();
   }
 
-  /** A number that passes `valid`; anything else set is ignored with a warning. */
-  number(name: string, valid: (value: number) => boolean, expected: string, using?: string): number | undefined {
+  /**
+   * A number that the field spec accepts (the spec the same option is checked
+   * with, so both say what is accepted in the same words); anything else set
+   * is ignored with a warning.
+   */
+  number(name: string, spec: FieldSpec, using?: string): number | undefined {
     if (getStringFromEnv(name) === undefined) return undefined;
     const value = getNumberFromEnv(name);
-    return value !== undefined && valid(value) ? value : this.ignore(name, expected, false, using);
+    return value !== undefined && fieldAccepts(spec, value)
+      ? value
+      : this.ignore(name, acceptedText(spec), false, using);
   }
 
   /** `true` / `false` (any case); anything else set is ignored with a warning and reads as false. */

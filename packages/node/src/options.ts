@@ -110,16 +110,16 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const isPort = (value: number) => Number.isInteger(value) && value >= 0 && value <= 65535;
-const isPositive = (value: number) => Number.isFinite(value) && value > 0;
+/** A listener's port: 0 asks the OS for a free one. */
+const PORT = { type: 'port', allowZero: true } as const;
+const MILLISECONDS = { type: 'number', above: 0, unit: 'milliseconds' } as const;
 
 function port(value: unknown, field: string): number {
-  return checkField(field, value, { type: 'port', allowZero: true });
+  return checkField(field, value, PORT);
 }
 
 function positiveMs(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !isPositive(value)) rejectValue(field, value, 'a positive number of milliseconds');
-  return value;
+  return checkField(field, value, MILLISECONDS);
 }
 
 function url(value: unknown, field: string): URL {
@@ -154,12 +154,7 @@ function resolvePrometheus(
     host: (o.host as string | undefined) ?? env.string('OTEL_EXPORTER_PROMETHEUS_HOST') ?? DEFAULT_PROMETHEUS_HOST,
     port:
       explicitPort ??
-      env.number(
-        'OTEL_EXPORTER_PROMETHEUS_PORT',
-        isPort,
-        'an integer port in [0, 65535]',
-        `the default ${DEFAULT_PROMETHEUS_PORT}`,
-      ) ??
+      env.number('OTEL_EXPORTER_PROMETHEUS_PORT', PORT, `the default ${DEFAULT_PROMETHEUS_PORT}`) ??
       DEFAULT_PROMETHEUS_PORT,
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
@@ -245,9 +240,12 @@ function resolveOtlp(option: unknown, env: OtelEnv, choice: OtlpChoice): Resolve
   validateOtlpOption(o);
   if (!choice.metrics && !choice.traces) return undefined;
 
-  const ms = (name: string) => env.number(name, isPositive, 'a positive number of milliseconds');
+  const ms = (name: string, using = 'the next timeout setting, else the default') =>
+    env.number(name, MILLISECONDS, using);
   const intervalMs =
-    (o.intervalMs as number | undefined) ?? ms('OTEL_METRIC_EXPORT_INTERVAL') ?? DEFAULT_EXPORT_INTERVAL_MS;
+    (o.intervalMs as number | undefined) ??
+    ms('OTEL_METRIC_EXPORT_INTERVAL', `the default ${DEFAULT_EXPORT_INTERVAL_MS} ms`) ??
+    DEFAULT_EXPORT_INTERVAL_MS;
   const genericTimeout = ms('OTEL_EXPORTER_OTLP_TIMEOUT');
   let metricsTimeout =
     (o.timeoutMs as number | undefined) ??
