@@ -76,7 +76,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
   [
     'a threshold NaN',
     { thresholds: { queue: { occupancyWarn: Number.NaN } } },
-    config('thresholds.queue.occupancyWarn', 'must be a finite number, got NaN'),
+    config('thresholds.queue.occupancyWarn', 'must be a number within [0, 1], got NaN'),
   ],
   [
     'heap warn above critical',
@@ -91,7 +91,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
   [
     'a quantile of 1',
     { thresholds: { queue: { waitQuantile: 1 } } },
-    config('thresholds.queue.waitQuantile', 'must be within (0, 1), got 1'),
+    config('thresholds.queue.waitQuantile', 'must be a number within (0, 1), got 1'),
   ],
   [
     'a threshold boolean as a string',
@@ -102,7 +102,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
   [
     'a spike factor of 1',
     { thresholds: { modelLoad: { spikeFactor: 1 } } },
-    config('thresholds.modelLoad.spikeFactor', 'must be > 1, got 1'),
+    config('thresholds.modelLoad.spikeFactor', 'must be a number > 1, got 1'),
   ],
 ];
 
@@ -479,12 +479,12 @@ const cliCases: [string[], number, string][] = [
   [
     ['rules', '-t', nanYaml],
     1,
-    `infersignal-rules rules: invalid "thresholds.queue.occupancyWarn" in ${nanYaml}: must be a finite number, got NaN`,
+    `infersignal-rules rules: invalid "thresholds.queue.occupancyWarn" in ${nanYaml}: must be a number within [0, 1], got NaN`,
   ],
   [
     ['rules', '-t', badThresholds],
     1,
-    `infersignal-rules rules: invalid "thresholds.queue.occupancyWarn" in ${badThresholds}: must be within [0, 1], got 2`,
+    `infersignal-rules rules: invalid "thresholds.queue.occupancyWarn" in ${badThresholds}: must be a number within [0, 1], got 2`,
   ],
   [
     ['rules', '-t', join(dir, 'missing.json')],

@@ -5,6 +5,7 @@
  */
 import { brand } from './brand';
 import { describeValue } from './describe';
+import { checkField, type FieldSpec } from './validate';
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -306,44 +307,33 @@ const INTEGER_MAX: Record<string, number> = {
   'heap.majorGcs': 64,
 };
 
-function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
-  if (rule === 'boolean') {
-    if (typeof value !== 'boolean')
-      throw new InferSignalConfigError(field, `must be true or false, got ${describeValue(value)}`);
-    return value;
+/** The field spec of a rule: what a threshold of that kind accepts, checked by core's one validator. */
+function specOf(field: string, rule: Rule): FieldSpec {
+  switch (rule) {
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'positive':
+      return { type: 'number', above: 0 };
+    case 'nonNegative':
+      return { type: 'number', min: 0 };
+    case 'ratio':
+      return { type: 'number', min: 0, max: 1 };
+    case 'fraction':
+      return { type: 'number', above: 0, below: 1 };
+    case 'factor':
+      return { type: 'number', above: 1 };
+    case 'integer':
+      // Window sizes allocate typed arrays up front: a cap keeps memory bounded and the error clear.
+      return { type: 'integer', min: 1, max: INTEGER_MAX[field.split('.').slice(-2).join('.')] ?? 1_000_000 };
   }
-  return checkNumber(field, value, rule);
+}
+
+function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
+  return checkField(field, value, specOf(field, rule));
 }
 
 function checkNumber(field: string, value: unknown, rule: Exclude<Rule, 'boolean'>): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new InferSignalConfigError(field, `must be a finite number, got ${describeValue(value)}`);
-  }
-  switch (rule) {
-    case 'positive':
-      if (value <= 0) throw new InferSignalConfigError(field, `must be > 0, got ${value}`);
-      break;
-    case 'nonNegative':
-      if (value < 0) throw new InferSignalConfigError(field, `must be >= 0, got ${value}`);
-      break;
-    case 'ratio':
-      if (value < 0 || value > 1) throw new InferSignalConfigError(field, `must be within [0, 1], got ${value}`);
-      break;
-    case 'fraction':
-      if (value <= 0 || value >= 1) throw new InferSignalConfigError(field, `must be within (0, 1), got ${value}`);
-      break;
-    case 'integer': {
-      // Window sizes allocate typed arrays up front: a cap keeps memory bounded and the error clear.
-      const max = INTEGER_MAX[field.split('.').slice(-2).join('.')] ?? 1_000_000;
-      if (!Number.isInteger(value) || value < 1 || value > max)
-        throw new InferSignalConfigError(field, `must be an integer within [1, ${max}], got ${value}`);
-      break;
-    }
-    case 'factor':
-      if (value <= 1) throw new InferSignalConfigError(field, `must be > 1, got ${value}`);
-      break;
-  }
-  return value;
+  return checkField(field, value, specOf(field, rule));
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
