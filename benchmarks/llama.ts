@@ -8,8 +8,8 @@
  *
  * The rounds are shared out over LLAMA_PROCESSES processes (default 4), run one after another and pooled:
  * one process's ratio is not only llama.cpp's noise but also that process's memory layout and V8's
- * choices, which no number of rounds inside it averages out (two runs of 601 rounds in one process each
- * read the API export at 1.001× and 1.017×, intervals ±0.7 % that do not overlap). Each process draws its
+ * choices, which no number of rounds inside it averages out (two single-process runs can give intervals
+ * that do not overlap). Each process draws its
  * own shuffle seed, and the two wrapped models are created in alternating order (which one gets the first
  * context). Per process: two wrapped models (API export, producer export), each with its own context of
  * the same GGUF (one sequence, 256 tokens, one thread). The bare variants run `LlamaCompletion.generateCompletionWithMeta()`
