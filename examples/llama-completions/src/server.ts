@@ -219,7 +219,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         server.server.closeAllConnections();
         await server.close();
         await served.release();
-        // Bounded: node-llama-cpp 3.21.1 may never settle it after a reload llama.cpp rejected (docs/llama.md).
+        // Bounded: node-llama-cpp 3.21.1 may never settle it after a reload llama.cpp rejected (packages/llama/README.md).
         await Promise.race([ownLlama.dispose(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
         await telemetry.shutdown();
         rmSync(dir, { recursive: true, force: true });
