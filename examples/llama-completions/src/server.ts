@@ -1,13 +1,17 @@
 /**
- * A Fastify 5 server answering OpenAI-compatible text completions from a GGUF model run by node-llama-cpp,
- * instrumented from the inside with InferSignal:
+ * A Fastify 5 server answering the OpenAI Completions and Chat Completions APIs from a GGUF model run by
+ * node-llama-cpp, instrumented from the inside with InferSignal: a model server of the Gateway API
+ * Inference Extension's protocol (docs/kubernetes.md):
  *
- *   POST /v1/completions  { prompt, max_tokens, stream }: JSON, or with `stream: true` server-sent events
- *                         (one event per text chunk, then `data: [DONE]`)
- *   GET  /v1/models       the model served
- *   GET  /metrics         Prometheus text (Collector naming), from @infersignal/node
- *   GET  /healthz/ready   503 while any signal is CRITICAL, else 200; the body is the monitor's snapshot
- *   POST /admin/reload    { seed?, defect? }: generates a model (or a broken one) and hot-reloads it
+ *   POST /v1/completions       { prompt, max_tokens, stream, stream_options }: JSON with usage, or with
+ *                              `stream: true` server-sent events (one per text chunk, then `data: [DONE]`)
+ *   POST /v1/chat/completions  { messages, max_tokens | max_completion_tokens, stream, stream_options }:
+ *                              the same as chat.completion / chat.completion.chunk objects
+ *   GET  /v1/models            the model served
+ *   GET  /metrics              Prometheus text (Collector naming), from @infersignal/node; the protocol's
+ *                              gauges: infersignal_queue_waiting, _in_flight, infersignal_kv_cache_utilization_ratio
+ *   GET  /healthz/ready        503 while any signal is CRITICAL, else 200; the body is the monitor's snapshot
+ *   POST /admin/reload         { seed?, defect? }: generates a model (or a broken one) and hot-reloads it
  *
  * Without MODEL_PATH the model is generated at start (scripts/make-gguf.ts, printable, ~470 KB): nothing
  * is downloaded. Generations wait in `@infersignal/llama`'s queue for one of the context's sequences;

@@ -24,7 +24,10 @@ export interface KubernetesOptions extends GeneratorOptions {
   image?: string;
   /** Container port of the HTTP API and the readiness route (default 8080). */
   port?: number;
-  /** Port of the Prometheus exporter (default 9464, the OTel exporter's default). */
+  /**
+   * Port of the Prometheus exporter (default 9464, the OTel exporter's default). The endpoint picker reads
+   * /metrics on `port`: give the same port when the app serves /metrics there (the manifests then open one port).
+   */
   metricsPort?: number;
   /** Readiness route served by the InferSignal adapter (default `/healthz/ready`). */
   readinessPath?: string;
@@ -109,6 +112,9 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
   const port = options.port ?? 8080;
   const metricsPort = options.metricsPort ?? 9464;
   const readinessPath = options.readinessPath ?? '/healthz/ready';
+  // The endpoint picker scrapes /metrics on the serving port (the pool's target port): an app that mounts
+  // the exporter there (`start({ prometheus: { mount: true } })`) passes the same port for both.
+  const sharedPort = metricsPort === port;
   const prometheusUrl = options.prometheusUrl ?? 'http://prometheus-operated.monitoring.svc:9090';
   const minReplicas = options.minReplicas ?? 1;
   const maxReplicas = options.maxReplicas ?? 10;
@@ -138,15 +144,19 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
             {
               name: app,
               image: options.image ?? 'registry.example.com/inference-server:latest',
-              ports: [
-                { name: 'http', containerPort: port },
-                { name: 'metrics', containerPort: metricsPort },
-              ],
-              env: [
-                // The exporter listens on loopback by default; a cluster Prometheus needs the pod address.
-                { name: 'OTEL_EXPORTER_PROMETHEUS_HOST', value: '0.0.0.0' },
-                { name: 'OTEL_EXPORTER_PROMETHEUS_PORT', value: String(metricsPort) },
-              ],
+              ...(sharedPort
+                ? { ports: [{ name: 'http', containerPort: port }] }
+                : {
+                    ports: [
+                      { name: 'http', containerPort: port },
+                      { name: 'metrics', containerPort: metricsPort },
+                    ],
+                    env: [
+                      // The exporter listens on loopback by default; a cluster Prometheus needs the pod address.
+                      { name: 'OTEL_EXPORTER_PROMETHEUS_HOST', value: '0.0.0.0' },
+                      { name: 'OTEL_EXPORTER_PROMETHEUS_PORT', value: String(metricsPort) },
+                    ],
+                  }),
               readinessProbe: {
                 httpGet: { path: readinessPath, port: 'http' },
                 periodSeconds: 2,
@@ -170,7 +180,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
       selector: { 'app.kubernetes.io/name': app },
       ports: [
         { name: 'http', port, targetPort: 'http' },
-        { name: 'metrics', port: metricsPort, targetPort: 'metrics' },
+        ...(sharedPort ? [] : [{ name: 'metrics', port: metricsPort, targetPort: 'metrics' }]),
       ],
     },
   };
@@ -180,7 +190,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
     metadata: meta(app, selectorLabels),
     spec: {
       selector: { matchLabels: { 'app.kubernetes.io/name': app } },
-      endpoints: [{ port: 'metrics', interval: '15s' }],
+      endpoints: [{ port: sharedPort ? 'http' : 'metrics', path: '/metrics', interval: '15s' }],
     },
   };
   const prometheusRule = {

@@ -232,6 +232,16 @@ describe('examples/kubernetes', () => {
       runningRequestsSpec: 'infersignal_queue_in_flight{infersignal_queue_name="llama:m"}',
       kvUsageSpec: 'infersignal_kv_cache_utilization_ratio{gen_ai_request_model="m"}',
     });
+    // One port for the API and /metrics (the app mounts the exporter), as the picker reads it.
+    const shared = buildKubernetesManifests({ port: 3000, metricsPort: 3000 });
+    const [sharedDeployment, sharedService, sharedMonitor] = docs(shared['deployment.yaml']);
+    new Deployment(sharedDeployment as any).validate();
+    new Service(sharedService as any).validate();
+    expect(sharedDeployment.spec.template.spec.containers[0].ports).toEqual([{ name: 'http', containerPort: 3000 }]);
+    expect(sharedDeployment.spec.template.spec.containers[0].env).toBeUndefined();
+    expect(sharedService.spec.ports).toEqual([{ name: 'http', port: 3000, targetPort: 'http' }]);
+    expect(sharedMonitor.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '15s' }]);
+    expect(docs(shared['inference-pool.yaml'])[0]!.spec.targetPorts).toEqual([{ number: 3000 }]);
     const tuned = buildKubernetesManifests({
       thresholds: { saturation: { queueDepthThreshold: 30, kvCacheUtilThreshold: 0.6 } },
     });
