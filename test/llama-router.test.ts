@@ -2,8 +2,8 @@
  * A picker-style router in front of two replicas of the llama-completions example, as the Gateway API
  * Inference Extension's endpoint picker routes: it scrapes each replica's /metrics every 50 ms through the
  * generated engine config, scores a replica by max(queued / 5, kv / 0.8) (the saturation thresholds of
- * core's config), treats a replica whose last good scrape is older than 200 ms as saturated, and sends
- * each request to the lowest score (ties alternate). One replica is slowed down by long generations that
+ * core's config), counts a replica whose last good scrape is older than 200 ms as fully saturated (at
+ * least 1), and sends each request to the lowest score (ties alternate). One replica is slowed down by long generations that
  * did not come through the router (clients of its own); the router must send at least 90 % of its
  * requests to the other. Two real servers on 127.0.0.1:0 with the generated model, a bounded request count.
  */
@@ -16,7 +16,7 @@ import { read, saturation, type Reading } from './support/picker';
 
 const REQUESTS = 40;
 const ROUTER_CONCURRENCY = 2;
-const BACKGROUND_CLIENTS = 6;
+const BACKGROUND_CLIENTS = 8;
 const SCRAPE_MS = 50;
 const STALE_MS = 200;
 
@@ -51,7 +51,8 @@ describe('a picker-style router over two llama-completions replicas', () => {
     const [healthy, slowed] = replicas as [Replica, Replica];
     let stop = false;
 
-    // The slowed replica: its own clients keep both sequences on long generations and four more waiting.
+    // The slowed replica: its own clients keep both sequences on long generations and six more waiting
+    // (6 / 5 > 1: saturated even against a healthy replica whose reading went stale).
     const background = Array.from({ length: BACKGROUND_CLIENTS }, async (_, c) => {
       while (!stop) {
         const response = await fetch(`${slowed.server.url}/v1/completions`, {
@@ -60,9 +61,11 @@ describe('a picker-style router over two llama-completions replicas', () => {
           body: JSON.stringify({ prompt: `background ${c}`, max_tokens: 200 }),
         }).catch(() => null);
         await response?.arrayBuffer();
+        // A refused client waits before it comes back, as a polite one would.
+        if (response?.status !== 200) await sleep(100);
       }
     });
-    await until(() => slowed.server.model.queue.waiting >= 2, 10_000, 'the slowed replica to queue');
+    await until(() => slowed.server.model.queue.waiting >= 4, 10_000, 'the slowed replica to queue');
 
     // The picker's data layer: a scrape of every replica every 50 ms, off the request path.
     const scrapeLoop = (async () => {
@@ -85,10 +88,13 @@ describe('a picker-style router over two llama-completions replicas', () => {
     await until(() => replicas.every((r) => r.reading !== null), 5000, 'a first scrape of both');
 
     let tie = 0;
-    const score = (replica: Replica) =>
-      replica.reading === null || performance.now() - replica.readAt > STALE_MS
-        ? Number.POSITIVE_INFINITY
-        : saturation(replica.reading, DEFAULT_THRESHOLDS.saturation);
+    let stalePicks = 0;
+    const score = (replica: Replica) => {
+      const value = saturation(replica.reading!, DEFAULT_THRESHOLDS.saturation);
+      if (performance.now() - replica.readAt <= STALE_MS) return value;
+      stalePicks++;
+      return Math.max(value, 1);
+    };
     const pick = (): Replica => {
       const [a, b] = [score(healthy), score(slowed)];
       if (a === b) return tie++ % 2 === 0 ? healthy : slowed;
@@ -116,7 +122,7 @@ describe('a picker-style router over two llama-completions replicas', () => {
 
     const share = healthy.routed / REQUESTS;
     console.log(
-      `[router] ${healthy.routed}/${REQUESTS} to the healthy replica (${(share * 100).toFixed(0)} %), ${slowed.routed} to the slowed one`,
+      `[router] ${healthy.routed}/${REQUESTS} to the healthy replica (${(share * 100).toFixed(0)} %), ${slowed.routed} to the slowed one; ${stalePicks} stale readings`,
     );
     expect(statuses.every((s) => s === 200)).toBe(true);
     expect(healthy.routed + slowed.routed).toBe(REQUESTS);
