@@ -13,7 +13,7 @@ import { buildKubernetesManifests, engineConfig } from '@infersignal/rules';
 import { startServer, type RunningServer } from '../examples/llama-completions/src/server';
 import { findBinary } from '../packages/rules/test/helpers/binaries';
 import { gate, until } from './support/async';
-import { read, saturation, type EngineConfig } from './support/picker';
+import { parseExposition, parseSpec, read, saturation, type EngineConfig } from './support/picker';
 
 const promtool = findBinary('promtool');
 
@@ -63,7 +63,12 @@ describe('examples/llama-completions speaks the model-server protocol', () => {
   it('exports the three gauges from the start, KV utilization 0 before any sequence', async () => {
     expect(engine).toEqual(engineConfig({ queueName: 'llama:tiny-llama', model: 'tiny-llama' }));
     expect(engine.kvUsageSpec).toBe('infersignal_kv_cache_utilization_ratio{gen_ai_request_model="tiny-llama"}');
-    expect(read(await scrape(), engine)).toEqual({ queued: 0, running: 0, kv: 0 });
+    const text = await scrape();
+    expect(read(text, engine)).toEqual({ queued: 0, running: 0, kv: 0 });
+    // Gauges, as the protocol types them.
+    const families = parseExposition(text);
+    for (const spec of [engine.queuedRequestsSpec, engine.runningRequestsSpec, engine.kvUsageSpec])
+      expect(families.get(parseSpec(spec).name)?.type, spec).toBe('gauge');
   });
 
   it('answers Chat Completions as JSON with usage, bounded by max_tokens or max_completion_tokens', async () => {
@@ -187,5 +192,17 @@ describe('examples/llama-completions speaks the model-server protocol', () => {
     expect(read(idle, engine).kv).toBe(0);
     // The idle sequences still hold their prompts for prefix reuse: the token gauge shows them, utilization does not.
     expect(Number(/^infersignal_kv_cache_tokens\{[^}]*\} (\S+)$/m.exec(idle)?.[1])).toBeGreaterThan(0);
+  });
+});
+
+describe('the picker-style parser refuses what the legacy text parser refuses', () => {
+  it('a family split in two, a second TYPE, a bad sample line', () => {
+    expect(() => parseExposition('# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\na{x="1"} 2\n')).toThrow(/appears twice/);
+    expect(() => parseExposition('# TYPE a gauge\n# TYPE a gauge\na 1\n')).toThrow(/second TYPE/);
+    expect(() => parseExposition('a{x="1" 1\n')).toThrow(/bad/);
+    const ok = parseExposition(
+      '# HELP h_seconds x\n# TYPE h_seconds histogram\nh_seconds_bucket{le="+Inf"} 2\nh_seconds_sum 1\nh_seconds_count 2\n# UNIT ignored\n',
+    );
+    expect(ok.get('h_seconds')?.samples).toHaveLength(3);
   });
 });
