@@ -3,6 +3,7 @@ export { PipelineLoadError, PipelineReleasedError, classifyPipelineError } from 
 export type { PipelineLoadFailureReason } from './errors';
 export { TRANSFORMERS_ATTR } from './attributes';
 export type {
+  CallUsage,
   CreatePipelineOptions,
   MonitoredPipeline,
   PipelineInput,

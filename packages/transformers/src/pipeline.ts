@@ -119,7 +119,8 @@ class Monitored<T extends PipelineType> implements MonitoredPipeline<T> {
     const ticket = this.queue.enqueue(this.label);
     try {
       const result = await this.swap.use(
-        (slot) => this.call(slot, ticket, input, kwargs as Record<string, unknown> | undefined, signal),
+        (slot) =>
+          this.call(slot, ticket, input, kwargs as Record<string, unknown> | undefined, signal, options?.onUsage),
         (task) => this.queue.run(task, { ticket, signal }),
       );
       ticket.end('completed');
@@ -137,6 +138,7 @@ class Monitored<T extends PipelineType> implements MonitoredPipeline<T> {
     input: unknown,
     kwargs: Record<string, unknown> | undefined,
     signal: AbortSignal | undefined,
+    onUsage: RunOptions['onUsage'],
   ): Promise<unknown> {
     // Aborted before it started: no stream was opened, so none is counted as interrupted.
     if (signal?.aborted) {
@@ -182,6 +184,13 @@ class Monitored<T extends PipelineType> implements MonitoredPipeline<T> {
         stream.end(outcome === 'completed' ? 'completed' : (outcome as StreamOutcome));
       }
       ticket.end(outcome);
+      if (onUsage) {
+        try {
+          onUsage(tally);
+        } catch (error) {
+          this.monitor.internalError('transformers.onUsage', error);
+        }
+      }
     }
   }
 

@@ -63,6 +63,23 @@ export interface RunOptions {
    * to the client's connection to count a closed client.
    */
   signal?: AbortSignal;
+  /**
+   * Called once when the call ends (also on failure), with what its
+   * tokenizer output held and what it generated: for an API's `usage`
+   * field, without tokenizing again. An error it throws is counted as an
+   * internal error, never thrown into the call.
+   */
+  onUsage?(usage: CallUsage): void;
+}
+
+/** Rows and tokens of one call, read from the tokenizer output the pipeline computed. */
+export interface CallUsage {
+  /** Rows of the tokenized input (0 when the pipeline ran no tokenizer in its synchronous part). */
+  readonly batch: number;
+  /** Tokens of the input, padding excluded. */
+  readonly inputTokens: number;
+  /** Tokens generated, summed over rows (0 for a pipeline that does not generate). */
+  readonly outputTokens: number;
 }
 
 type Call<P> = P extends (...args: infer A) => infer R ? { args: A; result: R } : never;

@@ -136,7 +136,7 @@ describe('closed client', () => {
     const ended: { outcome?: string; tokens: number } = { tokens: 0 };
     let settled!: () => void;
     const done = new Promise<void>((resolve) => (settled = resolve));
-    server = createServer((req, res) => {
+    server = createServer((_req, res) => {
       const controller = new AbortController();
       res.on('close', () => controller.abort());
       res.writeHead(200, { 'content-type': 'text/event-stream' });
