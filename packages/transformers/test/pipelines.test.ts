@@ -122,7 +122,12 @@ describe('text-classification', () => {
       options,
     );
     const texts = ['a good movie', 'very bad and awful', 'great fun not boring'];
-    const out = (await classify.run(texts)) as { label: string; score: number }[];
+    const usage: unknown[] = [];
+    const out = (await classify.run(texts, undefined, { onUsage: (u) => usage.push({ ...u }) })) as {
+      label: string;
+      score: number;
+    }[];
+    expect(usage).toEqual([{ batch: 3, inputTokens: texts.reduce((n, t) => n + ids(t).length, 0), outputTokens: 0 }]);
     texts.forEach((t, i) => {
       expect(out[i].label).toBe(sentiment(t).label);
       expect(out[i].score).toBeCloseTo(sentiment(t).score, 6);
