@@ -65,8 +65,15 @@ export async function createPipeline<T extends PipelineType>(
 ): Promise<MonitoredPipeline<T>> {
   validate(name, task, modelId, options);
   const runtime = options.runtime ?? (await importRuntime());
-  const queue = resolveQueue(monitor, options.queue, `transformers:${name}`, 'options.queue', { concurrency: 1 });
   const slot = await loadSlot(monitor, runtime, name, task, 'load', modelId, options, 1);
+  let queue: QueueTracker;
+  try {
+    // After the load, so a model that fails to load leaves no queue behind.
+    queue = resolveQueue(monitor, options.queue, `transformers:${name}`, 'options.queue', { concurrency: 1 });
+  } catch (error) {
+    await slot.pipe.dispose?.().catch((e: unknown) => monitor.internalError('transformers.dispose', e));
+    throw error;
+  }
   return new Monitored<T>(monitor, runtime, name, task, options, queue, slot);
 }
 

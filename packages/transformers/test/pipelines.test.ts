@@ -231,3 +231,18 @@ describe('text-generation', () => {
     await gen.release();
   });
 });
+
+describe('options', () => {
+  it('refuses bad options before any load, with one line naming the field', async () => {
+    h = harness();
+    const make = (name: string, extra: Record<string, unknown>) =>
+      createPipeline(h.monitor, name, 'feature-extraction', 'tiny-bert-embed', { ...options, ...extra } as never);
+    await expect(make('', {})).rejects.toThrow(/"transformers\.name".*non-empty string/);
+    await expect(make('m', { runtime: {} })).rejects.toThrow(/"options\.runtime".*pipeline missing/);
+    await expect(make('m', { bogus: 1 })).rejects.toThrow(/bogus/);
+    await expect(make('m', { shed: 'yes' })).rejects.toThrow(/"options\.shed".*true or false/);
+    await expect(make('m', { queue: { concurrency: 0 } })).rejects.toThrow(/options\.queue\.concurrency/);
+    const loads = await h.points(METRICS.modelLoadDuration.name);
+    expect(loads).toEqual([]);
+  });
+});
