@@ -46,6 +46,7 @@ import { ROUNDS, SMOKE, TASK_MS } from './lib/env';
 import { DropSpanExporter, histogramCount, PullReader } from './lib/otel';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import { fmtNs, fmtRatio, roundRatios, rotate, spread } from './lib/stats';
+import { transformersOverhead } from './lib/transformers-overhead';
 
 const BATCH = 16;
 /** Clock reads of one request by hand (bareOtel's `now()` calls): one per transition. */
@@ -390,6 +391,9 @@ if (floorSeries.histograms.join('\n') !== seriesOf((await api.reader.collect()).
 const check = await sameExport();
 const spansPerRequest = outliers.spansPerRequest();
 await Promise.all([api.monitor.close(), producer.monitor.close(), outliers.monitor.close()]);
+// What @infersignal/transformers adds to one transformers.js pipeline call (lib/transformers-overhead.ts).
+const tjs = await transformersOverhead();
+const tjsLine = `@infersignal/transformers adds ${fmtNs(tjs.addedNs)} per pipeline call (per round ${fmtNs(tjs.addedRange[0])}–${fmtNs(tjs.addedRange[1])}), ${tjs.ratio.median.toFixed(2)}× the bare call of ${fmtNs(tjs.bareNs)} on the tiny BERT`;
 
 const base = perRequest.get('bare OTel calls')!;
 const rows = tasks.map((t) => {
@@ -441,6 +445,7 @@ const goals: Goal[] = [
     goal: 'identical',
     met: check.identical,
   },
+  { text: tjsLine, goal: '≤ 20 µs per call', met: tjs.addedNs <= 20_000 },
 ];
 console.log(`prom-client equivalent: ${promRatio.median.toFixed(2)}× bare OTel (context, no goal)`);
 console.log(`${outlierLine} (context, no goal: the server suite judges it)`);
@@ -452,12 +457,22 @@ const verdict = printVerdict('hot-path', goals);
 writeSection('hot-path', {
   title: 'hot path: one instrumented request through core vs the bare OTel calls',
   command: 'pnpm bench:hot-path',
-  packages: ['@opentelemetry/sdk-metrics', 'prom-client', 'tinybench', '@infersignal/core'],
+  packages: [
+    '@opentelemetry/sdk-metrics',
+    'prom-client',
+    'tinybench',
+    '@infersignal/core',
+    '@huggingface/transformers',
+  ],
   method: `One request = enqueue → start → ${TOKENS} tokens → end: 5 histogram records, 4 counter adds, 5 clock reads; *bare OTel calls* makes them by hand with core's attribute sets, *histograms only* the 5 records the API export makes. tinybench, ${ROUNDS} rotated rounds.`,
   results: [
     table(['variant', 'per request, median (range)', 'vs bare OTel, median (range)'], rows),
     '',
     `Export check: ${check.identical ? `identical values for all ${check.series} series` : `DIFFERENT values: ${check.detail}`}; clock reads per request ${check.clockReads} through core, ${BARE_CLOCK_READS} by hand. Outlier traces' own price (no goal here): ${outlierLine}.  `,
+    '',
+    `transformers.js: one \`feature-extraction\` call of 4 texts on the committed tiny BERT, bare and through \`@infersignal/transformers\`' \`run()\`, interleaved rounds (the tiny model makes the ratio a worst case).`,
+    '',
+    table(['variant (one pipeline call)', 'per call, median (range)', 'vs bare call, median (IQR)'], tjs.rows),
   ].join('\n'),
   verdict,
 });

@@ -126,7 +126,11 @@ interface Install {
   fastify?: string;
   npmLs: string;
   otlpCheck: string;
+  /** Inference runtimes found installed (an adapter's runtime is the app's: none expected). */
+  runtimes: string[];
 }
+
+const RUNTIMES = ['@huggingface/transformers', 'onnxruntime-node', 'onnxruntime-web', 'sharp'];
 
 function npm(node: string, app: string, args: string[]): string {
   const { NODE_PATH: _, ...env } = process.env;
@@ -148,7 +152,7 @@ function otlpCheck(node: string, app: string): string {
   return (run.stdout.trim() || run.stderr.trim().split('\n')[0] || '').split('\n')[0];
 }
 
-function install(label: string, node: string, work: string, packages: readonly string[]): Install {
+function install(label: string, node: string, work: string, packages: readonly string[], checkOtlp = true): Install {
   const app = mkdtempSync(join(work, 'app-'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
   npm(node, app, ['install', '--no-audit', '--no-fund', '--loglevel=error', ...packages]);
@@ -164,7 +168,8 @@ function install(label: string, node: string, work: string, packages: readonly s
     semconvBytes: existsSync(semconv) ? size(semconv) : 0,
     fastify,
     npmLs: npm(node, app, ['ls', '@opentelemetry/sdk-metrics', '@opentelemetry/core']).trim(),
-    otlpCheck: packages.some((p) => p.endsWith('.tgz')) ? otlpCheck(node, app) : '',
+    otlpCheck: checkOtlp && packages.some((p) => p.endsWith('.tgz')) ? otlpCheck(node, app) : '',
+    runtimes: [...copies(nodeModules, (name) => RUNTIMES.includes(name)).keys()],
   };
 }
 
@@ -195,6 +200,17 @@ try {
   ]);
   installs.push(inFastifyApp);
   const framework = install(`${fastify} alone`, process.execPath, work, [fastify]);
+  // A runtime wrapper on its own: @infersignal/transformers beside the app's transformers.js, an optional peer
+  // npm never installs (transformers.js 4.3 with onnxruntime-node, onnxruntime-web and sharp is the app's choice).
+  const transformersClosure = workspaceClosure(['@infersignal/transformers']);
+  const transformersApp = install(
+    `Node ${process.version}, @infersignal/transformers`,
+    process.execPath,
+    work,
+    pack(transformersClosure, tarballsDir),
+    false,
+  );
+  installs.push(transformersApp);
   // OTLP on: the exporters of the line npm picks for that Node (their own exact pins decide what is shared).
   const otlpPackages = ['@opentelemetry/exporter-metrics-otlp-proto', '@opentelemetry/exporter-trace-otlp-proto'];
   const withOtlp = SMOKE
@@ -244,6 +260,11 @@ try {
       goal: "none (the app's own)",
       met: node20.fastify === undefined,
     },
+    {
+      text: `@infersignal/transformers ${mb(transformersApp.bytes)}, runtimes installed by it: ${transformersApp.runtimes.join(', ') || 'none'}`,
+      goal: `≤ ${mb(GOAL_BYTES)}, none (the app's own)`,
+      met: transformersApp.bytes <= GOAL_BYTES && transformersApp.runtimes.length === 0,
+    },
     ...installs
       .filter((i) => !withOtlp.includes(i))
       .map((i) => ({
@@ -258,12 +279,14 @@ try {
     i.label,
     mb(i.bytes),
     `${i.otel.size} (${mb(i.otelBytes)})`,
-    lineOf(i),
+    lineOf(i) || '–',
     duplicates(i).length === 0 ? 'none' : `${duplicates(i).length} (\`${duplicates(i)[0]![0]}\` …)`,
     // The refusal names the exporter to install; the console has the whole message.
     /needs (@opentelemetry\/[\w-]+)/.test(i.otlpCheck)
       ? `refused, names \`${/needs (@opentelemetry\/[\w-]+)/.exec(i.otlpCheck)![1]}\``
-      : `\`${i.otlpCheck}\``,
+      : i.otlpCheck
+        ? `\`${i.otlpCheck}\``
+        : '–',
   ]);
   rows.push([framework.label, mb(framework.bytes), '–', '–', '–', '–']);
   const method = `\`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app on each Node line; npm picks the SDK line by \`engines\`. "Into a Fastify app": the same beside \`fastify\` (an optional peer), less \`fastify\` alone.`;

@@ -46,7 +46,7 @@ function docStamp(): string {
 describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
   // Load suites need a few seconds of server start-up and warm-up.
   const cases: Array<[suite: string, goals: number]> = [
-    ['hot-path', 3],
+    ['hot-path', 4],
     ['detectors', 2],
     ['memory', 2],
     ['gpu', 2],
