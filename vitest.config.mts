@@ -24,6 +24,8 @@ const E2E = [
   // llama.cpp's log callback is process-wide: a Llama left by another file in a shared worker would take
   // the log lines that carry a failed load's reason. Each llama file gets a process of its own here.
   'test/llama-example.test.ts',
+  'test/llama-protocol.test.ts',
+  'test/llama-router.test.ts',
   'packages/llama/test/**/*.test.ts',
 ];
 /**

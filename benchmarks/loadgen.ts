@@ -161,15 +161,12 @@ writeSection('loadgen', {
   title: 'loadgen: @infersignal/bench vs autocannon',
   command: 'pnpm bench:loadgen',
   packages: ['@infersignal/bench', 'autocannon', 'fastify'],
-  method: `Both tools in this process, programmatic, against the same bare Fastify server in a forked child (\`GET /v1/infer\`, tiny JSON). Closed loop: ${CONNECTIONS} connections, ${CLOSED_SECONDS} s, ${ROUNDS} rounds alternating which tool goes first. Throughput is the **server's** count of requests served during the window / the window's wall time (the same yardstick for both; each tool's own report beside it). Open loop: a constant ${RATE} req/s for ${OPEN_SECONDS} s (runBench \`rate\`), ${ROUNDS} runs. Latency from the scheduled time (coordinated omission): in one more open-loop run the generator's own event loop is blocked for ${STALL_MS} ms, 40 % into the run; the requests due during the stall are sent late, and their latency counts from when they were due (a generator measuring from the actual send would report the server's ~1 ms).`,
-  results: `${table(['tool (closed loop)', 'req/s (server count)', 'req/s (tool report)', 'P99 ms (tool)'], rows)}
-
-bench / autocannon, per round: **${fmtRatio(ratio)}** by server count, ${fmtRatio(toolRatio)} by the tools' own reports.
-
-Open loop:
-
-${table(['run', 'target req/s', 'sent req/s', 'error', 'answered req/s', 'P99 ms'], openRows)}
-
-${STALL_MS} ms generator stall: max ${stall!.max.toFixed(1)} ms, P99 ${stall!.p99.toFixed(1)} ms from the scheduled time, sent ${stall!.offered.toFixed(1)} req/s overall (the backlog is sent once the loop is free).`,
+  method: `Both tools against the same bare Fastify server in a forked child: closed loop (${CONNECTIONS} connections, ${CLOSED_SECONDS} s, ${ROUNDS} rounds, req/s by the **server's** count); open loop at ${RATE} req/s; a ${STALL_MS} ms stall of the generator's own event loop.`,
+  results: [
+    table(['tool (closed loop)', 'req/s (server count)', 'req/s (tool report)', 'P99 ms (tool)'], rows),
+    '',
+    `bench / autocannon, per round: **${fmtRatio(ratio)}** by server count, ${fmtRatio(toolRatio)} by the tools' own reports. Open loop at ${RATE} req/s for ${OPEN_SECONDS} s: sent ${open.map((o) => o.offered.toFixed(1)).join(', ')} req/s, P99 ${open.map((o) => o.p99.toFixed(2)).join(', ')} ms.  `,
+    `${STALL_MS} ms generator stall: max ${stall!.max.toFixed(1)} ms, P99 ${stall!.p99.toFixed(1)} ms from the scheduled time (requests due meanwhile count from when they were due), sent ${stall!.offered.toFixed(1)} req/s overall.  `,
+  ].join('\n'),
   verdict,
 });

@@ -119,7 +119,7 @@ writeSection('memory', {
   title: 'memory: heap after GC, 10⁴ vs 10⁶ requests',
   command: 'pnpm bench:memory',
   packages: ['@opentelemetry/sdk-metrics', '@infersignal/core'],
-  method: `One monitor per export mode on a real \`MeterProvider\` + reader; requests (enqueue → start → stream of 8 tokens → end) round-robin over ${MODELS.length} models, 1 in 200 streams cancelled and 1 in 500 requests failed so every outcome series exists; detectors ticked every ${TICK_EVERY.toLocaleString('en')} requests. Each point: a reader collection, then 4 forced GCs (\`node --expose-gc\`), then \`process.memoryUsage()\`. Every one of the ${TOTAL.toLocaleString('en')} queue waits is checked to be in the export. Growth is the difference between the two points; it is judged as heap plus ArrayBuffer growth (typed arrays may live outside the V8 heap).`,
+  method: `One monitor per export mode on a real \`MeterProvider\`, requests over ${MODELS.length} models with every outcome; each point a collection, 4 forced GCs, \`process.memoryUsage()\`; growth (heap plus ArrayBuffers) between the two points.`,
   results: table(header, rows),
   verdict,
 });

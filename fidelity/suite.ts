@@ -771,8 +771,8 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
       });
       result.capacities.push(capacity);
       // Short mode runs beside the rest of the test command, whose load can slow most windows and then ease
-      // before the overload (one CI run measured 33 req/s with windows spread 205 %, against ~100 on the other
-      // servers, and its 2.5× ramp never failed). The overload scenarios are sized from no less than the
+      // before the overload: a calibration slowed that way can read a third of what the server sustains, and a
+      // ramp sized from it never overloads the server. The overload scenarios are sized from no less than the
       // fastest window less PEAK_MARGIN, so they still overload; a quiet measurement (windows within it) is
       // unchanged. Steady keeps the conservative figure, under which it must stay healthy.
       const sizedRps =

@@ -92,7 +92,7 @@ ${rows.join('\n')}
 | span | when | attributes |
 |---|---|---|
 | \`${SPANS.request}\` | arrival → end of the request (queue wait + inference); child of the span active at arrival, else of the trace the request carried in (\`traceparent\` of its HTTP headers or gRPC metadata, [traces.md](traces.md#the-callers-trace)). Made when the request ends, and by default (\`traces: 'outliers'\`) only for slow, failed, cancelled and shed requests and a 1 % baseline of the rest ([traces.md](traces.md)); \`traces: 'all'\` makes one per request | \`${ATTR.queue}\`, \`${ATTR.model}\`, \`${ATTR.queueWait}\` (seconds, double; absent if the request ended before inference started), \`${ATTR.outcome}\`, \`${ATTR.traceReason}\` (\`slow\`, \`failed\`, \`cancelled\`, \`shed\`, \`baseline\`, \`all\`), plus any \`ticket.setAttributes()\` / \`run({ attributes })\` (e.g. \`infersignal.batch.size\`); status ERROR on \`error\` |
-| \`${SPANS.modelLoad}\` | a model load or reload | \`gen_ai.request.model\`, \`infersignal.model.load.kind\`, \`infersignal.outcome\` |
+| \`${SPANS.modelLoad}\` | a model load or reload | \`gen_ai.request.model\`, \`infersignal.model.load.kind\`, \`infersignal.outcome\`, plus the loader's \`attributes\` and, on success, its \`resultAttributes\` (what the runtime resolved to, e.g. \`infersignal.transformers.device\`) |
 
 One span per request, not one per phase: the queue wait is an attribute
 of the request span (as vLLM's request span carries its time in queue),

@@ -441,9 +441,9 @@ const cliCases: [string[], number, string][] = [
     'infersignal-rules kubernetes: invalid --min-replicas: must be an integer within [1, 10000], got 0',
   ],
   [
-    [...k8s, '--port', '8080', '--metrics-port', '8080'],
+    [...k8s, '--readiness-path', 'healthz'],
     1,
-    'infersignal-rules kubernetes: invalid --metrics-port: must be a port other than --port (8080), got 8080',
+    'infersignal-rules kubernetes: invalid --readiness-path: must be a path starting with "/", got "healthz"',
   ],
   [
     [...k8s, '--prometheus-url', 'ftp://prometheus'],

@@ -84,9 +84,11 @@ describe('markdown links', () => {
     const from = join(ROOT, 'docs', 'design.md');
     expect(brokenLink(from, 'metrics.md', ROOT)).toBeUndefined();
     expect(brokenLink(from, '../examples/demo', ROOT)).toBeUndefined();
-    expect(brokenLink(from, 'https://github.com/infersignal/infersignal/blob/main/docs/node.md', ROOT)).toBeUndefined();
+    expect(
+      brokenLink(from, 'https://github.com/infersignal/infersignal/blob/main/docs/rules.md', ROOT),
+    ).toBeUndefined();
     expect(brokenLink(from, 'capacity.md', ROOT)).toBe('docs/capacity.md does not exist');
-    expect(brokenLink(from, 'node.md#no-such-heading', ROOT)).toBe('docs/node.md has no heading #no-such-heading');
+    expect(brokenLink(from, 'rules.md#no-such-heading', ROOT)).toBe('docs/rules.md has no heading #no-such-heading');
     expect(brokenLink(from, '../../outside.md', ROOT)).toMatch(/^points outside/);
     expect(brokenLink(from, 'https://github.com/infersignal/infersignal/tree/main/examples/nope', ROOT)).toBe(
       'examples/nope does not exist',

@@ -36,6 +36,13 @@ const CASES: Array<{ pkg: string; errors: Array<[name: string, args: unknown[]]>
     ],
   },
   {
+    pkg: 'transformers',
+    errors: [
+      ['PipelineLoadError', ['m', 'load', 'corrupt', { cause: new Error('bad') }]],
+      ['PipelineReleasedError', ['m']],
+    ],
+  },
+  {
     pkg: 'bench',
     errors: [
       ['BenchConfigError', ['rate', 'must be positive']],

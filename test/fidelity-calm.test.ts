@@ -3,7 +3,7 @@
  * server. A calibration can leave a queue other than `infer` near its
  * capacity bound with no signal raised yet; a scenario started then saw
  * that queue's capacity WARN 0.4 s in, a false alert of the harness's
- * making (stream-drops, 2026-12-07). Calm means every queue is idle enough.
+ * making (in the stream-drops scenario). Calm means every queue is idle enough.
  */
 import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';

@@ -70,7 +70,7 @@ describe('docs/rules.md: the alert table is what buildRules() generates from the
 function documentedCommands(path: string): string[] {
   const commands: string[] = [];
   for (const block of read(path).matchAll(/```sh\n([\s\S]*?)```/g))
-    for (const line of block[1].split('\n'))
+    for (const line of block[1].replace(/\\\n\s*/g, '').split('\n'))
       if (/^(npx |pnpm )?infersignal-rules /.test(line)) commands.push(line.replace(/\s+#.*$/, '').trim());
   return commands;
 }
@@ -87,7 +87,9 @@ function words(line: string, env: Record<string, string>): string[] {
 
 const DOCS = [
   'docs/rules.md',
+  'docs/kubernetes.md',
   'packages/rules/README.md',
+  'packages/node/README.md',
   'examples/kubernetes/README.md',
   'examples/node-sdk/README.md',
 ];
@@ -145,8 +147,10 @@ describe('every default threshold a doc gives in prose is the definition', () =>
     'docs/metrics.md',
     'docs/rules.md',
     'docs/runbook.md',
-    'docs/node.md',
+    'docs/kubernetes.md',
     'docs/design.md',
+    'packages/node/README.md',
+    'packages/rules/README.md',
   ].flatMap((path) =>
     [
       ...read(path)

@@ -3,13 +3,6 @@
  * measurements of two builds in one run (`BENCH_BASELINE=<checkout>`). The
  * checkout needs `pnpm install` and `pnpm build`; its packages' own imports
  * then resolve inside it, so the two builds share nothing but Node.
- *
- * Check an A/A before trusting an A/B made this way: on 2026-12-06
- * (Express, Node 24, the producer export, eight sets of fresh processes a
- * comparison), servers loading one same build from two checkouts read
- * 0.87× (90 % interval 0.84–0.92) and 0.92× (0.84–0.95) apart, where two
- * servers loading this tree's build through this path and the usual one
- * read 1.02× (0.98–1.08). The cause was not found.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

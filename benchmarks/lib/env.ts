@@ -50,17 +50,6 @@ export function subset<T extends string>(name: string, all: readonly T[]): T[] {
   if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(', ')} (known: ${all.join(', ')})`);
   return all.filter((a) => wanted.includes(a));
 }
-/**
- * As subset(), but in the order the variable lists them (the diagnostic
- * tools read the first as the reference), and `fallback` when unset.
- */
-export function orderedSubset<T extends string>(name: string, all: readonly T[], fallback: T[]): T[] {
-  if (!process.env[name]?.trim()) return fallback;
-  const known = subset(name, all);
-  return process.env[name]!.split(',')
-    .map((s) => s.trim() as T)
-    .filter((v) => known.includes(v));
-}
 /** Milliseconds tinybench spends on one task per round. */
 export const TASK_MS = positive('BENCH_TASK_MS', SMOKE ? 40 : 400);
 

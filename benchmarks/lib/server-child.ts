@@ -23,14 +23,11 @@ import { join } from 'node:path';
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
-import { allocationSampler } from './allocations';
 import { importFrom } from './baseline';
 import { DropSpanExporter } from './otel';
 import { threadSchedule } from './schedstat';
 import {
-  ALLOCATIONS_ENV,
   CPU_PROFILE_ENV,
-  DIAGNOSTIC_VARIANTS,
   FRAMEWORKS,
   PACKAGES_FROM_ENV,
   VARIANTS,
@@ -40,8 +37,6 @@ import {
 } from './servers';
 
 const BODY = { id: 0, model: 'tiny', output: 'hello' };
-/** bare-garbage's array a request: 120 doubles, ~1 KB with its headers. */
-const GARBAGE_DOUBLES = 120;
 
 interface Telemetry {
   metricsUrl: string;
@@ -49,8 +44,6 @@ interface Telemetry {
   /** Express/Fastify wiring: returns the handler-side hooks. */
   fastify?: (app: import('fastify').FastifyInstance) => Promise<void>;
   express?: (app: import('express').Express) => void;
-  /** Work the route handler itself does before it answers (a diagnostic variant's), in place of none; gets the framework's request. */
-  inHandler?: (request: unknown) => void;
 }
 
 /**
@@ -183,55 +176,6 @@ async function setup(variant: Variant): Promise<Telemetry> {
     };
   }
 
-  if (variant === 'bare-garbage') {
-    // Bare, with about what the producer export allocates a request (~1 KB, *Counted in bytes*) allocated in the
-    // handler and dropped: does that many more bytes a request cost time by itself?
-    const sink = new Array<number[]>(16);
-    let next = 0;
-    return {
-      metricsUrl: await noMetricsServer(),
-      spans: () => 0,
-      inHandler: () => {
-        sink[next++ & 15] = new Array<number>(GARBAGE_DOUBLES).fill(next);
-      },
-    };
-  }
-
-  if (variant === 'response-footprint') {
-    // What the request lifecycle does to a raw response, without a ticket or any record: is the object's new shape
-    // (and the listener) what costs, rather than the work?
-    const TRACKED = Symbol('bench.tracked');
-    const touch = (res: import('node:http').ServerResponse) => {
-      const state = { res: res as unknown };
-      (res as unknown as Record<symbol, unknown>)[TRACKED] = state;
-      const writeHead = res.writeHead as (...args: unknown[]) => unknown;
-      res.writeHead = function wrapped(this: unknown) {
-        state.res = undefined;
-        // biome-ignore lint/complexity/noArguments: as the lifecycle's wrapper does.
-        return writeHead.apply(this, arguments as unknown as unknown[]);
-      } as typeof res.writeHead;
-      res.on('close', () => {
-        state.res = undefined;
-      });
-    };
-    return {
-      metricsUrl: await noMetricsServer(),
-      spans: () => 0,
-      fastify: async (app) => {
-        app.addHook('onRequest', (_request, reply, done) => {
-          touch(reply.raw);
-          done();
-        });
-      },
-      express: (app) => {
-        app.use((_req, res, next) => {
-          touch(res);
-          next();
-        });
-      },
-    };
-  }
-
   if (variant === 'otel-calls') {
     // What InferSignal's API export asks of the SDK per request, by hand: the
     // same three histograms (names, buckets) with the same attribute sets
@@ -309,10 +253,7 @@ async function setup(variant: Variant): Promise<Telemetry> {
   const traces =
     variant === 'infersignal-traces'
       ? 'all'
-      : variant === 'infersignal-outliers' ||
-          variant === 'infersignal-outliers-context' ||
-          variant === 'infersignal-outliers-no-timers' ||
-          variant === 'infersignal-outliers-short-batch'
+      : variant === 'infersignal-outliers' || variant === 'infersignal-outliers-context'
         ? 'outliers'
         : false;
   const contextManager = variant === 'infersignal-outliers-context';
@@ -323,55 +264,31 @@ async function setup(variant: Variant): Promise<Telemetry> {
     // The traces variants keep start()'s default export mode (producer) and add spans.
     ...(variant === 'infersignal-api'
       ? { exportMode: 'api' as const }
-      : variant === 'infersignal-producer' ||
-          variant === 'infersignal-timers' ||
-          variant === 'infersignal-start-in-handler'
+      : variant === 'infersignal-producer'
         ? { exportMode: 'producer' as const }
-        : variant === 'infersignal-no-timers' || variant === 'infersignal-outliers-no-timers'
-          ? { exportMode: 'producer' as const, eventLoop: false, heap: false, detectorIntervalMs: 0 }
-          : variant === 'infersignal-timers-no-loop'
-            ? { exportMode: 'producer' as const, eventLoop: false }
-            : variant === 'infersignal-timers-no-heap'
-              ? { exportMode: 'producer' as const, heap: false }
-              : variant === 'infersignal-timers-no-tick'
-                ? { exportMode: 'producer' as const, detectorIntervalMs: 0 }
-                : {}),
+        : {}),
     ...(traces
       ? {
           traces,
           contextManager,
-          // short-batch: kept spans leave the processor's queue within 200 ms (the default waits up to 5 s).
-          spanProcessors: [
-            new BatchSpanProcessor(
-              spans,
-              variant === 'infersignal-outliers-short-batch' ? { scheduledDelayMillis: 200 } : undefined,
-            ),
-          ],
+          spanProcessors: [new BatchSpanProcessor(spans)],
         }
       : { traces: false }),
   });
   if (contextManager) await contextManagerHasRun();
-  const startInHandler = variant === 'infersignal-start-in-handler';
   const address = await signal.prometheus!.ready;
   if (!address) throw new Error('Prometheus endpoint did not start');
   const monitor = signal.monitor;
   return {
     metricsUrl: address.url,
     spans: () => spans.spans,
-    // The same ticket work as the producer export's (a wait, an inference), started by the handler, not the head.
-    ...(startInHandler
-      ? {
-          inHandler: (request: unknown) => (request as { inferSignal?: { start(): void } | null }).inferSignal?.start(),
-        }
-      : {}),
     fastify: async (app) => {
-      if (variant.startsWith('infersignal-timers')) return;
       const { inferSignal } = await infersignal('@infersignal/fastify', () => import('@infersignal/fastify'));
-      await app.register(inferSignal, { monitor, ...(startInHandler ? { autoStart: false } : {}) });
+      await app.register(inferSignal, { monitor });
     },
     express: (app) => {
       // Imported above the switch would load http before instrumentation in other variants; here it is harmless.
-      if (!variant.startsWith('infersignal-timers')) app.use(expressMiddleware!(monitor));
+      app.use(expressMiddleware!(monitor));
     },
   };
 }
@@ -419,13 +336,11 @@ let expressMiddleware: ((monitor: import('@infersignal/core').Monitor) => import
 
 async function main(): Promise<void> {
   const [framework, variant] = process.argv.slice(2) as [Framework, Variant];
-  if (!FRAMEWORKS.includes(framework) || ![...VARIANTS, ...DIAGNOSTIC_VARIANTS].includes(variant))
+  if (!FRAMEWORKS.includes(framework) || !VARIANTS.includes(variant))
     throw new Error(`usage: server-child <${FRAMEWORKS.join('|')}> <${VARIANTS.join('|')}>`);
   if (framework === 'express' && variant.startsWith('infersignal')) {
     const { inferSignal } = await infersignal('@infersignal/express', () => import('@infersignal/express'));
-    // Without autoStart the handler starts each request (infersignal-start-in-handler): no head hook on the response.
-    const options = variant === 'infersignal-start-in-handler' ? { autoStart: false } : {};
-    expressMiddleware = (monitor) => inferSignal(monitor, options);
+    expressMiddleware = (monitor) => inferSignal(monitor);
   }
   const telemetry = await setup(variant);
   let served = 0;
@@ -434,20 +349,10 @@ async function main(): Promise<void> {
     const { default: Fastify } = await import('fastify');
     const app = Fastify({ logger: false });
     await telemetry.fastify?.(app);
-    const inHandler = telemetry.inHandler;
-    app.get(
-      '/v1/infer',
-      inHandler === undefined
-        ? async () => {
-            served++;
-            return BODY;
-          }
-        : async (request) => {
-            served++;
-            inHandler(request);
-            return BODY;
-          },
-    );
+    app.get('/v1/infer', async () => {
+      served++;
+      return BODY;
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     port = (app.server.address() as { port: number }).port;
   } else {
@@ -455,20 +360,10 @@ async function main(): Promise<void> {
     const app = express();
     app.disable('x-powered-by');
     telemetry.express?.(app);
-    const inHandler = telemetry.inHandler;
-    app.get(
-      '/v1/infer',
-      inHandler === undefined
-        ? (_req, res) => {
-            served++;
-            res.json(BODY);
-          }
-        : (req, res) => {
-            served++;
-            inHandler(req);
-            res.json(BODY);
-          },
-    );
+    app.get('/v1/infer', (_req, res) => {
+      served++;
+      res.json(BODY);
+    });
     const server = await new Promise<import('node:http').Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
@@ -476,7 +371,6 @@ async function main(): Promise<void> {
   }
 
   const profiler = windowProfiler(framework, process.env[PACKAGES_FROM_ENV] ? `${variant}@baseline` : variant);
-  const allocations = process.env[ALLOCATIONS_ENV] ? allocationSampler() : undefined;
   let cpu0 = process.cpuUsage();
   let served0 = 0;
   let spans0 = 0;
@@ -498,7 +392,6 @@ async function main(): Promise<void> {
       main0 = threadSchedule();
       cpu0 = process.cpuUsage();
       profiler.start();
-      allocations?.start();
     } else if (message.type === 'end') {
       const cpu = process.cpuUsage(cpu0);
       const main = threadSchedule();
@@ -517,15 +410,6 @@ async function main(): Promise<void> {
         spans: telemetry.spans() - spans0,
       });
       profiler.stop();
-      allocations?.stop().then(
-        ({ byOrigin, byFunction }) =>
-          send({
-            type: 'allocations',
-            byOrigin: Object.fromEntries(byOrigin),
-            byFunction: Object.fromEntries(byFunction),
-          }),
-        (error: unknown) => send({ type: 'error', message: `allocation profile: ${String(error)}` }),
-      );
     } else if (message.type === 'exit') {
       process.exit(0);
     }

@@ -1,7 +1,7 @@
 /**
- * One server's measured window, as the server suite (server.ts) and the
- * paired tool (pairs.ts) take it: the warm-up of a fresh server, then per
- * window a scrape measured apart, an unmeasured prime and the window's load.
+ * One server's measured window, as the server suite (server.ts) takes it:
+ * the warm-up of a fresh server, then per window a scrape measured apart,
+ * an unmeasured prime and the window's load.
  */
 import { SMOKE } from './env';
 import { PRIME_REQUESTS, WINDOW_REQUESTS, load, loadWindow } from './load';

@@ -25,25 +25,7 @@ export const VARIANTS = [
   'infersignal-traces',
   'otel-http',
 ] as const;
-/**
- * Rows a run gets only when BENCH_VARIANTS names them: they split the
- * producer export's cost into its timers, its per-request work and its
- * footprint on the response object, and outlier traces' per-request work
- * from their timers, to say where it goes; no goal reads them.
- */
-export const DIAGNOSTIC_VARIANTS = [
-  'infersignal-timers',
-  'infersignal-timers-no-loop',
-  'infersignal-timers-no-heap',
-  'infersignal-timers-no-tick',
-  'infersignal-no-timers',
-  'infersignal-outliers-no-timers',
-  'response-footprint',
-  'bare-garbage',
-  'infersignal-start-in-handler',
-  'infersignal-outliers-short-batch',
-] as const;
-export type Variant = (typeof VARIANTS)[number] | (typeof DIAGNOSTIC_VARIANTS)[number];
+export type Variant = (typeof VARIANTS)[number];
 
 export const VARIANT_LABEL: Record<Variant, string> = {
   bare: 'bare',
@@ -60,32 +42,11 @@ export const VARIANT_LABEL: Record<Variant, string> = {
     'InferSignal, metrics + outlier traces + an AsyncLocalStorage context manager (`contextManager: true`)',
   'infersignal-traces': "InferSignal, metrics + a span per request (`traces: 'all'`)",
   'otel-http': '@opentelemetry/instrumentation-http (metrics + traces)',
-  'infersignal-timers':
-    "InferSignal's producer export without the plugin (the monitor's timers and the Prometheus endpoint, nothing per request)",
-  'infersignal-timers-no-loop':
-    "InferSignal's timers without the plugin, the event_loop signal off (`eventLoop: false`: no block probe, no delay histogram, no GC observer)",
-  'infersignal-timers-no-heap':
-    "InferSignal's timers without the plugin, the heap signal off (`heap: false`: no GC profiler)",
-  'infersignal-timers-no-tick':
-    "InferSignal's timers without the plugin, the detectors' 1 s tick off (`detectorIntervalMs: 0`)",
-  'infersignal-no-timers':
-    'InferSignal, metrics, producer export, its timers off (`eventLoop: false`, `heap: false`, `detectorIntervalMs: 0`): the per-request work alone',
-  'infersignal-outliers-no-timers':
-    'InferSignal, metrics + outlier traces, its timers off: the per-request work of outlier traces alone',
-  'response-footprint':
-    "InferSignal's footprint on each raw response without its work: the `close` listener, a symbol property, an own `writeHead` wrapper",
-  'bare-garbage':
-    'bare, with ~1 KB allocated and dropped in the handler (what the producer export allocates a request)',
-  'infersignal-outliers-short-batch':
-    'InferSignal, metrics + outlier traces, its BatchSpanProcessor exporting every 200 ms instead of 5 s: is how long kept spans wait what they cost?',
-  'infersignal-start-in-handler':
-    "InferSignal's producer export with `autoStart: false`, the handler calling `start()`: the same ticket work without the head hook on the response",
 };
 
 /**
- * The server suite's goals (issue #29): `a`'s CPU per request over `b`'s
- * (or over bare) at most `limit`, per framework. server.ts judges them on
- * its rounds, pairs.ts with confidence intervals.
+ * The server suite's goals: `a`'s CPU per request over `b`'s (or over
+ * bare) at most `limit`, per framework, judged on its rounds.
  */
 export type ServerGoal = readonly [framework: Framework, a: Variant, b: Variant | 'bare', limit: number, what: string];
 export const SERVER_GOALS: readonly ServerGoal[] = FRAMEWORKS.flatMap((f): ServerGoal[] => [
@@ -105,15 +66,10 @@ export const SERVER_GOALS: readonly ServerGoal[] = FRAMEWORKS.flatMap((f): Serve
 export type ChildMessage =
   | { type: 'ready'; port: number; metricsUrl: string | null }
   | ({ type: 'window' } & ServerWindow)
-  /** With ALLOCATIONS_ENV set, after each window: the bytes it allocated, by origin and by function (lib/allocations.ts). */
-  | { type: 'allocations'; byOrigin: Record<string, number>; byFunction: Record<string, number> }
   | { type: 'error'; message: string };
 
 /** A directory: each server child writes a CPU profile of every measured window there (server-child.ts). */
 export const CPU_PROFILE_ENV = 'BENCH_CPU_PROFILE';
-
-/** Set: each server child samples what it allocates in every measured window and sends it (allocations.ts). */
-export const ALLOCATIONS_ENV = 'BENCH_ALLOCATIONS';
 
 /** Tells a server child to load `@infersignal/*` from another checkout (see startServer). */
 export const PACKAGES_FROM_ENV = 'INFERSIGNAL_BENCH_PACKAGES_FROM';
@@ -256,7 +212,7 @@ function pin(): { line: string; serverCpus: string | null } {
  * windows while the others take their turn: a server whose first
  * collection after the wait fell early started its windows with a 2–4 MiB
  * new space and twice to six times the scavenges of one that did not
- * (Node 24, 2026-12-05), luck for the life of the process that moved its
+ * (Node 24), luck for the life of the process that moved its
  * ratio by up to 0.2×. A server under steady load is not shrunk.
  */
 export const YOUNG_GENERATION_FLAGS = ['--min-semi-space-size=16', '--max-semi-space-size=16'];

@@ -85,14 +85,6 @@ export function rotate<T>(items: readonly T[], round: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)];
 }
 
-/** A goal's ratios (one per round, or per set of processes), their median, and its 90 % bootstrap interval. */
-export interface Judged {
-  ratios: number[];
-  median: number;
-  low: number;
-  high: number;
-}
-
 /** mulberry32: a small seeded generator, so what a suite draws (an order, a resample) can be reproduced. */
 export function seeded(seed: number): () => number {
   return () => {
@@ -101,32 +93,4 @@ export function seeded(seed: number): () => number {
     x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
     return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-/**
- * The median of `ratios` (one per round, or per set) and the 5th and 95th
- * percentiles of the medians of `resamples` resamples of them: a 90 %
- * interval for the median, seeded by the count so the same ratios give the
- * same interval.
- */
-export function judge(ratios: readonly number[], resamples = 2000): Judged {
-  const random = seeded(ratios.length);
-  const medians: number[] = [];
-  const draw = new Array<number>(ratios.length);
-  for (let r = 0; r < resamples; r++) {
-    for (let i = 0; i < ratios.length; i++) draw[i] = ratios[Math.floor(random() * ratios.length)]!;
-    medians.push(spread(draw).median);
-  }
-  medians.sort((a, b) => a - b);
-  const at = (q: number) => medians[Math.min(medians.length - 1, Math.floor(q * medians.length))]!;
-  return { ratios: [...ratios], median: spread(ratios).median, low: at(0.05), high: at(0.95) };
-}
-
-/** Fewer ratios than this, and a bootstrap interval is too narrow to trust: verdictOf() says `undecided`. */
-export const MIN_JUDGED = 6;
-
-/** `met`, `NOT met` or `undecided`, by where `limit` falls against the interval (undecided below MIN_JUDGED ratios). */
-export function verdictOf(judged: Judged, limit: number): 'met' | 'NOT met' | 'undecided' {
-  if (judged.ratios.length < MIN_JUDGED) return 'undecided';
-  return judged.high <= limit ? 'met' : judged.low > limit ? 'NOT met' : 'undecided';
 }

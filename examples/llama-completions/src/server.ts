@@ -1,13 +1,17 @@
 /**
- * A Fastify 5 server answering OpenAI-compatible text completions from a GGUF model run by node-llama-cpp,
- * instrumented from the inside with InferSignal:
+ * A Fastify 5 server answering the OpenAI Completions and Chat Completions APIs from a GGUF model run by
+ * node-llama-cpp, instrumented from the inside with InferSignal: a model server of the Gateway API
+ * Inference Extension's protocol (docs/kubernetes.md):
  *
- *   POST /v1/completions  { prompt, max_tokens, stream }: JSON, or with `stream: true` server-sent events
- *                         (one event per text chunk, then `data: [DONE]`)
- *   GET  /v1/models       the model served
- *   GET  /metrics         Prometheus text (Collector naming), from @infersignal/node
- *   GET  /healthz/ready   503 while any signal is CRITICAL, else 200; the body is the monitor's snapshot
- *   POST /admin/reload    { seed?, defect? }: generates a model (or a broken one) and hot-reloads it
+ *   POST /v1/completions       { prompt, max_tokens, stream, stream_options }: JSON with usage, or with
+ *                              `stream: true` server-sent events (one per text chunk, then `data: [DONE]`)
+ *   POST /v1/chat/completions  { messages, max_tokens | max_completion_tokens, stream, stream_options }:
+ *                              the same as chat.completion / chat.completion.chunk objects
+ *   GET  /v1/models            the model served
+ *   GET  /metrics              Prometheus text (Collector naming), from @infersignal/node; the protocol's
+ *                              gauges: infersignal_queue_waiting, _in_flight, infersignal_kv_cache_utilization_ratio
+ *   GET  /healthz/ready        503 while any signal is CRITICAL, else 200; the body is the monitor's snapshot
+ *   POST /admin/reload         { seed?, defect? }: generates a model (or a broken one) and hot-reloads it
  *
  * Without MODEL_PATH the model is generated at start (scripts/make-gguf.ts, printable, ~470 KB): nothing
  * is downloaded. Generations wait in `@infersignal/llama`'s queue for one of the context's sequences;
@@ -60,11 +64,30 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-interface CompletionBody {
-  prompt?: unknown;
+interface GenerationFields {
   max_tokens?: unknown;
   stream?: unknown;
+  stream_options?: unknown;
   temperature?: unknown;
+}
+
+interface CompletionBody extends GenerationFields {
+  prompt?: unknown;
+}
+
+interface ChatBody extends GenerationFields {
+  messages?: unknown;
+  max_completion_tokens?: unknown;
+}
+
+type Api = 'text' | 'chat';
+
+interface GenerationRequest {
+  prompt: string;
+  maxTokens: number;
+  temperature: number;
+  stream: boolean;
+  includeUsage: boolean;
 }
 
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -99,50 +122,73 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const served = model;
     app = Fastify({ logger: false });
 
-    app.post<{ Body: CompletionBody }>('/v1/completions', async (request, reply) => {
-      const body = request.body ?? {};
-      const prompt = body.prompt;
-      const maxTokens = body.max_tokens ?? 16;
-      if (typeof prompt !== 'string' || prompt === '')
-        return reply.code(400).send(error('`prompt` must be a non-empty string'));
-      if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > maxTokensLimit)
-        return reply.code(400).send(error(`\`max_tokens\` must be an integer from 1 to ${maxTokensLimit}`));
-      const temperature = typeof body.temperature === 'number' ? body.temperature : 0;
-      // The client's disconnect and the server's deadline, whichever comes first, stop the generation.
+    /**
+     * One generation for either API: the client's disconnect and the server's deadline, whichever comes
+     * first, stop it; streaming sends the head with the first chunk, so a refused request still gets a status.
+     */
+    const serve = async (reply: FastifyReply, api: Api, req: GenerationRequest) => {
       const client = new AbortController();
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) client.abort();
       });
       const signal = AbortSignal.any([client.signal, AbortSignal.timeout(requestTimeoutMs)]);
-      const id = `cmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+      const id = `${api === 'chat' ? 'chatcmpl' : 'cmpl'}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
       const created = Math.floor(Date.now() / 1000);
-      const chunk = (text: string, finish: string | null) => ({
-        id,
-        object: 'text_completion',
-        created,
-        model: modelName,
-        choices: [{ text, index: 0, logprobs: null, finish_reason: finish }],
-      });
+      const head = { id, object: '', created, model: modelName };
+      // OpenAI's prompt_tokens is the prompt's length; llama.cpp evaluated fewer when it reused a prefix.
+      const usage = (outputTokens: number) => {
+        const promptTokens = served.model.tokenize(req.prompt).length;
+        return {
+          prompt_tokens: promptTokens,
+          completion_tokens: outputTokens,
+          total_tokens: promptTokens + outputTokens,
+        };
+      };
 
-      if (body.stream !== true) {
+      if (!req.stream) {
         try {
-          const result = await served.complete(prompt, { maxTokens, temperature, signal });
-          // OpenAI's prompt_tokens is the prompt's length; llama.cpp evaluated fewer when it reused a prefix.
-          const promptTokens = served.model.tokenize(prompt).length;
+          const result = await served.complete(req.prompt, {
+            maxTokens: req.maxTokens,
+            temperature: req.temperature,
+            signal,
+          });
+          const finish = finishReason(result.metadata.stopReason);
+          const choice =
+            api === 'chat'
+              ? {
+                  index: 0,
+                  message: { role: 'assistant', content: result.response },
+                  logprobs: null,
+                  finish_reason: finish,
+                }
+              : { text: result.response, index: 0, logprobs: null, finish_reason: finish };
           return reply.send({
-            ...chunk(result.response, finishReason(result.metadata.stopReason)),
-            usage: {
-              prompt_tokens: promptTokens,
-              completion_tokens: result.usage.outputTokens,
-              total_tokens: promptTokens + result.usage.outputTokens,
-            },
+            ...head,
+            object: api === 'chat' ? 'chat.completion' : 'text_completion',
+            choices: [choice],
+            usage: usage(result.usage.outputTokens),
           });
         } catch (e) {
           return failure(reply, e, signal);
         }
       }
 
-      // Streaming: the head goes out when the first chunk is ready, so a refused request still gets a status.
+      const object = api === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+      const chunk = (text: string | null, finish: string | null, role = false) =>
+        JSON.stringify({
+          ...head,
+          object,
+          choices: [
+            api === 'chat'
+              ? {
+                  index: 0,
+                  delta: finish !== null ? {} : role ? { role: 'assistant', content: '' } : { content: text },
+                  logprobs: null,
+                  finish_reason: finish,
+                }
+              : { text: text ?? '', index: 0, logprobs: null, finish_reason: finish },
+          ],
+        });
       let open = false;
       const write = (data: string) => {
         if (!open) {
@@ -153,17 +199,21 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
             'cache-control': 'no-cache',
             connection: 'keep-alive',
           });
+          if (api === 'chat') reply.raw.write(`data: ${chunk(null, null, true)}\n\n`);
         }
         reply.raw.write(`data: ${data}\n\n`);
       };
       try {
-        const result = await served.complete(prompt, {
-          maxTokens,
-          temperature,
+        const result = await served.complete(req.prompt, {
+          maxTokens: req.maxTokens,
+          temperature: req.temperature,
           signal,
-          onTextChunk: (text) => write(JSON.stringify(chunk(text, null))),
+          onTextChunk: (text) => write(chunk(text, null)),
         });
-        write(JSON.stringify(chunk('', finishReason(result.metadata.stopReason))));
+        write(chunk(api === 'chat' ? null : '', finishReason(result.metadata.stopReason)));
+        // stream_options.include_usage: one more chunk, no choices, the usage (OpenAI's shape).
+        if (req.includeUsage)
+          write(JSON.stringify({ ...head, object, choices: [], usage: usage(result.usage.outputTokens) }));
         write('[DONE]');
         reply.raw.end();
       } catch (e) {
@@ -171,6 +221,35 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         // After the head the status is sent: say what happened in the stream, then cut it.
         if (!client.signal.aborted) reply.raw.end(`data: ${JSON.stringify(error(messageOf(e)))}\n\n`);
       }
+    };
+
+    app.post<{ Body: CompletionBody }>('/v1/completions', async (request, reply) => {
+      const body = request.body ?? {};
+      // A one-element array is the same prompt (clients batch; one choice per request here).
+      const prompt = Array.isArray(body.prompt) && body.prompt.length === 1 ? body.prompt[0] : body.prompt;
+      if (typeof prompt !== 'string' || prompt === '')
+        return reply.code(400).send(error('`prompt` must be a non-empty string'));
+      const common = commonFields(body, maxTokensLimit);
+      if (typeof common === 'string') return reply.code(400).send(error(common));
+      return serve(reply, 'text', { prompt, ...common });
+    });
+
+    app.post<{ Body: ChatBody }>('/v1/chat/completions', async (request, reply) => {
+      const body = request.body ?? {};
+      const prompt = chatPrompt(body.messages);
+      if (prompt === null)
+        return reply
+          .code(400)
+          .send(
+            error('`messages` must be a non-empty array of { role: system|developer|user|assistant, content: string }'),
+          );
+      const common = commonFields(
+        { ...body, max_tokens: body.max_completion_tokens ?? body.max_tokens },
+        maxTokensLimit,
+        'max_completion_tokens',
+      );
+      if (typeof common === 'string') return reply.code(400).send(error(common));
+      return serve(reply, 'chat', { prompt, ...common });
     });
 
     app.get('/v1/models', async () => ({
@@ -219,7 +298,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         server.server.closeAllConnections();
         await server.close();
         await served.release();
-        // Bounded: node-llama-cpp 3.21.1 may never settle it after a reload llama.cpp rejected (docs/llama.md).
+        // Bounded: node-llama-cpp 3.21.1 may never settle it after a reload llama.cpp rejected (packages/llama/README.md).
         await Promise.race([ownLlama.dispose(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
         await telemetry.shutdown();
         rmSync(dir, { recursive: true, force: true });
@@ -233,6 +312,49 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
+}
+
+/** The fields both APIs share, or the one-line reason they are refused. */
+function commonFields(
+  body: GenerationFields,
+  limit: number,
+  maxTokensField = 'max_tokens',
+): Omit<GenerationRequest, 'prompt'> | string {
+  const maxTokens = body.max_tokens ?? 16;
+  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > limit)
+    return `\`${maxTokensField}\` must be an integer from 1 to ${limit}`;
+  const options = body.stream_options as { include_usage?: unknown } | undefined;
+  return {
+    maxTokens,
+    temperature: typeof body.temperature === 'number' ? body.temperature : 0,
+    stream: body.stream === true,
+    includeUsage: body.stream === true && options?.include_usage === true,
+  };
+}
+
+const CHAT_ROLES = new Set(['system', 'developer', 'user', 'assistant']);
+
+/**
+ * The conversation as one prompt: a plain `role: content` transcript ending in `assistant:`. The generated
+ * model has no chat template; a real model's own template (node-llama-cpp's LlamaChat) would go here.
+ */
+function chatPrompt(messages: unknown): string | null {
+  if (!Array.isArray(messages) || messages.length === 0) return null;
+  let prompt = '';
+  for (const message of messages as Array<{ role?: unknown; content?: unknown }>) {
+    if (typeof message !== 'object' || message === null || !CHAT_ROLES.has(message.role as string)) return null;
+    // Content is a string, or text parts ({ type: 'text', text }).
+    const content = Array.isArray(message.content)
+      ? (message.content as Array<{ type?: unknown; text?: unknown }>).every(
+          (part) => part?.type === 'text' && typeof part.text === 'string',
+        )
+        ? (message.content as Array<{ text: string }>).map((part) => part.text).join('')
+        : null
+      : message.content;
+    if (typeof content !== 'string') return null;
+    prompt += `${message.role}: ${content}\n`;
+  }
+  return `${prompt}assistant:`;
 }
 
 function finishReason(stopReason: string): string {

@@ -1,6 +1,6 @@
 /**
  * The recipe: InferSignal in an app that already runs the OpenTelemetry
- * NodeSDK with its own instrumentations and exporter (docs/node.md,
+ * NodeSDK with its own instrumentations and exporter (packages/node/README.md,
  * "Your own NodeSDK"). The same code runs on SDK 2.x (Node 20) and 3.x
  * (Node 22.15+); test/otel-sdk3 runs it on Node 24.
  *

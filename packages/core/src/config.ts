@@ -152,6 +152,20 @@ export interface ConnectionThresholds {
   saturationCritical: number;
 }
 
+/**
+ * When a replica counts as saturated to a router or an autoscaler: saturation = max(waiting requests /
+ * queueDepthThreshold, KV-cache utilization / kvCacheUtilThreshold), 1 at saturation. The defaults are the
+ * Gateway API Inference Extension endpoint picker's; the generated picker config and KEDA trigger use these.
+ */
+export interface SaturationThresholds {
+  /** Requests waiting at which a replica is saturated. */
+  queueDepthThreshold: number;
+  /** KV-cache utilization (0–1) at which a replica is saturated. */
+  kvCacheUtilThreshold: number;
+  /** Time-to-first-token P95 (s) the autoscaler keeps the replicas under. */
+  timeToFirstTokenSeconds: number;
+}
+
 export interface Thresholds {
   queue: QueueThresholds;
   connections: ConnectionThresholds;
@@ -163,6 +177,7 @@ export interface Thresholds {
   deviceMemory: DeviceMemoryThresholds;
   glitch: GlitchThresholds;
   anomaly: AnomalyThresholds;
+  saturation: SaturationThresholds;
 }
 
 export type ThresholdsInput = { [K in keyof Thresholds]?: Partial<Thresholds[K]> };
@@ -213,6 +228,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     keepFiringSeconds: 10,
     bothDirections: false,
   },
+  saturation: { queueDepthThreshold: 5, kvCacheUtilThreshold: 0.8, timeToFirstTokenSeconds: 1 },
 });
 
 /**
@@ -295,6 +311,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     keepFiringSeconds: 'nonNegative',
     bothDirections: 'boolean',
   },
+  saturation: { queueDepthThreshold: 'integer', kvCacheUtilThreshold: 'fraction', timeToFirstTokenSeconds: 'positive' },
 };
 
 const INTEGER_MAX: Record<string, number> = {

@@ -152,7 +152,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
     const maxQueues = integerOption('maxQueues', options.maxQueues, 20);
     // timeOrigin is fixed for the process, and reading it is a getter call: read it once. `performance` is
     // perf_hooks' own, not the global: on Node 24 `globalThis.performance` stays a lazy accessor, and each read
-    // of it called the accessor, ~300 instructions a read, three reads a request (benchmarks/instructions.ts).
+    // of it called the accessor, ~300 instructions a read, three reads a request.
     const origin = performance.timeOrigin;
     this.clock = options.clock ?? (() => origin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };

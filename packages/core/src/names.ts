@@ -343,6 +343,15 @@ export const METRICS = {
     attributes: [m],
     feeds: 'stream.interruptedRatio',
   },
+  kvCacheUtilization: {
+    name: 'infersignal.kv_cache.utilization',
+    type: 'gauge',
+    unit: '1',
+    description:
+      'Share of the KV cache held by running requests: their tokens / the tokens the serving context can hold, 0 when none runs (present from start). Tokens an idle sequence keeps for prefix reuse are not counted: the next prompt takes them over, as vLLM counts cached but unreferenced blocks free. The KV-cache utilization gauge of the model-server protocol.',
+    attributes: [m],
+    feeds: 'saturation.kvCacheUtilThreshold',
+  },
   memoryAllocated: {
     name: 'infersignal.device.memory.allocated',
     type: 'gauge',

@@ -278,6 +278,12 @@ export interface DeviceMemoryHandle {
 export interface LoadOptions {
   /** Extra attributes for the load span (never tensor data). */
   attributes?: Record<string, string | number | boolean>;
+  /**
+   * Attributes known only once the load succeeded (what the runtime resolved to, e.g. the device and
+   * dtype it picked), added to the load span. Called with the loader's result; a throw is counted as an
+   * internal error, never thrown into the load.
+   */
+  resultAttributes?: (result: unknown) => Record<string, string | number | boolean>;
 }
 
 export interface QueueSnapshot {

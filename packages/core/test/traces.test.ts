@@ -89,6 +89,31 @@ describe('traces', () => {
     await t.monitor.queue('q').run(() => 1);
     expect(exporter.getFinishedSpans()).toHaveLength(0);
   });
+
+  it('a load span carries what the loader resolved to (resultAttributes); a throwing one is counted, not thrown', async () => {
+    const { exporter, tracerProvider } = inMemoryTracing();
+    const t = setup({ tracerProvider, traces: 'all' });
+    const loaded = await t.monitor.modelLoad('m', 'load', () => ({ device: 'cuda' }), {
+      attributes: { 'x.requested': 'auto' },
+      resultAttributes: (result) => ({ 'x.device': (result as { device: string }).device }),
+    });
+    expect(loaded).toEqual({ device: 'cuda' });
+    const again = await t.monitor.modelLoad('m', 'reload', () => 7, {
+      resultAttributes: () => {
+        throw new Error('reader broke');
+      },
+    });
+    expect(again).toBe(7);
+    const spans = exporter.getFinishedSpans().filter((s) => s.name === SPANS.modelLoad);
+    expect(
+      spans.map((s) => [s.attributes['x.requested'], s.attributes['x.device'], s.attributes[ATTR.outcome]]),
+    ).toEqual([
+      ['auto', 'cuda', 'success'],
+      [undefined, undefined, 'success'],
+    ]);
+    expect(t.monitor.snapshot().internalErrors).toBe(1);
+    await t.close();
+  });
 });
 
 /** Epoch milliseconds, so the SDK reads the injected clock's values as wall-clock times. */

@@ -85,8 +85,8 @@ type RouteContexts = Record<symbol, { config?: RouteConfig } | undefined>;
  * returns; `routeOptions.url` is its `url`) without the public getter,
  * which builds a 13-field object and asks the router about version
  * constraints at every call: about 1 200 instructions a request on a
- * hello-world route, a fifth of the plugin's whole cost
- * (benchmarks/instructions.ts). Fastify 4 and 5 keep the route's context on
+ * hello-world route, a fifth of the plugin's whole cost.
+ * Fastify 4 and 5 keep the route's context on
  * every request under `Symbol('fastify.context')`, and its `config` is that
  * same object: the symbol is looked for on the first request and used only
  * if it holds exactly what the getter returned there; otherwise, and on any

@@ -6,7 +6,7 @@ import { delimiter, join } from 'node:path';
  * The fallback when NVML cannot be loaded: two nvidia-smi queries per
  * sample, run with execFile (async, off the request path, killed past a
  * timeout). A fork costs milliseconds of main-thread time and the child
- * tens of milliseconds of wall time (see benchmarks/gpu-sampling.ts), which
+ * tens of milliseconds of wall time (see benchmarks/gpu.ts), which
  * is why this is only the fallback.
  */
 

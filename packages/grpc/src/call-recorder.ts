@@ -1,6 +1,6 @@
 import type { StreamHandle, Ticket } from '@infersignal/core';
 import type { Deadline } from '@grpc/grpc-js';
-import type { Instrumentation, ShedStatus } from './instrumentation';
+import type { CallContext, ShedStatus } from './call-signal';
 import { attributesOf, oldAttributesOf } from './methods';
 import type { MethodEntry } from './methods';
 import { GRPC_STATUS, outcomeOf, streamOutcomeOf } from './status';
@@ -29,7 +29,7 @@ export class CallRecorder {
   private done = false;
 
   constructor(
-    private readonly instrumentation: Instrumentation,
+    private readonly instrumentation: CallContext,
     private readonly entry: MethodEntry,
     /** Undefined when nothing named it: core labels it `_unknown`. */
     readonly model: string | undefined,

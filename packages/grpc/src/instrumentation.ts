@@ -1,58 +1,16 @@
-import { METRICS, type Monitor } from '@infersignal/core';
-import type { HistogramRecorder, Signal, SignalContext } from '@infersignal/core/signals';
+import type { Monitor } from '@infersignal/core';
 import type { Metadata } from '@grpc/grpc-js';
 import type { TextMapGetter } from '@opentelemetry/api';
 import { CallRecorder } from './call-recorder';
+import { type CallContext, type GrpcCallSignal, type ShedStatus, callSignal } from './call-signal';
 import { MethodTable } from './methods';
 import type { MethodEntry } from './methods';
 import { resolveOptions } from './options';
 import type { GrpcInstrumentationOptions, ResolvedOptions } from './options';
 import { GRPC_STATUS } from './status';
 
-/** The status a shed call is answered with (the shape grpc-js accepts from a handler or interceptor). */
-export interface ShedStatus {
-  code: number;
-  details: string;
-  /** `retry-after` and `grpc-retry-pushback-ms`. */
-  metadata?: Metadata;
-}
-
-/**
- * `rpc.server.call.duration`, registered once per monitor like every
- * signal: an OTel histogram, or core's aggregate exported by the monitor's
- * MetricProducer in producer mode. Calls are judged by core's queue and
- * stream signals, so this one only records.
- */
-class GrpcCallSignal implements Signal {
-  readonly name = 'grpc';
-  readonly duration: HistogramRecorder;
-  private durationOld_: HistogramRecorder | undefined;
-
-  constructor(readonly ctx: SignalContext) {
-    this.duration = ctx.histogram(METRICS.rpcCallDuration);
-  }
-
-  /** The older conventions' `rpc.server.duration` (ms), made when an instrumentation first asks for it. */
-  get durationOld(): HistogramRecorder {
-    this.durationOld_ ??= this.ctx.histogram(METRICS.rpcCallDurationOld);
-    return this.durationOld_;
-  }
-}
-
-// instrumentService and the interceptor may be used for several services on one monitor.
-const signals = new WeakMap<Monitor, GrpcCallSignal>();
-
-function callSignal(monitor: Monitor): GrpcCallSignal {
-  let signal = signals.get(monitor);
-  if (signal === undefined) {
-    signal = monitor.register((ctx) => new GrpcCallSignal(ctx));
-    signals.set(monitor, signal);
-  }
-  return signal;
-}
-
 /** What instrumentService and the interceptor share: options, the request gate, the duration, the method table. */
-export class Instrumentation {
+export class Instrumentation implements CallContext {
   readonly options: ResolvedOptions;
   readonly calls: GrpcCallSignal;
   readonly methods = new MethodTable();

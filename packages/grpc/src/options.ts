@@ -51,15 +51,16 @@ export interface GrpcInstrumentationOptions extends AdapterOptions<[GrpcMethodIn
    */
   semconvStabilityOptIn?: string;
   /**
-   * A client that keeps a response stream open but accepts nothing for this
-   * long is cut off: once a `write()` found the call's buffer full (returned
-   * false) and `drain` has not come within this many ms, the call is reset
-   * (RST_STREAM CANCEL: the client sees CANCELLED), counted CANCELLED, and
-   * its stream `cancelled` with `error.type` `write_stall`; its queue ticket
-   * ends, so in-flight falls. The handler sees the call's `cancelled` event,
-   * as when the client cancels. Default 30 000; 0 turns the check off.
-   * `instrumentService` only: an interceptor does not see the handler's
-   * writes back up.
+   * A client that keeps a response stream open but takes nothing for this
+   * long is cut off: once a response message has waited this many ms with
+   * none taken by HTTP/2 (flow control holds them while the client reads
+   * nothing), the call is counted CANCELLED and its stream `cancelled` with
+   * `error.type` `write_stall`; its queue ticket ends, so in-flight falls,
+   * and the handler sees the call's `cancelled` event, as when the client
+   * cancels. `instrumentService` resets the HTTP/2 stream (RST_STREAM
+   * CANCEL); the interceptor sends CANCELLED, which the client gets after
+   * the messages it has not read. Both wirings measure the same wait, so
+   * the bound is the same. Default 30 000; 0 turns the check off.
    */
   writeStallTimeoutMs?: number;
 }

@@ -15,6 +15,7 @@ import { Instrumentation } from './instrumentation';
 import type { MethodEntry } from './methods';
 import type { GrpcInstrumentationOptions } from './options';
 import { GRPC_STATUS, statusOfError } from './status';
+import { WriteStallWatch } from './write-stall';
 
 // biome-ignore lint/suspicious/noExplicitAny: grpc-js handlers differ in parameter types; this is the one type they all fit.
 type AnyHandler = (...args: any[]) => unknown;
@@ -108,9 +109,10 @@ function arrive(
 function watchResponseStream(call: ResponseStream, recorder: CallRecorder, instrumentation: Instrumentation): void {
   const write = call.write;
   const stallTimeoutMs = instrumentation.options.writeStallTimeoutMs;
-  const backedUp = stallTimeoutMs > 0 ? watchWriteStall(call, recorder, instrumentation, stallTimeoutMs) : undefined;
+  const watch = stallTimeoutMs > 0 ? watchWriteStall(call, recorder, instrumentation, stallTimeoutMs) : undefined;
   // Replaced on the instance; explicit parameters rather than rest
-  // arguments, so counting a token allocates nothing.
+  // arguments, so counting a token allocates nothing (nor does watching it,
+  // unless the handler passes its own write callback).
   call.write = function countedWrite(
     this: ResponseStream,
     chunk: unknown,
@@ -118,20 +120,24 @@ function watchResponseStream(call: ResponseStream, recorder: CallRecorder, instr
     callback?: unknown,
   ): boolean {
     recorder.message();
-    const flushed = (write as AnyHandler).call(this, chunk, encoding, callback) as boolean;
-    if (!flushed) backedUp?.();
-    return flushed;
+    if (watch === undefined) return (write as AnyHandler).call(this, chunk, encoding, callback) as boolean;
+    let done = callback;
+    if (typeof encoding === 'function') {
+      done = encoding;
+      encoding = undefined;
+    }
+    watch.sent();
+    // The write callback runs once grpc-js has handed the message to HTTP/2, which it cannot while the client
+    // reads nothing.
+    const taken =
+      typeof done === 'function'
+        ? (error?: Error | null) => {
+            watch.taken();
+            (done as AnyHandler)(error);
+          }
+        : watch.taken;
+    return (write as AnyHandler).call(this, chunk, encoding, taken) as boolean;
   } as typeof call.write;
-  if (backedUp !== undefined) {
-    // A handler can write a few messages (fewer than the buffer holds, so no write returned false) and end:
-    // the status then waits behind messages a stalled client never takes.
-    const end = call.end;
-    call.end = function endWatched(this: ResponseStream, ...args: unknown[]) {
-      const result = (end as AnyHandler).apply(this, args);
-      if (this.writableLength > 0) backedUp();
-      return result;
-    } as typeof call.end;
-  }
   call.on('error', (error: unknown) => {
     // grpc-js's own listener turns this error into the final status.
     if (recorder.errorCode === undefined) recorder.errorCode = statusOfError(error);
@@ -141,26 +147,19 @@ function watchResponseStream(call: ResponseStream, recorder: CallRecorder, instr
 }
 
 /**
- * A client can keep the call open and stop reading: HTTP/2 flow control then
- * holds every message, the call's buffer fills, `write()` returns false and
- * a handler that waits for `drain` waits forever with the call in flight.
- * The first write that finds the buffer full arms one timer (per stall, not
- * per write); `drain` disarms it. If it fires, the call is counted
- * CANCELLED with reason `write_stall`, then reset. Returns what a full write calls.
+ * A client that keeps the call open and stops reading (see WriteStallWatch):
+ * the handler's writes back up in the call's buffer, and a handler that waits
+ * for `drain`, or has ended with messages still buffered, waits forever with
+ * the call in flight. Once no message has been taken for the timeout, the
+ * call is counted CANCELLED with reason `write_stall`, then reset.
  */
 function watchWriteStall(
   call: ResponseStream,
   recorder: CallRecorder,
   instrumentation: Instrumentation,
   timeoutMs: number,
-): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  const disarm = (): void => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-  };
-  const stalled = (): void => {
-    timer = undefined;
+): WriteStallWatch {
+  const watch = new WriteStallWatch(timeoutMs, () => {
     if (recorder.ended) return;
     recorder.finish(GRPC_STATUS.CANCELLED, 'write_stall');
     if (!resetCall(call)) {
@@ -169,13 +168,11 @@ function watchWriteStall(
         new Error('a stalled call could not be reset: no HTTP/2 stream found under the grpc-js call'),
       );
     }
-  };
-  call.on('drain', disarm);
-  call.once('finish', disarm);
-  call.once('cancelled', disarm);
-  return () => {
-    if (timer === undefined && !recorder.ended) timer = setTimeout(stalled, timeoutMs).unref();
-  };
+  });
+  const stop = () => watch.stop();
+  call.once('finish', stop);
+  call.once('cancelled', stop);
+  return watch;
 }
 
 /**

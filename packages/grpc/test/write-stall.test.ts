@@ -3,15 +3,17 @@
  * a real grpc-js client on a real server (127.0.0.1, port 0) pauses its
  * response stream after the first message. HTTP/2 flow control then holds
  * the server's messages, the call's buffer fills and the handler waits for
- * `drain`; past the write-stall timeout the call is reset, counted
- * CANCELLED with `error.type` write_stall, and nothing stays in flight.
+ * `drain`; once no message has been taken for the write-stall timeout the
+ * call is counted CANCELLED with `error.type` write_stall, the handler sees
+ * `cancelled`, and nothing stays in flight. Every case runs through both
+ * wirings, `instrumentService` and `createServerInterceptor`.
  */
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS, createMonitor } from '@infersignal/core';
-import { instrumentService } from '../src/index';
-import { Inference, setupMonitor, startServer, until, type Started } from './helpers';
+import { createServerInterceptor, instrumentService } from '../src/index';
+import { Inference, MODES, type Mode, setupMonitor, startServer, until, type Started } from './helpers';
 import type { TestMonitor } from '../../../test/support/monitor';
 
 const cleanup: Array<() => unknown> = [];
@@ -24,6 +26,11 @@ const TEXT = 'x'.repeat(64 * 1024);
 interface HandlerResult {
   /** performance.now() of the first write that found the buffer full. */
   fullAt: number | null;
+  /**
+   * With `timeTaken`: the longest time in which no write callback ran (no message went out), between two of
+   * them or from the last one to the handler's end.
+   */
+  longestQuietMs: number | null;
   /** performance.now() when the handler stopped writing. */
   doneAt: number;
   messages: number;
@@ -33,11 +40,13 @@ interface HandlerResult {
 
 /**
  * Generate writes `tokens` 64 KiB tokens, `gapMs` apart, waiting for `drain` (or the call's cancel)
- * whenever a write finds the buffer full, then ends the call unless it was cancelled.
+ * whenever a write finds the buffer full, then ends the call unless it was cancelled. With `timeTaken`
+ * each write has a callback that notes when it ran.
  */
 function streamingImplementation(
   tokens: number,
   gapMs: number,
+  timeTaken: boolean,
   results: Promise<HandlerResult>[],
 ): grpc.UntypedServiceImplementation {
   return {
@@ -45,12 +54,26 @@ function streamingImplementation(
       results.push(
         (async (): Promise<HandlerResult> => {
           let fullAt: number | null = null;
+          let lastTakenAt: number | null = null;
+          let longestQuietMs: number | null = null;
+          const quiet = (now: number) => {
+            if (lastTakenAt !== null) longestQuietMs = Math.max(longestQuietMs ?? 0, now - lastTakenAt);
+          };
+          // Only writes that went out: once the call is reset, the ones still buffered are called back with an error.
+          const taken = timeTaken
+            ? (error?: Error | null) => {
+                if (error) return;
+                const now = performance.now();
+                quiet(now);
+                lastTakenAt = now;
+              }
+            : undefined;
           let messages = 0;
           for (let i = 0; i < tokens; i++) {
             if (call.cancelled) break;
             if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
             messages++;
-            if (!call.write({ index: i, text: TEXT })) {
+            if (!call.write({ index: i, text: TEXT }, taken)) {
               fullAt ??= performance.now();
               const room = await new Promise<boolean>((resolve) => {
                 const onDrain = () => {
@@ -69,19 +92,27 @@ function streamingImplementation(
           }
           const ended = call.cancelled ? 'cancelled' : 'completed';
           if (ended === 'completed') call.end();
-          return { fullAt, doneAt: performance.now(), messages, ended };
+          const doneAt = performance.now();
+          quiet(doneAt);
+          return { fullAt, longestQuietMs, doneAt, messages, ended };
         })(),
       );
     },
   };
 }
 
-async function start(t: TestMonitor, tokens: number, writeStallTimeoutMs: number, gapMs = 0) {
+async function start(
+  mode: Mode,
+  t: TestMonitor,
+  tokens: number,
+  writeStallTimeoutMs: number,
+  { gapMs = 0, timeTaken = false } = {},
+) {
   const results: Promise<HandlerResult>[] = [];
   const started: Started = await startServer(
-    'instrumentService',
+    mode,
     t.monitor,
-    streamingImplementation(tokens, gapMs, results),
+    streamingImplementation(tokens, gapMs, timeTaken, results),
     { model: 'tiny', queue: { name: 'grpc', capacity: 8, concurrency: 2 }, writeStallTimeoutMs },
   );
   cleanup.push(() => started.close());
@@ -100,12 +131,12 @@ function statusOf(call: grpc.ClientReadableStream<unknown>): Promise<grpc.Status
   });
 }
 
-describe('gRPC write stall', () => {
+describe.each(MODES)('gRPC write stall (%s)', (mode) => {
   it('a client that stops reading is cut off after the timeout: CANCELLED, write_stall, nothing in flight', async () => {
     const t = setupMonitor();
     cleanup.push(() => t.close());
     const writeStallTimeoutMs = 300;
-    const { client, results } = await start(t, 10_000, writeStallTimeoutMs);
+    const { client, results } = await start(mode, t, 10_000, writeStallTimeoutMs, { timeTaken: true });
     const call: grpc.ClientReadableStream<unknown> = client.Generate({ model: 'tiny', prompt: 'hi' });
     const status = statusOf(call);
     let received = 0;
@@ -120,10 +151,12 @@ describe('gRPC write stall', () => {
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the handler still waits')), 20_000)),
     ]);
     expect(result.ended).toBe('cancelled');
-    // It filled the buffers first (several 64 KiB messages), then waited at least the timeout.
+    // It filled the buffers first (several 64 KiB messages), and was cut off only after HTTP/2 had taken none of
+    // its messages for the timeout (1 ms: the timer's clock against performance.now()). The reset itself may
+    // complete the write that waited, so the quiet time is looked for anywhere, not only at the end.
     expect(result.messages).toBeGreaterThan(1);
     expect(result.fullAt).not.toBeNull();
-    expect(result.doneAt - result.fullAt!).toBeGreaterThanOrEqual(writeStallTimeoutMs - 1);
+    expect(result.longestQuietMs).toBeGreaterThanOrEqual(writeStallTimeoutMs - 1);
 
     expect(await streams(t, { [ATTR.outcome]: 'cancelled', [ATTR.errorType]: 'write_stall' })).toBe(1);
     expect(await streams(t, { [ATTR.outcome]: 'completed' })).toBe(0);
@@ -141,7 +174,7 @@ describe('gRPC write stall', () => {
     // 5 ms apart, each message leaves the call's buffer until the client's buffer and the flow-control window
     // are full (about 17 of them); the last ones wait in the call's buffer, fewer than fill it, so no write
     // returns false, and the handler ends the call.
-    const { client, results } = await start(t, 30, 300, 5);
+    const { client, results } = await start(mode, t, 30, 300, { gapMs: 5 });
     const call: grpc.ClientReadableStream<unknown> = client.Generate({ model: 'tiny', prompt: 'hi' });
     const status = statusOf(call);
     let received = 0;
@@ -163,7 +196,7 @@ describe('gRPC write stall', () => {
     const t = setupMonitor();
     cleanup.push(() => t.close());
     const tokens = 64; // 4 MiB: more than the flow-control windows hold, so the handler does wait for drain.
-    const { client, results } = await start(t, tokens, 10_000);
+    const { client, results } = await start(mode, t, tokens, 10_000);
     const call: grpc.ClientReadableStream<unknown> = client.Generate({ model: 'tiny', prompt: 'hi' });
     const status = statusOf(call);
     let received = 0;
@@ -183,12 +216,44 @@ describe('gRPC write stall', () => {
     expect(await streams(t, { [ATTR.errorType]: 'write_stall' })).toBe(0);
   }, 30_000);
 
-  it('refuses a bad timeout, naming the field', () => {
+  it('a client that reads slowly but steadily is never cut off, though the stream lasts longer than the timeout', async () => {
+    const t = setupMonitor();
+    cleanup.push(() => t.close());
+    // 128 × 64 KiB read 20 ms apart: the handler is held back by flow control for well over a second, but
+    // HTTP/2 takes a message every few tens of ms, far inside the 1 s timeout.
+    const writeStallTimeoutMs = 1000;
+    const tokens = 128;
+    const { client, results } = await start(mode, t, tokens, writeStallTimeoutMs);
+    const call: grpc.ClientReadableStream<unknown> = client.Generate({ model: 'tiny', prompt: 'hi' });
+    const status = statusOf(call);
+    let received = 0;
+    call.on('data', () => {
+      received++;
+      call.pause();
+      setTimeout(() => call.resume(), 20);
+    });
+    expect((await status).code).toBe(grpc.status.OK);
+    // The status can come before the client has read what it holds.
+    await until(() => received === tokens, 20_000);
+    const result = await results[0];
+    expect(result.ended).toBe('completed');
+    expect(result.fullAt).not.toBeNull();
+    expect(result.doneAt - result.fullAt!).toBeGreaterThan(writeStallTimeoutMs);
+    await until(() => t.monitor.snapshot().queues.grpc.completed === 1, 5000);
+    expect(await streams(t, { [ATTR.outcome]: 'completed' })).toBe(1);
+    expect(await streams(t, { [ATTR.errorType]: 'write_stall' })).toBe(0);
+  }, 30_000);
+});
+
+describe('gRPC write stall options', () => {
+  it.each(MODES)('refuses a bad timeout, naming the field (%s)', (mode) => {
     const monitor = createMonitor({ detectorIntervalMs: 0, traces: false, eventLoop: false });
     cleanup.push(() => monitor.close());
     const field = (writeStallTimeoutMs: unknown) => {
+      const options = { writeStallTimeoutMs: writeStallTimeoutMs as number };
       try {
-        instrumentService(monitor, Inference.service, {}, { writeStallTimeoutMs: writeStallTimeoutMs as number });
+        if (mode === 'interceptor') createServerInterceptor(monitor, grpc, options);
+        else instrumentService(monitor, Inference.service, {}, options);
       } catch (error) {
         expect(error).toBeInstanceOf(InferSignalConfigError);
         return (error as InferSignalConfigError).field;

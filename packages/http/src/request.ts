@@ -307,7 +307,7 @@ function remember(res: ServerResponse, request: HttpRequestLifecycle, plain: boo
  * such response takes the same hidden-class transition, and a WeakMap
  * entry instead cost ~0.7 µs a request (the key's identity hash, the
  * ephemeron table and its processing in the garbage collector), half of
- * the Fastify plugin's own work (benchmarks/fastify-hooks.ts). A response
+ * the Fastify plugin's own work. A response
  * re-parented with `Object.setPrototypeOf` (Express does it to every one)
  * is kept in a WeakMap: on such an object each property added builds a
  * hidden class of its own (~2 % of an Express hello-world request,
@@ -315,7 +315,7 @@ function remember(res: ServerResponse, request: HttpRequestLifecycle, plain: boo
  * left for the collector, dead entries made the table grow between
  * scavenges and every set and lookup, and the scavenges that clear them,
  * dearer (0.6–1.0 µs a request in a loop that keeps 64 in flight, Node 20
- * and 24: benchmarks/weakmap-entries.ts). A cut-off response's entry
+ * and 24). A cut-off response's entry
  * stays, for late readers, and the lifecycle drops its response when it
  * settles, so no dead entry's value reaches its own key: such an ephemeron
  * cycle cost ~5 % of the same request, in the garbage collector.
@@ -343,7 +343,7 @@ const NODE_WRITABLE_FINISHED = Object.getOwnPropertyDescriptor(OutgoingMessage.p
  * with `Object.setPrototypeOf` (Express's) onto a chain that leads to Node's
  * getter, three prototypes up, a lookup V8 cannot cache for objects that
  * each have a hidden class of their own: that getter is called directly
- * (~0.3 µs less a request in benchmarks/fastify-hooks.ts). OTHER: any other
+ * (~0.3 µs less a request). OTHER: any other
  * prototype, endedAndFinished(). Found at arrival from the prototype read
  * there: at `close` that read was a second runtime call on Express's path.
  */
@@ -436,7 +436,7 @@ const NODE_WRITE_HEAD = ServerResponse.prototype.writeHead as unknown as WriteHe
  * writeHead of a plain response whose writeHead was Node's own: starts its
  * request, then Node's. Node's reads its three parameters, never
  * `arguments`, so they are passed as they are: forwarding `arguments`
- * materialized it, ~20 bytes a request (benchmarks/allocations.ts).
+ * materialized it, ~20 bytes a request.
  */
 function plainWriteHead(this: PlainResponse, statusCode: unknown, reason: unknown, headers: unknown) {
   this[TRACKED]?.ticket.start();

@@ -6,6 +6,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import {
   ATTR,
+  METRICS,
   InferSignalConfigError,
   QueueFullError,
   type DeviceMemoryHandle,
@@ -151,6 +152,8 @@ export interface KvCacheGauges {
   readonly attributes: Attributes;
   tokens(): number;
   capacity(): number;
+  /** Tokens of the sequences a generation is running on. */
+  activeTokens(): number;
 }
 
 /** The context-shift counter and the KV-cache token gauges of one monitor. */
@@ -168,6 +171,7 @@ class LlamaSignal implements Signal, LlamaInstruments {
   private readonly shifts: CounterRecorder;
   private readonly tokens: Gauge;
   private readonly capacity: Gauge;
+  private readonly utilization: Gauge;
   private readonly models = new Set<KvCacheGauges>();
   private readonly shiftAttributes = new Map<string, Attributes>();
 
@@ -175,6 +179,7 @@ class LlamaSignal implements Signal, LlamaInstruments {
     this.shifts = ctx.counter(LLAMA_METRICS.kvCacheShifts);
     this.tokens = ctx.gauge(LLAMA_METRICS.kvCacheTokens);
     this.capacity = ctx.gauge(LLAMA_METRICS.kvCacheCapacity);
+    this.utilization = ctx.gauge(METRICS.kvCacheUtilization);
   }
 
   shift(model: string, reason: 'generation' | 'prompt', count: number): void {
@@ -194,7 +199,10 @@ class LlamaSignal implements Signal, LlamaInstruments {
     for (const model of this.models) {
       try {
         observer.observe(this.tokens, model.tokens(), model.attributes);
-        observer.observe(this.capacity, model.capacity(), model.attributes);
+        const capacity = model.capacity();
+        observer.observe(this.capacity, capacity, model.attributes);
+        // Read at every collection, so a scrape sees the sequences as they are: the router's freshness.
+        observer.observe(this.utilization, capacity > 0 ? model.activeTokens() / capacity : 0, model.attributes);
       } catch (error) {
         this.ctx.internalError('llama.kvCache', error);
       }

@@ -96,6 +96,7 @@ class MonitoredModel implements MonitoredLlamaModel {
       attributes: { [ATTR.model]: this.label },
       tokens: () => this.swap.current.tokens(),
       capacity: () => this.swap.current.capacity(),
+      activeTokens: () => this.swap.current.activeTokens(),
     });
     this.hooks = {
       done: ({ contextShifts, promptTruncated }) => {

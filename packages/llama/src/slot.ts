@@ -53,6 +53,13 @@ export class Slot {
     return sum;
   }
 
+  /** Tokens held by the sequences a generation is running on (an idle sequence's prefix is not in use). */
+  activeTokens(): number {
+    let sum = 0;
+    for (const entry of this.entries) if (entry.busy) sum += entry.sequence.nextTokenIndex;
+    return sum;
+  }
+
   capacity(): number {
     return this.context.contextSize * this.entries.length;
   }

@@ -47,7 +47,7 @@ export async function cpuLlama(): Promise<{ llama: Llama; log: string[] }> {
 
 /**
  * `llama.dispose()`, bounded: node-llama-cpp 3.21.1 never settles it once a model whose load llama.cpp
- * rejected has been garbage-collected (a prevent-disposal handle is left behind; see docs/llama.md).
+ * rejected has been garbage-collected (a prevent-disposal handle is left behind; see packages/llama/README.md).
  */
 export async function disposeLlama(llama: Llama): Promise<void> {
   await Promise.race([llama.dispose(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);

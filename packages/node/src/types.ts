@@ -86,7 +86,7 @@ export interface StartOptions extends PassThroughMonitorOptions {
    * Also register an AsyncLocalStorage context manager as the global one (default false). InferSignal's spans
    * need none: each is made when its request ends, its parent read from the request's `traceparent`. Turn it on
    * when the app makes spans of its own through start()'s tracer provider and wants them nested; on Node 20 and
-   * 22 it costs every async resource an async hook (docs/node.md).
+   * 22 it costs every async resource an async hook (packages/node/README.md).
    */
   contextManager?: boolean;
   /** Extra readers (e.g. an in-memory reader in tests) added to the MeterProvider. */

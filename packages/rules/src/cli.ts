@@ -72,7 +72,7 @@ const COMMANDS: Record<string, { options: Options; about: string }> = {
   },
   kubernetes: {
     options: { ...COMMON, ...GENERATOR, ...KUBERNETES },
-    about: 'Deployment with readiness probe, PrometheusRule, KEDA ScaledObject, HPA (YAML files)',
+    about: 'Deployment with readiness probe, InferencePool, PrometheusRule, KEDA ScaledObject, HPA (YAML files)',
   },
 };
 

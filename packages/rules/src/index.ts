@@ -18,7 +18,7 @@ export {
   PLACEHOLDER_WEBHOOK_URL,
 } from './alertmanager';
 export type { AlertmanagerOptions } from './alertmanager';
-export { buildKubernetesManifests } from './kubernetes';
+export { ENGINE_TYPE_LABEL, buildKubernetesManifests, engineConfig } from './kubernetes';
 export type { KubernetesOptions } from './kubernetes';
 export { runRulesCli, USAGE } from './cli';
 export type { CliIo } from './cli';

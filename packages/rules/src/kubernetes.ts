@@ -3,12 +3,16 @@
  * whose readiness probe is the adapters' readiness route (it turns
  * unready at CRITICAL backpressure, so the Service stops sending traffic
  * before the queue overflows), a ServiceMonitor, the PrometheusRule CRD
- * form of the generated rules, and two autoscaling options on the same
- * thresholds: KEDA ScaledObject (Prometheus trigger) and an HPA on custom
- * metrics served by prometheus-adapter.
+ * form of the generated rules, an InferencePool with the endpoint picker's
+ * config (the Gateway API Inference Extension's model-server protocol: the
+ * pod's engine-type label names an engine config that maps the protocol's
+ * three gauges to InferSignal's names), and two autoscaling options on the
+ * same thresholds: KEDA ScaledObject (Prometheus triggers: queue wait,
+ * occupancy, the picker's saturation, TTFT P95) and an HPA on custom metrics
+ * served by prometheus-adapter.
  */
 import { stringify } from 'yaml';
-import { recordBase } from './names';
+import { LABEL, recordBase } from './names';
 import { quantileSuffix } from './duration';
 import { buildRules, queueWaitQuantileRecord } from './rules';
 import { GENERATOR_OPTION_KEYS, resolveOptions, type GeneratorOptions } from './options';
@@ -21,7 +25,10 @@ export interface KubernetesOptions extends GeneratorOptions {
   image?: string;
   /** Container port of the HTTP API and the readiness route (default 8080). */
   port?: number;
-  /** Port of the Prometheus exporter (default 9464, the OTel exporter's default). */
+  /**
+   * Port of the Prometheus exporter (default 9464, the OTel exporter's default). The endpoint picker reads
+   * /metrics on `port`: give the same port when the app serves /metrics there (the manifests then open one port).
+   */
   metricsPort?: number;
   /** Readiness route served by the InferSignal adapter (default `/healthz/ready`). */
   readinessPath?: string;
@@ -31,6 +38,40 @@ export interface KubernetesOptions extends GeneratorOptions {
   maxReplicas?: number;
   /** Labels the Prometheus Operator selects PrometheusRule and ServiceMonitor objects by. */
   selectorLabels?: Record<string, string>;
+  /** Value of the pod label `llm-d.ai/engine-type`, the name of the picker's engine config (default `infersignal`). */
+  engineType?: string;
+  /** The queue whose waiting and in-flight gauges the picker reads (default: the first one the server exports). */
+  queueName?: string;
+  /** The model whose KV-cache utilization the picker reads (default: the first one the server exports). */
+  model?: string;
+}
+
+/** The pod label the endpoint picker reads to choose a replica's engine config. */
+export const ENGINE_TYPE_LABEL = 'llm-d.ai/engine-type';
+
+/** An instant-vector selector as the picker's metric specs read it: `name{label="value"}`. */
+function selector(name: string, label: string, value: string | undefined): string {
+  return value === undefined ? name : `${name}{${label}=${JSON.stringify(value)}}`;
+}
+
+/**
+ * The picker's engine config for an InferSignal server (llm-d-router's `core-metrics-extractor`
+ * `engineConfigs` entry): the protocol's queued requests, running requests and KV-cache utilization,
+ * mapped to the queue's waiting and in-flight gauges and the KV-cache utilization gauge.
+ */
+export function engineConfig(options: KubernetesOptions = {}): {
+  name: string;
+  queuedRequestsSpec: string;
+  runningRequestsSpec: string;
+  kvUsageSpec: string;
+} {
+  const { metric } = resolveOptions(options, [...GENERATOR_OPTION_KEYS, ...KUBERNETES_OPTION_KEYS]).names;
+  return {
+    name: options.engineType ?? 'infersignal',
+    queuedRequestsSpec: selector(metric('queueWaiting'), LABEL.queue, options.queueName),
+    runningRequestsSpec: selector(metric('queueInFlight'), LABEL.queue, options.queueName),
+    kvUsageSpec: selector(metric('kvCacheUtilization'), LABEL.model, options.model),
+  };
 }
 
 const HEADER =
@@ -57,7 +98,26 @@ const KUBERNETES_OPTION_KEYS = [
   'minReplicas',
   'maxReplicas',
   'selectorLabels',
+  'engineType',
+  'queueName',
+  'model',
 ];
+
+/**
+ * max(waiting / queueDepthThreshold, KV utilization / kvCacheUtilThreshold) per pod, averaged: the
+ * endpoint picker's saturation. The terms are told apart by a label so `or` keeps both; a server
+ * without a KV cache has no KV series, and its saturation is the queue term alone (the KV term reads 0).
+ */
+function saturationQuery(
+  waiting: string,
+  kv: string,
+  app: string,
+  s: { queueDepthThreshold: number; kvCacheUtilThreshold: number },
+): string {
+  const term = (name: string, threshold: number, label: string) =>
+    `label_replace(max by (namespace, pod) (${name}{job="${app}"}) / ${threshold}, "term", "${label}", "", "")`;
+  return `avg(max by (namespace, pod) (${term(waiting, s.queueDepthThreshold, 'queue')} or ${term(kv, s.kvCacheUtilThreshold, 'kv')}))`;
+}
 
 /** The manifests, by file name (YAML text, multi-document where a file holds several objects). */
 export function buildKubernetesManifests(options: KubernetesOptions = {}): Record<string, string> {
@@ -70,11 +130,12 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
   fieldOrDefault('image', options.image, { type: 'string' }, undefined);
   const port = fieldOrDefault<number>('port', options.port, { type: 'port' }, 8080);
   const metricsPort = fieldOrDefault<number>('metricsPort', options.metricsPort, { type: 'port' }, 9464);
-  // The Service names both ports; one container port cannot serve both.
-  if (metricsPort === port) rejectValue('metricsPort', metricsPort, `a port other than port (${port})`);
   const readinessPath = options.readinessPath ?? '/healthz/ready';
   if (typeof readinessPath !== 'string' || !readinessPath.startsWith('/'))
     rejectValue('readinessPath', readinessPath, 'a path starting with "/"');
+  // The endpoint picker scrapes /metrics on the serving port (the pool's target port): an app that mounts
+  // the exporter there (`start({ prometheus: { mount: true } })`) passes the same port for both.
+  const sharedPort = metricsPort === port;
   const prometheusUrl = fieldOrDefault(
     'prometheusUrl',
     options.prometheusUrl,
@@ -88,6 +149,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
   checkAtLeast('maxReplicas', maxReplicas, 'minReplicas', minReplicas);
   const selectorLabels = options.selectorLabels ?? { release: 'kube-prometheus-stack' };
   const labels = { 'app.kubernetes.io/name': app, 'app.kubernetes.io/part-of': 'infersignal' };
+  const engine = engineConfig(options);
   const meta = (name: string, extra: Record<string, string> = {}) => ({
     name,
     namespace,
@@ -102,7 +164,8 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
       replicas: minReplicas,
       selector: { matchLabels: { 'app.kubernetes.io/name': app } },
       template: {
-        metadata: { labels },
+        // The engine-type label tells the endpoint picker which metric names this pod speaks.
+        metadata: { labels: { ...labels, [ENGINE_TYPE_LABEL]: engine.name } },
         spec: {
           // Lets in-flight streams finish after the pod turns unready and leaves the Service.
           terminationGracePeriodSeconds: 60,
@@ -110,15 +173,19 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
             {
               name: app,
               image: options.image ?? 'registry.example.com/inference-server:latest',
-              ports: [
-                { name: 'http', containerPort: port },
-                { name: 'metrics', containerPort: metricsPort },
-              ],
-              env: [
-                // The exporter listens on loopback by default; a cluster Prometheus needs the pod address.
-                { name: 'OTEL_EXPORTER_PROMETHEUS_HOST', value: '0.0.0.0' },
-                { name: 'OTEL_EXPORTER_PROMETHEUS_PORT', value: String(metricsPort) },
-              ],
+              ...(sharedPort
+                ? { ports: [{ name: 'http', containerPort: port }] }
+                : {
+                    ports: [
+                      { name: 'http', containerPort: port },
+                      { name: 'metrics', containerPort: metricsPort },
+                    ],
+                    env: [
+                      // The exporter listens on loopback by default; a cluster Prometheus needs the pod address.
+                      { name: 'OTEL_EXPORTER_PROMETHEUS_HOST', value: '0.0.0.0' },
+                      { name: 'OTEL_EXPORTER_PROMETHEUS_PORT', value: String(metricsPort) },
+                    ],
+                  }),
               readinessProbe: {
                 httpGet: { path: readinessPath, port: 'http' },
                 periodSeconds: 2,
@@ -142,7 +209,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
       selector: { 'app.kubernetes.io/name': app },
       ports: [
         { name: 'http', port, targetPort: 'http' },
-        { name: 'metrics', port: metricsPort, targetPort: 'metrics' },
+        ...(sharedPort ? [] : [{ name: 'metrics', port: metricsPort, targetPort: 'metrics' }]),
       ],
     },
   };
@@ -152,7 +219,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
     metadata: meta(app, selectorLabels),
     spec: {
       selector: { matchLabels: { 'app.kubernetes.io/name': app } },
-      endpoints: [{ port: 'metrics', interval: '15s' }],
+      endpoints: [{ port: sharedPort ? 'http' : 'metrics', path: '/metrics', interval: '15s' }],
     },
   };
   const prometheusRule = {
@@ -196,6 +263,27 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
             query: `max(${occupancy}{job="${app}"})`,
             threshold: String(t.queue.occupancyWarn),
             activationThreshold: String(t.queue.occupancyWarn / 2),
+          },
+        },
+        {
+          // The picker's saturation, averaged over the replicas: 1 is where it calls a replica full.
+          type: 'prometheus',
+          metricType: 'Value',
+          metadata: {
+            serverAddress: prometheusUrl,
+            query: saturationQuery(metric('queueWaiting'), metric('kvCacheUtilization'), app, t.saturation),
+            threshold: '1',
+            activationThreshold: '0.5',
+          },
+        },
+        {
+          type: 'prometheus',
+          metricType: 'Value',
+          metadata: {
+            serverAddress: prometheusUrl,
+            query: `histogram_quantile(0.95, sum by (le) (rate(${o.names.bucket('timeToFirstToken')}{job="${app}"}[${o.rateWindow}])))`,
+            threshold: String(t.saturation.timeToFirstTokenSeconds),
+            activationThreshold: String(t.saturation.timeToFirstTokenSeconds / 2),
           },
         },
       ],
@@ -254,8 +342,65 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
     },
   };
 
+  // The endpoint picker scrapes each pod's serving port (the pool's target port) at `path`.
+  const pickerConfig = {
+    apiVersion: 'llm-d.ai/v1alpha1',
+    kind: 'EndpointPickerConfig',
+    plugins: [
+      {
+        type: 'metrics-data-source',
+        parameters: {
+          scheme: 'http',
+          path: '/metrics',
+          // Parse only the three families the extractor reads, not the whole exposition.
+          families: [metric('queueWaiting'), metric('queueInFlight'), metric('kvCacheUtilization')],
+        },
+      },
+      { type: 'core-metrics-extractor', parameters: { engineConfigs: [engine] } },
+      {
+        type: 'utilization-detector',
+        parameters: {
+          queueDepthThreshold: t.saturation.queueDepthThreshold,
+          kvCacheUtilThreshold: t.saturation.kvCacheUtilThreshold,
+          metricsStalenessThreshold: '200ms',
+        },
+      },
+      { type: 'queue-scorer' },
+      { type: 'kv-cache-utilization-scorer' },
+      { type: 'max-score-picker' },
+    ],
+    saturationDetector: { pluginRef: 'utilization-detector' },
+    schedulingProfiles: [
+      {
+        name: 'default',
+        plugins: [
+          { pluginRef: 'queue-scorer', weight: 1 },
+          { pluginRef: 'kv-cache-utilization-scorer', weight: 1 },
+          { pluginRef: 'max-score-picker' },
+        ],
+      },
+    ],
+  };
+  const pickerConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(`${app}-epp`),
+    data: { 'epp-config.yaml': stringify(pickerConfig, { lineWidth: 0 }) },
+  };
+  const inferencePool = {
+    apiVersion: 'inference.networking.k8s.io/v1',
+    kind: 'InferencePool',
+    metadata: meta(app),
+    spec: {
+      selector: { matchLabels: { 'app.kubernetes.io/name': app } },
+      targetPorts: [{ number: port }],
+      endpointPickerRef: { name: `${app}-epp`, kind: 'Service', port: { number: 9002 } },
+    },
+  };
+
   return {
     'deployment.yaml': yamlDocs([deployment, service, serviceMonitor]),
+    'inference-pool.yaml': yamlDocs([inferencePool, pickerConfigMap]),
     'prometheus-rule.yaml': yamlDocs([prometheusRule]),
     'keda-scaledobject.yaml': yamlDocs([scaledObject]),
     'hpa-prometheus-adapter.yaml': yamlDocs([adapterConfig, hpa]),

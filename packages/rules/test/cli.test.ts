@@ -86,13 +86,14 @@ describe('runRulesCli', () => {
     expect(config.route.routes[0].group_wait).toBe('1s');
   });
 
-  it('kubernetes --out-dir writes the four manifests', async () => {
+  it('kubernetes --out-dir writes the five manifests', async () => {
     const out = join(dir, 'k8s');
     const run = await cli('kubernetes', '--out-dir', out, '--app', 'llm', '--max-replicas', '4');
     expect(run.code).toBe(0);
     expect(readdirSync(out).sort()).toEqual([
       'deployment.yaml',
       'hpa-prometheus-adapter.yaml',
+      'inference-pool.yaml',
       'keda-scaledobject.yaml',
       'prometheus-rule.yaml',
     ]);

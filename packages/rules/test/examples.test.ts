@@ -3,18 +3,28 @@
  * config; the committed examples/kubernetes files are exactly what the CLI
  * generates (so they cannot drift from the thresholds), parse as YAML, have
  * the fields their API kinds require, and the PrometheusRule's groups pass
- * `promtool check rules`. (No Kubernetes schema or cluster offline.)
+ * `promtool check rules`. Every object of a Kubernetes or KEDA kind is
+ * validated against its OpenAPI/CRD schema (kubernetes-models,
+ * @kubernetes-models/keda); no cluster offline.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
+import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Service } from 'kubernetes-models/v1/Service';
+import { DEFAULT_THRESHOLDS } from '@infersignal/core';
 import {
   ALERTMANAGER_RECEIVER,
+  ENGINE_TYPE_LABEL,
   buildAlertmanagerConfig,
   buildKubernetesManifests,
   buildRules,
+  engineConfig,
   renderAlertmanagerConfig,
 } from '@infersignal/rules';
 import { findBinary, runTool, skipReason } from './helpers/binaries';
@@ -127,6 +137,16 @@ describe('examples/kubernetes', () => {
     expect(scaled.spec.triggers.map((t: any) => [t.type, t.metadata.query, t.metadata.threshold])).toEqual([
       ['prometheus', 'max(job_queue_model:infersignal_queue_wait_duration_seconds:p95{job="inference-server"})', '0.2'],
       ['prometheus', 'max(infersignal_queue_occupancy_ratio{job="inference-server"})', '0.7'],
+      [
+        'prometheus',
+        'avg(max by (namespace, pod) (label_replace(max by (namespace, pod) (infersignal_queue_waiting{job="inference-server"}) / 5, "term", "queue", "", "") or label_replace(max by (namespace, pod) (infersignal_kv_cache_utilization_ratio{job="inference-server"}) / 0.8, "term", "kv", "", "")))',
+        '1',
+      ],
+      [
+        'prometheus',
+        'histogram_quantile(0.95, sum by (le) (rate(gen_ai_server_time_to_first_token_seconds_bucket{job="inference-server"}[1m])))',
+        '1',
+      ],
     ]);
     const [adapter, hpa] = docs(generated['hpa-prometheus-adapter.yaml']);
     expect(adapter.kind).toBe('ConfigMap');
@@ -141,4 +161,135 @@ describe('examples/kubernetes', () => {
       ['infersignal_queue_wait_duration_seconds_p95', '200m'],
     ]);
   });
+
+  it('every Kubernetes and KEDA object validates against its schema', () => {
+    const models: Record<string, new (data: any) => { validate(): void }> = {
+      Deployment,
+      Service,
+      ConfigMap,
+      HorizontalPodAutoscaler,
+      ScaledObject,
+    };
+    let validated = 0;
+    for (const text of Object.values(buildKubernetesManifests({ queueName: 'llama:m', model: 'm' }))) {
+      for (const doc of docs(text)) {
+        const Model = models[doc.kind];
+        if (!Model) continue;
+        new Model(doc).validate();
+        validated++;
+      }
+    }
+    expect(validated).toBe(6);
+    // The validation is real: a port given as text fails.
+    const [deployment] = docs(generated['deployment.yaml']);
+    deployment.spec.template.spec.containers[0].ports[0].containerPort = '8080';
+    expect(() => new Deployment(deployment as any).validate()).toThrow(/containerPort must be integer/);
+    const [scaled] = docs(generated['keda-scaledobject.yaml']);
+    scaled.spec.triggers[2].metadata.threshold = 1;
+    expect(() => new ScaledObject(scaled as any).validate()).toThrow(/threshold must be string/);
+  });
+
+  it('the pod carries the engine-type label and the picker config maps the protocol gauges to it', () => {
+    const [deployment] = docs(generated['deployment.yaml']);
+    expect(deployment.spec.template.metadata.labels[ENGINE_TYPE_LABEL]).toBe('infersignal');
+    const [pool, configMap] = docs(generated['inference-pool.yaml']);
+    expect(pool).toMatchObject({
+      apiVersion: 'inference.networking.k8s.io/v1',
+      kind: 'InferencePool',
+      spec: {
+        selector: { matchLabels: deployment.spec.selector.matchLabels },
+        targetPorts: [{ number: deployment.spec.template.spec.containers[0].ports[0].containerPort }],
+        endpointPickerRef: { name: 'inference-server-epp' },
+      },
+    });
+    const picker = parse(configMap!.data!['epp-config.yaml']!) as any;
+    expect(picker).toMatchObject({ apiVersion: 'llm-d.ai/v1alpha1', kind: 'EndpointPickerConfig' });
+    const plugin = (type: string) => picker.plugins.find((p: any) => p.type === type);
+    const [engine] = plugin('core-metrics-extractor').parameters.engineConfigs;
+    expect(engine).toEqual({
+      name: 'infersignal',
+      queuedRequestsSpec: 'infersignal_queue_waiting',
+      runningRequestsSpec: 'infersignal_queue_in_flight',
+      kvUsageSpec: 'infersignal_kv_cache_utilization_ratio',
+    });
+    // The fields llm-d-router's core-metrics-extractor reads (engineConfigParams' JSON names).
+    const known = ['name', 'queuedRequestsSpec', 'runningRequestsSpec', 'kvUsageSpec', 'loraSpec', 'cacheInfoSpec'];
+    for (const key of Object.keys(engine)) expect(known).toContain(key);
+    // The data source parses only the families the engine config reads.
+    expect(plugin('metrics-data-source').parameters.families).toEqual([
+      engine.queuedRequestsSpec,
+      engine.runningRequestsSpec,
+      engine.kvUsageSpec,
+    ]);
+    expect(plugin('utilization-detector').parameters).toMatchObject({
+      queueDepthThreshold: DEFAULT_THRESHOLDS.saturation.queueDepthThreshold,
+      kvCacheUtilThreshold: DEFAULT_THRESHOLDS.saturation.kvCacheUtilThreshold,
+    });
+    // A named queue and model select their own series; the thresholds follow the thresholds file.
+    expect(engineConfig({ queueName: 'llama:m', model: 'm', engineType: 'node' })).toEqual({
+      name: 'node',
+      queuedRequestsSpec: 'infersignal_queue_waiting{infersignal_queue_name="llama:m"}',
+      runningRequestsSpec: 'infersignal_queue_in_flight{infersignal_queue_name="llama:m"}',
+      kvUsageSpec: 'infersignal_kv_cache_utilization_ratio{gen_ai_request_model="m"}',
+    });
+    // One port for the API and /metrics (the app mounts the exporter), as the picker reads it.
+    const shared = buildKubernetesManifests({ port: 3000, metricsPort: 3000 });
+    const [sharedDeployment, sharedService, sharedMonitor] = docs(shared['deployment.yaml']);
+    new Deployment(sharedDeployment as any).validate();
+    new Service(sharedService as any).validate();
+    expect(sharedDeployment.spec.template.spec.containers[0].ports).toEqual([{ name: 'http', containerPort: 3000 }]);
+    expect(sharedDeployment.spec.template.spec.containers[0].env).toBeUndefined();
+    expect(sharedService.spec.ports).toEqual([{ name: 'http', port: 3000, targetPort: 'http' }]);
+    expect(sharedMonitor.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '15s' }]);
+    expect(docs(shared['inference-pool.yaml'])[0]!.spec.targetPorts).toEqual([{ number: 3000 }]);
+    const tuned = buildKubernetesManifests({
+      thresholds: { saturation: { queueDepthThreshold: 30, kvCacheUtilThreshold: 0.6 } },
+    });
+    expect(tuned['keda-scaledobject.yaml']).toContain('/ 30, "term", "queue"');
+    expect(tuned['keda-scaledobject.yaml']).toContain('/ 0.6, "term", "kv"');
+    expect(tuned['inference-pool.yaml']).toContain('queueDepthThreshold: 30');
+  });
+
+  it.skipIf(!promtool)(
+    promtool
+      ? 'promtool evaluates the saturation trigger: the picker score per pod, averaged; no KV series reads as 0'
+      : skipReason('promtool', 'promtool test rules (KEDA saturation)'),
+    () => {
+      const [scaled] = docs(generated['keda-scaledobject.yaml']);
+      const query = scaled.spec.triggers[2].metadata.query as string;
+      const series = (name: string, pod: string, label: string, values: string) => ({
+        series: `${name}{job="inference-server",namespace="ml",pod="${pod}",${label}}`,
+        values,
+      });
+      writeFileSync(join(dir, 'none.yml'), 'groups: []\n');
+      const file = join(dir, 'saturation-test.yml');
+      writeFileSync(
+        file,
+        stringify({
+          rule_files: ['none.yml'],
+          evaluation_interval: '1m',
+          tests: [
+            {
+              interval: '1m',
+              input_series: [
+                // Pod a: 3 waiting (0.6 of 5), KV 0.4 (0.5 of 0.8) → 0.6.
+                series('infersignal_queue_waiting', 'a', 'infersignal_queue_name="q"', '3x5'),
+                series('infersignal_kv_cache_utilization_ratio', 'a', 'gen_ai_request_model="m"', '0.4x5'),
+                // Pod b: 1 waiting, KV 0.72 (0.9 of 0.8) → 0.9.
+                series('infersignal_queue_waiting', 'b', 'infersignal_queue_name="q"', '1x5'),
+                series('infersignal_kv_cache_utilization_ratio', 'b', 'gen_ai_request_model="m"', '0.72x5'),
+                // Pod c: no KV cache at all, 2 waiting → 0.4.
+                series('infersignal_queue_waiting', 'c', 'infersignal_queue_name="q"', '2x5'),
+              ],
+              promql_expr_test: [
+                { expr: query, eval_time: '2m', exp_samples: [{ labels: '{}', value: (0.6 + 0.9 + 0.4) / 3 }] },
+              ],
+            },
+          ],
+        }),
+      );
+      const run = runTool(promtool as string, ['test', 'rules', file]);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+    },
+  );
 });

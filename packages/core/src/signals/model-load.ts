@@ -137,6 +137,13 @@ export class ModelLoads {
       this.lastEndedAt = now;
       this.finish(kind, (now - started) / 1000);
       span?.setAttribute(ATTR.outcome, 'success');
+      if (options?.resultAttributes && span) {
+        try {
+          span.setAttributes(options.resultAttributes(result));
+        } catch (internal) {
+          ctx.internalError('modelLoad', internal);
+        }
+      }
       span?.end(now);
     } catch (internal) {
       ctx.internalError('modelLoad', internal);
