@@ -145,6 +145,34 @@ const tests = [
     ],
   },
   {
+    name: 'queue age: the worst replica counts; 0.8s warns, 3s is critical, 0.4s never alerts',
+    interval: '15s',
+    input_series: [
+      ['a', 'q1', 0.2],
+      ['b', 'q1', 0.8],
+      ['a', 'q2', 3],
+      ['a', 'q3', 0.4],
+    ].map(([instance, name, age]) => ({
+      series: selector(metricName('queueWaitOldest'), {
+        job: JOB,
+        instance: String(instance),
+        [LABEL.queue]: String(name),
+      }),
+      values: `${age}x${STEPS}`,
+    })),
+    alert_rule_test: [
+      check('4m', 'InferSignalQueueAgeHigh'),
+      check('4m', 'InferSignalQueueAgeCritical'),
+      check('6m', 'InferSignalQueueAgeHigh', [
+        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.8),
+        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q2' }, 3),
+      ]),
+      check('6m', 'InferSignalQueueAgeCritical', [
+        expected('InferSignalQueueAgeCritical', { job: JOB, [LABEL.queue]: 'q2' }, 3),
+      ]),
+    ],
+  },
+  {
     name: 'model load spikes: a new spike fires at once (new series too), an old flat count does not, the alert ends after the event window',
     interval: '15s',
     input_series: [
