@@ -181,6 +181,7 @@ class RequestTicket implements Ticket, TracedRequest {
       q.ctx.recordSecondsIn(series.request, (now - this.arrival) / 1000);
       series.requests.add(1);
       q.completed++;
+      q.ended(now);
       q.traces?.ended(q.tail!, this, outcome, attributes, now);
     } catch (error) {
       q.ctx.internalError('ticket.end', error);
@@ -247,6 +248,8 @@ export class Queue implements QueueTracker {
    */
   private readonly warnCount: number;
   private readonly criticalCount: number;
+  /** Waiting + in flight at or above which an announced CRITICAL occupancy stays (its hysteresis bound). */
+  private readonly criticalHoldCount: number;
   private readonly ageWarnMs: number;
   private readonly ageCriticalMs: number;
   /** Age level last announced, so the request path judges the age only when it crosses a level. */
@@ -296,6 +299,7 @@ export class Queue implements QueueTracker {
     });
     this.warnCount = firstCountOver(t.queue.occupancyWarn, this.capacity);
     this.criticalCount = firstCountOver(t.queue.occupancyCritical, this.capacity);
+    this.criticalHoldCount = firstCountOver(t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS), this.capacity);
     this.ageDetector = new ThresholdDetector({
       warn: t.queue.ageWarnSeconds,
       critical: t.queue.ageCriticalSeconds,
@@ -344,6 +348,17 @@ export class Queue implements QueueTracker {
     const ticket = new RequestTicket(this, slot, now, seq);
     this.watch(now);
     return ticket;
+  }
+
+  /**
+   * A request ended: a CRITICAL occupancy announced on the request path is
+   * lowered on it too, once the count fell under its hysteresis bound, so a
+   * burst that is over does not keep readiness failing until the tick. It
+   * falls to WARN, which only the tick lowers (after its keep).
+   */
+  ended(now: number): void {
+    if (this.occupancyAnnounced === 'critical' && this.waiting + this.inFlight < this.criticalHoldCount)
+      this.judgeOccupancy(now);
   }
 
   /** A request stopped waiting (started, or ended before it started). */
