@@ -215,11 +215,9 @@ export async function readinessFlips(
   const after = await fetch(`${url}/healthz/ready`);
   expect(after.status).toBe(200);
   // The occupancy CRITICAL lowered as the requests ended; the WARN it fell to stays for queue.keepFiringSeconds.
-  const recovered = await after.json();
+  const recovered = (await after.json()) as { active: { signal: string; level: string }[] };
   expect(recovered).toMatchObject({ level: 'warn', queues: { http: { level: 'ok', occupancy: 0 } } });
-  expect(recovered.active.map((a: { signal: string; level: string }) => `${a.signal}:${a.level}`)).toEqual([
-    'queue_occupancy:warn',
-  ]);
+  expect(recovered.active.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_occupancy:warn']);
   // The probe is not an inference request.
   expect(monitor.snapshot().queues.http.completed).toBe(2);
 }
