@@ -187,8 +187,8 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     keepFiringSeconds: 10,
     retryAfterSeconds: 1,
     shedHoldSeconds: 3,
-    ageWarnSeconds: 0.5,
-    ageCriticalSeconds: 2,
+    ageWarnSeconds: 1,
+    ageCriticalSeconds: 5,
   },
   capacity: {
     utilizationWarn: 0.8,

@@ -148,15 +148,15 @@ describe('queue levels crossed on the request path', () => {
     const m = (t = setup());
     const queue = m.monitor.queue('stuck', { capacity: 100 });
     queue.enqueue();
-    m.advance(600);
+    m.advance(1100);
     expect(m.alerts).toHaveLength(0);
     m.monitor.tick();
     expect(m.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_age:warn']);
-    m.advance(1500);
+    m.advance(4000);
     m.monitor.tick();
     expect(m.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_age:warn', 'queue_age:critical']);
     expect(m.alerts[1]!.message).toBe(
-      'queue_age CRITICAL on queue "stuck": oldest waiting request 2100 ms > 2000 ms; 1 waiting have waited 2.1 s in all',
+      'queue_age CRITICAL on queue "stuck": oldest waiting request 5100 ms > 5000 ms; 1 waiting have waited 5.1 s in all',
     );
   });
 });
@@ -171,7 +171,7 @@ describe('queue age and the waits still accruing', () => {
     const b = queue.enqueue('llama');
     m.advance(150);
     const c = queue.enqueue('llama');
-    m.set(t0 + 1000);
+    m.set(t0 + 1200);
     const gauges = async () => {
       const metrics = await m.collect();
       const at = { [ATTR.queue]: 'gen' };
@@ -180,28 +180,28 @@ describe('queue age and the waits still accruing', () => {
         metrics.points<number>(METRICS.queueWaitPending.name, at)[0]!.value,
       ];
     };
-    // Ages 1.0, 0.9 and 0.75 s; no tick has run: the values are read at collection.
+    // Ages 1.2, 1.1 and 0.95 s; no tick has run: the values are read at collection.
     let [oldest, pending] = await gauges();
-    expect(oldest).toBeCloseTo(1, 9);
-    expect(pending).toBeCloseTo(2.65, 9);
-    // No tick and no arrival yet: nothing announced although the oldest is past 500 ms.
+    expect(oldest).toBeCloseTo(1.2, 9);
+    expect(pending).toBeCloseTo(3.25, 9);
+    // No tick and no arrival yet: nothing announced although the oldest is past 1 s.
     expect(m.alerts).toHaveLength(0);
     const d = queue.enqueue('llama');
     expect(m.alerts.map((e) => `${e.signal}:${e.level}`)).toEqual(['queue_age:warn']);
-    expect(m.alerts[0]).toMatchObject({ value: 1, threshold: 0.5, labels: { queue: 'gen' } });
+    expect(m.alerts[0]).toMatchObject({ value: 1.2, threshold: 1, labels: { queue: 'gen' } });
     // The oldest starts: the age is the next one's; out of order, the middle one leaves next.
     a.start();
     m.advance(500);
     [oldest, pending] = await gauges();
-    expect(oldest).toBeCloseTo(1.4, 9);
-    expect(pending).toBeCloseTo(1.4 + 1.25 + 0.5, 9);
+    expect(oldest).toBeCloseTo(1.6, 9);
+    expect(pending).toBeCloseTo(1.6 + 1.45 + 0.5, 9);
     b.end('cancelled');
     [oldest, pending] = await gauges();
-    expect(oldest).toBeCloseTo(1.25, 9);
-    expect(pending).toBeCloseTo(1.25 + 0.5, 9);
+    expect(oldest).toBeCloseTo(1.45, 9);
+    expect(pending).toBeCloseTo(1.45 + 0.5, 9);
     const snapshot = m.monitor.snapshot().queues.gen!;
-    expect(snapshot.oldestWaitSeconds).toBeCloseTo(1.25, 9);
-    expect(snapshot.pendingWaitSeconds).toBeCloseTo(1.75, 9);
+    expect(snapshot.oldestWaitSeconds).toBeCloseTo(1.45, 9);
+    expect(snapshot.pendingWaitSeconds).toBeCloseTo(1.95, 9);
     c.start();
     d.start();
     [oldest, pending] = await gauges();

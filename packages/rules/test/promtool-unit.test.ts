@@ -145,13 +145,13 @@ const tests = [
     ],
   },
   {
-    name: 'queue age: the worst replica counts; 0.8s warns, 3s is critical, 0.4s never alerts',
+    name: 'queue age: the worst replica counts; 1.5s warns, 6s is critical, 0.8s never alerts',
     interval: '15s',
     input_series: [
       ['a', 'q1', 0.2],
-      ['b', 'q1', 0.8],
-      ['a', 'q2', 3],
-      ['a', 'q3', 0.4],
+      ['b', 'q1', 1.5],
+      ['a', 'q2', 6],
+      ['a', 'q3', 0.8],
     ].map(([instance, name, age]) => ({
       series: selector(metricName('queueWaitOldest'), {
         job: JOB,
@@ -164,11 +164,11 @@ const tests = [
       check('4m', 'InferSignalQueueAgeHigh'),
       check('4m', 'InferSignalQueueAgeCritical'),
       check('6m', 'InferSignalQueueAgeHigh', [
-        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.8),
-        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q2' }, 3),
+        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q1' }, 1.5),
+        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q2' }, 6),
       ]),
       check('6m', 'InferSignalQueueAgeCritical', [
-        expected('InferSignalQueueAgeCritical', { job: JOB, [LABEL.queue]: 'q2' }, 3),
+        expected('InferSignalQueueAgeCritical', { job: JOB, [LABEL.queue]: 'q2' }, 6),
       ]),
     ],
   },
