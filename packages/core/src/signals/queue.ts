@@ -181,7 +181,7 @@ class RequestTicket implements Ticket, TracedRequest {
       q.ctx.recordSecondsIn(series.request, (now - this.arrival) / 1000);
       series.requests.add(1);
       q.completed++;
-      q.ended(now);
+      q.requestEnded(now);
       q.traces?.ended(q.tail!, this, outcome, attributes, now);
     } catch (error) {
       q.ctx.internalError('ticket.end', error);
@@ -356,7 +356,7 @@ export class Queue implements QueueTracker {
    * burst that is over does not keep readiness failing until the tick. It
    * falls to WARN, which only the tick lowers (after its keep).
    */
-  ended(now: number): void {
+  requestEnded(now: number): void {
     if (this.occupancyAnnounced === 'critical' && this.waiting + this.inFlight < this.criticalHoldCount)
       this.judgeOccupancy(now);
   }
