@@ -9,8 +9,9 @@
  * cleared slots, so reading the oldest is amortized O(1). The sum of waits
  * is exact whatever the ring holds: n·now − Σ arrival, over every waiting
  * request. Requests that arrive while the ring is full of older ones are
- * not stamped there; the oldest age then reads the oldest stamped one, or
- * at least the mean age (sum / n), never less.
+ * not stamped there: they are newer than every stamped one, so the oldest
+ * stamped is still the oldest; once only unstamped ones wait, the age
+ * reads their mean (sum / n), a lower bound.
  */
 export class QueueAge {
   private readonly stamps: Float64Array;
@@ -68,9 +69,8 @@ export class QueueAge {
     if (this.count === 0) return 0;
     while (this.head < this.tail && Number.isNaN(this.stamps[this.head & this.mask]!)) this.head++;
     const at = now - this.origin;
-    const mean = (this.count * at - this.arrivals) / this.count;
-    const oldest = this.head < this.tail ? at - this.stamps[this.head & this.mask]! : 0;
-    return Math.max(0, oldest, mean);
+    const age = this.head < this.tail ? at - this.stamps[this.head & this.mask]! : at - this.arrivals / this.count;
+    return Math.max(age, 0);
   }
 
   /** Sum (ms) at `now` of the time every waiting request has waited so far. */

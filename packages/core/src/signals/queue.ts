@@ -455,19 +455,20 @@ export class Queue implements QueueTracker {
   }
 
   admit(): Admission {
-    const now = this.ctx.clock();
-    this.watch(now);
+    // The request admitted is enqueued next, which judges the levels it moves (watch): nothing to judge here.
     if (this.shedding) {
+      const now = this.ctx.clock();
       if (this.shedEnds(now)) this.stopShedding(now);
-    } else if (this.liveLevel() === 'critical') {
+    }
+    const level = this.shedding ? 'critical' : this.liveLevel();
+    if (level === 'critical' && !this.shedding) {
       // Shed only at a level already announced: occupancy is judged live, so the
       // decision to shed announces it first (listeners and webhook hear of it
       // before the first 503 is written). The other parts of the level were
       // announced on the tick or sample that set them.
       this.announceShedding();
-      this.startShedding(now);
+      this.startShedding(this.ctx.clock());
     }
-    const level = this.level();
     return { admit: !this.shedding, level, retryAfterSeconds: this.retryAfterSeconds() };
   }
 
