@@ -71,6 +71,7 @@ export const LABEL = {
 export const RULE_METRICS: readonly MetricKey[] = [
   'queueWait',
   'queueOccupancy',
+  'queueWaitOldest',
   'backpressureLevel',
   'modelLoadSpikes',
   'streams',

@@ -56,6 +56,8 @@ export const RUNBOOK_ANCHORS: Record<string, string> = {
   InferSignalQueueWaitTailHigh: 'queue-wait-tail',
   InferSignalQueueOccupancyHigh: 'queue-occupancy',
   InferSignalQueueOccupancyCritical: 'queue-occupancy',
+  InferSignalQueueAgeHigh: 'queue-age',
+  InferSignalQueueAgeCritical: 'queue-age',
   InferSignalBackpressureCritical: 'backpressure',
   InferSignalCapacityUtilizationHigh: 'capacity-utilization',
   InferSignalCapacityUtilizationCritical: 'capacity-utilization',

@@ -55,6 +55,7 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
   const where = `{{ $labels.${LABEL.model} }} on queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }})`;
   const pq = percentileName(q.waitQuantile);
   const occupancy = `max ${by(...QUEUE_KEYS)} (${metric('queueOccupancy')})`;
+  const oldest = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitOldest')})`;
   const queueWhere = `Queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}, worst replica)`;
   return {
     name: 'infersignal.queue',
@@ -101,6 +102,8 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         hold,
         `Queue occupancy at or above ${humanPercent(q.occupancyWarn)}`,
         `${queueWhere} is {{ $value | humanizePercentage }} full (waiting + in flight over capacity), at or above ${humanPercent(q.occupancyWarn)} (thresholds.queue.occupancyWarn) for ${hold}.`,
+        // As in process, where occupancy is also judged per request: a queue hovering at the bound keeps one warning.
+        formatDuration(q.keepFiringSeconds),
       ),
       alert(
         o,
@@ -114,13 +117,34 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
       ),
       alert(
         o,
+        'InferSignalQueueAgeHigh',
+        'queue_age',
+        'warning',
+        `${oldest} > ${q.ageWarnSeconds}`,
+        hold,
+        `Oldest waiting request older than ${humanSeconds(q.ageWarnSeconds)}`,
+        `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${humanSeconds(q.ageWarnSeconds)} (thresholds.queue.ageWarnSeconds) for ${hold}. It has not started yet, so the wait histogram does not show it: the queue is stuck or falling behind.`,
+        formatDuration(q.keepFiringSeconds),
+      ),
+      alert(
+        o,
+        'InferSignalQueueAgeCritical',
+        'queue_age',
+        'critical',
+        `${oldest} > ${q.ageCriticalSeconds}`,
+        hold,
+        `Oldest waiting request older than ${humanSeconds(q.ageCriticalSeconds)}`,
+        `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${humanSeconds(q.ageCriticalSeconds)} (thresholds.queue.ageCriticalSeconds) for ${hold}. Requests are not being started: check the runtime behind the queue.`,
+      ),
+      alert(
+        o,
         'InferSignalBackpressureCritical',
         'queue_backpressure',
         'critical',
         `max ${by(...QUEUE_KEYS)} (${metric('backpressureLevel')}) >= 2`,
         hold,
         'Backpressure level CRITICAL',
-        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s.`,
+        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s, for at least ${humanSeconds(o.thresholds.queue.shedHoldSeconds)} (thresholds.queue.shedHoldSeconds) and until those levels cleared by their hysteresis.`,
       ),
     ],
   };

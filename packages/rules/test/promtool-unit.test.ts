@@ -145,6 +145,34 @@ const tests = [
     ],
   },
   {
+    name: 'queue age: the worst replica counts; 1.5s warns, 6s is critical, 0.8s never alerts',
+    interval: '15s',
+    input_series: [
+      ['a', 'q1', 0.2],
+      ['b', 'q1', 1.5],
+      ['a', 'q2', 6],
+      ['a', 'q3', 0.8],
+    ].map(([instance, name, age]) => ({
+      series: selector(metricName('queueWaitOldest'), {
+        job: JOB,
+        instance: String(instance),
+        [LABEL.queue]: String(name),
+      }),
+      values: `${age}x${STEPS}`,
+    })),
+    alert_rule_test: [
+      check('4m', 'InferSignalQueueAgeHigh'),
+      check('4m', 'InferSignalQueueAgeCritical'),
+      check('6m', 'InferSignalQueueAgeHigh', [
+        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q1' }, 1.5),
+        expected('InferSignalQueueAgeHigh', { job: JOB, [LABEL.queue]: 'q2' }, 6),
+      ]),
+      check('6m', 'InferSignalQueueAgeCritical', [
+        expected('InferSignalQueueAgeCritical', { job: JOB, [LABEL.queue]: 'q2' }, 6),
+      ]),
+    ],
+  },
+  {
     name: 'model load spikes: a new spike fires at once (new series too), an old flat count does not, the alert ends after the event window',
     interval: '15s',
     input_series: [

@@ -175,7 +175,7 @@ describe('buildRules', () => {
     expect(rule('InferSignalConnectionsRejected', { for: '10m' }).for).toBeUndefined();
   });
 
-  it('keeps the queue-wait and capacity warnings firing for their keepFiringSeconds, as core keeps its WARN; nothing else lingers', () => {
+  it('keeps the queue-wait, occupancy, age and capacity warnings firing for their keepFiringSeconds, as core keeps its WARN; nothing else lingers', () => {
     expect(rule('InferSignalQueueWaitHigh').keep_firing_for).toBe(`${DEFAULT_THRESHOLDS.queue.keepFiringSeconds}s`);
     expect(rule('InferSignalQueueWaitHigh', { thresholds: { queue: { keepFiringSeconds: 90 } } }).keep_firing_for).toBe(
       '1m30s',
@@ -193,9 +193,14 @@ describe('buildRules', () => {
     const lingering = alertingRules(buildRules()).filter((r) => r.keep_firing_for !== undefined);
     expect(lingering.map((r) => r.alert).sort()).toEqual([
       'InferSignalCapacityUtilizationHigh',
+      'InferSignalQueueAgeHigh',
+      'InferSignalQueueOccupancyHigh',
       'InferSignalQueueWaitHigh',
       'InferSignalTimeToSaturationLow',
     ]);
+    expect(
+      rule('InferSignalQueueOccupancyHigh', { thresholds: { queue: { keepFiringSeconds: 30 } } }).keep_firing_for,
+    ).toBe('30s');
     expect(renderRules()).toMatch(
       /alert: InferSignalQueueWaitHigh\n\s+expr: .*\n\s+for: 5m\n\s+keep_firing_for: 10s\n/,
     );
