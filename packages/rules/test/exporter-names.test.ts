@@ -133,7 +133,7 @@ describe('generated names against a real exporter scrape', () => {
     expect(spikes).toMatch(/ 1$/);
     const streams = text.split('\n').filter((line) => line.startsWith(`${metricName('streams')}{`));
     expect(streams.some((line) => line.includes(`${LABEL.outcome}="cancelled"`))).toBe(true);
-    expect(alertingRules(buildRules()).length).toBe(24);
+    expect(alertingRules(buildRules()).length).toBe(25);
   });
 
   it('the capacity, runtime, connection and breaker series carry the values the rules compare', () => {
