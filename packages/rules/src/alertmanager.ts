@@ -46,7 +46,7 @@ const TITLE = [
 ].join('');
 const TEXT = [
   '{{ range .Alerts }}',
-  '*{{ .Annotations.summary }}*',
+  '*{{ .Annotations.summary }}* ({{ .Labels.alertname }}, {{ .Labels.severity }})',
   '{{ .Annotations.description }}',
   'Runbook: {{ .Annotations.runbook_url }}',
   '{{ end }}',

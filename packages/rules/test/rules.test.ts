@@ -143,9 +143,7 @@ describe('buildRules', () => {
     };
     expect(rule('InferSignalCapacityUtilizationHigh', custom).expr).toContain(' > 0.7 and on');
     expect(rule('InferSignalCapacityUtilizationHigh', custom).annotations.summary).toBe('Queue utilization above 70%');
-    expect(rule('InferSignalCapacityUtilizationCritical', custom).annotations.description).toContain(
-      'at or above 90%',
-    );
+    expect(rule('InferSignalCapacityUtilizationCritical', custom).annotations.description).toContain('at or above 90%');
     expect(rule('InferSignalTimeToSaturationLow', custom).expr).toContain(' < 120 and on');
     expect(rule('InferSignalTimeToSaturationLow', custom).annotations.summary).toBe(
       'Queue saturates within 120s at the current trend',
