@@ -3,7 +3,9 @@
  * 127.0.0.1, each scraped every second by a real Prometheus running the
  * generated rules, and a real Alertmanager running the generated config
  * that delivers to a test webhook receiver.
- * - One replica overloaded, the other lightly loaded: the page names the
+ * - A step from idle to 0.6× of capacity on both replicas: no page (the
+ *   in-process detectors stay quiet, and so do the rules that read them).
+ * - One replica overloaded, the other at 0.6×: the page names the
  *   overloaded replica, and no notification names the healthy one.
  * - Both overloaded: one page that says fleet-wide, and Alertmanager holds
  *   back the per-replica queue and capacity pages of that queue behind it.
@@ -39,6 +41,25 @@ afterAll(async () => {
   for (const fn of cleanup.reverse()) await fn();
 });
 
+/** Open-loop arrivals at `rate` per second against one replica until `stop()`. */
+function arrivals(app: InstrumentedServer, rate: number): { stop(): Promise<void> } {
+  const pending = new Set<Promise<unknown>>();
+  const timer = setInterval(() => {
+    const request = fetch(`${app.url}/infer`).then(
+      (r) => r.text(),
+      () => undefined,
+    );
+    pending.add(request);
+    void request.finally(() => pending.delete(request));
+  }, 1000 / rate);
+  const stop = async () => {
+    clearInterval(timer);
+    await Promise.all(pending);
+  };
+  cleanup.push(stop);
+  return { stop };
+}
+
 /** Closed-loop clients against one replica until `stop()`; `pauseMs` between a client's requests. */
 function load(app: InstrumentedServer, clients: number, pauseMs = 0): { stop(): Promise<void> } {
   let running = true;
@@ -62,7 +83,7 @@ function load(app: InstrumentedServer, clients: number, pauseMs = 0): { stop(): 
 describe.skipIf(missing !== undefined)(
   missing ? skipReason(missing, 'two replicas end to end') : 'two replicas on a real Prometheus and Alertmanager',
   () => {
-    it('one sick replica: its page names it and not the healthy one; both sick: one fleet-wide page', async () => {
+    it('a step to 0.6×: no page; one sick replica: its page names it and not the healthy one; both sick: one fleet-wide page', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'infersignal-fleet-'));
       cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -153,8 +174,14 @@ describe.skipIf(missing !== undefined)(
           (a) => (a.title ?? '').includes(`on replica ${replica}`) || (a.text ?? '').includes(`replica ${replica} `),
         );
 
-      // The healthy replica: one client every 160 ms, about 20 % of its capacity. The sick one: 16 clients.
-      load(healthy, 1, 160);
+      // A step from idle to 0.6× of capacity (15 of 25 requests/s) on both replicas, held for 12 s: no page.
+      const steady = arrivals(healthy, 15);
+      const sickSteady = arrivals(sick, 15);
+      await new Promise((resolve) => setTimeout(resolve, 12_000));
+      expect(notifications, logs()).toEqual([]);
+
+      // The sick replica loses its headroom: 16 closed-loop clients on top. The healthy one stays at 0.6×.
+      await sickSteady.stop();
       const sickStart = Date.now();
       const sickLoad = load(sick, 16);
       const page = await waitFor('a page naming the sick replica', PAGE_DEADLINE_MS, async () =>
@@ -176,6 +203,7 @@ describe.skipIf(missing !== undefined)(
 
       // Both replicas overloaded: two of two at WARN or above → one fleet-wide page.
       const fleetStart = Date.now();
+      await steady.stop();
       load(healthy, 16);
       const fleetPage = await waitFor('the fleet-wide page', PAGE_DEADLINE_MS, async () =>
         notifications.find((n) => n.attachments.some((a) => (a.title ?? '').includes('fleet-wide'))),
