@@ -171,6 +171,8 @@ function fleetGroup(o: ResolvedOptions): RuleGroup {
   const perReplica = by('job', 'instance', LABEL.queue);
   const affected = `count ${fleet} (max ${perReplica} (${metric('signalLevel')}{${LABEL.signal}=~"${signals}"}) >= 1)`;
   const replicas = `count ${fleet} (max ${perReplica} (${metric('backpressureLevel')}))`;
+  // The page lists the replicas it stands for: Prometheus runs this query when it renders the description.
+  const list = `{{ range $i, $r := printf \`max by (instance) (${metric('signalLevel')}{job="%s", ${LABEL.queue}="%s", ${LABEL.signal}=~"${signals}"}) >= 1\` $labels.job $labels.${LABEL.queue} | query | sortByLabel "instance" }}{{ if $i }}, {{ end }}{{ $r.Labels.instance }}{{ end }}`;
   return {
     name: 'infersignal.fleet',
     rules: [
@@ -182,7 +184,7 @@ function fleetGroup(o: ResolvedOptions): RuleGroup {
         `${affected} / ${replicas} >= ${o.fleetShare} and on (${FLEET_QUEUE_KEYS.join(', ')}) ${affected} >= 2`,
         levelHold(o),
         `Fleet-wide: ${humanPercent(o.fleetShare)} or more of the replicas overloaded`,
-        `Fleet-wide overload of queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}): {{ $value | humanizePercentage }} of its replicas have capacity, queue wait or occupancy at WARN or above in process (at least ${humanPercent(o.fleetShare)}, option fleetShare, and at least 2). This is not one sick replica: the fleet lacks capacity; scale out. The per-replica pages of these signals are held back while this one fires.`,
+        `Fleet-wide overload of queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}): {{ $value | humanizePercentage }} of its replicas have capacity, queue wait or occupancy at WARN or above in process (at least ${humanPercent(o.fleetShare)}, option fleetShare, and at least 2): ${list}. This is not one sick replica: the fleet lacks capacity; scale out. The per-replica pages of these signals are held back while this one fires.`,
         formatDuration(o.thresholds.queue.keepFiringSeconds),
       ),
     ],

@@ -215,6 +215,10 @@ describe.skipIf(missing !== undefined)(
         /^\[FIRING:1\] InferSignalFleetOverloaded \(critical\) fleet-wide, inference-server, queue default$/,
       );
       expect(fleetPage.attachments[0]?.text).toContain('Fleet-wide overload of queue default (inference-server): 100%');
+      // Prometheus lists the replicas it stands for when it renders the description.
+      expect(fleetPage.attachments[0]?.text).toContain(
+        `at least 2): ${[sick.metricsTarget, healthy.metricsTarget].sort().join(', ')}. This is not one sick replica`,
+      );
 
       // While it fires, the per-replica queue and capacity alerts of that queue wait behind it in Alertmanager.
       await waitFor('per-replica pages inhibited by the fleet page', 10_000, async () => {

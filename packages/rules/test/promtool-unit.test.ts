@@ -47,13 +47,13 @@ function waitHistogram(labels: Labels, value: number, perStep: number): Series[]
 }
 
 /** An expected alert, with annotations rendered from the generated rule. */
-function expected(alert: string, labels: Labels, value?: number): Record<string, unknown> {
+function expected(alert: string, labels: Labels, value?: number, queried?: string[]): Record<string, unknown> {
   const rule = byName.get(alert) as AlertingRule;
   const all = { ...labels, ...rule.labels };
   return {
     exp_labels: all,
     exp_annotations: Object.fromEntries(
-      Object.entries(rule.annotations).map(([key, text]) => [key, render(text, all, value)]),
+      Object.entries(rule.annotations).map(([key, text]) => [key, render(text, all, value, queried)]),
     ),
   };
 }
@@ -460,7 +460,8 @@ const tests = [
     alert_rule_test: [
       check('2m', 'InferSignalFleetOverloaded'),
       check('2m15s', 'InferSignalFleetOverloaded', [
-        expected('InferSignalFleetOverloaded', { job: JOB, [LABEL.queue]: 'q1' }, 2 / 3),
+        // The description lists the replicas at WARN or above: a and b, not c.
+        expected('InferSignalFleetOverloaded', { job: JOB, [LABEL.queue]: 'q1' }, 2 / 3, ['a', 'b']),
       ]),
     ],
   },
