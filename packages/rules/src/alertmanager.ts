@@ -9,7 +9,7 @@
  */
 import { LABEL } from './names';
 import { parseDuration } from './duration';
-import { FLEET_SIGNALS, toYaml } from './rules';
+import { FLEET_INHIBITS, toYaml } from './rules';
 
 export interface AlertmanagerOptions {
   /** Incoming-webhook URL (Slack-compatible JSON body). Default: a placeholder to replace. */
@@ -97,7 +97,7 @@ export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Reco
         target_matchers: [
           'alertname=~"InferSignal.+"',
           'alertname!="InferSignalFleetOverloaded"',
-          `${LABEL.signal}=~"${FLEET_SIGNALS.join('|')}"`,
+          `${LABEL.signal}=~"${FLEET_INHIBITS.join('|')}"`,
         ],
         equal: ['job', LABEL.queue],
       },

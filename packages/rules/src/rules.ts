@@ -153,8 +153,10 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
   };
 }
 
-/** The signals whose per-replica pages a fleet page stands for (and inhibits in the Alertmanager config). */
+/** The signals whose levels a fleet page counts. */
 export const FLEET_SIGNALS = ['capacity', 'queue_wait', 'queue_occupancy'] as const;
+/** The signals whose per-replica pages a fleet page stands for (inhibited in the Alertmanager config): those, and shedding. */
+export const FLEET_INHIBITS = [...FLEET_SIGNALS, 'queue_backpressure'] as const;
 
 /**
  * Fleet-wide overload: at least `fleetShare` of the replicas serving a

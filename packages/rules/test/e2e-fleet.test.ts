@@ -228,7 +228,9 @@ describe.skipIf(missing !== undefined)(
         }[];
         const fleet = alerts.find((a) => a.labels.alertname === 'InferSignalFleetOverloaded');
         const perReplica = alerts.filter((a) =>
-          ['queue_wait', 'queue_occupancy', 'capacity'].includes(a.labels.infersignal_signal ?? ''),
+          ['queue_wait', 'queue_occupancy', 'capacity', 'queue_backpressure'].includes(
+            a.labels.infersignal_signal ?? '',
+          ),
         );
         return fleet &&
           perReplica.length > 0 &&
