@@ -5,8 +5,10 @@
  * that delivers to a test webhook receiver.
  * - A step from idle to 0.6× of capacity on both replicas: no page (the
  *   in-process detectors stay quiet, and so do the rules that read them).
- * - One replica overloaded, the other at 0.6×: the page names the
- *   overloaded replica, and no notification names the healthy one.
+ * - One replica loses half its capacity (its service time doubles) at
+ *   0.6× load, the other stays at 0.6×: a page names the slowed replica,
+ *   timed against its in-process WARN, and no notification names the
+ *   healthy one.
  * - Both overloaded: one page that says fleet-wide, and Alertmanager holds
  *   back the per-replica queue and capacity pages of that queue behind it.
  */
@@ -83,7 +85,7 @@ function load(app: InstrumentedServer, clients: number, pauseMs = 0): { stop(): 
 describe.skipIf(missing !== undefined)(
   missing ? skipReason(missing, 'two replicas end to end') : 'two replicas on a real Prometheus and Alertmanager',
   () => {
-    it('a step to 0.6×: no page; one sick replica: its page names it and not the healthy one; both sick: one fleet-wide page', async () => {
+    it('a step to 0.6×: no page; one replica loses half its capacity: its page names it and not the healthy one; both overloaded: one fleet-wide page', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'infersignal-fleet-'));
       cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -106,7 +108,8 @@ describe.skipIf(missing !== undefined)(
       const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/slack`;
 
       // Concurrency 1 × 40 ms: 25 requests/s per replica.
-      const sick: InstrumentedServer = await startInstrumentedServer({ serviceTimeMs: 40, capacity: 64 });
+      const sickOptions = { serviceTimeMs: 40, capacity: 64 };
+      const sick: InstrumentedServer = await startInstrumentedServer(sickOptions);
       cleanup.push(() => sick.close());
       const healthy: InstrumentedServer = await startInstrumentedServer({ serviceTimeMs: 40, capacity: 64 });
       cleanup.push(() => healthy.close());
@@ -180,16 +183,27 @@ describe.skipIf(missing !== undefined)(
       await new Promise((resolve) => setTimeout(resolve, 12_000));
       expect(notifications, logs()).toEqual([]);
 
-      // The sick replica loses its headroom: 16 closed-loop clients on top. The healthy one stays at 0.6×.
-      await sickSteady.stop();
-      const sickStart = Date.now();
-      const sickLoad = load(sick, 16);
-      const page = await waitFor('a page naming the sick replica', PAGE_DEADLINE_MS, async () =>
+      // One replica loses half its capacity: its service time doubles (40 → 80 ms) at the same 15 requests/s,
+      // ρ 0.6 → 1.2. The healthy one stays at 0.6×.
+      let warnAt = Number.NaN;
+      let warned = '';
+      sick.monitor.onAlert((event) => {
+        if (Number.isNaN(warnAt) && event.level !== 'ok' && event.labels.queue === 'default') {
+          warnAt = Date.now();
+          warned = `${event.signal} ${event.level}`;
+        }
+      });
+      const lossAt = Date.now();
+      sickOptions.serviceTimeMs = 80;
+      const page = await waitFor('a page naming the slowed replica', PAGE_DEADLINE_MS, async () =>
         notifications.find((n) => names(n, sick.metricsTarget)),
       ).catch((error: Error) => {
         throw new Error(`${error.message}${logs()}`);
       });
-      console.log(`[rules e2e fleet] page naming the sick replica ${page.at - sickStart} ms after its overload began`);
+      console.log(
+        `[rules e2e fleet] service time doubled: in-process ${warned} after ${warnAt - lossAt} ms, page naming the replica after ${page.at - lossAt} ms (${page.at - warnAt} ms after the in-process alert): ${page.attachments[0]?.title}`,
+      );
+      expect(warnAt).toBeLessThanOrEqual(page.at);
       const title = page.attachments[0]?.title ?? '';
       expect(title).toContain(`on replica ${sick.metricsTarget}, inference-server, queue default`);
       expect(title).not.toContain('fleet-wide');
@@ -204,6 +218,7 @@ describe.skipIf(missing !== undefined)(
       // Both replicas overloaded: two of two at WARN or above → one fleet-wide page.
       const fleetStart = Date.now();
       await steady.stop();
+      const sickLoad = load(sick, 16);
       load(healthy, 16);
       const fleetPage = await waitFor('the fleet-wide page', PAGE_DEADLINE_MS, async () =>
         notifications.find((n) => n.attachments.some((a) => (a.title ?? '').includes('fleet-wide'))),
