@@ -179,7 +179,7 @@ describe.skipIf(missing !== undefined)(
 
       // A step from idle to 0.6× of capacity (15 of 25 requests/s) on both replicas, held for 12 s: no page.
       const steady = arrivals(healthy, 15);
-      const sickSteady = arrivals(sick, 15);
+      arrivals(sick, 15);
       await new Promise((resolve) => setTimeout(resolve, 12_000));
       expect(notifications, logs()).toEqual([]);
 
