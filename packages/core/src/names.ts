@@ -185,7 +185,7 @@ export const METRICS = {
     type: 'gauge',
     unit: 's',
     description:
-      "Mean service time S over capacity.serviceWindowSeconds: start of inference → end, or → the slot's release when `queue.run()` holds it (the response may still be written after).",
+      "Mean service time S over capacity.serviceWindowSeconds, or over its last sixth (2–5 s) when that is confidently higher (a sudden slowdown): start of inference → end, or → the slot's release when `queue.run()` holds it (the response may still be written after).",
     attributes: [ATTR.queue],
   },
   queueServiceTimeP90: {

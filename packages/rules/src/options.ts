@@ -59,6 +59,13 @@ export interface GeneratorOptions {
   tailSeconds?: number;
   /** Base URL of docs/runbook.md; each alert appends its `#anchor`. */
   runbookUrl?: string;
+  /**
+   * Share of the replicas serving a queue (at least two of them) whose
+   * capacity, queue-wait or occupancy level is WARN or above from which
+   * InferSignalFleetOverloaded pages once for the fleet instead of once per
+   * replica (default 0.5).
+   */
+  fleetShare?: number;
 }
 
 export interface ResolvedOptions {
@@ -77,6 +84,7 @@ export interface ResolvedOptions {
   tailSeconds: number;
   tlsFailureRate: number;
   runbookUrl: string;
+  fleetShare: number;
 }
 
 export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions {
@@ -98,6 +106,9 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
     throw new Error(
       `infersignal-rules: invalid option "tlsFailureRate": must be a finite number > 0, got ${tlsFailureRate}`,
     );
+  const fleetShare = options.fleetShare ?? 0.5;
+  if (!(fleetShare > 0 && fleetShare <= 1))
+    throw new Error(`infersignal-rules: invalid option "fleetShare": must be within (0, 1], got ${fleetShare}`);
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
   const naming = options.naming ?? 'collector';
   if (!NAMINGS.includes(naming))
@@ -122,6 +133,7 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
     tailSeconds,
     tlsFailureRate,
     runbookUrl: options.runbookUrl ?? DEFAULT_RUNBOOK_URL,
+    fleetShare,
   };
 }
 
@@ -129,4 +141,13 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
 export function holdFor(options: ResolvedOptions, thresholdSeconds: number): string {
   if (options.forOverride !== undefined) return options.forOverride;
   return formatDuration(thresholdSeconds > 0 ? thresholdSeconds : DEFAULT_FOR_SECONDS);
+}
+
+/**
+ * `for:` of a rule that reads a level core's detector announced: none, the
+ * detector already held it (its `forSeconds`), and a second hold would only
+ * delay the page behind the in-process alert. The `for` option still wins.
+ */
+export function levelHold(options: ResolvedOptions): string | undefined {
+  return options.forOverride;
 }

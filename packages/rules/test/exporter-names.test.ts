@@ -135,7 +135,7 @@ describe('generated names against a real exporter scrape', () => {
     expect(streams.some((line) => line.includes(`${LABEL.outcome}="cancelled"`))).toBe(true);
     const oldest = text.split('\n').find((line) => line.startsWith(`${metricName('queueWaitOldest')}{`));
     expect(oldest).toContain(`${LABEL.queue}="default"`);
-    expect(alertingRules(buildRules()).length).toBe(26);
+    expect(alertingRules(buildRules()).length).toBe(27);
   });
 
   it('the capacity, runtime, connection and breaker series carry the values the rules compare', () => {
