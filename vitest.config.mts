@@ -14,6 +14,7 @@ const E2E = [
   'test/report-browser.test.ts',
   'test/reliability/collector.test.ts',
   'packages/rules/test/e2e-prometheus.test.ts',
+  'packages/rules/test/e2e-fleet.test.ts',
   'packages/node/test/failure.test.ts',
   'test/llama-demo.test.ts',
   'test/demo-exit.test.ts',

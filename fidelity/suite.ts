@@ -141,8 +141,10 @@ export interface JudgedAlert {
    * `late`: about a failing resource, raised after it.
    * `false`: in a run where nothing failed, or about a subject that did not fail.
    * `process`: a process-wide signal (no subject) in a run that failed: neither true nor false.
+   * `shedding`: the queue's shedding (`queue_backpressure`), announced by the first request it turns
+   *   away: the failure itself, never its precursor.
    */
-  verdict: 'true' | 'late' | 'false' | 'process';
+  verdict: 'true' | 'late' | 'false' | 'process' | 'shedding';
   /** What the server said about it (the alert event's message), where the sighting carried one. */
   message?: string;
 }
@@ -298,6 +300,7 @@ export function judgeAlerts(
     seen.add(key);
     let verdict: JudgedAlert['verdict'];
     if (failureAtMs === null) verdict = 'false';
+    else if (record.signal === 'queue_backpressure') verdict = 'shedding';
     else if (subject === null && !failingSubjects.includes(null)) verdict = 'process';
     else if (!failingSubjects.includes(subject)) verdict = 'false';
     else verdict = record.atMs <= failureAtMs + resolutionMs ? 'true' : 'late';

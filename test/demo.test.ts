@@ -51,6 +51,19 @@ describe("the demo's precursor judgement", () => {
     expect(verdict.runs.find((r) => r.signal === 'queue_wait')?.verdict).toBe('after-failure');
   });
 
+  it("the queue's shedding (queue_backpressure) standing just before the client saw its 503 is the failure, not its precursor", () => {
+    const samples = [
+      sample(1000),
+      sample(6000, 'queue_occupancy[infer]:1'),
+      sample(6400, 'queue_occupancy[infer]:2', 'queue_backpressure[infer]:2'),
+    ];
+    const verdict = judgePrecursors(samples, 6500, CONTEXT);
+    expect(verdict.precursor).toMatchObject({ series: 'queue_occupancy[infer]', fromMs: 6000 });
+    expect(verdict.runs.find((r) => r.signal === 'queue_backpressure')?.verdict).toBe('shedding');
+    const alone = judgePrecursors([sample(1000), sample(6400, 'queue_backpressure[infer]:2')], 6500, CONTEXT);
+    expect(alone.precursor).toBeNull();
+  });
+
   it('an event-loop block that rose under load and stood to the failure is a precursor', () => {
     const samples = [sample(1000), sample(6000, 'event_loop:1'), sample(8000, 'event_loop:1', 'capacity[infer]:1')];
     expect(judgePrecursors(samples, 9000, CONTEXT).precursor).toMatchObject({ series: 'event_loop', leadSeconds: 3 });

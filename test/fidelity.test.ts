@@ -67,8 +67,17 @@ describe('fidelity, judging alerts', () => {
       record('event_loop', {}, 1800),
       record('queue_wait', { queue: 'infer' }, 2030),
       record('queue_occupancy', { queue: 'infer' }, 2100),
+      // Announced by the request it sheds, at the failure: the failure itself.
+      record('queue_backpressure', { queue: 'infer' }, 2000),
     ];
-    expect(judgeAlerts(records, 2000, 50).map((a) => a.verdict)).toEqual(['true', 'false', 'process', 'true', 'late']);
+    expect(judgeAlerts(records, 2000, 50).map((a) => a.verdict)).toEqual([
+      'true',
+      'false',
+      'process',
+      'shedding',
+      'true',
+      'late',
+    ]);
     expect(judgeAlerts(records, null, 50).every((a) => a.verdict === 'false')).toBe(true);
   });
 });

@@ -132,7 +132,7 @@ describe('every infersignal-rules command the docs show runs inside the reposito
         else expect(parseAllDocuments(text).flatMap((doc) => (doc as { errors: unknown[] }).errors)).toEqual([]);
       }
       if (args.includes('--thresholds') && args[0] === 'rules')
-        expect(readFileSync(join(out, 'rules.yml'), 'utf8')).toContain(':p95 > 0.25');
+        expect(readFileSync(join(out, 'rules.yml'), 'utf8')).toContain('P95 queue wait above 250ms');
     },
     120_000,
   );

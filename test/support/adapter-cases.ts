@@ -214,7 +214,10 @@ export async function readinessFlips(
   await until(() => monitor.snapshot().queues.http.completed === 2, 2000, 'completions');
   const after = await fetch(`${url}/healthz/ready`);
   expect(after.status).toBe(200);
-  expect(await after.json()).toMatchObject({ level: 'ok' });
+  // The occupancy CRITICAL lowered as the requests ended; the WARN it fell to stays for queue.keepFiringSeconds.
+  const recovered = (await after.json()) as { active: { signal: string; level: string }[] };
+  expect(recovered).toMatchObject({ level: 'warn', queues: { http: { level: 'ok', occupancy: 0 } } });
+  expect(recovered.active.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_occupancy:warn']);
   // The probe is not an inference request.
   expect(monitor.snapshot().queues.http.completed).toBe(2);
 }

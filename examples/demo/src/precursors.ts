@@ -12,7 +12,11 @@
  *   event loop) that rose only after the healthy first stage ended — one
  *   already raised at half load, where nothing fails, is no evidence about
  *   this overload;
- * - was not injected by the demo itself (the slow model reload).
+ * - was not injected by the demo itself (the slow model reload);
+ * - is not the shedding itself: `queue_backpressure` is announced by the
+ *   request that is about to be shed, so it can stand in a snapshot taken
+ *   before the client saw that 503, and would name the failure as its own
+ *   precursor.
  *
  * A **false alarm** is a run that began and cleared with no failed request
  * while it was raised. No true precursor standing at the first failure is a
@@ -52,6 +56,8 @@ export type RunVerdict =
   | 'after-failure'
   /** Injected on purpose by the demo (the slow reload). */
   | 'injected'
+  /** The queue's shedding, announced by the first shed request: the failure itself. */
+  | 'shedding'
   /** No request failed in the run. */
   | 'no-failure';
 
@@ -83,6 +89,9 @@ export interface PrecursorContext {
   /** Signals the demo raises on purpose. */
   injected: ReadonlySet<string>;
 }
+
+/** The signal a queue's shedding is announced as. */
+const SHEDDING_SIGNAL = 'queue_backpressure';
 
 export interface PrecursorVerdict {
   /** Every run, by start time. */
@@ -176,6 +185,7 @@ export function judgePrecursors(
     let verdict: RunVerdict;
     if (context.injected.has(run.signal)) verdict = 'injected';
     else if (failureAtMs === null) verdict = 'no-failure';
+    else if (run.signal === SHEDDING_SIGNAL) verdict = 'shedding';
     else if (run.fromMs >= failureAtMs) verdict = 'after-failure';
     else if (run.clearedAtMs !== null && run.clearedAtMs <= (last?.atMs ?? -Infinity)) verdict = 'false-alarm';
     else if (standing.has(run.series) && isAboutFailure(run, context)) verdict = 'precursor';

@@ -228,6 +228,7 @@ const VERDICT_TEXT: Record<RunVerdict, string> = {
   'false-alarm': 'cleared before any request failed: false alarm',
   'after-failure': 'after the first failure',
   injected: 'the injected slow reload, not an overload precursor',
+  shedding: 'the shedding itself, announced by the first shed request: not a precursor',
   'no-failure': 'nothing failed in this run',
 };
 

@@ -30,6 +30,16 @@ export interface QueueThresholds {
   keepFiringSeconds: number;
   /** Retry-After (s) suggested to shed clients. */
   retryAfterSeconds: number;
+  /**
+   * Least time (s) admission keeps shedding once it began; it ends after that only when every level
+   * that raised it has cleared by its hysteresis, so a queue at the bound does not flip between
+   * shedding and serving.
+   */
+  shedHoldSeconds: number;
+  /** Age (s) of the oldest request still waiting for WARN (judged on the request path and the tick). */
+  ageWarnSeconds: number;
+  /** Age (s) of the oldest request still waiting for CRITICAL. Announced, not shed on: occupancy and wait shed. */
+  ageCriticalSeconds: number;
 }
 
 export interface ModelLoadThresholds {
@@ -193,6 +203,9 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     forSeconds: 0,
     keepFiringSeconds: 10,
     retryAfterSeconds: 1,
+    shedHoldSeconds: 3,
+    ageWarnSeconds: 1,
+    ageCriticalSeconds: 5,
   },
   capacity: {
     utilizationWarn: 0.8,
@@ -281,6 +294,9 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     forSeconds: 'nonNegative',
     keepFiringSeconds: 'nonNegative',
     retryAfterSeconds: 'positive',
+    shedHoldSeconds: 'nonNegative',
+    ageWarnSeconds: 'positive',
+    ageCriticalSeconds: 'positive',
   },
   modelLoad: {
     spikeFactor: 'factor',
@@ -417,6 +433,12 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
     throw new InferSignalConfigError(
       `${prefix}.queue.waitWarnSeconds`,
       `must be below queue.waitCriticalSeconds (${t.queue.waitCriticalSeconds}), got ${t.queue.waitWarnSeconds}`,
+    );
+  }
+  if (t.queue.ageWarnSeconds >= t.queue.ageCriticalSeconds) {
+    throw new InferSignalConfigError(
+      `${prefix}.queue.ageWarnSeconds`,
+      `must be below queue.ageCriticalSeconds (${t.queue.ageCriticalSeconds})`,
     );
   }
   if (t.stream.interruptedRatio >= t.stream.interruptedRatioCritical) {

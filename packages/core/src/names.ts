@@ -141,11 +141,29 @@ export const METRICS = {
     attributes: [ATTR.queue],
     feeds: 'queue.occupancyWarn / queue.occupancyCritical',
   },
+  queueWaitOldest: {
+    name: 'infersignal.queue.wait.oldest',
+    type: 'gauge',
+    unit: 's',
+    description:
+      'Age of the oldest request still waiting (arrival → now), read at collection; 0 when none waits. Unlike the wait histogram, which records a request when it leaves the queue, it rises while a queue is stuck.',
+    attributes: [ATTR.queue],
+    feeds: 'queue.ageWarnSeconds / queue.ageCriticalSeconds',
+  },
+  queueWaitPending: {
+    name: 'infersignal.queue.wait.pending',
+    type: 'gauge',
+    unit: 's',
+    description:
+      'Time the requests still waiting have already waited, summed (Σ now − arrival), read at collection; 0 when none waits.',
+    attributes: [ATTR.queue],
+  },
   backpressureLevel: {
     name: 'infersignal.queue.backpressure.level',
     type: 'gauge',
     unit: '{level}',
-    description: 'Backpressure level of the queue: 0 ok, 1 warn, 2 critical.',
+    description:
+      'Backpressure level of the queue: 0 ok, 1 warn, 2 critical (admission sheds; held for queue.shedHoldSeconds and until its levels cleared by their hysteresis).',
     attributes: [ATTR.queue],
   },
   queueArrivalRate: {
@@ -167,7 +185,7 @@ export const METRICS = {
     type: 'gauge',
     unit: 's',
     description:
-      "Mean service time S over capacity.serviceWindowSeconds: start of inference → end, or → the slot's release when `queue.run()` holds it (the response may still be written after).",
+      "Mean service time S over capacity.serviceWindowSeconds, or over its last sixth (2–5 s) when that is confidently higher (a sudden slowdown): start of inference → end, or → the slot's release when `queue.run()` holds it (the response may still be written after).",
     attributes: [ATTR.queue],
   },
   queueServiceTimeP90: {

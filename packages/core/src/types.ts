@@ -28,6 +28,8 @@ export type Level = 'ok' | 'warn' | 'critical';
 export type SignalName =
   | 'queue_wait'
   | 'queue_occupancy'
+  | 'queue_age'
+  | 'queue_backpressure'
   | 'model_load'
   | 'stream_interruptions'
   | 'gpu_fragmentation'
@@ -293,6 +295,12 @@ export interface QueueSnapshot {
   capacity: number;
   occupancy: number;
   waitQuantileSeconds: number;
+  /** Age (s) of the oldest request still waiting, read now; 0 when none waits. */
+  oldestWaitSeconds: number;
+  /** Seconds the requests still waiting have waited so far, all together, read now. */
+  pendingWaitSeconds: number;
+  /** Admission sheds (backpressure CRITICAL, held by queue.shedHoldSeconds and the hysteresis). */
+  shedding: boolean;
   completed: number;
   /** Forward-looking capacity estimate (signals/capacity.ts): utilization ρ = λ·S / c. */
   utilization: number;

@@ -12,7 +12,7 @@ import { seededRandom } from '../../../test/support/random';
 function simulate(
   t: ReturnType<typeof setup>,
   arrivalTimes: number[],
-  serviceMs: number,
+  serviceMs: number | ((startMs: number) => number),
   servers: number,
   onTick?: (second: number) => void,
 ) {
@@ -24,10 +24,11 @@ function simulate(
     const ticket = { current: undefined as ReturnType<typeof queue.enqueue> | undefined };
     free.sort((a, b) => a - b);
     const start = Math.max(arrival, free[0]);
-    free[0] = start + serviceMs;
+    const service = typeof serviceMs === 'number' ? serviceMs : serviceMs(start);
+    free[0] = start + service;
     events.push({ at: arrival, kind: 1, run: () => (ticket.current = queue.enqueue('m')) });
     events.push({ at: start, kind: 2, run: () => ticket.current!.start() });
-    events.push({ at: start + serviceMs, kind: 0, run: () => ticket.current!.end('completed') });
+    events.push({ at: start + service, kind: 0, run: () => ticket.current!.end('completed') });
   }
   const end = Math.max(...events.map((e) => e.at));
   for (let s = 1000; s <= end + 1000; s += 1000)
@@ -269,5 +270,69 @@ describe('predictive capacity', () => {
     const arrivals = Array.from({ length: 30 * 60 }, (_, i) => i * (1000 / 30));
     simulate(t, arrivals, 20, 1);
     expect(t.alerts.filter((a) => a.signal === 'capacity')).toHaveLength(0);
+  });
+
+  it('service time doubling at steady λ: ρ crosses utilizationWarn within the 5 s short window and WARN follows the hold, where the 30 s mean alone takes 18 s', () => {
+    // Default windows (S over 30 s). 45/s at c = 1, S 10 ms → 20 ms at 60 s: ρ 0.45 → 0.9.
+    const lossAt = 60_000;
+    const t = setup();
+    const arrivals = Array.from({ length: 45 * 90 }, (_, i) => i * (1000 / 45));
+    let crossedAt = Number.NaN;
+    const rhoBefore: number[] = [];
+    simulate(
+      t,
+      arrivals,
+      (start) => (start < lossAt ? 10 : 20),
+      1,
+      (second) => {
+        const rho = t.monitor.snapshot().queues.sim.utilization;
+        if (second * 1000 <= lossAt && second >= 30) rhoBefore.push(rho);
+        if (second * 1000 > lossAt && Number.isNaN(crossedAt) && rho > DEFAULT_THRESHOLDS.capacity.utilizationWarn)
+          crossedAt = second * 1000;
+      },
+    );
+    const warn = t.alerts.find((a) => a.signal === 'capacity' && a.level !== 'ok');
+    console.log(
+      `service time doubled: ρ > ${DEFAULT_THRESHOLDS.capacity.utilizationWarn} after ${(crossedAt - lossAt) / 1000} s, capacity WARN after ${warn ? (warn.at - 1_000_000 - lossAt) / 1000 : 'never'} s`,
+    );
+    expect(Math.max(...rhoBefore)).toBeLessThan(0.5);
+    expect(crossedAt - lossAt).toBeLessThanOrEqual(5000);
+    expect(warn).toBeDefined();
+    expect(warn!.at - 1_000_000 - lossAt).toBeLessThanOrEqual(5000 + DEFAULT_THRESHOLDS.capacity.forSeconds * 1000);
+    expect(warn!.at - 1_000_000).toBeGreaterThan(lossAt);
+  });
+
+  it('exponential service times at steady ρ ≈ 0.6 for 10 minutes: S stays the 30 s mean, the short window never takes over (3 seeds)', () => {
+    const engaged: number[] = [];
+    for (const seed of [1, 2, 3]) {
+      const t = setup();
+      const random = seededRandom(seed);
+      // Poisson 30/s, mean S 20 ms drawn per request (CV 1): the short window's mean swings widely around 20 ms.
+      const arrivals = poissonArrivals(random, 0, 600_000, () => 30, 30);
+      const served: { at: number; ms: number }[] = [];
+      let ticks = 0;
+      simulate(
+        t,
+        arrivals,
+        (start) => {
+          const ms = -Math.log(1 - random()) * 20;
+          served.push({ at: start + ms, ms });
+          return ms;
+        },
+        1,
+        (second) => {
+          // The 30 s mean the estimate would use alone; an S off it by more than one sample's share is the short window's.
+          const since = second * 1000 - DEFAULT_THRESHOLDS.capacity.serviceWindowSeconds * 1000;
+          const recent = served.filter((s) => s.at >= since && s.at <= second * 1000);
+          const long = recent.reduce((sum, s) => sum + s.ms, 0) / recent.length / 1000;
+          const S = t.monitor.snapshot().queues.sim.serviceTimeSeconds;
+          if (S !== null && Math.abs(S - long) > long * 0.01) ticks++;
+        },
+      );
+      engaged.push(ticks);
+      expect(t.alerts.filter((a) => a.signal === 'capacity')).toEqual([]);
+    }
+    // The short window's mean swings by ±25 % here, but never passes 1.2× and 3 standard errors together.
+    expect(engaged).toEqual([0, 0, 0]);
   });
 });

@@ -37,6 +37,8 @@ describe('config validation', () => {
     });
     // A warning resolves only once its value stayed under the bound this long.
     expect([t.queue.keepFiringSeconds, t.capacity.keepFiringSeconds]).toEqual([10, 10]);
+    // Queue age WARN / CRITICAL, and the least time shedding lasts once begun.
+    expect([t.queue.ageWarnSeconds, t.queue.ageCriticalSeconds, t.queue.shedHoldSeconds]).toEqual([1, 5, 3]);
   });
 
   it.each([
@@ -57,6 +59,10 @@ describe('config validation', () => {
     [{ thresholds: { anomaly: { floorRatio: -0.5 } } }, 'thresholds.anomaly.floorRatio'],
     [{ thresholds: { anomaly: { forSeconds: -1 } } }, 'thresholds.anomaly.forSeconds'],
     [{ thresholds: { queue: { keepFiringSeconds: -1 } } }, 'thresholds.queue.keepFiringSeconds'],
+    [{ thresholds: { queue: { shedHoldSeconds: -1 } } }, 'thresholds.queue.shedHoldSeconds'],
+    [{ thresholds: { queue: { ageWarnSeconds: 0 } } }, 'thresholds.queue.ageWarnSeconds'],
+    [{ thresholds: { queue: { ageWarnSeconds: 6 } } }, 'thresholds.queue.ageWarnSeconds'],
+    [{ thresholds: { queue: { ageCriticalSeconds: '5s' } } }, 'thresholds.queue.ageCriticalSeconds'],
     [{ thresholds: { capacity: { keepFiringSeconds: Number.NaN } } }, 'thresholds.capacity.keepFiringSeconds'],
     [{ thresholds: { anomaly: { hysteresis: 1.5 } } }, 'thresholds.anomaly.hysteresis'],
     [{ thresholds: { anomaly: { bothDirections: 'yes' } } }, 'thresholds.anomaly.bothDirections'],

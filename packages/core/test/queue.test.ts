@@ -55,10 +55,15 @@ describe('queue wait', () => {
     expect(t.monitor.snapshot().queues.q.level).toBe('ok');
   });
 
-  it('occupancy 0.9 is CRITICAL, 0.75 WARN; admit() sheds only at CRITICAL with a Retry-After', () => {
+  it('occupancy 0.9 is CRITICAL, 0.75 WARN, each announced by the enqueue that crosses it; admit() sheds only at CRITICAL with a Retry-After', () => {
     const t = setup({ thresholds: { queue: { retryAfterSeconds: 2 } } });
     const queue = t.monitor.queue('q', { capacity: 20 });
-    const tickets = Array.from({ length: 15 }, () => queue.enqueue());
+    const tickets = Array.from({ length: 14 }, () => queue.enqueue());
+    expect(t.alerts).toHaveLength(0); // 70 %: not over the WARN bound
+    tickets.push(queue.enqueue());
+    // The 15th request (75 %) announces the WARN as it arrives, with no tick.
+    expect(t.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_occupancy:warn']);
+    expect(t.alerts[0]).toMatchObject({ value: 0.75, threshold: 0.7, labels: { queue: 'q' } });
     expect(queue.level()).toBe('warn');
     expect(queue.admit()).toEqual({ admit: true, level: 'warn', retryAfterSeconds: 2 });
     tickets.push(queue.enqueue(), queue.enqueue(), queue.enqueue());
@@ -66,12 +71,32 @@ describe('queue wait', () => {
     expect(queue.admit().admit).toBe(false);
     t.monitor.tick();
     const occupancy = t.alerts.filter((a) => a.signal === 'queue_occupancy');
-    expect(occupancy).toHaveLength(1);
-    expect(occupancy[0]).toMatchObject({ level: 'critical', value: 0.9, threshold: 0.85, labels: { queue: 'q' } });
+    expect(occupancy.map((a) => a.level)).toEqual(['warn', 'critical']);
+    expect(occupancy[1]).toMatchObject({ value: 0.9, threshold: 0.85, labels: { queue: 'q' } });
+    expect(t.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual([
+      'queue_occupancy:warn',
+      'queue_occupancy:critical',
+      'queue_backpressure:critical',
+    ]);
     for (const ticket of tickets) ticket.end('cancelled');
     t.monitor.tick();
+    // Shedding holds for queue.shedHoldSeconds (3 s) from its start even on an empty queue.
+    expect(queue.admit().admit).toBe(false);
+    t.advance(3000);
+    t.monitor.tick();
     expect(queue.level()).toBe('ok');
-    expect(t.alerts.filter((a) => a.signal === 'queue_occupancy').map((a) => a.level)).toEqual(['critical', 'ok']);
+    expect(queue.admit().admit).toBe(true);
+    t.advance(10_000);
+    t.monitor.tick();
+    expect(t.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual([
+      'queue_occupancy:warn',
+      'queue_occupancy:critical',
+      'queue_backpressure:critical',
+      // CRITICAL falls to WARN at once, which stays for queue.keepFiringSeconds.
+      'queue_occupancy:warn',
+      'queue_backpressure:ok',
+      'queue_occupancy:ok',
+    ]);
   });
 
   it('P95 queue wait over the window drives WARN at 200 ms and CRITICAL at 500 ms', () => {
@@ -112,7 +137,8 @@ describe('queue wait', () => {
   });
 
   it('a WARN stays through a moment the queue drains; one that stays drained resolves after keepFiringSeconds', () => {
-    const t = setup({ thresholds: { queue: { keepFiringSeconds: 5 } } });
+    // The queue's age has its own test: here it stays below its bounds.
+    const t = setup({ thresholds: { queue: { keepFiringSeconds: 5, ageWarnSeconds: 10, ageCriticalSeconds: 20 } } });
     const queue = t.monitor.queue('q', { capacity: 1000 });
     const serve = (waitMs: number, n: number) => serveAfter(t, queue, waitMs, n);
     const backlog = queue.enqueue();
@@ -173,7 +199,7 @@ describe('queue wait', () => {
     for (const ticket of [...backlog, stuck]) ticket.end('cancelled');
   });
 
-  it('a drained queue is not held at CRITICAL by past waits: admission and readiness recover at the next tick', () => {
+  it('a drained queue is not held at CRITICAL by past waits: admission and readiness recover at the first tick after the shedding hold', () => {
     const t = setup();
     const queue = t.monitor.queue('q', { capacity: 1000 });
     const held = queue.enqueue();
@@ -187,15 +213,24 @@ describe('queue wait', () => {
     expect(queue.admit().admit).toBe(false);
     expect(t.monitor.level()).toBe('critical');
     held.end('cancelled'); // the backlog is gone
-    expect(queue.admit().admit).toBe(true);
+    // Shedding, once begun, lasts queue.shedHoldSeconds (3 s) and until the wait level left CRITICAL.
+    expect(queue.admit().admit).toBe(false);
     t.advance(1000);
     t.monitor.tick();
+    expect(queue.admit().admit).toBe(false);
+    t.advance(2000);
+    t.monitor.tick();
+    expect(queue.admit().admit).toBe(true);
     // Readiness fails only at CRITICAL; the WARN stays for queue.keepFiringSeconds.
     expect(t.monitor.level()).toBe('warn');
     t.advance(10_000);
     t.monitor.tick();
     expect(t.monitor.level()).toBe('ok');
     expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['critical', 'warn', 'ok']);
+    expect(t.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
+    expect(t.alerts.find((a) => a.signal === 'queue_backpressure')?.message).toBe(
+      'queue_backpressure CRITICAL on queue "q": admission sheds (queue wait P95 800 ms CRITICAL); it serves again once that has cleared by its hysteresis, after at least 3 s (queue.shedHoldSeconds)',
+    );
     // The WARN it fell to says why it is still raised.
     expect(t.alerts.find((a) => a.signal === 'queue_wait' && a.level === 'warn')?.message).toBe(
       'queue_wait WARN on queue "q": queue wait P95 0 ms, back under 200 ms (0 waiting); the warning stays until it has been for 10 s (queue.keepFiringSeconds)',

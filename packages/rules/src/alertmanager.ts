@@ -1,12 +1,15 @@
 /**
  * An Alertmanager configuration that routes the InferSignal alerts to a
- * Slack-compatible incoming webhook (Slack, Mattermost, Rocket.Chat …),
- * with a CRITICAL-inhibits-WARNING rule per signal so one saturated queue
- * pages once, not three times.
+ * Slack-compatible incoming webhook (Slack, Mattermost, Rocket.Chat …).
+ * Alerts are grouped by their subject, the replica and its queue or model,
+ * so one sick replica gives one notification that names it; a fleet-wide
+ * overload (no instance label) gives one that says fleet-wide and holds
+ * back the per-replica pages it stands for. A CRITICAL-inhibits-WARNING
+ * rule per signal keeps one saturated queue from paging three times.
  */
 import { LABEL } from './names';
 import { parseDuration } from './duration';
-import { toYaml } from './rules';
+import { FLEET_INHIBITS, toYaml } from './rules';
 import { checkOptionKeys, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
 
 export interface AlertmanagerOptions {
@@ -31,11 +34,20 @@ export const ALERTMANAGER_RECEIVER = 'infersignal-webhook';
 /** Labels that identify one alerting thing; CRITICAL inhibits WARNING only when these all match. */
 const SAME_THING = [LABEL.signal, 'job', 'instance', LABEL.queue, LABEL.model, LABEL.memorySource, LABEL.server];
 
-const TITLE =
-  '[{{ .Status | toUpper }}{{ if eq .Status "firing" }}:{{ .Alerts.Firing | len }}{{ end }}] {{ .CommonLabels.alertname }} ({{ .CommonLabels.severity }})';
+/** The subject of a notification: the replica (instance, and pod where Kubernetes adds it) and its queue or model. */
+export const ALERTMANAGER_GROUP_BY = ['job', 'instance', 'pod', LABEL.queue, LABEL.model];
+
+const TITLE = [
+  '[{{ .Status | toUpper }}{{ if eq .Status "firing" }}:{{ .Alerts.Firing | len }}{{ end }}] ',
+  '{{ if .CommonLabels.alertname }}{{ .CommonLabels.alertname }} ({{ .CommonLabels.severity }}){{ else }}{{ .Alerts | len }} InferSignal alerts{{ end }} ',
+  '{{ if .GroupLabels.instance }}on replica {{ .GroupLabels.instance }}{{ with .GroupLabels.pod }} (pod {{ . }}){{ end }}{{ else }}fleet-wide{{ end }}',
+  '{{ with .GroupLabels.job }}, {{ . }}{{ end }}',
+  `{{ with .GroupLabels.${LABEL.queue} }}, queue {{ . }}{{ end }}`,
+  `{{ with .GroupLabels.${LABEL.model} }}, model {{ . }}{{ end }}`,
+].join('');
 const TEXT = [
   '{{ range .Alerts }}',
-  '*{{ .Annotations.summary }}*',
+  '*{{ .Annotations.summary }}* ({{ .Labels.alertname }}, {{ .Labels.severity }})',
   '{{ .Annotations.description }}',
   'Runbook: {{ .Annotations.runbook_url }}',
   '{{ end }}',
@@ -75,7 +87,7 @@ export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Reco
         {
           receiver: ALERTMANAGER_RECEIVER,
           matchers: ['alertname=~"InferSignal.+"'],
-          group_by: ['alertname', 'job', LABEL.queue, LABEL.model, 'instance'],
+          group_by: ALERTMANAGER_GROUP_BY,
           group_wait: groupWait,
           group_interval: groupInterval,
           repeat_interval: repeatInterval,
@@ -88,6 +100,16 @@ export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Reco
         source_matchers: ['alertname=~"InferSignal.+"', 'severity="critical"'],
         target_matchers: ['alertname=~"InferSignal.+"', 'severity="warning"'],
         equal: SAME_THING,
+      },
+      {
+        // A fleet-wide overload pages once: the per-replica pages of the signals it counts wait behind it.
+        source_matchers: ['alertname="InferSignalFleetOverloaded"'],
+        target_matchers: [
+          'alertname=~"InferSignal.+"',
+          'alertname!="InferSignalFleetOverloaded"',
+          `${LABEL.signal}=~"${FLEET_INHIBITS.join('|')}"`,
+        ],
+        equal: ['job', LABEL.queue],
       },
     ],
     receivers: [{ name: 'default' }, { name: ALERTMANAGER_RECEIVER, slack_configs: [slack] }],

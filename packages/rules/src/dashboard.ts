@@ -69,6 +69,25 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     })),
   });
 
+  l.add({
+    title: 'Oldest waiting request and waits still accruing',
+    description:
+      'Age of the oldest request still waiting (worst replica per queue) and the time the waiting requests have already spent, summed over replicas: they rise while a queue is stuck, which the wait histogram shows only once requests leave it. Lines: thresholds.queue.ageWarnSeconds and ageCriticalSeconds.',
+    w: 24,
+    unit: 's',
+    lines: [t.queue.ageWarnSeconds, t.queue.ageCriticalSeconds],
+    targets: [
+      {
+        expr: `max by (${LABEL.queue}) (${metric('queueWaitOldest')}{${SEL.queue}})`,
+        legend: `oldest {{${LABEL.queue}}}`,
+      },
+      {
+        expr: `sum by (${LABEL.queue}) (${metric('queueWaitPending')}{${SEL.queue}})`,
+        legend: `waited so far {{${LABEL.queue}}}`,
+      },
+    ],
+  });
+
   l.row('Queue occupancy and backpressure');
   l.add({
     title: 'Occupancy (waiting + in flight) / capacity',
@@ -83,7 +102,8 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
   });
   l.add({
     title: 'Backpressure level',
-    description: '0 OK, 1 WARN, 2 CRITICAL (admit() sheds at CRITICAL).',
+    description:
+      '0 OK, 1 WARN, 2 CRITICAL (admit() sheds at CRITICAL, for at least thresholds.queue.shedHoldSeconds and until its levels cleared by their hysteresis).',
     w: 8,
     lines: [1, 2],
     targets: [

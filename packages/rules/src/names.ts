@@ -71,6 +71,7 @@ export const LABEL = {
 export const RULE_METRICS: readonly MetricKey[] = [
   'queueWait',
   'queueOccupancy',
+  'queueWaitOldest',
   'backpressureLevel',
   'modelLoadSpikes',
   'streams',
@@ -87,6 +88,7 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'connectionsRejected',
   'tlsHandshakeFailures',
   'breakerState',
+  'signalLevel',
 ];
 
 /** Stream outcomes that count as completed; every other outcome is an interruption (core's StreamOutcome). */

@@ -60,6 +60,13 @@ export interface GeneratorOptions {
   tailSeconds?: number;
   /** Base URL of docs/runbook.md; each alert appends its `#anchor`. */
   runbookUrl?: string;
+  /**
+   * Share of the replicas serving a queue (at least two of them) whose
+   * capacity, queue-wait or occupancy level is WARN or above from which
+   * InferSignalFleetOverloaded pages once for the fleet instead of once per
+   * replica (default 0.5).
+   */
+  fleetShare?: number;
 }
 
 export interface ResolvedOptions {
@@ -78,6 +85,7 @@ export interface ResolvedOptions {
   tailSeconds: number;
   tlsFailureRate: number;
   runbookUrl: string;
+  fleetShare: number;
 }
 
 /** The keys of GeneratorOptions, for the option check of each generator. */
@@ -93,6 +101,7 @@ export const GENERATOR_OPTION_KEYS: readonly string[] = [
   'tailQuantile',
   'tailSeconds',
   'runbookUrl',
+  'fleetShare',
 ];
 
 export function resolveOptions(
@@ -116,6 +125,7 @@ export function resolveOptions(
   const tailSeconds = fieldOrDefault('tailSeconds', options.tailSeconds, { type: 'number', above: 0 }, 0.3);
   const tlsFailureRate = fieldOrDefault('tlsFailureRate', options.tlsFailureRate, { type: 'number', above: 0 }, 0.1);
   const runbookUrl = fieldOrDefault('runbookUrl', options.runbookUrl, { type: 'string' }, DEFAULT_RUNBOOK_URL);
+  const fleetShare = fieldOrDefault('fleetShare', options.fleetShare, { type: 'number', above: 0, max: 1 }, 0.5);
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
   const naming = fieldOrDefault<Naming>('naming', options.naming, { type: 'enum', values: NAMINGS }, 'collector');
   return {
@@ -136,6 +146,7 @@ export function resolveOptions(
     tailSeconds,
     tlsFailureRate,
     runbookUrl,
+    fleetShare,
   };
 }
 
@@ -143,4 +154,13 @@ export function resolveOptions(
 export function holdFor(options: ResolvedOptions, thresholdSeconds: number): string {
   if (options.forOverride !== undefined) return options.forOverride;
   return formatDuration(thresholdSeconds > 0 ? thresholdSeconds : DEFAULT_FOR_SECONDS);
+}
+
+/**
+ * `for:` of a rule that reads a level core's detector announced: none, the
+ * detector already held it (its `forSeconds`), and a second hold would only
+ * delay the page behind the in-process alert. The `for` option still wins.
+ */
+export function levelHold(options: ResolvedOptions): string | undefined {
+  return options.forOverride;
 }

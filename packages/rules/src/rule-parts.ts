@@ -33,13 +33,49 @@ export interface RuleFile {
 }
 
 export const by = (...labels: string[]): string => `by (${labels.join(', ')})`;
-export const QUEUE_KEYS = ['job', LABEL.queue];
-export const MODEL_KEYS = ['job', LABEL.model];
-export const PROCESS_KEYS = ['job', 'instance', LABEL.memorySource];
+/**
+ * The replica a series comes from: the scrape target, and the namespace and
+ * pod that Kubernetes service discovery adds. A label a series lacks drops
+ * out of a `by`, so the same keys serve a plain scrape config. Every alert
+ * about a queue, model or process keeps them: the page names the replica.
+ */
+export const REPLICA_KEYS = ['job', 'instance', 'namespace', 'pod'];
+export const QUEUE_KEYS = [...REPLICA_KEYS, LABEL.queue];
+export const MODEL_KEYS = [...REPLICA_KEYS, LABEL.model];
+export const PROCESS_KEYS = [...REPLICA_KEYS, LABEL.memorySource];
 /** Event-loop and GC gauges carry no attribute: they are per process. */
-export const INSTANCE_KEYS = ['job', 'instance'];
+export const INSTANCE_KEYS = REPLICA_KEYS;
 /** Connection and TLS instruments are per process and instrumented server. */
-export const SERVER_KEYS = ['job', 'instance', LABEL.server];
+export const SERVER_KEYS = [...REPLICA_KEYS, LABEL.server];
+/** The fleet: every replica of a job (a fleet alert aggregates the replicas away, and says so). */
+export const FLEET_QUEUE_KEYS = ['job', LABEL.queue];
+
+/**
+ * Recording-rule levels: the names the dashboard and the KEDA trigger read.
+ * The recorded series are per replica (they keep REPLICA_KEYS); the level in
+ * the name lists the labels that tell a series' subject.
+ */
+export const QUEUE_RECORD_LEVEL = ['job', LABEL.queue];
+export const MODEL_RECORD_LEVEL = ['job', LABEL.model];
+export const PROCESS_RECORD_LEVEL = ['job', 'instance', LABEL.memorySource];
+
+/** `{{ $labels.instance }}` in an annotation: the replica, as the alert names it. */
+export const REPLICA = '{{ $labels.instance }}';
+
+/**
+ * The level core's detector announced for a signal on a subject
+ * (`infersignal.signal.level`: 0 ok, 1 warn, 2 critical), per replica. Its
+ * hold, hysteresis, gates and keep are the detector's own, so a rule that
+ * reads it pages exactly when the in-process alert is raised.
+ */
+export function signalLevel(o: ResolvedOptions, signal: string, subject: string[]): string {
+  return `max ${by(...REPLICA_KEYS, ...subject)} (${o.names.metric('signalLevel')}{${LABEL.signal}="${signal}"})`;
+}
+
+/** `on (…)` matching a per-replica series with a signal level of the same subject. */
+export function onReplica(...subject: string[]): string {
+  return `on (${['job', 'instance', ...subject].join(', ')})`;
+}
 
 /** Recording-rule name `level:metric:operations` (Prometheus naming practice). */
 export function recordName(levelLabels: string[], base: string, operation: string): string {
@@ -56,10 +92,13 @@ export const RUNBOOK_ANCHORS: Record<string, string> = {
   InferSignalQueueWaitTailHigh: 'queue-wait-tail',
   InferSignalQueueOccupancyHigh: 'queue-occupancy',
   InferSignalQueueOccupancyCritical: 'queue-occupancy',
+  InferSignalQueueAgeHigh: 'queue-age',
+  InferSignalQueueAgeCritical: 'queue-age',
   InferSignalBackpressureCritical: 'backpressure',
   InferSignalCapacityUtilizationHigh: 'capacity-utilization',
   InferSignalCapacityUtilizationCritical: 'capacity-utilization',
   InferSignalTimeToSaturationLow: 'time-to-saturation',
+  InferSignalFleetOverloaded: 'fleet-overloaded',
   InferSignalModelLoadSpike: 'model-load-spike',
   InferSignalStreamInterruptions: 'stream-interruptions',
   InferSignalStreamInterruptionsCritical: 'stream-interruptions',

@@ -7,24 +7,38 @@
  */
 import { LABEL } from './names';
 import { formatDuration, humanPercent, humanSeconds } from './duration';
-import { holdFor, type ResolvedOptions } from './options';
-import { INSTANCE_KEYS, QUEUE_KEYS, SERVER_KEYS, alert, by, eventExpr, type RuleGroup } from './rule-parts';
+import { holdFor, levelHold, type ResolvedOptions } from './options';
+import {
+  INSTANCE_KEYS,
+  QUEUE_KEYS,
+  REPLICA,
+  SERVER_KEYS,
+  alert,
+  by,
+  eventExpr,
+  onReplica,
+  signalLevel,
+  type RuleGroup,
+} from './rule-parts';
 
 /**
- * ρ = λ·S / c per queue, worst replica. Core judges ρ in-process only when
- * the queue has an explicit `concurrency` (otherwise c is the peak in
- * flight seen so far, and an early low peak overstates ρ), but exports the
- * gauge either way: Prometheus cannot tell the two apart, so the rule reads
- * the gauge as it is (docs/rules.md, "Limits and choices").
+ * Capacity pages on the level core's capacity detector announced, per
+ * replica: the same warm-up, judged-only-with-a-known-concurrency rule,
+ * sustained-trend gate (the projection under saturationWarnSeconds over
+ * 2.5 trend windows, so a step in load is not a trend), hold and keep.
+ * Each alert then says why from the gauges: ρ above its bound
+ * (utilization), or the trend (time to saturation).
  */
 export function capacityGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
   const c = o.thresholds.capacity;
-  const hold = holdFor(o, c.forSeconds);
-  // The two warnings keep firing as core keeps its WARN (thresholds.capacity.keepFiringSeconds); CRITICAL does not.
+  const hold = levelHold(o);
+  // As core keeps its WARN (thresholds.capacity.keepFiringSeconds); the CRITICAL page too, so one episode is one page.
   const keep = formatDuration(c.keepFiringSeconds);
   const utilization = `max ${by(...QUEUE_KEYS)} (${metric('queueUtilization')})`;
-  const where = `Queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}, worst replica)`;
+  const level = signalLevel(o, 'capacity', [LABEL.queue]);
+  const on = onReplica(LABEL.queue);
+  const where = `Queue {{ $labels.${LABEL.queue} }} on replica ${REPLICA} ({{ $labels.job }})`;
   const model = 'ρ = arrival rate × mean service time / concurrency';
   return {
     name: 'infersignal.capacity',
@@ -34,10 +48,10 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
         'InferSignalCapacityUtilizationHigh',
         'capacity',
         'warning',
-        `${utilization} > ${c.utilizationWarn}`,
+        `${utilization} > ${c.utilizationWarn} and ${on} (${level} >= 1)`,
         hold,
         `Queue utilization above ${humanPercent(c.utilizationWarn)}`,
-        `${where} runs at utilization {{ $value | humanizePercentage }} (${model}), above ${humanPercent(c.utilizationWarn)} (thresholds.capacity.utilizationWarn) for ${hold}. Queue wait grows steeply from here: the early warning before it moves.`,
+        `${where} runs at utilization {{ $value | humanizePercentage }} (${model}), above ${humanPercent(c.utilizationWarn)} (thresholds.capacity.utilizationWarn); the in-process capacity detector holds WARN. Queue wait grows steeply from here: the early warning before it moves.`,
         keep,
       ),
       alert(
@@ -45,20 +59,21 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
         'InferSignalCapacityUtilizationCritical',
         'capacity',
         'critical',
-        `${utilization} >= ${c.utilizationCritical}`,
+        `${utilization} and ${on} (${level} >= 2)`,
         hold,
         `Queue utilization at or above ${humanPercent(c.utilizationCritical)}`,
-        `${where} runs at utilization {{ $value | humanizePercentage }}, at or above ${humanPercent(c.utilizationCritical)} (thresholds.capacity.utilizationCritical) for ${hold}. Arrivals match or exceed what the queue can serve; the backlog and queue wait will grow without bound.`,
+        `${where} runs at utilization {{ $value | humanizePercentage }}; the in-process capacity detector holds CRITICAL, ρ at or above ${humanPercent(c.utilizationCritical)} (thresholds.capacity.utilizationCritical) for ${formatDuration(c.forSeconds)} (thresholds.capacity.forSeconds). Arrivals match or exceed what this replica can serve; its backlog and queue wait grow without bound.`,
+        keep,
       ),
       alert(
         o,
         'InferSignalTimeToSaturationLow',
         'capacity',
         'warning',
-        `min ${by(...QUEUE_KEYS)} (${metric('queueTimeToSaturation')}) < ${c.saturationWarnSeconds}`,
+        `min ${by(...QUEUE_KEYS)} (${metric('queueTimeToSaturation')}) < ${c.saturationWarnSeconds} and ${on} (${level} >= 1)`,
         hold,
         `Queue saturates within ${humanSeconds(c.saturationWarnSeconds)} at the current trend`,
-        `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), for ${hold}. Load is rising faster than the queue can absorb.`,
+        `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), and the in-process capacity detector holds WARN (the trend held over 2.5 trend windows, so a step in load does not raise it). Load is rising faster than the replica can absorb.`,
         keep,
       ),
     ],
@@ -78,7 +93,7 @@ export function runtimeGroup(o: ResolvedOptions): RuleGroup {
   const delay = `max ${by(...INSTANCE_KEYS)} (${metric('eventLoopDelayP99')})`;
   const h = o.thresholds.heap;
   const live = `max ${by(...INSTANCE_KEYS)} (${metric('heapLiveRatio')})`;
-  const where = `{{ $labels.instance }} ({{ $labels.job }})`;
+  const where = `replica ${REPLICA} ({{ $labels.job }})`;
   return {
     name: 'infersignal.runtime',
     rules: [
@@ -133,7 +148,7 @@ export function connectionsGroup(o: ResolvedOptions): RuleGroup {
   const hold = holdFor(o, 0);
   // `capacity > 0` drops servers without a capacity (no maxConnections, no option): core does not judge them either.
   const saturation = `sum ${by(...SERVER_KEYS)} (${metric('connectionsOpen')}) / sum ${by(...SERVER_KEYS)} (${metric('connectionsCapacity')} > 0)`;
-  const where = `Server {{ $labels.${LABEL.server} }} of {{ $labels.instance }} ({{ $labels.job }})`;
+  const where = `Server {{ $labels.${LABEL.server} }} of replica ${REPLICA} ({{ $labels.job }})`;
   return {
     name: 'infersignal.connections',
     rules: [
@@ -198,7 +213,7 @@ export function breakerGroup(o: ResolvedOptions): RuleGroup {
         `max ${by(...keys)} (max_over_time(${metric('breakerState')}[${o.rateWindow}])) == 2`,
         hold,
         'Circuit breaker open',
-        `Circuit breaker {{ $labels.${LABEL.breakerName} }} of {{ $labels.instance }} ({{ $labels.job }}) was open in every ${o.rateWindow} for ${hold}: its backend keeps failing, and calls through the breaker fail fast instead of waiting.`,
+        `Circuit breaker {{ $labels.${LABEL.breakerName} }} of replica ${REPLICA} ({{ $labels.job }}) was open in every ${o.rateWindow} for ${hold}: its backend keeps failing, and calls through the breaker fail fast instead of waiting.`,
       ),
     ],
   };

@@ -8,15 +8,23 @@ import { stringify } from 'yaml';
 import { METRICS } from '@infersignal/core';
 import { COMPLETED_OUTCOME, LABEL, recordBase } from './names';
 import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
-import { holdFor, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
+import { holdFor, levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
+  FLEET_QUEUE_KEYS,
   MODEL_KEYS,
+  MODEL_RECORD_LEVEL,
   PROCESS_KEYS,
+  PROCESS_RECORD_LEVEL,
   QUEUE_KEYS,
+  QUEUE_RECORD_LEVEL,
+  REPLICA,
+  REPLICA_KEYS,
   alert,
   by,
   eventExpr,
+  onReplica,
   recordName,
+  signalLevel,
   type AlertingRule,
   type RecordingRule,
   type RuleFile,
@@ -29,33 +37,50 @@ export { RUNBOOK_ANCHORS } from './rule-parts';
 
 /** Name of the recorded queue-wait quantile (the dashboard reads the same series). */
 export function queueWaitQuantileRecord(quantile: number): string {
-  return recordName([...QUEUE_KEYS, LABEL.model], recordBase('queueWait'), quantileSuffix(quantile));
+  return recordName([...QUEUE_RECORD_LEVEL, LABEL.model], recordBase('queueWait'), quantileSuffix(quantile));
 }
 
 /** Name of the recorded reserved − allocated gap per process and memory source. */
 export function memoryGapRecord(): string {
   return recordName(
-    PROCESS_KEYS,
+    PROCESS_RECORD_LEVEL,
     recordBase('memoryReserved'),
     `minus_${METRICS.memoryAllocated.name.split('.').pop()}`,
   );
 }
 
+/**
+ * Queue wait and occupancy page on the level core's detectors announced
+ * (`infersignal.signal.level`), per replica: the same quantile, window,
+ * recent-requests gate, hysteresis and keep as in process, so a drained
+ * burst or one slow scrape cannot page when the process stays quiet. The
+ * value shown is Prometheus's own quantile or occupancy of that replica.
+ * The tail alert has no in-process detector and reads the histogram.
+ */
 function queueGroup(o: ResolvedOptions): RuleGroup {
   const { metric, bucket } = o.names;
   const q = o.thresholds.queue;
   const hold = holdFor(o, q.forSeconds);
+  const level = levelHold(o);
+  const keep = formatDuration(q.keepFiringSeconds);
   const quantiles = [...new Set([0.5, 0.95, 0.99, q.waitQuantile, o.tailQuantile])].sort((a, b) => a - b);
   const recordings: RecordingRule[] = quantiles.map((quantile) => ({
     record: queueWaitQuantileRecord(quantile),
     expr: `histogram_quantile(${quantile}, sum ${by('le', ...QUEUE_KEYS, LABEL.model)} (rate(${bucket('queueWait')}[${o.rateWindow}])))`,
   }));
-  const wait = queueWaitQuantileRecord(q.waitQuantile);
+  const wait = `max ${by(...QUEUE_KEYS)} (${queueWaitQuantileRecord(q.waitQuantile)})`;
   const tail = queueWaitQuantileRecord(o.tailQuantile);
-  const where = `{{ $labels.${LABEL.model} }} on queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }})`;
+  const on = onReplica(LABEL.queue);
+  const waitLevel = signalLevel(o, 'queue_wait', [LABEL.queue]);
+  const occupancyLevel = signalLevel(o, 'queue_occupancy', [LABEL.queue]);
+  const queueWhere = `Queue {{ $labels.${LABEL.queue} }} on replica ${REPLICA} ({{ $labels.job }})`;
+  const where = `{{ $labels.${LABEL.model} }} on queue {{ $labels.${LABEL.queue} }}, replica ${REPLICA} ({{ $labels.job }})`;
   const pq = percentileName(q.waitQuantile);
   const occupancy = `max ${by(...QUEUE_KEYS)} (${metric('queueOccupancy')})`;
-  const queueWhere = `Queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}, worst replica)`;
+  const oldest = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitOldest')})`;
+  const ageLevel = signalLevel(o, 'queue_age', [LABEL.queue]);
+  const held = (what: string) =>
+    `the in-process ${what} detector (same thresholds, window, hysteresis and keep) raised its level`;
   return {
     name: 'infersignal.queue',
     rules: [
@@ -65,22 +90,24 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         'InferSignalQueueWaitHigh',
         'queue_wait',
         'warning',
-        `${wait} > ${q.waitWarnSeconds}`,
-        hold,
+        `${wait} and ${on} (${waitLevel} >= 1)`,
+        level,
         `${pq} queue wait above ${humanSeconds(q.waitWarnSeconds)}`,
-        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitWarnSeconds)} (thresholds.queue.waitWarnSeconds) for ${hold}. Requests wait before inference starts: the server is close to saturation.`,
-        // As in process: a queue that drains for a moment does not resolve the warning (thresholds.queue.keepFiringSeconds).
-        formatDuration(q.keepFiringSeconds),
+        `${queueWhere}: ${held('queue_wait')} to WARN, ${pq} wait above ${humanSeconds(q.waitWarnSeconds)} (thresholds.queue.waitWarnSeconds); Prometheus reads ${pq} {{ $value | humanizeDuration }} over ${o.rateWindow}. Requests wait before inference starts: the replica is close to saturation.`,
+        // The page keeps firing as core keeps its WARN (thresholds.queue.keepFiringSeconds), so a missed scrape does not end it.
+        keep,
       ),
       alert(
         o,
         'InferSignalQueueWaitCritical',
         'queue_wait',
         'critical',
-        `${wait} > ${q.waitCriticalSeconds}`,
-        hold,
+        `${wait} and ${on} (${waitLevel} >= 2)`,
+        level,
         `${pq} queue wait above ${humanSeconds(q.waitCriticalSeconds)}`,
-        `${pq} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(q.waitCriticalSeconds)} (thresholds.queue.waitCriticalSeconds) for ${hold}. The queue is saturated; shed or scale out.`,
+        `${queueWhere}: ${held('queue_wait')} to CRITICAL, ${pq} wait above ${humanSeconds(q.waitCriticalSeconds)} (thresholds.queue.waitCriticalSeconds); Prometheus reads ${pq} {{ $value | humanizeDuration }} over ${o.rateWindow}. The queue is saturated and sheds; drain this replica or scale out.`,
+        // In process CRITICAL lowers at once (it sheds); the page keeps for the same time as the WARN, so one episode is one page.
+        keep,
       ),
       alert(
         o,
@@ -97,20 +124,44 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         'InferSignalQueueOccupancyHigh',
         'queue_occupancy',
         'warning',
-        `${occupancy} >= ${q.occupancyWarn}`,
-        hold,
+        `${occupancy} and ${on} (${occupancyLevel} >= 1)`,
+        level,
         `Queue occupancy at or above ${humanPercent(q.occupancyWarn)}`,
-        `${queueWhere} is {{ $value | humanizePercentage }} full (waiting + in flight over capacity), at or above ${humanPercent(q.occupancyWarn)} (thresholds.queue.occupancyWarn) for ${hold}.`,
+        `${queueWhere} is {{ $value | humanizePercentage }} full (waiting + in flight over capacity): ${held('queue_occupancy')} to WARN, at or above ${humanPercent(q.occupancyWarn)} (thresholds.queue.occupancyWarn).`,
+        keep,
       ),
       alert(
         o,
         'InferSignalQueueOccupancyCritical',
         'queue_occupancy',
         'critical',
-        `${occupancy} > ${q.occupancyCritical}`,
-        hold,
+        `${occupancy} and ${on} (${occupancyLevel} >= 2)`,
+        level,
         `Queue occupancy above ${humanPercent(q.occupancyCritical)}`,
-        `${queueWhere} is {{ $value | humanizePercentage }} full, above ${humanPercent(q.occupancyCritical)} (thresholds.queue.occupancyCritical) for ${hold}. New requests are about to be shed.`,
+        `${queueWhere} is {{ $value | humanizePercentage }} full: ${held('queue_occupancy')} to CRITICAL, above ${humanPercent(q.occupancyCritical)} (thresholds.queue.occupancyCritical). New requests are shed.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueueAgeHigh',
+        'queue_age',
+        'warning',
+        `${oldest} and ${on} (${ageLevel} >= 1)`,
+        level,
+        `Oldest waiting request older than ${humanSeconds(q.ageWarnSeconds)}`,
+        `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${humanSeconds(q.ageWarnSeconds)} (thresholds.queue.ageWarnSeconds): ${held('queue_age')} to WARN. It has not started yet, so the wait histogram does not show it: the queue is stuck or falling behind.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueueAgeCritical',
+        'queue_age',
+        'critical',
+        `${oldest} and ${on} (${ageLevel} >= 2)`,
+        level,
+        `Oldest waiting request older than ${humanSeconds(q.ageCriticalSeconds)}`,
+        `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${humanSeconds(q.ageCriticalSeconds)} (thresholds.queue.ageCriticalSeconds): ${held('queue_age')} to CRITICAL. Requests are not being started: check the runtime behind the queue.`,
+        keep,
       ),
       alert(
         o,
@@ -120,7 +171,47 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         `max ${by(...QUEUE_KEYS)} (${metric('backpressureLevel')}) >= 2`,
         hold,
         'Backpressure level CRITICAL',
-        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s.`,
+        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s, for at least ${humanSeconds(o.thresholds.queue.shedHoldSeconds)} (thresholds.queue.shedHoldSeconds) and until those levels cleared by their hysteresis.`,
+      ),
+    ],
+  };
+}
+
+/** The signals whose levels a fleet page counts. */
+export const FLEET_SIGNALS = ['capacity', 'queue_wait', 'queue_occupancy'] as const;
+/** The signals whose per-replica pages a fleet page stands for (inhibited in the Alertmanager config): those, and shedding. */
+export const FLEET_INHIBITS = [...FLEET_SIGNALS, 'queue_backpressure'] as const;
+
+/**
+ * Fleet-wide overload: at least `fleetShare` of the replicas serving a
+ * queue (and at least two) have a capacity, queue-wait or occupancy level
+ * at WARN or above. One page that says fleet-wide, instead of one per
+ * replica: the generated Alertmanager config inhibits the per-replica pages
+ * of these signals while it fires. Replicas are counted from the
+ * backpressure gauge, which every queue of every replica exports.
+ */
+function fleetGroup(o: ResolvedOptions): RuleGroup {
+  const { metric } = o.names;
+  const signals = FLEET_SIGNALS.join('|');
+  const fleet = by(...FLEET_QUEUE_KEYS);
+  const perReplica = by('job', 'instance', LABEL.queue);
+  const affected = `count ${fleet} (max ${perReplica} (${metric('signalLevel')}{${LABEL.signal}=~"${signals}"}) >= 1)`;
+  const replicas = `count ${fleet} (max ${perReplica} (${metric('backpressureLevel')}))`;
+  // The page lists the replicas it stands for: Prometheus runs this query when it renders the description.
+  const list = `{{ range $i, $r := printf \`max by (instance) (${metric('signalLevel')}{job="%s", ${LABEL.queue}="%s", ${LABEL.signal}=~"${signals}"}) >= 1\` $labels.job $labels.${LABEL.queue} | query | sortByLabel "instance" }}{{ if $i }}, {{ end }}{{ $r.Labels.instance }}{{ end }}`;
+  return {
+    name: 'infersignal.fleet',
+    rules: [
+      alert(
+        o,
+        'InferSignalFleetOverloaded',
+        'fleet',
+        'critical',
+        `${affected} / ${replicas} >= ${o.fleetShare} and on (${FLEET_QUEUE_KEYS.join(', ')}) ${affected} >= 2`,
+        levelHold(o),
+        `Fleet-wide: ${humanPercent(o.fleetShare)} or more of the replicas overloaded`,
+        `Fleet-wide overload of queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}): {{ $value | humanizePercentage }} of its replicas have capacity, queue wait or occupancy at WARN or above in process (at least ${humanPercent(o.fleetShare)}, option fleetShare, and at least 2): ${list}. This is not one sick replica: the fleet lacks capacity; scale out. The per-replica pages of these signals are held back while this one fires.`,
+        formatDuration(o.thresholds.queue.keepFiringSeconds),
       ),
     ],
   };
@@ -140,7 +231,7 @@ function modelLoadGroup(o: ResolvedOptions): RuleGroup {
         eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow),
         undefined,
         'Model load slower than its baseline',
-        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's healthy baseline (thresholds.modelLoad.spikeFactor) and at least ${o.thresholds.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds): storage, cache or device contention.`,
+        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's healthy baseline (thresholds.modelLoad.spikeFactor) and at least ${o.thresholds.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds): storage, cache or device contention.`,
       ),
     ],
   };
@@ -149,8 +240,8 @@ function modelLoadGroup(o: ResolvedOptions): RuleGroup {
 /** Name of the recorded interrupted-stream share and stream count. */
 export function streamRecords(): { ratio: string; count: string } {
   return {
-    ratio: recordName(MODEL_KEYS, recordBase('streams'), 'interrupted_ratio'),
-    count: recordName(MODEL_KEYS, recordBase('streams'), 'increase'),
+    ratio: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'interrupted_ratio'),
+    count: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'increase'),
   };
 }
 
@@ -160,8 +251,8 @@ function streamGroup(o: ResolvedOptions): RuleGroup {
   const hold = holdFor(o, 0);
   const records = streamRecords();
   const streams = metric('streams');
-  const guard = `and on (${MODEL_KEYS.join(', ')}) ${records.count} >= ${s.minSamples}`;
-  const where = `{{ $labels.${LABEL.model} }} ({{ $labels.job }})`;
+  const guard = `and on (job, instance, ${LABEL.model}) ${records.count} >= ${s.minSamples}`;
+  const where = `{{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }})`;
   return {
     name: 'infersignal.stream',
     rules: [
@@ -199,7 +290,7 @@ function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
   const d = o.thresholds.deviceMemory;
   const gap = memoryGapRecord();
   const reserved = `sum ${by(...PROCESS_KEYS)} (${metric('memoryReserved')})`;
-  const where = `{{ $labels.instance }} ({{ $labels.job }}, source {{ $labels.${LABEL.memorySource} }})`;
+  const where = `replica ${REPLICA} ({{ $labels.job }}, source {{ $labels.${LABEL.memorySource} }})`;
   return {
     name: 'infersignal.device_memory',
     rules: [
@@ -230,7 +321,7 @@ function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
 
 function internalGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
-  const keys = ['job', LABEL.errorSource];
+  const keys = [...REPLICA_KEYS, LABEL.errorSource];
   return {
     name: 'infersignal.internal',
     rules: [
@@ -242,7 +333,7 @@ function internalGroup(o: ResolvedOptions): RuleGroup {
         eventExpr(metric('internalErrors'), keys, o.eventWindow),
         undefined,
         'InferSignal caught internal errors',
-        `InferSignal in {{ $labels.job }} caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`,
+        `InferSignal in replica ${REPLICA} ({{ $labels.job }}) caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`,
       ),
     ],
   };
@@ -255,6 +346,7 @@ export function buildRules(options: GeneratorOptions = {}): RuleFile {
     groups: [
       queueGroup(o),
       capacityGroup(o),
+      fleetGroup(o),
       modelLoadGroup(o),
       streamGroup(o),
       deviceMemoryGroup(o),

@@ -30,7 +30,8 @@ describe('runRulesCli', () => {
     expect(run.stderr).toBe(`wrote ${out}\n`);
     const text = readFileSync(out, 'utf8');
     expect(text).toBe(renderRules({ thresholds: { queue: { waitQuantile: 0.9, waitWarnSeconds: 0.2 } }, for: '5m' }));
-    expect(text).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p90 > 0.2');
+    expect(text).toContain('(job_queue_model:infersignal_queue_wait_duration_seconds:p90) and on');
+    expect(text).toContain('P90 wait above 200ms (thresholds.queue.waitWarnSeconds)');
   });
 
   it("--tls-failure-rate sets the TLS alert's rate guard", async () => {
@@ -43,12 +44,14 @@ describe('runRulesCli', () => {
     const otelJs = await cli('rules', '--naming', 'otel-js');
     expect(otelJs.code).toBe(0);
     expect(otelJs.stdout).toBe(renderRules({ naming: 'otel-js' }));
-    expect(otelJs.stdout).toContain('max by (job, infersignal_queue_name) (infersignal_queue_occupancy) >= 0.7');
+    expect(otelJs.stdout).toContain(
+      'max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_occupancy) and on',
+    );
     expect(otelJs.stdout).toContain('rate(infersignal_queue_wait_duration_bucket[1m])');
     expect(otelJs.stdout).toContain('(nodejs_eventloop_delay_p99) > 0.1');
     expect(otelJs.stdout).not.toContain('_seconds_bucket');
     // Recorded series keep their names, so what reads them does not change with the naming.
-    expect(otelJs.stdout).toContain('job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.2');
+    expect(otelJs.stdout).toContain('(job_queue_model:infersignal_queue_wait_duration_seconds:p95) and on');
     const bad = await cli('rules', '--naming', 'statsd');
     expect(bad.code).toBe(1);
     expect(bad.stderr).toBe(
@@ -59,7 +62,7 @@ describe('runRulesCli', () => {
   it('reads a YAML thresholds file; a syntax error is one line with its position', async () => {
     const yaml = join(dir, 'thresholds.yaml');
     writeFileSync(yaml, 'queue:\n  waitQuantile: 0.9\n');
-    expect((await cli('rules', '-t', yaml)).stdout).toContain(':p90 > 0.2');
+    expect((await cli('rules', '-t', yaml)).stdout).toContain(':p90) and on');
     const broken = join(dir, 'broken.yaml');
     writeFileSync(broken, 'queue:\n  waitQuantile: [0.9\n');
     expect(await cli('rules', '-t', broken)).toEqual({
@@ -72,7 +75,7 @@ describe('runRulesCli', () => {
   it('accepts a monitor config file ({ "thresholds": … }) too', async () => {
     const wrapped = join(dir, 'monitor.json');
     writeFileSync(wrapped, JSON.stringify({ thresholds: { queue: { waitQuantile: 0.9 } } }));
-    expect((await cli('rules', '-t', wrapped)).stdout).toContain(':p90 > 0.2');
+    expect((await cli('rules', '-t', wrapped)).stdout).toContain(':p90) and on');
   });
 
   it('dashboard and alertmanager print to stdout without --out', async () => {

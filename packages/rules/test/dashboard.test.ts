@@ -83,7 +83,7 @@ describe('buildDashboard', () => {
     );
   });
 
-  it("capacity, runtime and connection rows draw their thresholds and read core's instruments", () => {
+  it("queue age, capacity, runtime and connection panels draw their thresholds and read core's instruments", () => {
     const panel = (title: string, d = dashboard) => {
       const found = d.panels.find((p) => p.title === title);
       if (!found) throw new Error(`no panel ${title}`);
@@ -102,14 +102,22 @@ describe('buildDashboard', () => {
     expect(steps('Event-loop delay P99 / max').map((s) => s.value)).toEqual([null, 0.1, 0.5]);
     expect(steps('Connection saturation (open / capacity)').map((s) => s.value)).toEqual([null, 0.85, 0.95]);
     expect(steps('TLS handshake failures by error.type').map((s) => s.value)).toEqual([null, 0.1]);
+    const age = 'Oldest waiting request and waits still accruing';
+    expect(steps(age).map((s) => s.value)).toEqual([null, 1, 5]);
+    expect(exprs(age)).toEqual([
+      'max by (infersignal_queue_name) (infersignal_queue_wait_oldest_seconds{job=~"$job", infersignal_queue_name=~"$queue"})',
+      'sum by (infersignal_queue_name) (infersignal_queue_wait_pending_seconds{job=~"$job", infersignal_queue_name=~"$queue"})',
+    ]);
     const custom = buildDashboard({
       thresholds: {
+        queue: { ageWarnSeconds: 2, ageCriticalSeconds: 10 },
         capacity: { utilizationWarn: 0.6, saturationWarnSeconds: 30 },
         eventLoop: { delayWarnSeconds: 0.05 },
       },
       tlsFailureRate: 1,
     });
     expect(steps('Utilization ρ = λ·S / c', custom).map((s) => s.value)).toEqual([null, 0.6, 0.95]);
+    expect(steps(age, custom).map((s) => s.value)).toEqual([null, 2, 10]);
     expect(steps('Time to saturation', custom).map((s) => s.value)).toEqual([null, 30]);
     expect(steps('Event-loop delay P99 / max', custom).map((s) => s.value)).toEqual([null, 0.05, 0.5]);
     expect(steps('TLS handshake failures by error.type', custom).map((s) => s.value)).toEqual([null, 1]);

@@ -151,7 +151,7 @@ describe.skipIf(missing !== undefined)(
 
       const delivered = await waitFor('the queue-wait alert on the webhook', ALERT_DEADLINE_MS, async () =>
         notifications.find((n) =>
-          n.body.attachments?.some((a) => /InferSignalQueueWait(High|Critical)/.test(a.title ?? '')),
+          n.body.attachments?.some((a) => /InferSignalQueueWait(High|Critical)/.test(a.text ?? '')),
         ),
       ).catch((error: Error) => {
         throw new Error(
@@ -161,9 +161,15 @@ describe.skipIf(missing !== undefined)(
       const latencyMs = delivered.at - overloadStart;
       console.log(`[rules e2e] queue-wait alert delivered to the webhook ${latencyMs} ms after the overload began`);
       expect(latencyMs).toBeLessThan(ALERT_DEADLINE_MS);
-      const attachment = delivered.body.attachments?.find((a) => /InferSignalQueueWait/.test(a.title ?? ''));
-      expect(attachment?.title).toMatch(/^\[FIRING:\d+\] InferSignalQueueWait(High|Critical) \((warning|critical)\)$/);
-      expect(attachment?.text).toContain('queue wait of llama on queue default (inference-server)');
+      const attachment = delivered.body.attachments?.find((a) => /InferSignalQueueWait/.test(a.text ?? ''));
+      // One notification per subject: this replica's queue, named in the title and in each alert's text.
+      const replica = app.metricsTarget;
+      expect(attachment?.title).toMatch(
+        new RegExp(
+          `^\\[FIRING:\\d+\\] .+ on replica ${replica.replaceAll('.', '\\.')}, inference-server, queue default$`,
+        ),
+      );
+      expect(attachment?.text).toContain(`Queue default on replica ${replica} (inference-server)`);
       expect(attachment?.text).toContain('runbook.md#queue-wait');
 
       // Prometheus judged the same thing: the recorded P95 is above the warning threshold, the warning fires.

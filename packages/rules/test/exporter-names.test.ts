@@ -133,7 +133,9 @@ describe('generated names against a real exporter scrape', () => {
     expect(spikes).toMatch(/ 1$/);
     const streams = text.split('\n').filter((line) => line.startsWith(`${metricName('streams')}{`));
     expect(streams.some((line) => line.includes(`${LABEL.outcome}="cancelled"`))).toBe(true);
-    expect(alertingRules(buildRules()).length).toBe(24);
+    const oldest = text.split('\n').find((line) => line.startsWith(`${metricName('queueWaitOldest')}{`));
+    expect(oldest).toContain(`${LABEL.queue}="default"`);
+    expect(alertingRules(buildRules()).length).toBe(27);
   });
 
   it('the capacity, runtime, connection and breaker series carry the values the rules compare', () => {

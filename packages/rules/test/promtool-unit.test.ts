@@ -47,13 +47,13 @@ function waitHistogram(labels: Labels, value: number, perStep: number): Series[]
 }
 
 /** An expected alert, with annotations rendered from the generated rule. */
-function expected(alert: string, labels: Labels, value?: number): Record<string, unknown> {
+function expected(alert: string, labels: Labels, value?: number, queried?: string[]): Record<string, unknown> {
   const rule = byName.get(alert) as AlertingRule;
   const all = { ...labels, ...rule.labels };
   return {
     exp_labels: all,
     exp_annotations: Object.fromEntries(
-      Object.entries(rule.annotations).map(([key, text]) => [key, render(text, all, value)]),
+      Object.entries(rule.annotations).map(([key, text]) => [key, render(text, all, value, queried)]),
     ),
   };
 }
@@ -63,44 +63,89 @@ function check(evalTime: string, alertname: string, alerts: Record<string, unkno
 }
 
 const queue = (name: string, model: string): Labels => ({ job: JOB, [LABEL.queue]: name, [LABEL.model]: model });
-const scope = { otel_scope_name: '@infersignal/core', instance: '10.0.0.1:9464' };
+const INSTANCE = '10.0.0.1:9464';
+const scope = { otel_scope_name: '@infersignal/core', instance: INSTANCE };
+/** The subject of a per-replica queue alert: job, replica and queue. */
+const onReplica = (instance: string, name: string): Labels => ({ job: JOB, instance, [LABEL.queue]: name });
+
+const POD_B = { namespace: 'prod', pod: 'infer-5c9d-b' };
+
+/** The level core's detector announced for `signal` on a queue of a replica (0 ok, 1 warn, 2 critical). */
+function level(signal: string, instance: string, name: string, values: string, extra: Labels = {}): Series {
+  return {
+    series: selector(metricName('signalLevel'), {
+      job: JOB,
+      instance,
+      [LABEL.signal]: signal,
+      [LABEL.queue]: name,
+      otel_scope_name: '@infersignal/core',
+      ...extra,
+    }),
+    values,
+  };
+}
+
+function gauge(
+  key: Parameters<typeof metricName>[0],
+  instance: string,
+  name: string,
+  values: string,
+  extra: Labels = {},
+): Series {
+  return { series: selector(metricName(key), { job: JOB, instance, [LABEL.queue]: name, ...extra }), values };
+}
 
 const tests = [
   {
-    name: 'queue wait: P95 295ms warns after the 5m hold; P99 299ms stays under the 300ms tail threshold',
+    name: 'queue wait: the in-process WARN pages at once, naming the replica, with Prometheus P95 295ms; P99 299ms stays under the 300ms tail threshold',
     interval: '15s',
-    input_series: waitHistogram({ ...queue('default', 'llama'), ...scope }, 0.3, 15),
+    input_series: [
+      ...waitHistogram({ ...queue('default', 'llama'), ...scope }, 0.3, 15),
+      level('queue_wait', INSTANCE, 'default', `0x3 1x${STEPS}`),
+    ],
     alert_rule_test: [
-      check('4m', 'InferSignalQueueWaitHigh'),
-      check('6m', 'InferSignalQueueWaitHigh', [expected('InferSignalQueueWaitHigh', queue('default', 'llama'), 0.295)]),
+      // No second hold: the detector held its level already.
+      check('45s', 'InferSignalQueueWaitHigh'),
+      check('1m', 'InferSignalQueueWaitHigh', [
+        expected('InferSignalQueueWaitHigh', onReplica(INSTANCE, 'default'), 0.295),
+      ]),
       check('6m', 'InferSignalQueueWaitCritical'),
       check('6m', 'InferSignalQueueWaitTailHigh'),
     ],
   },
   {
-    name: 'queue wait: P95 737.5ms is critical, P99 747.5ms breaks the tail threshold',
+    name: 'queue wait: the in-process CRITICAL pages with P95 737.5ms; P99 747.5ms breaks the tail threshold after its hold',
     interval: '15s',
-    input_series: waitHistogram({ ...queue('default', 'mistral'), ...scope }, 0.75, 15),
+    input_series: [
+      ...waitHistogram({ ...queue('default', 'mistral'), ...scope }, 0.75, 15),
+      level('queue_wait', INSTANCE, 'default', `2x${STEPS}`),
+    ],
     alert_rule_test: [
-      check('4m', 'InferSignalQueueWaitCritical'),
-      check('6m', 'InferSignalQueueWaitCritical', [
-        expected('InferSignalQueueWaitCritical', queue('default', 'mistral'), 0.7375),
+      check('1m', 'InferSignalQueueWaitCritical', [
+        expected('InferSignalQueueWaitCritical', onReplica(INSTANCE, 'default'), 0.7375),
       ]),
+      check('4m', 'InferSignalQueueWaitTailHigh'),
       check('6m', 'InferSignalQueueWaitTailHigh', [
-        expected('InferSignalQueueWaitTailHigh', queue('default', 'mistral'), 0.7475),
+        expected('InferSignalQueueWaitTailHigh', { ...queue('default', 'mistral'), instance: INSTANCE }, 0.7475),
       ]),
     ],
   },
   {
-    name: 'queue wait: P95 99ms never alerts',
+    // Prometheus's P95 over its rate window is 295ms (above 200ms), but core's detector stayed at ok: its
+    // window, recent-requests gate and hysteresis judged no WARN (e.g. a burst it absorbed and drained). No page.
+    name: 'queue wait: a Prometheus quantile above the bound does not page while the in-process detector stays ok; P95 99ms never alerts',
     interval: '15s',
-    input_series: waitHistogram({ ...queue('default', 'fast'), ...scope }, 0.1, 15),
+    input_series: [
+      ...waitHistogram({ ...queue('default', 'fast'), ...scope }, 0.1, 15),
+      ...waitHistogram({ ...queue('drained', 'llama'), ...scope }, 0.3, 15),
+      level('queue_wait', INSTANCE, 'drained', `0x${STEPS}`),
+    ],
     alert_rule_test: ['InferSignalQueueWaitHigh', 'InferSignalQueueWaitCritical', 'InferSignalQueueWaitTailHigh'].map(
       (name) => check('20m', name),
     ),
   },
   {
-    name: 'occupancy and backpressure: worst replica counts, 50% and level WARN do not alert',
+    name: 'occupancy and backpressure: each replica pages on its own in-process level; backpressure level WARN does not alert',
     interval: '15s',
     input_series: [
       {
@@ -119,6 +164,9 @@ const tests = [
         series: selector(metricName('queueOccupancy'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }),
         values: `0.5x${STEPS}`,
       },
+      level('queue_occupancy', 'a', 'q1', `0x${STEPS}`),
+      level('queue_occupancy', 'b', 'q1', `1x${STEPS}`),
+      level('queue_occupancy', 'a', 'q2', `2x${STEPS}`),
       {
         series: selector(metricName('backpressureLevel'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }),
         values: `1x${STEPS}`,
@@ -129,39 +177,87 @@ const tests = [
       },
     ],
     alert_rule_test: [
-      check('4m', 'InferSignalQueueOccupancyHigh'),
-      check('4m', 'InferSignalQueueOccupancyCritical'),
       check('4m', 'InferSignalBackpressureCritical'),
-      check('6m', 'InferSignalQueueOccupancyHigh', [
-        expected('InferSignalQueueOccupancyHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.8),
-        expected('InferSignalQueueOccupancyHigh', { job: JOB, [LABEL.queue]: 'q2' }, 0.9),
+      // Replica b of q1 is at WARN, replica a is not: the page names b alone. q3 (no level) is quiet.
+      check('1m', 'InferSignalQueueOccupancyHigh', [
+        expected('InferSignalQueueOccupancyHigh', onReplica('b', 'q1'), 0.8),
+        expected('InferSignalQueueOccupancyHigh', onReplica('a', 'q2'), 0.9),
       ]),
-      check('6m', 'InferSignalQueueOccupancyCritical', [
-        expected('InferSignalQueueOccupancyCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.9),
+      check('1m', 'InferSignalQueueOccupancyCritical', [
+        expected('InferSignalQueueOccupancyCritical', onReplica('a', 'q2'), 0.9),
       ]),
       check('6m', 'InferSignalBackpressureCritical', [
-        expected('InferSignalBackpressureCritical', { job: JOB, [LABEL.queue]: 'q2' }),
+        expected('InferSignalBackpressureCritical', onReplica('a', 'q2')),
       ]),
     ],
+  },
+  {
+    name: 'queue age: pages per replica on the in-process queue_age level; an old request the detector ignored does not',
+    interval: '15s',
+    input_series: [
+      gauge('queueWaitOldest', 'a', 'q1', `0.2x${STEPS}`),
+      level('queue_age', 'a', 'q1', `0x${STEPS}`),
+      gauge('queueWaitOldest', 'b', 'q1', `1.5x${STEPS}`),
+      level('queue_age', 'b', 'q1', `1x${STEPS}`),
+      gauge('queueWaitOldest', 'a', 'q2', `6x${STEPS}`),
+      level('queue_age', 'a', 'q2', `2x${STEPS}`),
+      gauge('queueWaitOldest', 'a', 'q3', `1.5x${STEPS}`),
+      level('queue_age', 'a', 'q3', `0x${STEPS}`),
+    ],
+    alert_rule_test: [
+      check('1m', 'InferSignalQueueAgeHigh', [
+        expected('InferSignalQueueAgeHigh', onReplica('b', 'q1'), 1.5),
+        expected('InferSignalQueueAgeHigh', onReplica('a', 'q2'), 6),
+      ]),
+      check('1m', 'InferSignalQueueAgeCritical', [expected('InferSignalQueueAgeCritical', onReplica('a', 'q2'), 6)]),
+    ],
+  },
+  {
+    name: 'queue age: 8s old while the in-process queue_age level is ok (a request the detector judged) does not page',
+    interval: '15s',
+    input_series: [gauge('queueWaitOldest', 'c', 'q4', `8x${STEPS}`), level('queue_age', 'c', 'q4', `0x${STEPS}`)],
+    alert_rule_test: [check('1m', 'InferSignalQueueAgeHigh'), check('1m', 'InferSignalQueueAgeCritical')],
+  },
+  {
+    // Shedding hysteresis and the in-process hold live in core: a gauge that reads 90 % on one scrape while
+    // the detector stayed (or already went back) at ok does not page.
+    name: 'occupancy: 90% while the in-process occupancy level is ok does not page',
+    interval: '15s',
+    input_series: [
+      gauge('queueOccupancy', 'c', 'q5', `0.9x${STEPS}`),
+      level('queue_occupancy', 'c', 'q5', `0x${STEPS}`),
+    ],
+    alert_rule_test: [check('10m', 'InferSignalQueueOccupancyHigh'), check('10m', 'InferSignalQueueOccupancyCritical')],
   },
   {
     name: 'model load spikes: a new spike fires at once (new series too), an old flat count does not, the alert ends after the event window',
     interval: '15s',
     input_series: [
       {
-        series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'old', [LABEL.loadKind]: 'reload' }),
+        series: selector(metricName('modelLoadSpikes'), {
+          job: JOB,
+          instance: 'a',
+          [LABEL.model]: 'old',
+          [LABEL.loadKind]: 'reload',
+        }),
         values: `3x${STEPS}`,
       },
       {
         series: selector(metricName('modelLoadSpikes'), {
           job: JOB,
+          instance: 'a',
           [LABEL.model]: 'grew',
           [LABEL.loadKind]: 'reload',
         }),
         values: `2x80 3x${STEPS - 81}`,
       },
       {
-        series: selector(metricName('modelLoadSpikes'), { job: JOB, [LABEL.model]: 'new', [LABEL.loadKind]: 'load' }),
+        series: selector(metricName('modelLoadSpikes'), {
+          job: JOB,
+          instance: 'a',
+          [LABEL.model]: 'new',
+          [LABEL.loadKind]: 'load',
+        }),
         values: `_x80 1x${STEPS - 81}`,
       },
     ],
@@ -169,8 +265,18 @@ const tests = [
       // Prometheus has seen the old series for more than the 15m event window from here on.
       check('18m', 'InferSignalModelLoadSpike'),
       check('22m', 'InferSignalModelLoadSpike', [
-        expected('InferSignalModelLoadSpike', { job: JOB, [LABEL.model]: 'grew', [LABEL.loadKind]: 'reload' }),
-        expected('InferSignalModelLoadSpike', { job: JOB, [LABEL.model]: 'new', [LABEL.loadKind]: 'load' }),
+        expected('InferSignalModelLoadSpike', {
+          job: JOB,
+          instance: 'a',
+          [LABEL.model]: 'grew',
+          [LABEL.loadKind]: 'reload',
+        }),
+        expected('InferSignalModelLoadSpike', {
+          job: JOB,
+          instance: 'a',
+          [LABEL.model]: 'new',
+          [LABEL.loadKind]: 'load',
+        }),
       ]),
       check('40m', 'InferSignalModelLoadSpike'),
     ],
@@ -211,11 +317,11 @@ const tests = [
       check('4m', 'InferSignalStreamInterruptions'),
       check('4m', 'InferSignalStreamInterruptionsCritical'),
       check('16m', 'InferSignalStreamInterruptions', [
-        expected('InferSignalStreamInterruptions', { job: JOB, [LABEL.model]: 's1' }, 1 / 101),
-        expected('InferSignalStreamInterruptions', { job: JOB, [LABEL.model]: 's2' }, 0.1),
+        expected('InferSignalStreamInterruptions', { job: JOB, instance: 'a', [LABEL.model]: 's1' }, 1 / 101),
+        expected('InferSignalStreamInterruptions', { job: JOB, instance: 'a', [LABEL.model]: 's2' }, 0.1),
       ]),
       check('16m', 'InferSignalStreamInterruptionsCritical', [
-        expected('InferSignalStreamInterruptionsCritical', { job: JOB, [LABEL.model]: 's2' }, 0.1),
+        expected('InferSignalStreamInterruptionsCritical', { job: JOB, instance: 'a', [LABEL.model]: 's2' }, 0.1),
       ]),
     ],
   },
@@ -269,71 +375,122 @@ const tests = [
     ],
   },
   {
-    name: 'capacity: utilization 85% warns and 95% is critical after the capacity.forSeconds hold, 80% does not; 30s to saturation warns, 90s does not',
+    name: 'capacity: the in-process level gates every capacity page; ρ 85% at WARN warns, at CRITICAL is critical; 30s to saturation at WARN warns; ρ 85% or 30s to saturation at ok do not',
     interval: '15s',
     input_series: [
-      {
-        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }),
-        values: `0.5x${STEPS}`,
-      },
-      {
-        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }),
-        values: `0.85x${STEPS}`,
-      },
-      {
-        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q2' }),
-        values: `0.95x${STEPS}`,
-      },
-      {
-        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }),
-        values: `0.8x${STEPS}`,
-      },
-      {
-        series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'b', [LABEL.queue]: 'q1' }),
-        values: `30x${STEPS}`,
-      },
-      {
-        series: selector(metricName('queueTimeToSaturation'), { job: JOB, instance: 'a', [LABEL.queue]: 'q3' }),
-        values: `90x${STEPS}`,
-      },
+      gauge('queueUtilization', 'a', 'q1', `0.5x${STEPS}`),
+      // Replica b was found by Kubernetes service discovery: its namespace and pod stay on the page.
+      gauge('queueUtilization', 'b', 'q1', `0.85x${STEPS}`, POD_B),
+      gauge('queueUtilization', 'a', 'q2', `0.95x${STEPS}`),
+      gauge('queueUtilization', 'a', 'q3', `0.6x${STEPS}`),
+      // A replica whose ρ gauge reads 0.85 but whose detector is not judging it (no explicit concurrency, warm-up).
+      gauge('queueUtilization', 'a', 'q4', `0.85x${STEPS}`),
+      gauge('queueTimeToSaturation', 'b', 'q1', `30x${STEPS}`, POD_B),
+      // A step from idle: the trend line projects saturation within 60 s while the step is in its window,
+      // but the detector's sustained-trend gate (2.5 windows) keeps the level at ok.
+      gauge('queueTimeToSaturation', 'a', 'q3', `30x${STEPS}`),
+      level('capacity', 'a', 'q1', `0x${STEPS}`),
+      level('capacity', 'b', 'q1', `1x${STEPS}`, POD_B),
+      level('capacity', 'a', 'q2', `2x${STEPS}`),
+      level('capacity', 'a', 'q3', `0x${STEPS}`),
     ],
     alert_rule_test: [
-      // Pending at the first evaluation, firing at the next one (15 s ≥ the 2 s hold).
-      check('0s', 'InferSignalCapacityUtilizationHigh'),
-      check('0s', 'InferSignalCapacityUtilizationCritical'),
-      check('0s', 'InferSignalTimeToSaturationLow'),
-      check('1m', 'InferSignalCapacityUtilizationHigh', [
-        expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.85),
-        expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q2' }, 0.95),
+      // The detector held its level (capacity.forSeconds): the page fires at the first evaluation.
+      check('0s', 'InferSignalCapacityUtilizationHigh', [
+        expected('InferSignalCapacityUtilizationHigh', { ...onReplica('b', 'q1'), ...POD_B }, 0.85),
+        expected('InferSignalCapacityUtilizationHigh', onReplica('a', 'q2'), 0.95),
       ]),
       check('1m', 'InferSignalCapacityUtilizationCritical', [
-        expected('InferSignalCapacityUtilizationCritical', { job: JOB, [LABEL.queue]: 'q2' }, 0.95),
+        expected('InferSignalCapacityUtilizationCritical', onReplica('a', 'q2'), 0.95),
       ]),
       check('1m', 'InferSignalTimeToSaturationLow', [
-        expected('InferSignalTimeToSaturationLow', { job: JOB, [LABEL.queue]: 'q1' }, 30),
+        expected('InferSignalTimeToSaturationLow', { ...onReplica('b', 'q1'), ...POD_B }, 30),
+      ]),
+    ],
+  },
+  {
+    name: 'capacity: a step from idle to 0.6× does not page, a held trend does once the detector raises WARN',
+    interval: '15s',
+    input_series: [
+      // ρ 0 → 0.6 at 1m; the least-squares trend projects saturation in 30-40 s for one trend window.
+      gauge('queueUtilization', 'a', 'step', `0x4 0.6x${STEPS}`),
+      gauge('queueTimeToSaturation', 'a', 'step', `_x4 40 35 30 _x${STEPS}`),
+      level('capacity', 'a', 'step', `0x${STEPS}`),
+      // A ramp: ρ rises 0.02 per scrape and the projection stays under 60 s; core raises WARN at 2m30s.
+      gauge('queueUtilization', 'b', 'ramp', `0.3+0.02x${STEPS}`),
+      gauge('queueTimeToSaturation', 'b', 'ramp', `50-1x40`),
+      level('capacity', 'b', 'ramp', `0x9 1x${STEPS}`),
+    ],
+    alert_rule_test: [
+      ...['1m15s', '1m30s', '2m15s'].map((at) => check(at, 'InferSignalTimeToSaturationLow')),
+      check('2m15s', 'InferSignalCapacityUtilizationHigh'),
+      check('2m30s', 'InferSignalTimeToSaturationLow', [
+        expected('InferSignalTimeToSaturationLow', onReplica('b', 'ramp'), 40),
       ]),
     ],
   },
   {
     // keep_firing_for (thresholds.capacity.keepFiringSeconds, 10 s) holds one
     // evaluation at 15 s: without it the dip resolves the warning, and the
-    // return raises a new one (pending at 5m30s, firing at 5m45s).
-    name: 'capacity: a one-scrape dip to 78% keeps the warning firing; it resolves one evaluation after utilization falls for good',
+    // return raises a new one.
+    name: 'capacity: a one-scrape dip of ρ to 78% or of the level to ok keeps the page firing; it resolves one evaluation after both fall for good',
     interval: '15s',
     input_series: [
-      {
-        series: selector(metricName('queueUtilization'), { job: JOB, instance: 'a', [LABEL.queue]: 'q1' }),
-        // 0.85 to 5m, 0.78 at 5m15s, 0.85 to 10m30s, then 0.5.
-        values: `0.85x20 0.78 0.85x20 0.5x${STEPS - 42}`,
-      },
+      // 0.85 to 5m, 0.78 at 5m15s, 0.85 to 10m30s, then 0.5.
+      gauge('queueUtilization', 'a', 'q1', `0.85x20 0.78 0.85x20 0.5x${STEPS - 42}`),
+      // The level dips for one scrape at 7m (a missed tick, a restart of the series), then falls with ρ.
+      level('capacity', 'a', 'q1', `1x27 0 1x13 0x${STEPS - 42}`),
     ],
-    alert_rule_test: ['5m', '5m15s', '5m30s', '10m30s', '10m45s']
+    alert_rule_test: ['5m', '5m15s', '5m30s', '7m', '7m15s', '10m30s', '10m45s']
       .map((at) =>
         check(at, 'InferSignalCapacityUtilizationHigh', [
-          expected('InferSignalCapacityUtilizationHigh', { job: JOB, [LABEL.queue]: 'q1' }, 0.85),
+          expected('InferSignalCapacityUtilizationHigh', onReplica('a', 'q1'), 0.85),
         ]),
       )
       .concat([check('11m', 'InferSignalCapacityUtilizationHigh')]),
+  },
+  {
+    name: 'capacity: CRITICAL that drops to WARN for one tick and back stays one critical page (keep_firing_for)',
+    interval: '15s',
+    input_series: [
+      gauge('queueUtilization', 'a', 'q1', `0.97x10 0.93 0.97x10 0.5x${STEPS - 22}`),
+      level('capacity', 'a', 'q1', `2x10 1 2x10 0x${STEPS - 22}`),
+    ],
+    alert_rule_test: [
+      // WARN at 2m45s; kept, the page shows the last value it fired with.
+      ...['2m', '2m30s', '2m45s', '3m', '5m30s', '5m45s'].map((at) =>
+        check(at, 'InferSignalCapacityUtilizationCritical', [
+          expected('InferSignalCapacityUtilizationCritical', onReplica('a', 'q1'), 0.97),
+        ]),
+      ),
+      check('6m', 'InferSignalCapacityUtilizationCritical'),
+    ],
+  },
+  {
+    name: 'fleet: two of three replicas at WARN give one fleet-wide page; one of three, or one of one, does not',
+    interval: '15s',
+    input_series: [
+      ...['a', 'b', 'c'].flatMap((instance) => [
+        gauge('backpressureLevel', instance, 'q1', `0x${STEPS}`),
+        gauge('backpressureLevel', instance, 'q2', `0x${STEPS}`),
+      ]),
+      gauge('backpressureLevel', 'solo', 'q3', `0x${STEPS}`),
+      // q1: a is at capacity WARN from 1m15s, b at queue-wait WARN from 2m15s; c stays ok.
+      level('capacity', 'a', 'q1', `0x4 1x${STEPS}`),
+      level('queue_wait', 'b', 'q1', `0x8 1x${STEPS}`),
+      level('capacity', 'c', 'q1', `0x${STEPS}`),
+      // q2: one sick replica of three.
+      level('capacity', 'a', 'q2', `2x${STEPS}`),
+      // q3: a fleet of one.
+      level('capacity', 'solo', 'q3', `1x${STEPS}`),
+    ],
+    alert_rule_test: [
+      check('2m', 'InferSignalFleetOverloaded'),
+      check('2m15s', 'InferSignalFleetOverloaded', [
+        // The description lists the replicas at WARN or above: a and b, not c.
+        expected('InferSignalFleetOverloaded', { job: JOB, [LABEL.queue]: 'q1' }, 2 / 3, ['a', 'b']),
+      ]),
+    ],
   },
   {
     name: 'event loop: P99 delay 200ms warns, 600ms is critical after the 5m hold, 50ms does not',
@@ -525,7 +682,7 @@ const tests = [
     alert_rule_test: [
       check('18m', 'InferSignalInternalErrors'),
       check('22m', 'InferSignalInternalErrors', [
-        expected('InferSignalInternalErrors', { job: JOB, [LABEL.errorSource]: 'webhook' }),
+        expected('InferSignalInternalErrors', { job: JOB, instance: 'a', [LABEL.errorSource]: 'webhook' }),
       ]),
       check('40m', 'InferSignalInternalErrors'),
     ],

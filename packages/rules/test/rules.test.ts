@@ -40,27 +40,33 @@ function rule(name: string, options = {}): AlertingRule {
 
 describe('buildRules', () => {
   it('takes every number from the thresholds (defaults: P95 200/500 ms, occupancy 70/85 %, 0.5 % of ≥ 100 streams, 65 %)', () => {
+    // Queue wait and occupancy page on the level core's detectors announced, per replica; the thresholds name it.
+    const waitLevel =
+      'max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_signal_level{infersignal_signal="queue_wait"})';
     expect(rule('InferSignalQueueWaitHigh').expr).toBe(
-      'job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.2',
+      `max by (job, instance, namespace, pod, infersignal_queue_name) (job_queue_model:infersignal_queue_wait_duration_seconds:p95) and on (job, instance, infersignal_queue_name) (${waitLevel} >= 1)`,
     );
-    expect(rule('InferSignalQueueWaitCritical').expr).toBe(
-      'job_queue_model:infersignal_queue_wait_duration_seconds:p95 > 0.5',
+    expect(rule('InferSignalQueueWaitHigh').annotations.description).toContain(
+      'P95 wait above 200ms (thresholds.queue.waitWarnSeconds)',
     );
+    expect(rule('InferSignalQueueWaitCritical').expr).toContain(`(${waitLevel} >= 2)`);
+    expect(rule('InferSignalQueueWaitCritical').annotations.description).toContain('P95 wait above 500ms');
     expect(rule('InferSignalQueueWaitTailHigh').expr).toBe(
       'job_queue_model:infersignal_queue_wait_duration_seconds:p99 > 0.3',
     );
     expect(rule('InferSignalQueueOccupancyHigh').expr).toBe(
-      'max by (job, infersignal_queue_name) (infersignal_queue_occupancy_ratio) >= 0.7',
+      'max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_occupancy_ratio) and on (job, instance, infersignal_queue_name) (max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_signal_level{infersignal_signal="queue_occupancy"}) >= 1)',
     );
-    expect(rule('InferSignalQueueOccupancyCritical').expr).toContain('> 0.85');
+    expect(rule('InferSignalQueueOccupancyHigh').annotations.description).toContain('at or above 70%');
+    expect(rule('InferSignalQueueOccupancyCritical').annotations.description).toContain('above 85%');
     expect(rule('InferSignalStreamInterruptions').expr).toBe(
-      'job_model:infersignal_streams:interrupted_ratio > 0.005 and on (job, gen_ai_request_model) job_model:infersignal_streams:increase >= 100',
+      'job_model:infersignal_streams:interrupted_ratio > 0.005 and on (job, instance, gen_ai_request_model) job_model:infersignal_streams:increase >= 100',
     );
     expect(rule('InferSignalGpuFragmentation').expr).toContain(
       '(infersignal_device_memory_fragmentation_ratio) > 0.65',
     );
     expect(rule('InferSignalMemoryDrift').expr).toContain(
-      '* 1800 / sum by (job, instance, infersignal_memory_source) (infersignal_device_memory_reserved_bytes) > 0.05',
+      '* 1800 / sum by (job, instance, namespace, pod, infersignal_memory_source) (infersignal_device_memory_reserved_bytes) > 0.05',
     );
 
     const custom = {
@@ -69,14 +75,14 @@ describe('buildRules', () => {
         stream: { interruptedRatio: 0.01, minSamples: 50 },
       },
     };
-    expect(rule('InferSignalQueueWaitHigh', custom).expr).toBe(
-      'job_queue_model:infersignal_queue_wait_duration_seconds:p90 > 0.25',
+    expect(rule('InferSignalQueueWaitHigh', custom).expr).toContain(
+      '(job_queue_model:infersignal_queue_wait_duration_seconds:p90) and on',
     );
     expect(rule('InferSignalQueueWaitHigh', custom).annotations.summary).toBe('P90 queue wait above 250ms');
-    expect(rule('InferSignalQueueWaitCritical', custom).expr).toContain('> 0.8');
-    expect(rule('InferSignalQueueOccupancyHigh', custom).expr).toContain('>= 0.6');
+    expect(rule('InferSignalQueueWaitCritical', custom).annotations.description).toContain('P90 wait above 800ms');
+    expect(rule('InferSignalQueueOccupancyHigh', custom).annotations.description).toContain('at or above 60%');
     expect(rule('InferSignalStreamInterruptions', custom).expr).toContain(
-      '> 0.01 and on (job, gen_ai_request_model) job_model:infersignal_streams:increase >= 50',
+      '> 0.01 and on (job, instance, gen_ai_request_model) job_model:infersignal_streams:increase >= 50',
     );
     const records = buildRules(custom)
       .groups[0].rules.filter((r) => 'record' in r)
@@ -85,33 +91,37 @@ describe('buildRules', () => {
   });
 
   it('capacity, event-loop and connection alerts take their numbers from the thresholds (defaults: ρ 80/95 %, 60 s, 100/500 ms, 85/95 %)', () => {
+    // Gated by the capacity detector's announced level (warm-up, sustained trend, hold), per replica.
+    const capacityLevel =
+      'on (job, instance, infersignal_queue_name) (max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_signal_level{infersignal_signal="capacity"})';
     expect(rule('InferSignalCapacityUtilizationHigh').expr).toBe(
-      'max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) > 0.8',
+      `max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_utilization_ratio) > 0.8 and ${capacityLevel} >= 1)`,
     );
     expect(rule('InferSignalCapacityUtilizationCritical').expr).toBe(
-      'max by (job, infersignal_queue_name) (infersignal_queue_utilization_ratio) >= 0.95',
+      `max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_utilization_ratio) and ${capacityLevel} >= 2)`,
     );
+    expect(rule('InferSignalCapacityUtilizationCritical').annotations.description).toContain('at or above 95%');
     expect(rule('InferSignalTimeToSaturationLow').expr).toBe(
-      'min by (job, infersignal_queue_name) (infersignal_queue_saturation_time_seconds) < 60',
+      `min by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_saturation_time_seconds) < 60 and ${capacityLevel} >= 1)`,
     );
     expect(rule('InferSignalEventLoopDelayHigh').expr).toBe(
-      'max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.1',
+      'max by (job, instance, namespace, pod) (nodejs_eventloop_delay_p99_seconds) > 0.1',
     );
     expect(rule('InferSignalEventLoopDelayCritical').expr).toBe(
-      'max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.5',
+      'max by (job, instance, namespace, pod) (nodejs_eventloop_delay_p99_seconds) > 0.5',
     );
     const saturation =
-      'sum by (job, instance, infersignal_server_name) (infersignal_connections_open) / sum by (job, instance, infersignal_server_name) (infersignal_connections_capacity > 0)';
+      'sum by (job, instance, namespace, pod, infersignal_server_name) (infersignal_connections_open) / sum by (job, instance, namespace, pod, infersignal_server_name) (infersignal_connections_capacity > 0)';
     expect(rule('InferSignalConnectionsSaturated').expr).toBe(`${saturation} > 0.85`);
     expect(rule('InferSignalConnectionsSaturatedCritical').expr).toBe(`${saturation} > 0.95`);
     expect(rule('InferSignalConnectionsRejected').expr).toBe(
-      'sum by (job, instance, infersignal_server_name) (increase(infersignal_connections_rejected_total[1m])) > 0 or sum by (job, instance, infersignal_server_name) (infersignal_connections_rejected_total unless infersignal_connections_rejected_total offset 1m) > 0',
+      'sum by (job, instance, namespace, pod, infersignal_server_name) (increase(infersignal_connections_rejected_total[1m])) > 0 or sum by (job, instance, namespace, pod, infersignal_server_name) (infersignal_connections_rejected_total unless infersignal_connections_rejected_total offset 1m) > 0',
     );
     expect(rule('InferSignalTlsHandshakeFailures').expr).toBe(
-      'sum by (job, instance, infersignal_server_name, error_type) (rate(infersignal_tls_handshake_failures_total[1m])) > 0.1',
+      'sum by (job, instance, namespace, pod, infersignal_server_name, error_type) (rate(infersignal_tls_handshake_failures_total[1m])) > 0.1',
     );
     expect(rule('InferSignalCircuitBreakerOpen').expr).toBe(
-      'max by (job, instance, infersignal_breaker_name) (max_over_time(infersignal_breaker_state[1m])) == 2',
+      'max by (job, instance, namespace, pod, infersignal_breaker_name) (max_over_time(infersignal_breaker_state[1m])) == 2',
     );
     expect(rule('InferSignalCapacityUtilizationHigh').labels).toEqual({
       severity: 'warning',
@@ -131,10 +141,10 @@ describe('buildRules', () => {
       rateWindow: '2m',
       tlsFailureRate: 0.5,
     };
-    expect(rule('InferSignalCapacityUtilizationHigh', custom).expr).toMatch(/ > 0\.7$/);
+    expect(rule('InferSignalCapacityUtilizationHigh', custom).expr).toContain(' > 0.7 and on');
     expect(rule('InferSignalCapacityUtilizationHigh', custom).annotations.summary).toBe('Queue utilization above 70%');
-    expect(rule('InferSignalCapacityUtilizationCritical', custom).expr).toMatch(/ >= 0\.9$/);
-    expect(rule('InferSignalTimeToSaturationLow', custom).expr).toMatch(/ < 120$/);
+    expect(rule('InferSignalCapacityUtilizationCritical', custom).annotations.description).toContain('at or above 90%');
+    expect(rule('InferSignalTimeToSaturationLow', custom).expr).toContain(' < 120 and on');
     expect(rule('InferSignalTimeToSaturationLow', custom).annotations.summary).toBe(
       'Queue saturates within 120s at the current trend',
     );
@@ -155,9 +165,21 @@ describe('buildRules', () => {
     );
   });
 
-  it("holds level alerts for the thresholds' for, else 5m; --for overrides; events never wait", () => {
-    expect(rule('InferSignalQueueWaitHigh').for).toBe('5m');
-    expect(rule('InferSignalQueueWaitHigh', { thresholds: { queue: { forSeconds: 90 } } }).for).toBe('1m30s');
+  it("holds level alerts for the thresholds' for, else 5m; alerts on a detector's level do not hold twice; --for overrides; events never wait", () => {
+    // The detector already held its level (queue.forSeconds, capacity.forSeconds): a second hold only delays the page.
+    for (const name of [
+      'InferSignalQueueWaitHigh',
+      'InferSignalQueueWaitCritical',
+      'InferSignalQueueOccupancyHigh',
+      'InferSignalQueueOccupancyCritical',
+      'InferSignalCapacityUtilizationHigh',
+      'InferSignalCapacityUtilizationCritical',
+      'InferSignalTimeToSaturationLow',
+      'InferSignalFleetOverloaded',
+    ])
+      expect(rule(name, { thresholds: { queue: { forSeconds: 90 } } }).for, name).toBeUndefined();
+    expect(rule('InferSignalQueueWaitTailHigh').for).toBe('5m');
+    expect(rule('InferSignalBackpressureCritical', { thresholds: { queue: { forSeconds: 90 } } }).for).toBe('1m30s');
     expect(
       rule('InferSignalGpuFragmentation', { thresholds: { deviceMemory: { fragmentationForSeconds: 120 } } }).for,
     ).toBe('2m');
@@ -165,9 +187,6 @@ describe('buildRules', () => {
     expect(rule('InferSignalMemoryDrift', { for: '10m' }).for).toBe('10m');
     expect(rule('InferSignalModelLoadSpike').for).toBeUndefined();
     expect(rule('InferSignalInternalErrors', { for: '10m' }).for).toBeUndefined();
-    // capacity.forSeconds (2 s by default) is the early warning's hold; 0 falls back to 5m like every level alert.
-    expect(rule('InferSignalCapacityUtilizationHigh').for).toBe(`${DEFAULT_THRESHOLDS.capacity.forSeconds}s`);
-    expect(rule('InferSignalTimeToSaturationLow', { thresholds: { capacity: { forSeconds: 0 } } }).for).toBe('5m');
     expect(rule('InferSignalCapacityUtilizationCritical', { for: '1m' }).for).toBe('1m');
     expect(rule('InferSignalEventLoopDelayHigh').for).toBe('5m');
     expect(rule('InferSignalConnectionsSaturated').for).toBe('5m');
@@ -175,7 +194,7 @@ describe('buildRules', () => {
     expect(rule('InferSignalConnectionsRejected', { for: '10m' }).for).toBeUndefined();
   });
 
-  it('keeps the queue-wait and capacity warnings firing for their keepFiringSeconds, as core keeps its WARN; nothing else lingers', () => {
+  it('keeps the queue-wait, occupancy, age and capacity warnings firing for their keepFiringSeconds, as core keeps its WARN; nothing else lingers', () => {
     expect(rule('InferSignalQueueWaitHigh').keep_firing_for).toBe(`${DEFAULT_THRESHOLDS.queue.keepFiringSeconds}s`);
     expect(rule('InferSignalQueueWaitHigh', { thresholds: { queue: { keepFiringSeconds: 90 } } }).keep_firing_for).toBe(
       '1m30s',
@@ -189,16 +208,24 @@ describe('buildRules', () => {
     expect(
       rule('InferSignalTimeToSaturationLow', { thresholds: { capacity: { keepFiringSeconds: 30 } } }).keep_firing_for,
     ).toBe('30s');
-    // CRITICAL sheds in process and lowers at once: its rules do not linger either.
+    // CRITICAL sheds in process and lowers at once; its page keeps as long as the WARN's, so one episode is one page.
     const lingering = alertingRules(buildRules()).filter((r) => r.keep_firing_for !== undefined);
     expect(lingering.map((r) => r.alert).sort()).toEqual([
+      'InferSignalCapacityUtilizationCritical',
       'InferSignalCapacityUtilizationHigh',
+      'InferSignalFleetOverloaded',
+      'InferSignalQueueAgeCritical',
+      'InferSignalQueueAgeHigh',
+      'InferSignalQueueOccupancyCritical',
+      'InferSignalQueueOccupancyHigh',
+      'InferSignalQueueWaitCritical',
       'InferSignalQueueWaitHigh',
       'InferSignalTimeToSaturationLow',
     ]);
-    expect(renderRules()).toMatch(
-      /alert: InferSignalQueueWaitHigh\n\s+expr: .*\n\s+for: 5m\n\s+keep_firing_for: 10s\n/,
-    );
+    expect(
+      rule('InferSignalQueueOccupancyHigh', { thresholds: { queue: { keepFiringSeconds: 30 } } }).keep_firing_for,
+    ).toBe('30s');
+    expect(renderRules()).toMatch(/alert: InferSignalQueueWaitHigh\n\s+expr: .*\n\s+keep_firing_for: 10s\n/);
   });
 
   it('references only names core exports (prometheusName of METRICS)', () => {

@@ -45,6 +45,23 @@ const RANK: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
  */
 const SUSTAINED_TREND_WINDOWS = 2.5;
 const SUSTAINED_TREND_SHARE = 0.7;
+/**
+ * S follows a sudden change in service time (a replica that lost half its
+ * capacity) through a short window beside the long one: a sixth of
+ * capacity.serviceWindowSeconds, 2–5 s. Its mean replaces the long mean only
+ * when it is confidently higher: at least SHORT_MIN_SAMPLES completions,
+ * SHORT_MIN_RATIO times the long mean, and SHORT_Z standard errors above
+ * it. Steady noise rarely passes all three (and then for a tick, which the
+ * capacity.forSeconds hold absorbs); a doubling passes them within a second
+ * or two. A fall is left to the long window, so ρ comes down slowly after
+ * a loss ends.
+ */
+const SHORT_WINDOW_SHARE = 1 / 6;
+const SHORT_WINDOW_MIN_SECONDS = 2;
+const SHORT_WINDOW_MAX_SECONDS = 5;
+const SHORT_MIN_SAMPLES = 10;
+const SHORT_MIN_RATIO = 1.2;
+const SHORT_Z = 3;
 
 /**
  * Erlang C: the probability that an arrival waits in an M/M/c queue with
@@ -166,7 +183,9 @@ export class CapacityModel {
     e.completionRate = this.windowedRate(this.completionTicks, windowStart, now);
     const service = this.serviceTimes.summary([0.9], now - t.serviceWindowSeconds * 1000);
     if (service.count > 0) {
-      e.serviceTime = this.serviceTimes.mean(now - t.serviceWindowSeconds * 1000);
+      const long = this.serviceTimes.mean(now - t.serviceWindowSeconds * 1000);
+      const short = this.shortServiceTime(now, long);
+      e.serviceTime = Math.max(long, short);
       e.serviceTimeP90 = service.values[0];
     }
     const S = e.serviceTime;
@@ -228,6 +247,31 @@ export class CapacityModel {
     this.keep.cancel();
     if (Number.isNaN(this.pendingSince) || now < this.pendingSince) this.pendingSince = now;
     return now - this.pendingSince >= forMs ? raw : current;
+  }
+
+  /** Mean service time over the short window when it is confidently above `long`; 0 otherwise. */
+  private shortServiceTime(now: number, long: number): number {
+    const seconds = Math.min(
+      SHORT_WINDOW_MAX_SECONDS,
+      Math.max(SHORT_WINDOW_MIN_SECONDS, this.thresholds.capacity.serviceWindowSeconds * SHORT_WINDOW_SHARE),
+    );
+    if (seconds >= this.thresholds.capacity.serviceWindowSeconds) return 0;
+    let n = 0;
+    let sum = 0;
+    let squares = 0;
+    this.serviceTimes.forEach(
+      (value) => {
+        n++;
+        sum += value;
+        squares += value * value;
+      },
+      now - seconds * 1000,
+    );
+    if (n < SHORT_MIN_SAMPLES) return 0;
+    const mean = sum / n;
+    const variance = Math.max(0, (squares - n * mean * mean) / (n - 1));
+    const confident = mean >= long * SHORT_MIN_RATIO && mean - long > SHORT_Z * Math.sqrt(variance / n);
+    return confident ? mean : 0;
   }
 
   private windowedRate(window: SlidingWindow, since: number, now: number): number {

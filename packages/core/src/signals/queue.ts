@@ -3,7 +3,7 @@ import { LabelTable } from '../aggregates/label-table';
 import type { CounterRecorder, CounterSeries, HistogramRecorder, HistogramSeries, SignalContext } from '../contract';
 import { P99GlitchDetector } from '../detectors/p99-glitch';
 import { SlidingWindow } from '../detectors/sliding-window';
-import { ThresholdDetector, worstLevel } from '../detectors/threshold';
+import { levelRank, ThresholdDetector, worstLevel } from '../detectors/threshold';
 import { AnomalyDetector } from '../detectors/zscore';
 import { QueueFullError, RequestEndedError } from '../errors';
 import { ATTR, UNKNOWN_MODEL } from '../names';
@@ -18,9 +18,13 @@ import type {
   Ticket,
 } from '../types';
 import { CapacityModel } from './capacity';
+import { QueueAge } from './queue-age';
 import { requestDurationAttributes } from './gen-ai';
 import type { GlitchAttribution } from './attribution';
 import type { RequestTail, RequestTraces, TracedRequest } from './request-trace';
+
+/** Share below occupancyCritical (and occupancyWarn) that occupancy must fall to leave that level. */
+const OCCUPANCY_HYSTERESIS = 0.05;
 
 const OUTCOMES: readonly Outcome[] = [
   'completed',
@@ -127,8 +131,11 @@ class RequestTicket implements Ticket, TracedRequest {
   constructor(
     private readonly queue: Queue,
     private readonly slot: QueueModel,
+    arrival: number,
+    /** Its place among the waiting requests' arrival stamps (QueueAge), -1 when not stamped. */
+    readonly seq: number,
   ) {
-    this.arrival = queue.ctx.clock();
+    this.arrival = arrival;
     this.parent = queue.traces?.parent();
   }
 
@@ -141,7 +148,7 @@ class RequestTicket implements Ticket, TracedRequest {
     this.started = true;
     const q = this.queue;
     try {
-      q.waiting--;
+      q.left(this);
       if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
       const now = q.ctx.clock();
       this.startedAt = now;
@@ -169,11 +176,12 @@ class RequestTicket implements Ticket, TracedRequest {
         q.glitch.record(inference, now);
         if (!this.served) q.capacity_.served(inference, now);
       } else {
-        q.waiting--;
+        q.left(this);
       }
       q.ctx.recordSecondsIn(series.request, (now - this.arrival) / 1000);
       series.requests.add(1);
       q.completed++;
+      q.requestEnded(now);
       q.traces?.ended(q.tail!, this, outcome, attributes, now);
     } catch (error) {
       q.ctx.internalError('ticket.end', error);
@@ -230,6 +238,25 @@ export class Queue implements QueueTracker {
   private readonly models: LabelTable<QueueModel>;
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
+  private readonly ageDetector: ThresholdDetector;
+  /** Arrival stamps of the waiting requests: the oldest one's age and the waits still accruing. */
+  readonly age: QueueAge;
+  /**
+   * Occupancy and age bounds precomputed for the request path: waiting + in
+   * flight at which occupancy is over WARN / CRITICAL (the counts the
+   * detector's `>` comparison first raises at), and the age bounds in ms.
+   */
+  private readonly warnCount: number;
+  private readonly criticalCount: number;
+  /** Waiting + in flight at or above which an announced CRITICAL occupancy stays (its hysteresis bound). */
+  private readonly criticalHoldCount: number;
+  private readonly ageWarnMs: number;
+  private readonly ageCriticalMs: number;
+  /** Age level last announced, so the request path judges the age only when it crosses a level. */
+  private ageAnnounced: Level = 'ok';
+  /** Admission sheds: entered at CRITICAL, left once the level cleared by the hysteresis and the hold passed. */
+  private shedding = false;
+  private shedSince = Number.NaN;
   private waitQuantile = Number.NaN;
   private lastModel: string | undefined;
   private lastSlot: QueueModel | undefined;
@@ -265,8 +292,24 @@ export class Queue implements QueueTracker {
     this.occupancyDetector = new ThresholdDetector({
       warn: t.queue.occupancyWarn,
       critical: t.queue.occupancyCritical,
-      hysteresis: 0.05,
+      hysteresis: OCCUPANCY_HYSTERESIS,
+      // Judged on the request path as well as the tick: a queue hovering at WARN would otherwise
+      // resolve and raise its warning as often as requests come and go.
+      keepFiringSeconds: t.queue.keepFiringSeconds,
     });
+    this.warnCount = firstCountOver(t.queue.occupancyWarn, this.capacity);
+    this.criticalCount = firstCountOver(t.queue.occupancyCritical, this.capacity);
+    this.criticalHoldCount = firstCountOver(t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS), this.capacity);
+    this.ageDetector = new ThresholdDetector({
+      warn: t.queue.ageWarnSeconds,
+      critical: t.queue.ageCriticalSeconds,
+      forSeconds: t.queue.forSeconds,
+      keepFiringSeconds: t.queue.keepFiringSeconds,
+    });
+    this.ageWarnMs = t.queue.ageWarnSeconds * 1000;
+    this.ageCriticalMs = t.queue.ageCriticalSeconds * 1000;
+    // Room for every request up to the capacity several times over; past it the age is a lower bound (QueueAge).
+    this.age = new QueueAge(Math.min(16_384, Math.max(256, 4 * this.capacity)), ctx.clock());
     this.waitDetector = new ThresholdDetector({
       warn: t.queue.waitWarnSeconds,
       critical: t.queue.waitCriticalSeconds,
@@ -298,9 +341,51 @@ export class Queue implements QueueTracker {
 
   enqueue(model?: string): Ticket {
     const slot = this.slotOf(model ?? UNKNOWN_MODEL);
+    const now = this.ctx.clock();
     this.waiting++;
+    const seq = this.age.arrive(now);
     this.capacity_.arrived();
-    return new RequestTicket(this, slot);
+    const ticket = new RequestTicket(this, slot, now, seq);
+    this.watch(now);
+    return ticket;
+  }
+
+  /**
+   * A request ended: a CRITICAL occupancy announced on the request path is
+   * lowered on it too, once the count fell under its hysteresis bound, so a
+   * burst that is over does not keep readiness failing until the tick. It
+   * falls to WARN, which only the tick lowers (after its keep).
+   */
+  requestEnded(now: number): void {
+    if (this.occupancyAnnounced === 'critical' && this.waiting + this.inFlight < this.criticalHoldCount)
+      this.judgeOccupancy(now);
+  }
+
+  /** A request stopped waiting (started, or ended before it started). */
+  left(ticket: RequestTicket): void {
+    this.waiting--;
+    this.age.leave(ticket.seq, ticket.arrival);
+  }
+
+  /**
+   * The request path's look at the levels that move with each request:
+   * occupancy (against the precomputed counts) and the oldest waiting
+   * request's age. A level crossed is judged and announced here, not only
+   * on the next tick, so a queue filling up in under a second is heard
+   * before it sheds. Nothing is allocated unless a level changes.
+   */
+  private watch(now: number): void {
+    try {
+      const n = this.waiting + this.inFlight;
+      const rank = n >= this.criticalCount ? 2 : n >= this.warnCount ? 1 : 0;
+      if (rank > levelRank(this.occupancyAnnounced)) this.judgeOccupancy(now);
+      if (this.ageAnnounced !== 'critical' && this.waiting > 0) {
+        const bound = this.ageAnnounced === 'ok' ? this.ageWarnMs : this.ageCriticalMs;
+        if (this.age.oldest(now) > bound) this.judgeAge(now);
+      }
+    } catch (error) {
+      this.ctx.internalError('queue.watch', error);
+    }
   }
 
   /**
@@ -333,13 +418,34 @@ export class Queue implements QueueTracker {
     return occupancy > t.occupancyCritical ? 'critical' : occupancy > t.occupancyWarn ? 'warn' : 'ok';
   }
 
+  /** The backpressure level: CRITICAL while admission sheds, else the level of its parts now. */
   level(): Level {
+    return this.shedding ? 'critical' : this.liveLevel();
+  }
+
+  private liveLevel(): Level {
     // A wait level judged on past waits says nothing about an empty queue:
     // without this gate a burst would keep shedding (and readiness at 503)
     // for the whole wait window after the queue drained.
     let level = worstLevel(this.occupancyLevel(), this.waiting > 0 ? this.waitDetector.level : 'ok');
     if (this.ctx.thresholds.capacity.backpressure) level = worstLevel(level, this.capacity_.estimate.level);
     return worstLevel(level, this.env.externalLevel());
+  }
+
+  /**
+   * Shedding ends only when every part that can raise it has cleared by its
+   * hysteresis (occupancy below occupancyCritical less OCCUPANCY_HYSTERESIS,
+   * the wait detector below its CRITICAL, which it leaves 10 % under the
+   * bound) and `queue.shedHoldSeconds` has passed since it began: a level
+   * hovering at a bound sheds in one stretch, not every other second.
+   */
+  private shedEnds(now: number): boolean {
+    const t = this.ctx.thresholds;
+    if (now - this.shedSince < t.queue.shedHoldSeconds * 1000 && now >= this.shedSince) return false;
+    if (this.occupancy > t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS)) return false;
+    if (this.waitDetector.level === 'critical') return false;
+    if (t.capacity.backpressure && this.capacity_.estimate.level === 'critical') return false;
+    return this.env.externalLevel() !== 'critical';
   }
 
   retryAfterSeconds(): number {
@@ -349,13 +455,69 @@ export class Queue implements QueueTracker {
   }
 
   admit(): Admission {
-    const level = this.level();
-    // Shed only at a level already announced: occupancy is judged live, so the
-    // decision to shed announces it first (listeners and webhook hear of it
-    // before the first 503 is written). The other parts of the level were
-    // announced on the tick or sample that set them.
-    if (level === 'critical') this.announceShedding();
-    return { admit: level !== 'critical', level, retryAfterSeconds: this.retryAfterSeconds() };
+    // The request admitted is enqueued next, which judges the levels it moves (watch): nothing to judge here.
+    if (this.shedding) {
+      const now = this.ctx.clock();
+      if (this.shedEnds(now)) this.stopShedding(now);
+    }
+    const level = this.shedding ? 'critical' : this.liveLevel();
+    if (level === 'critical' && !this.shedding) {
+      // Shed only at a level already announced: occupancy is judged live, so the
+      // decision to shed announces it first (listeners and webhook hear of it
+      // before the first 503 is written). The other parts of the level were
+      // announced on the tick or sample that set them.
+      this.announceShedding();
+      this.startShedding(this.ctx.clock());
+    }
+    return { admit: !this.shedding, level, retryAfterSeconds: this.retryAfterSeconds() };
+  }
+
+  /**
+   * Shedding is announced as `queue_backpressure` (the rule on the
+   * backpressure gauge has the same name): once when it begins, before the
+   * first refusal, and once when it ends. The level that raised it may
+   * lower while the hold keeps shedding; this one stays CRITICAL as long
+   * as requests are turned away.
+   */
+  private startShedding(now: number): void {
+    this.shedding = true;
+    this.shedSince = now;
+    try {
+      const t = this.ctx.thresholds;
+      const why: string[] = [];
+      if (this.occupancyLevel() === 'critical') why.push(`occupancy ${(this.occupancy * 100).toFixed(0)} %`);
+      if (this.waiting > 0 && this.waitDetector.level === 'critical')
+        why.push(`queue wait P${Math.round(t.queue.waitQuantile * 100)} ${ms(this.waitQuantile)}`);
+      if (t.capacity.backpressure && this.capacity_.estimate.level === 'critical')
+        why.push(`utilization ${this.capacity_.estimate.utilization.toFixed(2)}`);
+      if (this.env.externalLevel() === 'critical') why.push('the event loop');
+      this.ctx.report(
+        'queue_backpressure',
+        'critical',
+        2,
+        2,
+        this.labels,
+        `admission sheds (${why.join(', ')} CRITICAL); it serves again once that has cleared by its hysteresis, after at least ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds)`,
+      );
+    } catch (error) {
+      this.ctx.internalError('queue.shed', error);
+    }
+  }
+
+  private stopShedding(now: number): void {
+    this.shedding = false;
+    try {
+      this.ctx.report(
+        'queue_backpressure',
+        'ok',
+        levelRank(this.liveLevel()),
+        2,
+        this.labels,
+        `admission serves again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding`,
+      );
+    } catch (error) {
+      this.ctx.internalError('queue.shed', error);
+    }
   }
 
   /** Announces a CRITICAL occupancy not yet announced; called where a request is about to be turned away. */
@@ -370,6 +532,7 @@ export class Queue implements QueueTracker {
     const occupancy = this.occupancy;
     const level = this.occupancyDetector.update(occupancy, now);
     this.occupancyAnnounced = level;
+    const what = `${this.waiting} waiting + ${this.inFlight} in flight of capacity ${this.capacity} (${(occupancy * 100).toFixed(0)} %)`;
     this.ctx.report(
       'queue_occupancy',
       level,
@@ -378,7 +541,30 @@ export class Queue implements QueueTracker {
       this.labels,
       level === 'ok'
         ? undefined
-        : `${this.waiting} waiting + ${this.inFlight} in flight of capacity ${this.capacity} (${(occupancy * 100).toFixed(0)} %)${level === 'critical' ? '; admission sheds at this level' : ''}`,
+        : this.occupancyDetector.keeping
+          ? `${what}, back under ${(t.occupancyWarn * 100).toFixed(0)} %; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+          : `${what}${level === 'critical' ? '; admission sheds at this level' : ''}`,
+    );
+  }
+
+  /** The oldest waiting request's age through its detector, announced as `queue_age`. */
+  private judgeAge(now: number): void {
+    const t = this.ctx.thresholds.queue;
+    const age = this.age.oldest(now) / 1000;
+    const level = this.ageDetector.update(age, now);
+    this.ageAnnounced = level;
+    const bound = level === 'critical' ? t.ageCriticalSeconds : t.ageWarnSeconds;
+    this.ctx.report(
+      'queue_age',
+      level,
+      age,
+      bound,
+      this.labels,
+      level === 'ok'
+        ? undefined
+        : this.ageDetector.keeping
+          ? `oldest waiting request ${ms(age)}, back under ${ms(t.ageWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+          : `oldest waiting request ${ms(age)} > ${ms(bound)}; ${this.waiting} waiting have waited ${(this.age.total(now) / 1000).toFixed(1)} s in all`,
     );
   }
 
@@ -497,6 +683,7 @@ export class Queue implements QueueTracker {
           : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
     );
     this.judgeOccupancy(now);
+    this.judgeAge(now);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
@@ -568,9 +755,12 @@ export class Queue implements QueueTracker {
         level === 'ok' ? undefined : { waitQuantile: waitValue, baseline },
       );
     }
+    // A shedding queue that no request reaches any more ends its shedding here, once it may.
+    if (this.shedding && this.shedEnds(now)) this.stopShedding(now);
   }
 
   snapshot(): QueueSnapshot {
+    const now = this.ctx.clock();
     return {
       level: this.level(),
       waiting: this.waiting,
@@ -578,10 +768,20 @@ export class Queue implements QueueTracker {
       capacity: this.capacity,
       occupancy: this.occupancy,
       waitQuantileSeconds: Number.isNaN(this.waitQuantile) ? 0 : this.waitQuantile,
+      oldestWaitSeconds: this.age.oldest(now) / 1000,
+      pendingWaitSeconds: this.age.total(now) / 1000,
+      shedding: this.shedding,
       completed: this.completed,
       ...capacitySnapshot(this.capacity_.estimate),
     };
   }
+}
+
+/** The least count n of `capacity` with n / capacity > ratio: where the occupancy detector first raises. */
+function firstCountOver(ratio: number, capacity: number): number {
+  let n = Math.max(0, Math.floor(ratio * capacity));
+  while (n / capacity <= ratio) n++;
+  return n;
 }
 
 function capacityMessage(c: import('./capacity').CapacityEstimate, loopUtilization: number): string {

@@ -16,8 +16,9 @@ interface Entry {
 }
 
 /**
- * The queues of a monitor (`monitor.queue()`): queue wait, occupancy and
- * backpressure, capacity (λ, S, ρ, Erlang C), P99 glitch and wait anomaly
+ * The queues of a monitor (`monitor.queue()`): queue wait, occupancy, the
+ * oldest waiting request's age and the waits still accruing, backpressure
+ * and shedding, capacity (λ, S, ρ, Erlang C), P99 glitch and wait anomaly
  * per queue. Thresholds: `queue`, `capacity`, `glitch`, `anomaly`.
  * Snapshot section `queues`.
  */
@@ -30,6 +31,8 @@ export class QueueSignal implements Signal {
     | 'inFlight'
     | 'capacity'
     | 'occupancy'
+    | 'waitOldest'
+    | 'waitPending'
     | 'backpressure'
     | 'arrivalRate'
     | 'completionRate'
@@ -65,6 +68,8 @@ export class QueueSignal implements Signal {
       inFlight: ctx.gauge(METRICS.queueInFlight),
       capacity: ctx.gauge(METRICS.queueCapacity),
       occupancy: ctx.gauge(METRICS.queueOccupancy),
+      waitOldest: ctx.gauge(METRICS.queueWaitOldest),
+      waitPending: ctx.gauge(METRICS.queueWaitPending),
       backpressure: ctx.gauge(METRICS.backpressureLevel),
       arrivalRate: ctx.gauge(METRICS.queueArrivalRate),
       completionRate: ctx.gauge(METRICS.queueCompletionRate),
@@ -118,11 +123,15 @@ export class QueueSignal implements Signal {
 
   observe(observer: GaugeObserver): void {
     const g = this.gauges;
+    // Read from the waiting requests' arrival stamps now, so a scrape sees a stuck queue's age as it is.
+    const now = this.ctx.clock();
     for (const { queue, attributes } of this.entries.values()) {
       observer.observe(g.waiting, queue.waiting, attributes);
       observer.observe(g.inFlight, queue.inFlight, attributes);
       observer.observe(g.capacity, queue.capacity, attributes);
       observer.observe(g.occupancy, queue.occupancy, attributes);
+      observer.observe(g.waitOldest, queue.age.oldest(now) / 1000, attributes);
+      observer.observe(g.waitPending, queue.age.total(now) / 1000, attributes);
       observer.observe(g.backpressure, LEVEL_VALUE[queue.level()], attributes);
       const c = queue.capacity_.estimate;
       observer.observe(g.arrivalRate, c.arrivalRate, attributes);

@@ -35,6 +35,7 @@ export interface InstrumentedServer {
 }
 
 export interface InstrumentedServerOptions {
+  /** Service time of `/infer`; read per request (the `start` way), so a test may change it to slow a replica down. */
   serviceTimeMs: number;
   /** Queue capacity of the `default` queue. */
   capacity: number;

@@ -25,19 +25,33 @@ export function rulesOf(file: RuleFile): Rule[] {
   );
 }
 
-/** The rules whose (bool) expression still has no result after `timeoutMs` each; throws on invalid PromQL. */
+/**
+ * The parts of `A and on (…) B` asked on their own: each names series that
+ * must exist. A detector-level side loses its signal matcher: a level
+ * series exists only from that detector's first raise, which the exercise
+ * does not cause for every signal; any level series proves the name.
+ */
+export function dataParts(expr: string): string[] {
+  return expr.split(/\s+and on \([^)]*\)\s+/).map((part) => part.replace(/\{infersignal_signal=~?"[^"]*"\}/, ''));
+}
+
+/** The rules whose (bool) expression, each part of it, still has no result after `timeoutMs`; throws on invalid PromQL. */
 export async function rulesWithoutData(query: Query, rules: Rule[], timeoutMs = 30_000): Promise<string[]> {
   const empty: string[] = [];
   for (const rule of rules) {
-    const found = await waitFor(rule.name, timeoutMs, async () => {
-      const result = await query(asBool(rule.expr));
-      if (result.status !== 'success') throw new Error(`${rule.name}: ${asBool(rule.expr)}: ${result.error}`);
-      return result.data.result.length > 0 ? true : undefined;
-    }).catch((error: Error) => {
-      if (error.message.startsWith(`${rule.name}:`)) throw error;
-      return false;
-    });
-    if (!found) empty.push(`${rule.name}: ${asBool(rule.expr)}`);
+    const result = await query(asBool(rule.expr));
+    if (result.status !== 'success') throw new Error(`${rule.name}: ${asBool(rule.expr)}: ${result.error}`);
+    for (const part of dataParts(rule.expr)) {
+      const found = await waitFor(rule.name, timeoutMs, async () => {
+        const result = await query(asBool(part));
+        if (result.status !== 'success') throw new Error(`${rule.name}: ${asBool(part)}: ${result.error}`);
+        return result.data.result.length > 0 ? true : undefined;
+      }).catch((error: Error) => {
+        if (error.message.startsWith(`${rule.name}:`)) throw error;
+        return false;
+      });
+      if (!found) empty.push(`${rule.name}: ${asBool(part)}`);
+    }
   }
   return empty;
 }

@@ -266,4 +266,11 @@ export async function exerciseEverySignal(monitor: Monitor): Promise<void> {
   memory.sample();
   monitor.internalError('rules-test', new Error('deliberate'));
   monitor.tick();
+  // A signal level is exported from its detector's first raise: fill the queue for one tick (occupancy
+  // CRITICAL) and drain it, so the queue's level series exists (at 0) for the rules that join on it.
+  const queue = monitor.queue('default');
+  const tickets = Array.from({ length: queue.capacity }, () => queue.enqueue('llama'));
+  monitor.tick();
+  for (const ticket of tickets) ticket.end('cancelled');
+  monitor.tick();
 }

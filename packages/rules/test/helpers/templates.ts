@@ -29,9 +29,25 @@ export function humanizePercentage(ratio: number): string {
   return `${g4(ratio * 100)}%`;
 }
 
-/** Expands `{{ $labels.x }}`, `{{ $value | fn }}` and `{{ printf "%.Nf" $value }}`; a label the alert lacks is an error (it would render empty). */
-export function render(template: string, labels: Record<string, string>, value?: number): string {
-  const fixed = template.replace(/\{\{\s*printf\s+"%\.(\d)f"\s+\$value\s*\}\}/g, (_match, digits: string) => {
+/**
+ * Expands `{{ $labels.x }}`, `{{ $value | fn }}`, `{{ printf "%.Nf" $value }}` and a listed query result;
+ * a label the alert lacks is an error (it would render empty).
+ */
+export function render(
+  template: string,
+  labels: Record<string, string>,
+  value?: number,
+  /** The instances a `{{ range $i, $r := … | query … }}` lists, in order (comma-separated when rendered). */
+  queried?: string[],
+): string {
+  const listed = template.replace(
+    /\{\{ range \$i, \$r := printf `[^`]*`[^}]*\| query [^}]*\}\}\{\{ if \$i \}\}, \{\{ end \}\}\{\{ \$r\.Labels\.instance \}\}\{\{ end \}\}/g,
+    () => {
+      if (queried === undefined) throw new Error('annotation lists a query result; pass the expected instances');
+      return queried.join(', ');
+    },
+  );
+  const fixed = listed.replace(/\{\{\s*printf\s+"%\.(\d)f"\s+\$value\s*\}\}/g, (_match, digits: string) => {
     if (value === undefined) throw new Error('annotation uses $value; pass the expected value');
     return value.toFixed(Number(digits));
   });

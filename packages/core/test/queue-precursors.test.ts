@@ -1,0 +1,309 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, METRICS, type Ticket } from '../src/index';
+import { createRequestGate } from '../src/signals';
+import { QueueAge } from '../src/signals/queue-age';
+import type { TestMonitor } from '../../../test/support/monitor';
+import { setup } from './helpers';
+
+let t: TestMonitor | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+/** A small seeded generator (mulberry32), so every run of a scenario is the same run. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let x = a;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Scenario {
+  /** Offered load (requests/s) at ms. */
+  rate(ms: number): number;
+  /** Service time (ms) of a request that starts at ms. */
+  service(ms: number): number;
+  durationMs: number;
+  /** Offset of the 1 s detector tick. */
+  phase: number;
+  seed: number;
+}
+
+interface Run {
+  /** Alerts of the queue and 503s, in the order they happened. */
+  log: string[];
+  first503: number;
+  /** 503s written while the queue's shedding (queue_backpressure CRITICAL) was not announced. */
+  unannounced: number;
+  shed: number;
+}
+
+/**
+ * Open-loop Poisson arrivals through core's request gate with shedding on,
+ * into 4 slots of capacity 16 (20 ms per request: 200 requests/s), in
+ * simulated milliseconds with the detector tick once a second.
+ */
+function simulate(s: Scenario): Run {
+  const m = (t = setup({ eventLoop: false }));
+  const log: string[] = [];
+  m.monitor.onAlert((e) => {
+    if (e.labels.queue === 'infer') log.push(`${e.signal}:${e.level}`);
+  });
+  const gate = createRequestGate(
+    m.monitor,
+    { queue: { name: 'infer', concurrency: 4, capacity: 16 }, shed: true, model: 'mlp' },
+    { source: 'sim', queue: 'sim', keys: ['queue', 'shed', 'model', 'autoStart'] },
+  );
+  const next = random(s.seed);
+  const start = m.now();
+  const waiting: Ticket[] = [];
+  const running: { ticket: Ticket; endAt: number }[] = [];
+  let nextArrival = 0;
+  let first503 = Number.NaN;
+  let unannounced = 0;
+  let shed = 0;
+  for (let ms = 0; ms < s.durationMs; ms++) {
+    m.set(start + ms);
+    for (let i = running.length - 1; i >= 0; i--) {
+      if (running[i]!.endAt > ms) continue;
+      running[i]!.ticket.end('completed');
+      running.splice(i, 1);
+    }
+    while (nextArrival <= ms) {
+      if (gate.shed('mlp') !== undefined) {
+        shed++;
+        log.push('503');
+        if (Number.isNaN(first503)) first503 = ms;
+        if (m.monitor.snapshot().active.every((a) => a.signal !== 'queue_backpressure')) unannounced++;
+      } else {
+        waiting.push(gate.enqueue('mlp'));
+      }
+      nextArrival += (-Math.log(1 - next()) / s.rate(ms)) * 1000;
+    }
+    while (running.length < 4 && waiting.length > 0) {
+      const ticket = waiting.shift()!;
+      ticket.start();
+      running.push({ ticket, endAt: ms + s.service(ms) });
+    }
+    if (ms % 1000 === s.phase) m.monitor.tick();
+  }
+  return { log, first503, unannounced, shed };
+}
+
+/** The first WARN of the queue comes before its first 503, which the announced shedding precedes. */
+function expectWarnedFirst(run: Run, where: string): void {
+  expect(run.shed, where).toBeGreaterThan(0);
+  const firstWarn = run.log.findIndex((entry) => entry.endsWith(':warn'));
+  const first503 = run.log.indexOf('503');
+  expect(firstWarn, where).toBeGreaterThanOrEqual(0);
+  expect(firstWarn, where).toBeLessThan(first503);
+  expect(run.log.indexOf('queue_backpressure:critical'), where).toBeLessThan(first503);
+  expect(run.unannounced, where).toBe(0);
+}
+
+describe('queue levels crossed on the request path', () => {
+  it('a step from 0.5x to 2x: the queue WARNs before its first shed, 5 runs at different phases to the tick', () => {
+    for (let run = 0; run < 5; run++) {
+      const stepAt = 5000 + run * 211;
+      const trace = simulate({
+        rate: (ms) => (ms < stepAt ? 100 : 400),
+        service: () => 20,
+        durationMs: 9000,
+        phase: (run * 397) % 1000,
+        seed: run + 1,
+      });
+      const where = `run ${run}: ${trace.log.slice(0, 8).join(' ')}`;
+      expectWarnedFirst(trace, where);
+      // Half load sheds nothing and raises nothing.
+      expect(trace.first503, where).toBeGreaterThanOrEqual(stepAt);
+      t?.close();
+      t = undefined;
+    }
+  });
+
+  it('capacity halves at 0.6x load (service 20 → 40 ms): the queue WARNs before its first shed, 5 runs', () => {
+    for (let run = 0; run < 5; run++) {
+      const lossAt = 5000 + run * 173;
+      const trace = simulate({
+        rate: () => 120,
+        service: (ms) => (ms < lossAt ? 20 : 40),
+        durationMs: 12_000,
+        phase: (run * 331 + 500) % 1000,
+        seed: 100 + run,
+      });
+      const where = `run ${run}: ${trace.log.slice(0, 8).join(' ')}`;
+      expectWarnedFirst(trace, where);
+      expect(trace.first503, where).toBeGreaterThanOrEqual(lossAt);
+      t?.close();
+      t = undefined;
+    }
+  });
+
+  it('without arrivals the tick still judges: a stuck queue raises queue_age at the tick', () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('stuck', { capacity: 100 });
+    queue.enqueue();
+    m.advance(1100);
+    expect(m.alerts).toHaveLength(0);
+    m.monitor.tick();
+    expect(m.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_age:warn']);
+    m.advance(4000);
+    m.monitor.tick();
+    expect(m.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_age:warn', 'queue_age:critical']);
+    expect(m.alerts[1]!.message).toBe(
+      'queue_age CRITICAL on queue "stuck": oldest waiting request 5100 ms > 5000 ms; 1 waiting have waited 5.1 s in all',
+    );
+  });
+});
+
+describe('queue age and the waits still accruing', () => {
+  it('stuck requests: the oldest age and the sum of waits are exact at collection, and the WARN comes on the next arrival', async () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('gen', { capacity: 100 });
+    const t0 = m.now();
+    const a = queue.enqueue('llama');
+    m.advance(100);
+    const b = queue.enqueue('llama');
+    m.advance(150);
+    const c = queue.enqueue('llama');
+    m.set(t0 + 1200);
+    const gauges = async () => {
+      const metrics = await m.collect();
+      const at = { [ATTR.queue]: 'gen' };
+      return [
+        metrics.points<number>(METRICS.queueWaitOldest.name, at)[0]!.value,
+        metrics.points<number>(METRICS.queueWaitPending.name, at)[0]!.value,
+      ];
+    };
+    // Ages 1.2, 1.1 and 0.95 s; no tick has run: the values are read at collection.
+    let [oldest, pending] = await gauges();
+    expect(oldest).toBeCloseTo(1.2, 9);
+    expect(pending).toBeCloseTo(3.25, 9);
+    // No tick and no arrival yet: nothing announced although the oldest is past 1 s.
+    expect(m.alerts).toHaveLength(0);
+    const d = queue.enqueue('llama');
+    expect(m.alerts.map((e) => `${e.signal}:${e.level}`)).toEqual(['queue_age:warn']);
+    expect(m.alerts[0]).toMatchObject({ value: 1.2, threshold: 1, labels: { queue: 'gen' } });
+    // The oldest starts: the age is the next one's; out of order, the middle one leaves next.
+    a.start();
+    m.advance(500);
+    [oldest, pending] = await gauges();
+    expect(oldest).toBeCloseTo(1.6, 9);
+    expect(pending).toBeCloseTo(1.6 + 1.45 + 0.5, 9);
+    b.end('cancelled');
+    [oldest, pending] = await gauges();
+    expect(oldest).toBeCloseTo(1.45, 9);
+    expect(pending).toBeCloseTo(1.45 + 0.5, 9);
+    const snapshot = m.monitor.snapshot().queues.gen!;
+    expect(snapshot.oldestWaitSeconds).toBeCloseTo(1.45, 9);
+    expect(snapshot.pendingWaitSeconds).toBeCloseTo(1.95, 9);
+    c.start();
+    d.start();
+    [oldest, pending] = await gauges();
+    expect([oldest, pending]).toEqual([0, 0]);
+    for (const ticket of [a, c, d]) ticket.end();
+  });
+
+  it('the ring of arrival stamps is bounded: past it the oldest age is still at least the mean age, and exact again once it drains', () => {
+    const age = new QueueAge(4, 1000);
+    const seqs = [0, 10, 20, 30, 40, 50].map((at) => ({ at: 1000 + at, seq: age.arrive(1000 + at) }));
+    expect(seqs.map((s) => s.seq)).toEqual([0, 1, 2, 3, -1, -1]);
+    expect(age.oldest(1100)).toBe(100);
+    expect(age.total(1100)).toBe(100 + 90 + 80 + 70 + 60 + 50);
+    // The four stamped ones leave: only the two past the ring wait, aged 60 and 50 ms; read as their mean.
+    for (const s of seqs.slice(0, 4)) age.leave(s.seq, s.at);
+    expect(age.waiting).toBe(2);
+    expect(age.oldest(1100)).toBe(55);
+    expect(age.total(1100)).toBe(110);
+    for (const s of seqs.slice(4)) age.leave(s.seq, s.at);
+    expect([age.oldest(1200), age.total(1200)]).toEqual([0, 0]);
+    const next = age.arrive(1200);
+    expect(next).toBeGreaterThanOrEqual(0);
+    expect(age.oldest(1250)).toBe(50);
+  });
+});
+
+describe('shedding follows the hysteresis', () => {
+  it('occupancy hovering at the CRITICAL bound sheds in one stretch, not per request', () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('q', { capacity: 20 });
+    const tickets = Array.from({ length: 17 }, () => queue.enqueue());
+    let changes = 0;
+    let admitting = true;
+    const admit = () => {
+      const answer = queue.admit().admit;
+      if (answer !== admitting) changes++;
+      admitting = answer;
+    };
+    // 17 and 18 of 20 (85 % and 90 %) in turn every 50 ms for 10 s, with a tick each second.
+    let extra: Ticket | undefined;
+    for (let ms = 0; ms < 10_000; ms += 10) {
+      m.advance(10);
+      if (ms % 50 === 0) {
+        if (extra === undefined) extra = queue.enqueue();
+        else {
+          extra.end('cancelled');
+          extra = undefined;
+        }
+      }
+      admit();
+      if (ms % 1000 === 990) m.monitor.tick();
+    }
+    expect(changes).toBe(1);
+    expect(admitting).toBe(false);
+    // Down to 80 % (below 85 % less the 5 % hysteresis): shedding ends once it has lasted the hold.
+    extra?.end('cancelled');
+    tickets.pop()!.end('cancelled');
+    admit();
+    expect(admitting).toBe(true);
+    expect(changes).toBe(2);
+    expect(m.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
+    for (const ticket of tickets) ticket.end('cancelled');
+  });
+
+  it('a CRITICAL wait with a queue that empties and refills between ticks keeps shedding, and is held at least shedHoldSeconds', () => {
+    const m = (t = setup({ thresholds: { queue: { shedHoldSeconds: 5 } } }));
+    const queue = m.monitor.queue('q', { capacity: 1000 });
+    const held = queue.enqueue();
+    for (let i = 0; i < 20; i++) {
+      const ticket = queue.enqueue();
+      m.advance(800);
+      ticket.start();
+      ticket.end();
+    }
+    m.monitor.tick();
+    held.end('cancelled');
+    const answers: boolean[] = [];
+    let refill: Ticket | undefined;
+    // 1 s of a queue that drains and refills every 100 ms while the wait level is CRITICAL.
+    for (let ms = 0; ms < 1000; ms += 10) {
+      m.advance(10);
+      if (ms % 100 === 0) {
+        if (refill === undefined) refill = queue.enqueue();
+        else {
+          refill.start();
+          refill.end();
+          refill = undefined;
+        }
+      }
+      answers.push(queue.admit().admit);
+    }
+    expect(answers.every((a) => !a)).toBe(true);
+    // Drained at the tick: the wait level falls, but the hold (5 s from the first shed) is not over.
+    refill?.end('cancelled');
+    m.monitor.tick();
+    expect(queue.admit().admit).toBe(false);
+    m.advance(3900);
+    m.monitor.tick();
+    expect(queue.admit().admit).toBe(false); // 4.89 s since the first shed
+    m.advance(110);
+    m.monitor.tick();
+    expect(queue.admit().admit).toBe(true);
+    expect(m.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
+  });
+});

@@ -1,0 +1,261 @@
+/**
+ * Two replicas of one job on real binaries: two instrumented servers on
+ * 127.0.0.1, each scraped every second by a real Prometheus running the
+ * generated rules, and a real Alertmanager running the generated config
+ * that delivers to a test webhook receiver.
+ * - A step from idle to 0.6× of capacity on both replicas: no page (the
+ *   in-process detectors stay quiet, and so do the rules that read them).
+ * - One replica loses half its capacity (its service time doubles) at
+ *   0.6× load, the other stays at 0.6×: a page names the slowed replica,
+ *   timed against its in-process WARN, and no notification names the
+ *   healthy one.
+ * - Both overloaded: one page that says fleet-wide, and Alertmanager holds
+ *   back the per-replica queue and capacity pages of that queue behind it.
+ */
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { renderAlertmanagerConfig, renderRules } from '@infersignal/rules';
+import { findBinary, freePort, skipReason, startDaemon, waitFor, type Daemon } from './helpers/binaries';
+import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
+
+const prometheusBin = findBinary('prometheus');
+const alertmanagerBin = findBinary('prometheus-alertmanager', 'alertmanager');
+const missing = !prometheusBin ? 'prometheus' : !alertmanagerBin ? 'prometheus-alertmanager' : undefined;
+
+/** Longest time allowed from the start of an overload to its page on the webhook. */
+const PAGE_DEADLINE_MS = 30_000;
+
+interface Attachment {
+  title?: string;
+  text?: string;
+}
+interface Notification {
+  at: number;
+  attachments: Attachment[];
+}
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const fn of cleanup.reverse()) await fn();
+});
+
+/** Open-loop arrivals at `rate` per second against one replica until `stop()`. */
+function arrivals(app: InstrumentedServer, rate: number): { stop(): Promise<void> } {
+  const pending = new Set<Promise<unknown>>();
+  const timer = setInterval(() => {
+    const request = fetch(`${app.url}/infer`).then(
+      (r) => r.text(),
+      () => undefined,
+    );
+    pending.add(request);
+    void request.finally(() => pending.delete(request));
+  }, 1000 / rate);
+  const stop = async () => {
+    clearInterval(timer);
+    await Promise.all(pending);
+  };
+  cleanup.push(stop);
+  return { stop };
+}
+
+/** Closed-loop clients against one replica until `stop()`; `pauseMs` between a client's requests. */
+function load(app: InstrumentedServer, clients: number, pauseMs = 0): { stop(): Promise<void> } {
+  let running = true;
+  const loops = Array.from({ length: clients }, async () => {
+    while (running) {
+      await fetch(`${app.url}/infer`).then(
+        (r) => r.text(),
+        () => undefined,
+      );
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  });
+  const stop = async () => {
+    running = false;
+    await Promise.all(loops);
+  };
+  cleanup.push(stop);
+  return { stop };
+}
+
+describe.skipIf(missing !== undefined)(
+  missing ? skipReason(missing, 'two replicas end to end') : 'two replicas on a real Prometheus and Alertmanager',
+  () => {
+    it('a step to 0.6×: no page; one replica loses half its capacity: its page names it and not the healthy one; both overloaded: one fleet-wide page', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'infersignal-fleet-'));
+      cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+
+      const notifications: Notification[] = [];
+      const receiver: Server = createServer((req, res) => {
+        let body = '';
+        req.on('data', (chunk) => (body += chunk));
+        req.on('end', () => {
+          try {
+            const parsed = JSON.parse(body) as { attachments?: Attachment[] };
+            notifications.push({ at: Date.now(), attachments: parsed.attachments ?? [] });
+          } catch {
+            notifications.push({ at: Date.now(), attachments: [{ text: body }] });
+          }
+          res.end('ok');
+        });
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      cleanup.push(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+      const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/slack`;
+
+      // Concurrency 1 × 40 ms: 25 requests/s per replica.
+      const sickOptions = { serviceTimeMs: 40, capacity: 64 };
+      const sick: InstrumentedServer = await startInstrumentedServer(sickOptions);
+      cleanup.push(() => sick.close());
+      const healthy: InstrumentedServer = await startInstrumentedServer({ serviceTimeMs: 40, capacity: 64 });
+      cleanup.push(() => healthy.close());
+
+      const [amPort, promPort] = [await freePort(), await freePort()];
+      writeFileSync(join(dir, 'rules.yml'), renderRules({ rateWindow: '5s' }));
+      writeFileSync(
+        join(dir, 'alertmanager.yml'),
+        renderAlertmanagerConfig({
+          webhookUrl: receiverUrl,
+          groupWait: '1s',
+          groupInterval: '1s',
+          repeatInterval: '1h',
+        }),
+      );
+      writeFileSync(
+        join(dir, 'prometheus.yml'),
+        stringify({
+          global: { scrape_interval: '1s', evaluation_interval: '1s' },
+          rule_files: ['rules.yml'],
+          alerting: { alertmanagers: [{ static_configs: [{ targets: [`127.0.0.1:${amPort}`] }] }] },
+          scrape_configs: [
+            {
+              job_name: 'inference-server',
+              static_configs: [{ targets: [sick.metricsTarget, healthy.metricsTarget] }],
+            },
+          ],
+        }),
+      );
+      const alertmanager: Daemon = await startDaemon(
+        alertmanagerBin as string,
+        [
+          `--config.file=${join(dir, 'alertmanager.yml')}`,
+          `--storage.path=${join(dir, 'am')}`,
+          `--web.listen-address=127.0.0.1:${amPort}`,
+          '--cluster.listen-address=',
+        ],
+        `http://127.0.0.1:${amPort}/-/ready`,
+      );
+      cleanup.push(() => alertmanager.stop());
+      const prometheus: Daemon = await startDaemon(
+        prometheusBin as string,
+        [
+          `--config.file=${join(dir, 'prometheus.yml')}`,
+          `--storage.tsdb.path=${join(dir, 'prom')}`,
+          `--web.listen-address=127.0.0.1:${promPort}`,
+        ],
+        `http://127.0.0.1:${promPort}/-/ready`,
+      );
+      cleanup.push(() => prometheus.stop());
+      const api = `http://127.0.0.1:${promPort}/api/v1`;
+      const logs = () =>
+        `\nwebhook got: ${JSON.stringify(notifications)}\nprometheus log:\n${prometheus.log().slice(-2000)}\nalertmanager log:\n${alertmanager.log().slice(-2000)}`;
+      await waitFor('the first scrape of both replicas', 10_000, async () => {
+        const up = (await (
+          await fetch(`${api}/query?query=${encodeURIComponent('sum(up{job="inference-server"})')}`)
+        ).json()) as {
+          data: { result: { value: [number, string] }[] };
+        };
+        return Number(up.data.result[0]?.value[1]) === 2 ? true : undefined;
+      });
+
+      const names = (n: Notification, replica: string) =>
+        n.attachments.some(
+          (a) => (a.title ?? '').includes(`on replica ${replica}`) || (a.text ?? '').includes(`replica ${replica} `),
+        );
+
+      // A step from idle to 0.6× of capacity (15 of 25 requests/s) on both replicas, held for 12 s: no page.
+      const steady = arrivals(healthy, 15);
+      arrivals(sick, 15);
+      await new Promise((resolve) => setTimeout(resolve, 12_000));
+      expect(notifications, logs()).toEqual([]);
+
+      // One replica loses half its capacity: its service time doubles (40 → 80 ms) at the same 15 requests/s,
+      // ρ 0.6 → 1.2. The healthy one stays at 0.6×.
+      let warnAt = Number.NaN;
+      let warned = '';
+      sick.monitor.onAlert((event) => {
+        if (Number.isNaN(warnAt) && event.level !== 'ok' && event.labels.queue === 'default') {
+          warnAt = Date.now();
+          warned = `${event.signal} ${event.level}`;
+        }
+      });
+      const lossAt = Date.now();
+      sickOptions.serviceTimeMs = 80;
+      const page = await waitFor('a page naming the slowed replica', PAGE_DEADLINE_MS, async () =>
+        notifications.find((n) => names(n, sick.metricsTarget)),
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}${logs()}`);
+      });
+      console.log(
+        `[rules e2e fleet] service time doubled: in-process ${warned} after ${warnAt - lossAt} ms, page naming the replica after ${page.at - lossAt} ms (${page.at - warnAt} ms after the in-process alert): ${page.attachments[0]?.title}`,
+      );
+      expect(warnAt).toBeLessThanOrEqual(page.at);
+      const title = page.attachments[0]?.title ?? '';
+      expect(title).toContain(`on replica ${sick.metricsTarget}, inference-server, queue default`);
+      expect(title).not.toContain('fleet-wide');
+      // A few more evaluations: nothing names the healthy replica, and nothing says fleet-wide.
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      expect(
+        notifications.filter((n) => names(n, healthy.metricsTarget)),
+        logs(),
+      ).toEqual([]);
+      expect(notifications.some((n) => n.attachments.some((a) => (a.title ?? '').includes('fleet-wide')))).toBe(false);
+
+      // Both replicas overloaded: two of two at WARN or above → one fleet-wide page.
+      const fleetStart = Date.now();
+      await steady.stop();
+      const sickLoad = load(sick, 16);
+      load(healthy, 16);
+      const fleetPage = await waitFor('the fleet-wide page', PAGE_DEADLINE_MS, async () =>
+        notifications.find((n) => n.attachments.some((a) => (a.title ?? '').includes('fleet-wide'))),
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}${logs()}`);
+      });
+      console.log(`[rules e2e fleet] fleet-wide page ${fleetPage.at - fleetStart} ms after the second overload began`);
+      expect(fleetPage.attachments[0]?.title).toMatch(
+        /^\[FIRING:1\] InferSignalFleetOverloaded \(critical\) fleet-wide, inference-server, queue default$/,
+      );
+      expect(fleetPage.attachments[0]?.text).toContain('Fleet-wide overload of queue default (inference-server): 100%');
+      // Prometheus lists the replicas it stands for when it renders the description.
+      expect(fleetPage.attachments[0]?.text).toContain(
+        `at least 2): ${[sick.metricsTarget, healthy.metricsTarget].sort().join(', ')}. This is not one sick replica`,
+      );
+
+      // While it fires, the per-replica queue and capacity alerts of that queue wait behind it in Alertmanager.
+      await waitFor('per-replica pages inhibited by the fleet page', 10_000, async () => {
+        const alerts = (await (await fetch(`http://127.0.0.1:${amPort}/api/v2/alerts`)).json()) as {
+          labels: Record<string, string>;
+          status: { state: string; inhibitedBy: string[] };
+        }[];
+        const fleet = alerts.find((a) => a.labels.alertname === 'InferSignalFleetOverloaded');
+        const perReplica = alerts.filter((a) =>
+          ['queue_wait', 'queue_occupancy', 'capacity', 'queue_backpressure'].includes(
+            a.labels.infersignal_signal ?? '',
+          ),
+        );
+        return fleet &&
+          perReplica.length > 0 &&
+          perReplica.every((a) => a.status.state === 'suppressed' && a.status.inhibitedBy.length > 0)
+          ? true
+          : undefined;
+      }).catch((error: Error) => {
+        throw new Error(`${error.message}${logs()}`);
+      });
+      await sickLoad.stop();
+    });
+  },
+);
