@@ -4,6 +4,8 @@
  * Prometheus rules, the dashboard and the docs.
  */
 import { brand } from './brand';
+import { describeValue } from './describe';
+import { checkField, type FieldSpec } from './validate';
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -338,44 +340,33 @@ const INTEGER_MAX: Record<string, number> = {
   'heap.majorGcs': 64,
 };
 
-function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
-  if (rule === 'boolean') {
-    if (typeof value !== 'boolean')
-      throw new InferSignalConfigError(field, `must be true or false, got ${JSON.stringify(value)}`);
-    return value;
+/** The field spec of a rule: what a threshold of that kind accepts, checked by core's one validator. */
+function specOf(field: string, rule: Rule): FieldSpec {
+  switch (rule) {
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'positive':
+      return { type: 'number', above: 0 };
+    case 'nonNegative':
+      return { type: 'number', min: 0 };
+    case 'ratio':
+      return { type: 'number', min: 0, max: 1 };
+    case 'fraction':
+      return { type: 'number', above: 0, below: 1 };
+    case 'factor':
+      return { type: 'number', above: 1 };
+    case 'integer':
+      // Window sizes allocate typed arrays up front: a cap keeps memory bounded and the error clear.
+      return { type: 'integer', min: 1, max: INTEGER_MAX[field.split('.').slice(-2).join('.')] ?? 1_000_000 };
   }
-  return checkNumber(field, value, rule);
+}
+
+function checkValue(field: string, value: unknown, rule: Rule): number | boolean {
+  return checkField(field, value, specOf(field, rule));
 }
 
 function checkNumber(field: string, value: unknown, rule: Exclude<Rule, 'boolean'>): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw new InferSignalConfigError(field, `must be a finite number, got ${JSON.stringify(value)}`);
-  }
-  switch (rule) {
-    case 'positive':
-      if (value <= 0) throw new InferSignalConfigError(field, `must be > 0, got ${value}`);
-      break;
-    case 'nonNegative':
-      if (value < 0) throw new InferSignalConfigError(field, `must be >= 0, got ${value}`);
-      break;
-    case 'ratio':
-      if (value < 0 || value > 1) throw new InferSignalConfigError(field, `must be within [0, 1], got ${value}`);
-      break;
-    case 'fraction':
-      if (value <= 0 || value >= 1) throw new InferSignalConfigError(field, `must be within (0, 1), got ${value}`);
-      break;
-    case 'integer': {
-      // Window sizes allocate typed arrays up front: a cap keeps memory bounded and the error clear.
-      const max = INTEGER_MAX[field.split('.').slice(-2).join('.')] ?? 1_000_000;
-      if (!Number.isInteger(value) || value < 1 || value > max)
-        throw new InferSignalConfigError(field, `must be an integer within [1, ${max}], got ${value}`);
-      break;
-    }
-    case 'factor':
-      if (value <= 1) throw new InferSignalConfigError(field, `must be > 1, got ${value}`);
-      break;
-  }
-  return value;
+  return checkField(field, value, specOf(field, rule));
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -389,7 +380,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  */
 export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): Thresholds {
   if (input === undefined || input === null) input = {};
-  if (!isPlainObject(input)) throw new InferSignalConfigError(prefix, 'must be an object');
+  if (!isPlainObject(input)) throw new InferSignalConfigError(prefix, `must be an object, got ${describeValue(input)}`);
   const out = {} as Record<string, Record<string, unknown>>;
   for (const key of Object.keys(input)) {
     if (!(key in RULES))
@@ -401,7 +392,8 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
   for (const group of Object.keys(RULES) as (keyof Thresholds)[]) {
     const groupInput = (input as Record<string, unknown>)[group] ?? {};
     const path = `${prefix}.${group}`;
-    if (!isPlainObject(groupInput)) throw new InferSignalConfigError(path, 'must be an object');
+    if (!isPlainObject(groupInput))
+      throw new InferSignalConfigError(path, `must be an object, got ${describeValue(groupInput)}`);
     const rules = RULES[group] as Record<string, Rule | 'map'>;
     for (const key of Object.keys(groupInput)) {
       if (!(key in rules))
@@ -415,7 +407,11 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
     for (const [key, rule] of Object.entries(rules)) {
       const value = groupInput[key] ?? defaults[key];
       if (rule === 'map') {
-        if (!isPlainObject(value)) throw new InferSignalConfigError(`${path}.${key}`, 'must be an object of numbers');
+        if (!isPlainObject(value))
+          throw new InferSignalConfigError(
+            `${path}.${key}`,
+            `must be an object of numbers, got ${describeValue(value)}`,
+          );
         const map: Record<string, number> = {};
         for (const [name, seconds] of Object.entries(value))
           map[name] = checkNumber(`${path}.${key}.${name}`, seconds, 'positive');
@@ -430,13 +426,13 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
   if (t.queue.occupancyWarn >= t.queue.occupancyCritical) {
     throw new InferSignalConfigError(
       `${prefix}.queue.occupancyWarn`,
-      `must be below queue.occupancyCritical (${t.queue.occupancyCritical})`,
+      `must be below queue.occupancyCritical (${t.queue.occupancyCritical}), got ${t.queue.occupancyWarn}`,
     );
   }
   if (t.queue.waitWarnSeconds >= t.queue.waitCriticalSeconds) {
     throw new InferSignalConfigError(
       `${prefix}.queue.waitWarnSeconds`,
-      `must be below queue.waitCriticalSeconds (${t.queue.waitCriticalSeconds})`,
+      `must be below queue.waitCriticalSeconds (${t.queue.waitCriticalSeconds}), got ${t.queue.waitWarnSeconds}`,
     );
   }
   if (t.queue.ageWarnSeconds >= t.queue.ageCriticalSeconds) {
@@ -448,37 +444,37 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
   if (t.stream.interruptedRatio >= t.stream.interruptedRatioCritical) {
     throw new InferSignalConfigError(
       `${prefix}.stream.interruptedRatio`,
-      `must be below stream.interruptedRatioCritical (${t.stream.interruptedRatioCritical})`,
+      `must be below stream.interruptedRatioCritical (${t.stream.interruptedRatioCritical}), got ${t.stream.interruptedRatio}`,
     );
   }
   if (t.capacity.utilizationWarn >= t.capacity.utilizationCritical) {
     throw new InferSignalConfigError(
       `${prefix}.capacity.utilizationWarn`,
-      `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical})`,
+      `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical}), got ${t.capacity.utilizationWarn}`,
     );
   }
   if (t.connections.saturationWarn >= t.connections.saturationCritical) {
     throw new InferSignalConfigError(
       `${prefix}.connections.saturationWarn`,
-      `must be below connections.saturationCritical (${t.connections.saturationCritical})`,
+      `must be below connections.saturationCritical (${t.connections.saturationCritical}), got ${t.connections.saturationWarn}`,
     );
   }
   if (t.eventLoop.delayWarnSeconds >= t.eventLoop.delayCriticalSeconds) {
     throw new InferSignalConfigError(
       `${prefix}.eventLoop.delayWarnSeconds`,
-      `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds})`,
+      `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds}), got ${t.eventLoop.delayWarnSeconds}`,
     );
   }
   if (t.heap.liveWarn >= t.heap.liveCritical) {
     throw new InferSignalConfigError(
       `${prefix}.heap.liveWarn`,
-      `must be below heap.liveCritical (${t.heap.liveCritical})`,
+      `must be below heap.liveCritical (${t.heap.liveCritical}), got ${t.heap.liveWarn}`,
     );
   }
   if (t.stream.minSamples > t.stream.windowSize) {
     throw new InferSignalConfigError(
       `${prefix}.stream.minSamples`,
-      `must not exceed stream.windowSize (${t.stream.windowSize})`,
+      `must not exceed stream.windowSize (${t.stream.windowSize}), got ${t.stream.minSamples}`,
     );
   }
   return t;

@@ -20,6 +20,7 @@ import { CoreMetricProducer, seriesCapOf } from './export/producer';
 import { Instruments } from './instruments';
 import { ATTR, METRICS, UNKNOWN_MODEL } from './names';
 import { checkOptionKeys, integerOption, nameOption } from './options';
+import { describeValue, fieldOrDefault, rejectValue } from './validate';
 import { GlitchAttributionSignal } from './signals/attribution';
 import { DeviceMemorySignal } from './signals/device-memory';
 import { EventLoopSignal } from './signals/event-loop';
@@ -79,33 +80,25 @@ const MAX_ERROR_SOURCES = 64;
 const RESERVED_SECTIONS = new Set(['service', 'level', 'at', 'active', 'internalErrors']);
 
 function validateOptions(options: MonitorOptions): void {
-  if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    rejectValue('options', options, 'an options object');
   for (const key of Object.keys(options))
     if (!OPTION_KEYS.has(key))
-      throw new InferSignalConfigError(key, `unknown option (expected one of ${[...OPTION_KEYS].join(', ')})`);
-  if (options.serviceName !== undefined && (typeof options.serviceName !== 'string' || options.serviceName === ''))
-    throw new InferSignalConfigError('serviceName', 'must be a non-empty string');
+      throw new InferSignalConfigError(
+        key,
+        `unknown option, got ${describeValue((options as Record<string, unknown>)[key])} (expected one of ${[...OPTION_KEYS].join(', ')})`,
+      );
+  fieldOrDefault('serviceName', options.serviceName, { type: 'string' }, undefined);
   if (options.onAlert !== undefined && typeof options.onAlert !== 'function')
-    throw new InferSignalConfigError('onAlert', 'must be a function');
+    rejectValue('onAlert', options.onAlert, 'a function');
   if (options.clock !== undefined && typeof options.clock !== 'function')
-    throw new InferSignalConfigError('clock', 'must be a function returning milliseconds');
-  if (
-    options.detectorIntervalMs !== undefined &&
-    (typeof options.detectorIntervalMs !== 'number' || !(options.detectorIntervalMs >= 0))
-  ) {
-    throw new InferSignalConfigError(
-      'detectorIntervalMs',
-      `must be a number >= 0, got ${JSON.stringify(options.detectorIntervalMs)}`,
-    );
-  }
-  if (options.exportMode !== undefined && options.exportMode !== 'api' && options.exportMode !== 'producer') {
-    throw new InferSignalConfigError(
-      'exportMode',
-      `must be 'api' or 'producer', got ${JSON.stringify(options.exportMode)}`,
-    );
-  }
+    rejectValue('clock', options.clock, 'a function returning milliseconds');
+  fieldOrDefault('detectorIntervalMs', options.detectorIntervalMs, { type: 'number', min: 0 }, undefined);
+  fieldOrDefault('exportMode', options.exportMode, { type: 'enum', values: ['api', 'producer'] }, undefined);
+  for (const key of ['eventLoop', 'heap', 'runtimeMetrics'] as const)
+    fieldOrDefault(key, options[key], { type: 'boolean' }, undefined);
   if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
-    throw new InferSignalConfigError('logger', 'must have a warn(message) method');
+    rejectValue('logger', options.logger, 'an object with a warn(message) method');
 }
 
 function genAiSettings(value: MonitorOptions['genAi']): { operationName: string; providerName: string } {
@@ -171,10 +164,6 @@ class MonitorImpl implements Monitor, RegistrationHost {
         "infersignal: no OpenTelemetry MeterProvider was registered when the monitor was created (before sdk.start()?), so its metrics go nowhere; detectors and alerts still run. Create it after sdk.start(), pass { meterProvider }, or add @infersignal/node's InferSignalInstrumentation to NodeSDK's instrumentations.",
       );
     this.exportMode = options.exportMode ?? 'api';
-    if (options.heap !== undefined && typeof options.heap !== 'boolean')
-      throw new InferSignalConfigError('heap', 'must be a boolean');
-    if (options.runtimeMetrics !== undefined && typeof options.runtimeMetrics !== 'boolean')
-      throw new InferSignalConfigError('runtimeMetrics', 'must be a boolean');
     this.instruments = new Instruments(
       this.meter,
       this.exportMode,

@@ -4,6 +4,7 @@
  * naming the dotted field (`options.queue.capacity`), unknown keys refused.
  */
 import { InferSignalConfigError } from './config';
+import { checkAtLeast, describeValue, fieldOrDefault, rejectValue } from './validate';
 import type { Monitor, QueueOptions, QueueTracker } from './types';
 
 /** A queue described by its settings: made (or found) with `monitor.queue(name, settings)`. */
@@ -50,48 +51,41 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * (`prefix` is its dotted path, `options` for an adapter's argument).
  */
 export function checkOptionKeys(options: unknown, keys: Iterable<string>, prefix = 'options'): void {
-  if (!isPlainObject(options)) throw new InferSignalConfigError(prefix, 'must be an object');
+  if (!isPlainObject(options)) rejectValue(prefix, options, 'an object');
   const known = keys instanceof Set ? (keys as ReadonlySet<string>) : new Set(keys);
   for (const key of Object.keys(options)) {
     if (!known.has(key))
-      throw new InferSignalConfigError(`${prefix}.${key}`, `unknown option (expected one of ${[...known].join(', ')})`);
+      throw new InferSignalConfigError(
+        `${prefix}.${key}`,
+        `unknown option, got ${describeValue(options[key])} (expected one of ${[...known].join(', ')})`,
+      );
   }
 }
 
 /** An integer >= `min`, or `fallback` when undefined. */
 export function integerOption(field: string, value: unknown, fallback: number, min = 1): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min)
-    throw new InferSignalConfigError(field, `must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-  return value;
+  return fieldOrDefault(field, value, { type: 'integer', min }, fallback);
 }
 
 /** A boolean, or `fallback` when undefined. */
 export function booleanOption(field: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean')
-    throw new InferSignalConfigError(field, `must be true or false, got ${JSON.stringify(value)}`);
-  return value;
+  return fieldOrDefault(field, value, { type: 'boolean' }, fallback);
 }
 
 /** A non-empty string, or `fallback` when undefined. */
 export function nameOption(field: string, value: unknown, fallback: string): string;
 export function nameOption(field: string, value: unknown, fallback?: string): string | undefined;
 export function nameOption(field: string, value: unknown, fallback?: string): string | undefined {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string' || value === '' || value.length > 128)
-    throw new InferSignalConfigError(
-      field,
-      `must be a non-empty string of at most 128 characters, got ${JSON.stringify(value)}`,
-    );
-  return value;
+  return fieldOrDefault(field, value, { type: 'string', maxLength: 128 }, fallback);
 }
 
 /**
  * Validates queue settings (`capacity`, `concurrency`, `maxWaiting`) and
  * resolves the capacity default: concurrency + maxWaiting when maxWaiting
- * is given, else 64. `concurrency` stays undefined when not given (the
- * capacity model then estimates it).
+ * is given, else 64 (or the concurrency, when larger). `concurrency` stays
+ * undefined when not given (the capacity model then estimates it). A
+ * capacity below what the queue holds (concurrency, plus maxWaiting when
+ * given) is refused: occupancy would pass 1 and the queue shed at normal load.
  */
 export function queueSettings(options: unknown, prefix: string, queue?: string): QueueOptions & { capacity: number } {
   try {
@@ -112,8 +106,17 @@ function checkQueueSettings(options: unknown, prefix: string): QueueOptions & { 
   const capacity = integerOption(
     `${prefix}.capacity`,
     o.capacity,
-    maxWaiting !== undefined ? (concurrency ?? 1) + maxWaiting : 64,
+    maxWaiting !== undefined ? (concurrency ?? 1) + maxWaiting : Math.max(64, concurrency ?? 0),
   );
+  if (maxWaiting !== undefined)
+    checkAtLeast(
+      `${prefix}.capacity`,
+      capacity,
+      `${prefix}.concurrency + ${prefix}.maxWaiting`,
+      (concurrency ?? 1) + maxWaiting,
+    );
+  else if (concurrency !== undefined)
+    checkAtLeast(`${prefix}.capacity`, capacity, `${prefix}.concurrency`, concurrency);
   return { capacity, concurrency, maxWaiting };
 }
 
@@ -133,10 +136,7 @@ export function checkQueueOption(value: unknown, field = 'options.queue'): void 
     return;
   }
   if (!isPlainObject(value))
-    throw new InferSignalConfigError(
-      field,
-      'must be a queue name, a QueueTracker or { name, capacity, concurrency, maxWaiting }',
-    );
+    rejectValue(field, value, 'a queue name, a QueueTracker or { name, capacity, concurrency, maxWaiting }');
   checkOptionKeys(value, QUEUE_SPEC_KEYS, field);
   const { name, ...settings } = value as QueueSpec;
   nameOption(`${field}.name`, name);

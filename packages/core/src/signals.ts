@@ -29,6 +29,16 @@ export {
   resolveQueue,
 } from './options';
 export type { AdapterOptions, ModelOption, QueueOption, QueueSpec } from './options';
+export {
+  acceptedText,
+  checkAtLeast,
+  checkField,
+  describeValue,
+  fieldAccepts,
+  fieldOrDefault,
+  rejectValue,
+} from './validate';
+export type { FieldSpec } from './validate';
 export { createRequestGate } from './request-gate';
 export type { RequestGate, RequestGateSettings } from './request-gate';
 export { HotSwap, type HotSwapOptions } from './model-swap';

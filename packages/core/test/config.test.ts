@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createMonitor, DEFAULT_THRESHOLDS, InferSignalConfigError, resolveThresholds } from '../src/index';
+import { acceptedText, checkField, describeValue } from '../src/signals';
 
 function fieldOf(fn: () => unknown): string {
   try {
@@ -71,6 +72,48 @@ describe('config validation', () => {
     [{ unknownOption: true }, 'unknownOption'],
   ])('%j fails naming %s', (options, field) => {
     expect(fieldOf(() => createMonitor({ detectorIntervalMs: 0, ...(options as object) }))).toBe(field);
+  });
+
+  it('a value given is shown on one line as it was given: NaN as NaN, never "null"', () => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(
+      [Number.NaN, Number.POSITIVE_INFINITY, -0, 2.5, 10n, Symbol('s'), null, undefined, () => 1, 'a\nb', cycle].map(
+        describeValue,
+      ),
+    ).toEqual([
+      'NaN',
+      'Infinity',
+      '0',
+      '2.5',
+      '10n',
+      'Symbol(s)',
+      'null',
+      'undefined',
+      'a function',
+      '"a\\nb"',
+      'an object',
+    ]);
+    expect(describeValue('x'.repeat(100))).toBe(`"${'x'.repeat(55)}…"`);
+    expect(describeValue({ a: [1, 2], b: 'c' })).toBe('{"a":[1,2],"b":"c"}');
+    expect(acceptedText({ type: 'number', above: 0, below: 1 })).toBe('a number within (0, 1)');
+    expect(acceptedText({ type: 'number', min: 0, unit: 'seconds' })).toBe('a number of seconds >= 0');
+    expect(acceptedText({ type: 'port' })).toBe('an integer port within [1, 65535]');
+    expect(() => checkField('x.port', 65536, { type: 'port' })).toThrow(
+      'infersignal: invalid config "x.port": must be an integer port within [1, 65535], got 65536',
+    );
+    expect(checkField('x.port', 65535, { type: 'port' })).toBe(65535);
+  });
+
+  it('a queue refuses a capacity below what it holds; the default capacity covers a large concurrency', () => {
+    const monitor = createMonitor({ detectorIntervalMs: 0, eventLoop: false, logger: { warn() {} } });
+    expect(() => monitor.queue('a', { concurrency: 4, capacity: 2 })).toThrow(
+      'infersignal: invalid config "options.capacity": queue "a": must be >= options.concurrency (4), got 2',
+    );
+    expect(monitor.queue('b', { concurrency: 4, capacity: 4 }).capacity).toBe(4);
+    expect(monitor.queue('c', { concurrency: 100 }).capacity).toBe(100);
+    expect(monitor.queue('d', { concurrency: 2, maxWaiting: 3 }).capacity).toBe(5);
+    void monitor.close();
   });
 
   it('queue options are validated with the queue named', () => {

@@ -1,6 +1,7 @@
 import { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { rejectValue } from '@infersignal/core/signals';
 import {
   createHttpTracking,
   trackedRequestOf,
@@ -92,7 +93,7 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
   if (typeof monitor?.queue !== 'function')
     throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   if (options?.route !== undefined && typeof options.route !== 'function')
-    throw new InferSignalConfigError('options.route', 'must be a function of the request');
+    rejectValue('options.route', options.route, 'a function of the request');
   const tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: ['route'] });
   const routeOf = options.route ?? routePattern;
 

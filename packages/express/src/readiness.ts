@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { describeValue } from '@infersignal/core/signals';
 import { readinessAnswer } from '@infersignal/http';
 
 export interface ReadinessOptions {
@@ -32,7 +33,7 @@ export function readinessHandler(monitor: Monitor): RequestHandler {
 export function readinessRouter(monitor: Monitor, options: ReadinessOptions = {}): RequestHandler {
   const path = options.path ?? '/healthz/ready';
   if (typeof path !== 'string' || !path.startsWith('/'))
-    throw new InferSignalConfigError('options.path', `must be a path starting with "/", got ${JSON.stringify(path)}`);
+    throw new InferSignalConfigError('options.path', `must be a path starting with "/", got ${describeValue(path)}`);
   const handler = readinessHandler(monitor);
   return function inferSignalReadinessRouter(req: Request, res: Response, next: NextFunction): void {
     if ((req.method === 'GET' || req.method === 'HEAD') && req.path === path) handler(req, res, next);

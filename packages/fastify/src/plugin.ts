@@ -8,6 +8,7 @@ import type {
 } from 'fastify';
 import fp from 'fastify-plugin';
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
+import { rejectValue } from '@infersignal/core/signals';
 import {
   createHttpTracking,
   instrumentServer,
@@ -119,18 +120,15 @@ function findContextKey(request: FastifyRequest): symbol | null | undefined {
 
 /** The plugin's own options; the shared ones are checked by createHttpTracking. */
 function validate(options: InferSignalFastifyOptions): void {
-  if (typeof options !== 'object' || options === null) throw new InferSignalConfigError('options', 'must be an object');
+  if (typeof options !== 'object' || options === null) rejectValue('options', options, 'an object');
   if (typeof options.monitor?.queue !== 'function')
     throw new InferSignalConfigError('options.monitor', 'must be a monitor from createMonitor()');
   const readiness = options.readiness;
   if (readiness !== undefined && typeof readiness !== 'boolean') {
     if (typeof readiness !== 'object' || readiness === null)
-      throw new InferSignalConfigError('options.readiness', 'must be a boolean or { path }');
+      rejectValue('options.readiness', readiness, 'a boolean or { path }');
     if (readiness.path !== undefined && (typeof readiness.path !== 'string' || !readiness.path.startsWith('/'))) {
-      throw new InferSignalConfigError(
-        'options.readiness.path',
-        `must be a path starting with "/", got ${JSON.stringify(readiness.path)}`,
-      );
+      rejectValue('options.readiness.path', readiness.path, 'a path starting with "/"');
     }
   }
   const connections = options.connections;
@@ -139,9 +137,10 @@ function validate(options: InferSignalFastifyOptions): void {
     typeof connections !== 'boolean' &&
     (typeof connections !== 'object' || connections === null)
   ) {
-    throw new InferSignalConfigError(
+    rejectValue(
       'options.connections',
-      'must be a boolean or instrumentServer options ({ capacity, name, saturationWarn, saturationCritical, reuseWindow })',
+      connections,
+      'a boolean or instrumentServer options ({ capacity, name, saturationWarn, saturationCritical, reuseWindow })',
     );
   }
 }

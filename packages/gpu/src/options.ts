@@ -1,4 +1,5 @@
 import { InferSignalConfigError, type Logger } from '@infersignal/core';
+import { describeValue } from '@infersignal/core/signals';
 import type { GpuSamplerOptions } from './types';
 
 export interface ResolvedOptions {
@@ -36,15 +37,14 @@ function fail(field: string, message: string): never {
 function number(field: string, value: unknown, fallback: number, min: number, integer = false): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
-    fail(field, `must be ${integer ? 'an integer' : 'a finite number'} >= ${min}, got ${JSON.stringify(value)}`);
+    fail(field, `must be ${integer ? 'an integer' : 'a finite number'} >= ${min}, got ${describeValue(value)}`);
   }
   return value;
 }
 
 function nonEmptyString(field: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '')
-    fail(field, `must be a non-empty string, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || value === '') fail(field, `must be a non-empty string, got ${describeValue(value)}`);
   return value;
 }
 
@@ -57,7 +57,7 @@ export function resolveOptions(options: GpuSamplerOptions, env: NodeJS.ProcessEn
   let devices: number[] | undefined;
   if (options.devices !== undefined) {
     if (!Array.isArray(options.devices) || options.devices.some((d) => !Number.isInteger(d) || d < 0)) {
-      fail('devices', `must be an array of device indices (integers >= 0), got ${JSON.stringify(options.devices)}`);
+      fail('devices', `must be an array of device indices (integers >= 0), got ${describeValue(options.devices)}`);
     }
     devices = [...new Set(options.devices)];
   }

@@ -5,6 +5,7 @@ import {
   createRequestGate,
   type AdapterOptions,
   type RequestGate,
+  describeValue,
 } from '@infersignal/core/signals';
 import type { Metadata } from '@grpc/grpc-js';
 import { GRPC_STATUS } from './status';
@@ -104,7 +105,7 @@ export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOpt
   if (typeof stall !== 'number' || !Number.isFinite(stall) || stall < 0 || stall > 2 ** 31 - 1)
     throw new InferSignalConfigError(
       'options.writeStallTimeoutMs',
-      `must be a number of milliseconds ≥ 0 (0: off), got ${JSON.stringify(stall)}`,
+      `must be a number of milliseconds ≥ 0 (0: off), got ${describeValue(stall)}`,
     );
   const gate = createRequestGate(monitor, options, { source: 'grpc', queue: 'grpc', keys: KEYS });
   return {

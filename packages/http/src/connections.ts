@@ -15,6 +15,7 @@ import {
   type HistogramRecorder,
   type Signal,
   type SignalContext,
+  describeValue,
 } from '@infersignal/core/signals';
 
 /**
@@ -225,7 +226,7 @@ function ratioOption(
   if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
     throw new InferSignalConfigError(
       `options.${key}`,
-      `must be a number > 0 (a share of capacity), got ${JSON.stringify(value)}`,
+      `must be a number > 0 (a share of capacity), got ${describeValue(value)}`,
     );
   }
   return value;
@@ -492,7 +493,7 @@ export function instrumentServer(
   if (existing) return existing;
   const name = nameOption('options.name', options.name, server instanceof TlsServer ? 'https' : 'http');
   if (name.length > 64)
-    throw new InferSignalConfigError('options.name', `must be at most 64 characters, got ${JSON.stringify(name)}`);
+    throw new InferSignalConfigError('options.name', `must be at most 64 characters, got ${describeValue(name)}`);
   const signal = signalOf(monitor);
   if (signal.byName.has(name))
     throw new InferSignalConfigError(

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InferSignalConfigError } from '@infersignal/core';
+import { describeValue } from '@infersignal/core/signals';
 
 /** Body of the default answer to a shed request (503); the same bytes every time. */
 export const HTTP_SHED_BODY = JSON.stringify({
@@ -65,7 +66,7 @@ export function resolveShedAnswer(option: unknown): ShedAnswer {
   if (status !== undefined && (!Number.isInteger(status) || status < 400 || status > 599))
     throw new InferSignalConfigError(
       'options.shedResponse.status',
-      `must be an HTTP error status (400–599), got ${JSON.stringify(status)}`,
+      `must be an HTTP error status (400–599), got ${describeValue(status)}`,
     );
   const merged: Record<string, string> = { 'content-type': JSON_TYPE };
   if (headers !== undefined) {

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { InferSignalConfigError, type StreamHandle } from '@infersignal/core';
+import { describeValue } from '@infersignal/core/signals';
 
 /** One server-sent event. */
 export interface SseEvent {
@@ -88,7 +89,7 @@ function fieldValue(value: string): string {
 function milliseconds(field: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1)
-    throw new InferSignalConfigError(field, `must be a number of milliseconds ≥ 0, got ${JSON.stringify(value)}`);
+    throw new InferSignalConfigError(field, `must be a number of milliseconds ≥ 0, got ${describeValue(value)}`);
   return value;
 }
 

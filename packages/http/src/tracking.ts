@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { InferSignalConfigError, type Monitor, type QueueTracker } from '@infersignal/core';
+import type { Monitor, QueueTracker } from '@infersignal/core';
 import {
   ADAPTER_OPTION_KEYS,
   booleanOption,
   createRequestGate,
   type AdapterOptions,
   type RequestGate,
+  rejectValue,
 } from '@infersignal/core/signals';
 import {
   REQUEST_HEADERS,
@@ -123,10 +124,7 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
     // Checked before the gate, which makes the queue.
     const status = (options as HttpTrackingOptions<unknown> | null)?.errorStatus;
     if (status !== undefined && (!Number.isInteger(status) || status < 100 || status > 600)) {
-      throw new InferSignalConfigError(
-        'options.errorStatus',
-        `must be an HTTP status (100–600), got ${JSON.stringify(status)}`,
-      );
+      rejectValue('options.errorStatus', status, 'an HTTP status (100–600)');
     }
     this.errorStatus = status ?? 500;
     this.shedAnswer = resolveShedAnswer((options as HttpTrackingOptions<unknown> | null)?.shedResponse);

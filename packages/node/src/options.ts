@@ -6,6 +6,7 @@
  * as the OpenTelemetry specification asks (env.ts).
  */
 import { InferSignalConfigError } from '@infersignal/core';
+import { checkField, describeValue, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
 import { OtelEnv } from './env';
 import type { OtlpProtocol, OtlpTemporality, StartLogger, StartOptions } from './types';
 
@@ -97,40 +98,39 @@ function fail(field: string, message: string): never {
 }
 
 function checkKeys(value: object, known: Set<string>, prefix: string): void {
-  for (const key of Object.keys(value)) if (!known.has(key)) fail(prefix + key, 'unknown option');
+  for (const key of Object.keys(value))
+    if (!known.has(key))
+      fail(
+        prefix + key,
+        `unknown option, got ${describeValue((value as Record<string, unknown>)[key])} (expected one of ${[...known].join(', ')})`,
+      );
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const isPort = (value: number) => Number.isInteger(value) && value >= 0 && value <= 65535;
-const isPositive = (value: number) => Number.isFinite(value) && value > 0;
+/** A listener's port: 0 asks the OS for a free one. */
+const PORT = { type: 'port', allowZero: true } as const;
+const MILLISECONDS = { type: 'number', above: 0, unit: 'milliseconds' } as const;
 
 function port(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !isPort(value)) {
-    fail(field, `must be an integer port in [0, 65535] (0: a free port), got ${JSON.stringify(value)}`);
-  }
-  return value;
+  return checkField(field, value, PORT);
 }
 
 function positiveMs(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !isPositive(value)) {
-    fail(field, `must be a positive number of milliseconds, got ${JSON.stringify(value)}`);
-  }
-  return value;
+  return checkField(field, value, MILLISECONDS);
 }
 
 function url(value: unknown, field: string): URL {
-  if (typeof value !== 'string') fail(field, 'must be a URL string');
-  let parsed: URL;
+  let parsed: URL | undefined;
   try {
-    parsed = new URL(value);
+    parsed = typeof value === 'string' ? new URL(value) : undefined;
   } catch {
-    return fail(field, `must be a URL, got ${JSON.stringify(value)}`);
+    // reported below
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    fail(field, `must be http(s), got ${parsed.protocol}`);
+  if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+    return rejectValue(field, value, 'an http(s) URL');
   return parsed;
 }
 
@@ -140,14 +140,13 @@ function resolvePrometheus(
   exporters: string[] | undefined,
 ): ResolvedPrometheus | undefined {
   if (option === false) return undefined;
-  if (option !== undefined && !isPlainObject(option)) fail('prometheus', 'must be an object or false');
+  if (option !== undefined && !isPlainObject(option)) rejectValue('prometheus', option, 'an object or false');
   const o = (option ?? {}) as Record<string, unknown>;
   checkKeys(o, PROMETHEUS_KEYS, 'prometheus.');
-  if (o.host !== undefined && (typeof o.host !== 'string' || o.host === ''))
-    fail('prometheus.host', 'must be a non-empty string');
+  fieldOrDefault('prometheus.host', o.host, { type: 'string' }, undefined);
   if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/')))
-    fail('prometheus.path', 'must be a path starting with "/"');
-  if (o.mount !== undefined && typeof o.mount !== 'boolean') fail('prometheus.mount', 'must be a boolean');
+    rejectValue('prometheus.path', o.path, 'a path starting with "/"');
+  fieldOrDefault('prometheus.mount', o.mount, { type: 'boolean' }, undefined);
   const explicitPort = o.port === undefined ? undefined : port(o.port, 'prometheus.port');
   // OTEL_METRICS_EXPORTER without "prometheus" turns the endpoint off unless the option asks for it.
   if (option === undefined && exporters !== undefined && !exporters.includes('prometheus')) return undefined;
@@ -155,7 +154,7 @@ function resolvePrometheus(
     host: (o.host as string | undefined) ?? env.string('OTEL_EXPORTER_PROMETHEUS_HOST') ?? DEFAULT_PROMETHEUS_HOST,
     port:
       explicitPort ??
-      env.number('OTEL_EXPORTER_PROMETHEUS_PORT', isPort, 'an integer port in [0, 65535]') ??
+      env.number('OTEL_EXPORTER_PROMETHEUS_PORT', PORT, `the default ${DEFAULT_PROMETHEUS_PORT}`) ??
       DEFAULT_PROMETHEUS_PORT,
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
@@ -170,22 +169,20 @@ interface OtlpChoice {
 
 function validateOtlpOption(o: Record<string, unknown>): void {
   checkKeys(o, OTLP_KEYS, 'otlp.');
-  if (o.protocol !== undefined && !PROTOCOLS.includes(o.protocol as OtlpProtocol))
-    fail('otlp.protocol', `must be "http/protobuf" or "grpc", got ${JSON.stringify(o.protocol)}`);
-  if (o.temporality !== undefined && !TEMPORALITIES.includes(o.temporality as OtlpTemporality))
-    fail('otlp.temporality', `must be "cumulative", "delta" or "lowmemory", got ${JSON.stringify(o.temporality)}`);
+  fieldOrDefault('otlp.protocol', o.protocol, { type: 'enum', values: PROTOCOLS }, undefined);
+  fieldOrDefault('otlp.temporality', o.temporality, { type: 'enum', values: TEMPORALITIES }, undefined);
   if (o.endpoint !== undefined) url(o.endpoint, 'otlp.endpoint');
   if (o.headers !== undefined) {
-    if (!isPlainObject(o.headers)) fail('otlp.headers', 'must be an object of strings');
+    if (!isPlainObject(o.headers)) rejectValue('otlp.headers', o.headers, 'an object of strings');
     for (const [key, value] of Object.entries(o.headers)) {
-      if (typeof value !== 'string') fail(`otlp.headers.${key}`, 'must be a string');
+      if (typeof value !== 'string') rejectValue(`otlp.headers.${key}`, value, 'a string');
     }
   }
   if (o.intervalMs !== undefined) positiveMs(o.intervalMs, 'otlp.intervalMs');
   if (o.timeoutMs !== undefined) positiveMs(o.timeoutMs, 'otlp.timeoutMs');
   // The periodic reader refuses a timeout longer than its period.
   if (o.intervalMs !== undefined && o.timeoutMs !== undefined && (o.timeoutMs as number) > (o.intervalMs as number))
-    fail('otlp.timeoutMs', `must be ≤ otlp.intervalMs (${o.intervalMs}), got ${o.timeoutMs}`);
+    fail('otlp.timeoutMs', `must be <= otlp.intervalMs (${o.intervalMs}), got ${o.timeoutMs}`);
 }
 
 function otlpTarget(
@@ -199,7 +196,12 @@ function otlpTarget(
     const raw = env.string(name)?.toLowerCase();
     if (raw === undefined) return undefined;
     if (PROTOCOLS.includes(raw as OtlpProtocol)) return raw as OtlpProtocol;
-    return env.ignore(name, `"http/protobuf" or "grpc" (http/json is not offered)`);
+    return env.ignore(
+      name,
+      `"http/protobuf" or "grpc" (http/json is not offered)`,
+      false,
+      'the next setting, else http/protobuf',
+    );
   };
   const protocol =
     (o.protocol as OtlpProtocol | undefined) ??
@@ -238,9 +240,12 @@ function resolveOtlp(option: unknown, env: OtelEnv, choice: OtlpChoice): Resolve
   validateOtlpOption(o);
   if (!choice.metrics && !choice.traces) return undefined;
 
-  const ms = (name: string) => env.number(name, isPositive, 'a positive number of milliseconds');
+  const ms = (name: string, using = 'the next timeout setting, else the default') =>
+    env.number(name, MILLISECONDS, using);
   const intervalMs =
-    (o.intervalMs as number | undefined) ?? ms('OTEL_METRIC_EXPORT_INTERVAL') ?? DEFAULT_EXPORT_INTERVAL_MS;
+    (o.intervalMs as number | undefined) ??
+    ms('OTEL_METRIC_EXPORT_INTERVAL', `the default ${DEFAULT_EXPORT_INTERVAL_MS} ms`) ??
+    DEFAULT_EXPORT_INTERVAL_MS;
   const genericTimeout = ms('OTEL_EXPORTER_OTLP_TIMEOUT');
   let metricsTimeout =
     (o.timeoutMs as number | undefined) ??
@@ -250,9 +255,14 @@ function resolveOtlp(option: unknown, env: OtelEnv, choice: OtlpChoice): Resolve
     Math.min(DEFAULT_EXPORT_TIMEOUT_MS, intervalMs);
   if (metricsTimeout > intervalMs) {
     if (o.timeoutMs !== undefined)
-      fail('otlp.timeoutMs', `must be ≤ the export interval (${intervalMs}), got ${metricsTimeout}`);
+      fail('otlp.timeoutMs', `must be <= the export interval (${intervalMs}), got ${metricsTimeout}`);
     // From the environment: the SDK's own rule, the timeout clamped to the interval.
-    env.ignore('OTEL_METRIC_EXPORT_TIMEOUT', `at most the export interval (${intervalMs} ms); using ${intervalMs} ms`);
+    env.ignore(
+      'OTEL_METRIC_EXPORT_TIMEOUT',
+      `at most the export interval (${intervalMs} ms)`,
+      false,
+      `${intervalMs} ms`,
+    );
     metricsTimeout = intervalMs;
   }
   const tracesTimeout =
@@ -266,7 +276,7 @@ function resolveOtlp(option: unknown, env: OtelEnv, choice: OtlpChoice): Resolve
     intervalMs,
     temporality:
       (o.temporality as OtlpTemporality | undefined) ??
-      env.choice('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', TEMPORALITIES) ??
+      env.choice('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', TEMPORALITIES, 'the default cumulative') ??
       'cumulative',
     explicit: option !== undefined,
   };
@@ -281,7 +291,11 @@ function otlpChoice(options: StartOptions, env: OtelEnv, metricsExporters: strin
     env.url('OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined ||
     env.url(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`) !== undefined;
   const metrics = given || (metricsExporters ? metricsExporters.includes('otlp') : endpoint('METRICS'));
-  const tracesExporters = env.list('OTEL_TRACES_EXPORTER', ['otlp', 'none']);
+  const tracesExporters = env.list(
+    'OTEL_TRACES_EXPORTER',
+    ['otlp', 'none'],
+    'the default (otlp when an OTLP endpoint is set, else none)',
+  );
   const traces =
     options.traces !== false &&
     (tracesExporters && options.traces === undefined
@@ -297,13 +311,11 @@ function otlpChoice(options: StartOptions, env: OtelEnv, metricsExporters: strin
  */
 export function resolveStartOptions(options: StartOptions): ResolvedStart {
   if (typeof options !== 'object' || options === null || Array.isArray(options))
-    fail('options', 'start() takes an options object');
+    rejectValue('options', options, 'an options object');
   checkKeys(options, KNOWN_KEYS, '');
   if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
-    fail('logger', 'must have a warn(message) method');
-  if (options.serviceName !== undefined && (typeof options.serviceName !== 'string' || options.serviceName === '')) {
-    fail('serviceName', 'must be a non-empty string');
-  }
+    rejectValue('logger', options.logger, 'an object with a warn(message) method');
+  fieldOrDefault('serviceName', options.serviceName, { type: 'string' }, undefined);
   const traces: unknown = options.traces;
   if (
     traces !== undefined &&
@@ -312,21 +324,29 @@ export function resolveStartOptions(options: StartOptions): ResolvedStart {
     traces !== 'all' &&
     (typeof traces !== 'object' || traces === null || Array.isArray(traces))
   )
-    fail('traces', `must be a boolean, 'outliers', 'all' or an options object, got ${JSON.stringify(traces)}`);
-  for (const key of ['registerGlobals', 'contextManager', 'runtimeMetrics'] as const) {
-    if (options[key] !== undefined && typeof options[key] !== 'boolean') fail(key, 'must be a boolean');
-  }
-  const limit = options.cardinalityLimit ?? DEFAULT_CARDINALITY_LIMIT;
-  if (!Number.isInteger(limit) || limit < 2)
-    fail('cardinalityLimit', `must be an integer ≥ 2, got ${JSON.stringify(limit)}`);
+    rejectValue('traces', traces, "a boolean, 'outliers', 'all' or an options object");
+  // eventLoop and heap are the monitor's; checked here too so start() refuses them before it starts anything.
+  for (const key of ['registerGlobals', 'contextManager', 'runtimeMetrics', 'eventLoop', 'heap'] as const)
+    fieldOrDefault(key, options[key], { type: 'boolean' }, undefined);
+  const limit = fieldOrDefault(
+    'cardinalityLimit',
+    options.cardinalityLimit,
+    { type: 'integer', min: 2 },
+    DEFAULT_CARDINALITY_LIMIT,
+  );
   for (const key of ['metricReaders', 'metricProducers', 'spanProcessors'] as const) {
-    if (options[key] !== undefined && !Array.isArray(options[key])) fail(key, 'must be an array');
+    if (options[key] !== undefined && !Array.isArray(options[key])) rejectValue(key, options[key], 'an array');
   }
 
   const logger: StartLogger = options.logger ?? console;
   const env = new OtelEnv((message) => logger.warn(message));
   const disabled = env.boolean('OTEL_SDK_DISABLED');
-  let metricsExporters = env.list('OTEL_METRICS_EXPORTER', ['otlp', 'prometheus', 'none']);
+  env.resourceAttributes();
+  let metricsExporters = env.list(
+    'OTEL_METRICS_EXPORTER',
+    ['otlp', 'prometheus', 'none'],
+    'the default (prometheus on, otlp when an OTLP endpoint is set)',
+  );
   if (metricsExporters?.includes('none')) metricsExporters = [];
   const prometheus = resolvePrometheus(options.prometheus, env, metricsExporters);
   const otlp = resolveOtlp(options.otlp, env, otlpChoice(options, env, metricsExporters));

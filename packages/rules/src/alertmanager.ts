@@ -10,6 +10,7 @@
 import { LABEL } from './names';
 import { parseDuration } from './duration';
 import { FLEET_INHIBITS, toYaml } from './rules';
+import { checkOptionKeys, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
 
 export interface AlertmanagerOptions {
   /** Incoming-webhook URL (Slack-compatible JSON body). Default: a placeholder to replace. */
@@ -53,6 +54,15 @@ const TEXT = [
 ].join('\n');
 
 export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Record<string, unknown> {
+  checkOptionKeys(
+    options,
+    ['webhookUrl', 'webhookUrlFile', 'channel', 'groupWait', 'groupInterval', 'repeatInterval'],
+    'options',
+  );
+  if (options.webhookUrl !== undefined && !/^https?:\/\/[^/\s]/.test(String(options.webhookUrl)))
+    rejectValue('webhookUrl', options.webhookUrl, 'an http(s) URL');
+  fieldOrDefault('webhookUrlFile', options.webhookUrlFile, { type: 'string' }, undefined);
+  fieldOrDefault('channel', options.channel, { type: 'string' }, undefined);
   const groupWait = options.groupWait ?? '30s';
   const groupInterval = options.groupInterval ?? '5m';
   const repeatInterval = options.repeatInterval ?? '4h';

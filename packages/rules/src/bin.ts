@@ -6,9 +6,9 @@ runRulesCli(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(
-      `infersignal-rules: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
+    // One line, no stack: what failed, not where in our code.
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`infersignal-rules: ${message.split('\n', 1)[0]}\n`);
     process.exitCode = 1;
   },
 );

@@ -8,6 +8,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { InferSignalConfigError, type ThresholdsInput } from '@infersignal/core';
+import { describeValue } from '@infersignal/core/signals';
+import { parse as parseYaml } from 'yaml';
 import { renderRules } from './rules';
 import { renderDashboard } from './dashboard';
 import { renderAlertmanagerConfig } from './alertmanager';
@@ -82,7 +84,7 @@ ${Object.entries(COMMANDS)
   .join('\n')}
 
 Options:
-  -t, --thresholds FILE     thresholds JSON (same schema as createMonitor({ thresholds }))
+  -t, --thresholds FILE     thresholds, YAML or JSON (same schema as createMonitor({ thresholds }))
   -o, --out FILE            write there instead of stdout (kubernetes: --out-dir DIR)
       --for DURATION        'for:' of every level alert (default: thresholds, else 5m)
       --rate-window D       rate() window of the queue-wait quantiles (default max(waitWindowSeconds, 1m))
@@ -103,6 +105,44 @@ Options:
 
 class UsageError extends Error {}
 
+/** The flag of a generator option (`metricsPort` → `--metrics-port`), as the user typed it. */
+const FLAG_OF: Record<string, string> = {
+  webhookUrl: '--webhook-url',
+  webhookUrlFile: '--webhook-url-file',
+  channel: '--channel',
+  groupWait: '--group-wait',
+  groupInterval: '--group-interval',
+  repeatInterval: '--repeat-interval',
+  for: '--for',
+  rateWindow: '--rate-window',
+  streamWindow: '--stream-window',
+  eventWindow: '--event-window',
+  driftWindow: '--drift-window',
+  tailQuantile: '--tail-quantile',
+  tailSeconds: '--tail-seconds',
+  tlsFailureRate: '--tls-failure-rate',
+  runbookUrl: '--runbook-url',
+  naming: '--naming',
+  app: '--app',
+  namespace: '--namespace',
+  image: '--image',
+  port: '--port',
+  metricsPort: '--metrics-port',
+  readinessPath: '--readiness-path',
+  prometheusUrl: '--prometheus-url',
+  minReplicas: '--min-replicas',
+  maxReplicas: '--max-replicas',
+};
+
+/** One line of a config error as the CLI shows it: flags by their name, threshold fields with their file. */
+function configErrorLine(error: InferSignalConfigError, thresholdsFile: string | undefined): string {
+  const detail = error.detail.replace(/\b(minReplicas|port)\b(?= \()/g, (key) => FLAG_OF[key] ?? key);
+  const flag = FLAG_OF[error.field];
+  if (flag !== undefined) return `invalid ${flag}: ${detail}`;
+  const where = error.field.startsWith('thresholds') && thresholdsFile !== undefined ? ` in ${thresholdsFile}` : '';
+  return `invalid "${error.field}"${where}: ${detail}`;
+}
+
 type Values = Record<string, string | boolean | (string | boolean)[] | undefined>;
 
 function str(values: Values, key: string): string | undefined {
@@ -115,7 +155,7 @@ function num(values: Values, key: string): number | undefined {
   if (value === undefined) return undefined;
   const parsed = Number(value);
   if (value.trim() === '' || !Number.isFinite(parsed))
-    throw new UsageError(`--${key} must be a number, got ${JSON.stringify(value)}`);
+    throw new UsageError(`invalid --${key}: must be a number, got ${describeValue(value)}`);
   return parsed;
 }
 
@@ -125,14 +165,21 @@ async function readThresholds(file: string | undefined): Promise<ThresholdsInput
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new UsageError(`cannot read thresholds file ${file}: ${(error as Error).message}`);
+    throw new UsageError(`cannot read thresholds file ${file}: ${firstLine((error as Error).message)}`);
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // YAML 1.2 reads JSON as well; its errors end in a code frame over several lines, kept to the first.
+    parsed = parseYaml(text, { uniqueKeys: true });
   } catch (error) {
-    throw new UsageError(`thresholds file ${file} is not JSON: ${(error as Error).message}`);
+    const reason = firstLine((error as Error).message).replace(/:$/, '');
+    throw new UsageError(`thresholds file ${file} is not valid YAML or JSON: ${reason}`);
   }
+  if (parsed === null || parsed === undefined) return undefined;
+  if (typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new UsageError(
+      `thresholds file ${file} must hold a mapping of threshold groups, got ${describeValue(parsed)}`,
+    );
   // A monitor config file ({ "thresholds": { … } }) is accepted as well as the bare thresholds.
   if (
     parsed &&
@@ -144,6 +191,10 @@ async function readThresholds(file: string | undefined): Promise<ThresholdsInput
     return (parsed as { thresholds: ThresholdsInput }).thresholds;
   }
   return parsed as ThresholdsInput;
+}
+
+function firstLine(text: string): string {
+  return text.split(/\r?\n/, 1)[0].trim();
 }
 
 async function generatorOptions(values: Values): Promise<GeneratorOptions> {
@@ -184,8 +235,10 @@ export async function runRulesCli(argv: readonly string[], io: CliIo = processIo
     io.stderr(`infersignal-rules: unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
+  let parsedValues: Values = {};
   try {
     const { values } = parseArgs({ args: [...rest], options: spec.options, strict: true, allowPositionals: false });
+    parsedValues = values;
     if (values.help) {
       io.stdout(USAGE);
       return 0;
@@ -234,16 +287,22 @@ export async function runRulesCli(argv: readonly string[], io: CliIo = processIo
     return 0;
   } catch (error) {
     if (error instanceof InferSignalConfigError) {
-      io.stderr(`${error.message}\n`);
+      io.stderr(`infersignal-rules ${command}: ${configErrorLine(error, str(parsedValues, 'thresholds'))}\n`);
       return 1;
     }
     const code = (error as { code?: string }).code;
     if (error instanceof UsageError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS'))) {
-      io.stderr(`infersignal-rules ${command}: ${(error as Error).message}\n`);
+      const known =
+        code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+          ? ` (expected one of ${Object.keys(spec.options)
+              .map((name) => `--${name}`)
+              .join(', ')})`
+          : '';
+      io.stderr(`infersignal-rules ${command}: ${firstLine((error as Error).message).replace(/\.$/, '')}${known}\n`);
       return 2;
     }
     if (error instanceof Error && error.message.startsWith('infersignal-rules:')) {
-      io.stderr(`${error.message}\n`);
+      io.stderr(`${firstLine(error.message)}\n`);
       return 1;
     }
     throw error;

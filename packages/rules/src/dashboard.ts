@@ -18,8 +18,8 @@ function variable(name: string, label: string, query: string, multi: boolean): R
     label,
     type: 'query',
     datasource: DS,
+    // The query object alone: Grafana's schema has no `definition` (an older editor's display copy).
     query: { query, refId: `${name}-variable` },
-    definition: query,
     refresh: 2,
     includeAll: true,
     multi,
@@ -330,6 +330,7 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
           datasource: { type: 'grafana', uid: '-- Grafana --' },
           enable: true,
           hide: true,
+          iconColor: 'rgba(0, 211, 255, 1)',
           name: 'Annotations & Alerts',
           type: 'dashboard',
         },
@@ -342,7 +343,7 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
           label: 'Data source',
           type: 'datasource',
           query: 'prometheus',
-          current: {},
+          // No `current`: Grafana selects the default Prometheus data source (an empty one fails the schema).
           hide: 0,
           refresh: 1,
         },

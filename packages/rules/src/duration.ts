@@ -2,6 +2,7 @@
  * Prometheus durations (`5m`, `30s`, `1m30s`) to and from seconds, and the
  * human form of a threshold used in alert text (`200ms`, `65%`).
  */
+import { rejectValue } from '@infersignal/core/signals';
 
 const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
 const DURATION = /^(?:\d+(?:ms|s|m|h|d|w|y))+$/;
@@ -9,11 +10,8 @@ const PART = /(\d+)(ms|s|m|h|d|w|y)/g;
 
 /** Seconds of a Prometheus duration; throws naming `field` when it is not one. */
 export function parseDuration(value: string, field: string): number {
-  if (typeof value !== 'string' || !DURATION.test(value)) {
-    throw new Error(
-      `infersignal-rules: invalid option "${field}": expected a Prometheus duration such as 30s, 5m or 1h30m, got ${JSON.stringify(value)}`,
-    );
-  }
+  if (typeof value !== 'string' || !DURATION.test(value))
+    rejectValue(field, value, 'a Prometheus duration such as 30s, 5m or 1h30m');
   let seconds = 0;
   for (const [, amount, unit] of value.matchAll(PART)) seconds += Number(amount) * UNIT_SECONDS[unit];
   return seconds;

@@ -15,7 +15,8 @@ import { stringify } from 'yaml';
 import { LABEL, recordBase } from './names';
 import { quantileSuffix } from './duration';
 import { buildRules, queueWaitQuantileRecord } from './rules';
-import { resolveOptions, type GeneratorOptions } from './options';
+import { GENERATOR_OPTION_KEYS, resolveOptions, type GeneratorOptions } from './options';
+import { checkAtLeast, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
 
 export interface KubernetesOptions extends GeneratorOptions {
   /** Deployment / Service / job name (default `inference-server`). */
@@ -64,7 +65,7 @@ export function engineConfig(options: KubernetesOptions = {}): {
   runningRequestsSpec: string;
   kvUsageSpec: string;
 } {
-  const { metric } = resolveOptions(options).names;
+  const { metric } = resolveOptions(options, [...GENERATOR_OPTION_KEYS, ...KUBERNETES_OPTION_KEYS]).names;
   return {
     name: options.engineType ?? 'infersignal',
     queuedRequestsSpec: selector(metric('queueWaiting'), LABEL.queue, options.queueName),
@@ -86,6 +87,22 @@ function quantity(value: number): string {
   return milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
 }
 
+const KUBERNETES_OPTION_KEYS = [
+  'app',
+  'namespace',
+  'image',
+  'port',
+  'metricsPort',
+  'readinessPath',
+  'prometheusUrl',
+  'minReplicas',
+  'maxReplicas',
+  'selectorLabels',
+  'engineType',
+  'queueName',
+  'model',
+];
+
 /**
  * max(waiting / queueDepthThreshold, KV utilization / kvCacheUtilThreshold) per pod, averaged: the
  * endpoint picker's saturation. The terms are told apart by a label so `or` keeps both; a server
@@ -104,20 +121,32 @@ function saturationQuery(
 
 /** The manifests, by file name (YAML text, multi-document where a file holds several objects). */
 export function buildKubernetesManifests(options: KubernetesOptions = {}): Record<string, string> {
-  const o = resolveOptions(options);
+  const o = resolveOptions(options, [...GENERATOR_OPTION_KEYS, ...KUBERNETES_OPTION_KEYS]);
   const { metric } = o.names;
   const t = o.thresholds;
-  const app = options.app ?? 'inference-server';
-  const namespace = options.namespace ?? 'default';
-  const port = options.port ?? 8080;
-  const metricsPort = options.metricsPort ?? 9464;
+  const name = { type: 'string', maxLength: 63 } as const;
+  const app = fieldOrDefault('app', options.app, name, 'inference-server');
+  const namespace = fieldOrDefault('namespace', options.namespace, name, 'default');
+  fieldOrDefault('image', options.image, { type: 'string' }, undefined);
+  const port = fieldOrDefault<number>('port', options.port, { type: 'port' }, 8080);
+  const metricsPort = fieldOrDefault<number>('metricsPort', options.metricsPort, { type: 'port' }, 9464);
   const readinessPath = options.readinessPath ?? '/healthz/ready';
+  if (typeof readinessPath !== 'string' || !readinessPath.startsWith('/'))
+    rejectValue('readinessPath', readinessPath, 'a path starting with "/"');
   // The endpoint picker scrapes /metrics on the serving port (the pool's target port): an app that mounts
   // the exporter there (`start({ prometheus: { mount: true } })`) passes the same port for both.
   const sharedPort = metricsPort === port;
-  const prometheusUrl = options.prometheusUrl ?? 'http://prometheus-operated.monitoring.svc:9090';
-  const minReplicas = options.minReplicas ?? 1;
-  const maxReplicas = options.maxReplicas ?? 10;
+  const prometheusUrl = fieldOrDefault(
+    'prometheusUrl',
+    options.prometheusUrl,
+    { type: 'string' },
+    'http://prometheus-operated.monitoring.svc:9090',
+  );
+  if (!/^https?:\/\/[^/\s]/.test(prometheusUrl)) rejectValue('prometheusUrl', prometheusUrl, 'an http(s) URL');
+  // The HPA's minReplicas must be at least 1.
+  const minReplicas = fieldOrDefault('minReplicas', options.minReplicas, { type: 'integer', min: 1, max: 10_000 }, 1);
+  const maxReplicas = fieldOrDefault('maxReplicas', options.maxReplicas, { type: 'integer', min: 1, max: 10_000 }, 10);
+  checkAtLeast('maxReplicas', maxReplicas, 'minReplicas', minReplicas);
   const selectorLabels = options.selectorLabels ?? { release: 'kube-prometheus-stack' };
   const labels = { 'app.kubernetes.io/name': app, 'app.kubernetes.io/part-of': 'infersignal' };
   const engine = engineConfig(options);
@@ -197,7 +226,9 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
     apiVersion: 'monitoring.coreos.com/v1',
     kind: 'PrometheusRule',
     metadata: meta('infersignal-rules', selectorLabels),
-    spec: buildRules(options),
+    spec: buildRules(
+      Object.fromEntries(Object.entries(options).filter(([key]) => GENERATOR_OPTION_KEYS.includes(key))),
+    ),
   };
 
   const waitRecord = queueWaitQuantileRecord(t.queue.waitQuantile);

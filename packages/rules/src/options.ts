@@ -5,6 +5,7 @@
  * at the data.
  */
 import { resolveThresholds, type Thresholds, type ThresholdsInput } from '@infersignal/core';
+import { checkOptionKeys, fieldOrDefault } from '@infersignal/core/signals';
 import { formatDuration, parseDuration } from './duration';
 import { metricNames, NAMINGS, type MetricNames, type Naming } from './names';
 
@@ -87,7 +88,27 @@ export interface ResolvedOptions {
   fleetShare: number;
 }
 
-export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions {
+/** The keys of GeneratorOptions, for the option check of each generator. */
+export const GENERATOR_OPTION_KEYS: readonly string[] = [
+  'thresholds',
+  'naming',
+  'for',
+  'rateWindow',
+  'tlsFailureRate',
+  'streamWindow',
+  'eventWindow',
+  'driftWindow',
+  'tailQuantile',
+  'tailSeconds',
+  'runbookUrl',
+  'fleetShare',
+];
+
+export function resolveOptions(
+  options: GeneratorOptions = {},
+  keys: readonly string[] = GENERATOR_OPTION_KEYS,
+): ResolvedOptions {
+  checkOptionKeys(options, keys, 'options');
   const thresholds = resolveThresholds(options.thresholds ?? {}, 'thresholds');
   const window = (value: string | undefined, field: string, fallback: string): string => {
     const chosen = value ?? fallback;
@@ -95,26 +116,18 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
     return chosen;
   };
   if (options.for !== undefined) parseDuration(options.for, 'for');
-  const tailQuantile = options.tailQuantile ?? 0.99;
-  if (!(tailQuantile > 0 && tailQuantile < 1))
-    throw new Error(`infersignal-rules: invalid option "tailQuantile": must be within (0, 1), got ${tailQuantile}`);
-  const tailSeconds = options.tailSeconds ?? 0.3;
-  if (!(tailSeconds > 0))
-    throw new Error(`infersignal-rules: invalid option "tailSeconds": must be > 0, got ${tailSeconds}`);
-  const tlsFailureRate = options.tlsFailureRate ?? 0.1;
-  if (!(tlsFailureRate > 0 && Number.isFinite(tlsFailureRate)))
-    throw new Error(
-      `infersignal-rules: invalid option "tlsFailureRate": must be a finite number > 0, got ${tlsFailureRate}`,
-    );
-  const fleetShare = options.fleetShare ?? 0.5;
-  if (!(fleetShare > 0 && fleetShare <= 1))
-    throw new Error(`infersignal-rules: invalid option "fleetShare": must be within (0, 1], got ${fleetShare}`);
+  const tailQuantile = fieldOrDefault(
+    'tailQuantile',
+    options.tailQuantile,
+    { type: 'number', above: 0, below: 1 },
+    0.99,
+  );
+  const tailSeconds = fieldOrDefault('tailSeconds', options.tailSeconds, { type: 'number', above: 0 }, 0.3);
+  const tlsFailureRate = fieldOrDefault('tlsFailureRate', options.tlsFailureRate, { type: 'number', above: 0 }, 0.1);
+  const runbookUrl = fieldOrDefault('runbookUrl', options.runbookUrl, { type: 'string' }, DEFAULT_RUNBOOK_URL);
+  const fleetShare = fieldOrDefault('fleetShare', options.fleetShare, { type: 'number', above: 0, max: 1 }, 0.5);
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
-  const naming = options.naming ?? 'collector';
-  if (!NAMINGS.includes(naming))
-    throw new Error(
-      `infersignal-rules: invalid option "naming": must be one of ${NAMINGS.join(', ')}, got ${JSON.stringify(naming)}`,
-    );
+  const naming = fieldOrDefault<Naming>('naming', options.naming, { type: 'enum', values: NAMINGS }, 'collector');
   return {
     thresholds,
     naming,
@@ -132,7 +145,7 @@ export function resolveOptions(options: GeneratorOptions = {}): ResolvedOptions 
     tailQuantile,
     tailSeconds,
     tlsFailureRate,
-    runbookUrl: options.runbookUrl ?? DEFAULT_RUNBOOK_URL,
+    runbookUrl,
     fleetShare,
   };
 }

@@ -54,7 +54,22 @@ describe('runRulesCli', () => {
     expect(otelJs.stdout).toContain('(job_queue_model:infersignal_queue_wait_duration_seconds:p95) and on');
     const bad = await cli('rules', '--naming', 'statsd');
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('"naming"');
+    expect(bad.stderr).toBe(
+      'infersignal-rules rules: invalid --naming: must be one of "collector", "otel-js", got "statsd"\n',
+    );
+  });
+
+  it('reads a YAML thresholds file; a syntax error is one line with its position', async () => {
+    const yaml = join(dir, 'thresholds.yaml');
+    writeFileSync(yaml, 'queue:\n  waitQuantile: 0.9\n');
+    expect((await cli('rules', '-t', yaml)).stdout).toContain(':p90) and on');
+    const broken = join(dir, 'broken.yaml');
+    writeFileSync(broken, 'queue:\n  waitQuantile: [0.9\n');
+    expect(await cli('rules', '-t', broken)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `infersignal-rules rules: thresholds file ${broken} is not valid YAML or JSON: Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1\n`,
+    });
   });
 
   it('accepts a monitor config file ({ "thresholds": … }) too', async () => {
@@ -102,7 +117,9 @@ describe('runRulesCli', () => {
     expect(await cli('rules', '-t', join(dir, 'broken.json'))).toMatchObject({ code: 2 });
     expect((await cli('rules', '--for', 'soon')).code).toBe(1);
     expect((await cli('rules', '--tail-quantile', 'x')).code).toBe(2);
-    expect((await cli('rules', '--tls-failure-rate', '0')).stderr).toContain('"tlsFailureRate"');
+    expect((await cli('rules', '--tls-failure-rate', '0')).stderr).toBe(
+      'infersignal-rules rules: invalid --tls-failure-rate: must be a number > 0, got 0\n',
+    );
     expect((await cli('rules', '--nope')).stderr).toContain("Unknown option '--nope'");
     expect((await cli('deploy')).code).toBe(2);
     expect((await cli()).code).toBe(2);

@@ -1,5 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import { InferSignalConfigError } from '../config';
+import { fieldOrDefault, rejectValue } from '../validate';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { DriftDetector, type LinearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
@@ -157,14 +158,12 @@ export class DeviceMemorySignal implements Signal {
   add(options: DeviceMemoryOptions): DeviceMemoryHandle {
     checkOptionKeys(options, OPTION_KEYS);
     if (typeof options.allocated !== 'function')
-      throw new InferSignalConfigError('options.allocated', 'must be a function returning bytes (or undefined)');
+      rejectValue('options.allocated', options.allocated, 'a function returning bytes (or undefined)');
     if (typeof options.reserved !== 'function')
-      throw new InferSignalConfigError('options.reserved', 'must be a function returning bytes (or undefined)');
-    if (options.intervalMs !== undefined && !(options.intervalMs >= 0))
-      throw new InferSignalConfigError('options.intervalMs', `must be >= 0, got ${options.intervalMs}`);
+      rejectValue('options.reserved', options.reserved, 'a function returning bytes (or undefined)');
+    fieldOrDefault('options.intervalMs', options.intervalMs, { type: 'number', min: 0 }, undefined);
     for (const key of ['fragmentationAlert', 'allocatedDriftAlert'] as const)
-      if (options[key] !== undefined && typeof options[key] !== 'boolean')
-        throw new InferSignalConfigError(`options.${key}`, 'must be a boolean');
+      fieldOrDefault(`options.${key}`, options[key], { type: 'boolean' }, undefined);
     const source = nameOption('options.source', options.source, 'default');
     if (this.sources.size >= MAX_SOURCES)
       throw new InferSignalConfigError('options', `more than ${MAX_SOURCES} device memory sources`);

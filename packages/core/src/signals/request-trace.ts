@@ -14,6 +14,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { InferSignalConfigError } from '../config';
+import { describeValue } from '../describe';
 import { selectRank } from '../detectors/select';
 import { ATTR, SPANS } from '../names';
 import type { Outcome, RequestTraceOptions, TracesOption } from '../types';
@@ -52,21 +53,21 @@ export function traceSettings(value: TracesOption | undefined): TraceSettings | 
         ? { keep: value }
         : typeof value === 'object' && value !== null && !Array.isArray(value)
           ? value
-          : fail('traces', `must be a boolean, 'outliers', 'all' or an options object, got ${JSON.stringify(value)}`);
+          : fail('traces', `must be a boolean, 'outliers', 'all' or an options object, got ${describeValue(value)}`);
   for (const key of Object.keys(options))
     if (!TRACE_KEYS.includes(key)) fail(`traces.${key}`, `unknown option (expected one of ${TRACE_KEYS.join(', ')})`);
   const { keep = 'outliers', baseline = 0.01, slowSeconds = Number.POSITIVE_INFINITY, tailQuantile = 0.99 } = options;
   if (keep !== 'outliers' && keep !== 'all')
-    fail('traces.keep', `must be 'outliers' or 'all', got ${JSON.stringify(keep)}`);
+    fail('traces.keep', `must be 'outliers' or 'all', got ${describeValue(keep)}`);
   if (typeof baseline !== 'number' || !(baseline >= 0 && baseline <= 1))
-    fail('traces.baseline', `must be a share between 0 and 1, got ${JSON.stringify(baseline)}`);
+    fail('traces.baseline', `must be a share between 0 and 1, got ${describeValue(baseline)}`);
   if (typeof slowSeconds !== 'number' || !(slowSeconds > 0))
-    fail('traces.slowSeconds', `must be a number of seconds > 0, got ${JSON.stringify(slowSeconds)}`);
+    fail('traces.slowSeconds', `must be a number of seconds > 0, got ${describeValue(slowSeconds)}`);
   if (typeof tailQuantile !== 'number' || !(tailQuantile >= 0.5 && tailQuantile < 1))
-    fail('traces.tailQuantile', `must be a quantile in [0.5, 1), got ${JSON.stringify(tailQuantile)}`);
+    fail('traces.tailQuantile', `must be a quantile in [0.5, 1), got ${describeValue(tailQuantile)}`);
   const unsampledParent = options.unsampledParent ?? 'drop';
   if (unsampledParent !== 'drop' && unsampledParent !== 'link')
-    fail('traces.unsampledParent', `must be 'drop' or 'link', got ${JSON.stringify(unsampledParent)}`);
+    fail('traces.unsampledParent', `must be 'drop' or 'link', got ${describeValue(unsampledParent)}`);
   const random = options.random ?? Math.random;
   if (typeof random !== 'function') fail('traces.random', 'must be a function returning a number in [0, 1)');
   return { keep, baseline, slowSeconds, tailQuantile, unsampledParent, random };
