@@ -73,3 +73,27 @@ describe.each(CASES)('@infersignal/$pkg, ESM and CommonJS builds', ({ pkg, error
     }
   });
 });
+
+describe.each(CASES.filter(({ pkg }) => ['onnx', 'tfjs', 'llama'].includes(pkg)))(
+  '@infersignal/$pkg errors over the model-wrapper base',
+  ({ pkg, errors }) => {
+    const dist = join(packages, pkg, 'dist');
+    const core = join(packages, 'core', 'dist');
+    it.skipIf(!existsSync(join(dist, 'index.cjs')) || !existsSync(join(core, 'signals.cjs')))(
+      'are instances of core’s ModelLoadError / ModelReleasedError from either build',
+      async () => {
+        const wrapper = createRequire(import.meta.url)(join(dist, 'index.cjs')) as Record<string, Constructor>;
+        const coreEsm = (await import(pathToFileURL(join(core, 'signals.js')).href)) as Record<string, Constructor>;
+        const [[load, loadArgs], [released, releasedArgs]] = errors;
+        const loadError = new wrapper[load]!(...(loadArgs as never[]));
+        expect(loadError).toBeInstanceOf(coreEsm.ModelLoadError!);
+        expect(loadError).not.toBeInstanceOf(coreEsm.ModelReleasedError!);
+        expect(loadError).toMatchObject({ name: load, model: 'm', kind: 'load' });
+        expect((loadError as Error & { runtime: string }).runtime).toBeTypeOf('string');
+        const releasedError = new wrapper[released]!(...(releasedArgs as never[]));
+        expect(releasedError).toBeInstanceOf(coreEsm.ModelReleasedError!);
+        expect(releasedError.message).toMatch(/ model "m" was released$/);
+      },
+    );
+  },
+);

@@ -6,7 +6,8 @@
  * - the Signal contract (`monitor.register((ctx) => signal)`);
  * - the options dialect every adapter shares, and the request gate
  *   (queue, model label, shedding) the HTTP and gRPC adapters build on;
- * - HotSwap, the model slot the runtime wrappers reload through;
+ * - ModelHost, the load / reload / hot-swap / release base the runtime
+ *   wrappers are built on, with its errors (HotSwap is its slot counting);
  * - the pure detectors and aggregates core's signals are made of.
  */
 export type {
@@ -42,6 +43,8 @@ export type { FieldSpec } from './validate';
 export { createRequestGate } from './request-gate';
 export type { RequestGate, RequestGateSettings } from './request-gate';
 export { HotSwap, type HotSwapOptions } from './model-swap';
+export { ModelHost, ModelLoadError, ModelReleasedError, messageOf } from './model-host';
+export type { ModelLoad, ModelRuntime } from './model-host';
 // Brands a package's own error classes so `instanceof` holds across its ESM and CommonJS builds.
 export { brand, isBranded } from './brand';
 export { SlidingWindow } from './detectors/sliding-window';

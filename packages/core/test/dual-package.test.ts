@@ -106,4 +106,15 @@ describe.skipIf(!existsSync(join(dist, 'index.cjs')))('the ESM and CommonJS buil
     expect(new EsmGone() instanceof Narrower).toBe(false);
     expect(new Narrower()).toBeInstanceOf(CjsGone);
   });
+
+  it('a wrapper’s load error made over one build is a ModelLoadError of the other, and not a released error', async () => {
+    const { esmSignals, cjsSignals } = await load();
+    class OnnxLikeError extends cjsSignals.ModelLoadError {}
+    const err = new OnnxLikeError({ runtime: 'ONNX', model: 'm', kind: 'load', cause: new Error('bad') });
+    expect(err).toBeInstanceOf(esmSignals.ModelLoadError);
+    expect(err instanceof esmSignals.ModelReleasedError).toBe(false);
+    expect(new cjsSignals.ModelReleasedError({ runtime: 'ONNX', model: 'm' })).toBeInstanceOf(
+      esmSignals.ModelReleasedError,
+    );
+  });
 });

@@ -1,4 +1,7 @@
-import { brand } from '@infersignal/core/signals';
+import { ModelLoadError, ModelReleasedError, brand } from '@infersignal/core/signals';
+
+/** The runtime as errors name it. */
+export const RUNTIME = 'llama.cpp';
 /**
  * Why a GGUF model did not load. node-llama-cpp rejects with a bare `Failed to load model`; the reason is
  * read from llama.cpp's log line (`error loading model: …`), or from the error itself for the cases
@@ -25,39 +28,31 @@ const EXPLANATION: Record<LlamaLoadFailureReason, string> = {
   unknown: 'llama.cpp refused the model',
 };
 
-/** A load or reload failed; thrown after core recorded the `error` outcome. The runtime's error is `cause`. */
-export class LlamaLoadError extends Error {
+/** A load or reload failed: core's ModelLoadError with llama.cpp's reason. The runtime's error is `cause`. */
+export class LlamaLoadError extends ModelLoadError<LlamaLoadFailureReason> {
   override readonly name = 'LlamaLoadError';
   constructor(
-    readonly model: string,
-    readonly kind: 'load' | 'reload',
-    readonly reason: LlamaLoadFailureReason,
+    model: string,
+    kind: 'load' | 'reload',
+    reason: LlamaLoadFailureReason,
     /** llama.cpp's own line, when the log gave one (`missing tensor 'blk.1.ffn_down.weight'`). */
-    readonly detail: string | null,
+    detail: string | null,
     options: { cause: unknown },
   ) {
-    super(
-      `Failed to ${kind} GGUF model "${model}": ${EXPLANATION[reason]} (${detail ?? messageOf(options.cause)})`,
-      options,
-    );
+    super({ runtime: RUNTIME, model, kind, reason, explanation: EXPLANATION[reason], detail, cause: options.cause });
   }
 }
 // `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
 brand(LlamaLoadError, 'llama.LlamaLoadError');
 
 /** `complete()`, `withSequence()` or `reload()` after `release()`. */
-export class LlamaModelReleasedError extends Error {
+export class LlamaModelReleasedError extends ModelReleasedError {
   override readonly name = 'LlamaModelReleasedError';
-  constructor(readonly model: string) {
-    super(`llama model "${model}" was released`);
+  constructor(model: string) {
+    super({ runtime: RUNTIME, model });
   }
 }
 brand(LlamaModelReleasedError, 'llama.LlamaModelReleasedError');
-
-function messageOf(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
-}
 
 /** The text after `error loading model:` in a llama.cpp log line, or null for other lines. */
 export function loadErrorDetail(line: string): string | null {

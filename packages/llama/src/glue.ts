@@ -1,6 +1,6 @@
 /**
  * Everything this package takes from @infersignal/core, in one file: the queue that sequence slots are,
- * the timed load, the stream handle, the device-memory sources and the instruments core does not have
+ * the model host (timed load, hot swap, release), the stream handle, the device-memory sources and the instruments core does not have
  * yet. Moving the package onto another core contract means changing this file, not the wrapper.
  */
 import type { Attributes } from '@opentelemetry/api';
@@ -18,8 +18,9 @@ import {
   type Ticket,
 } from '@infersignal/core';
 import {
-  HotSwap,
+  ModelHost,
   type CounterRecorder,
+  type ModelRuntime,
   type Gauge,
   type GaugeObserver,
   type Signal,
@@ -27,8 +28,8 @@ import {
 } from '@infersignal/core/signals';
 import { LLAMA_ATTR, LLAMA_METRICS } from './names';
 
-export { ATTR, HotSwap, InferSignalConfigError, QueueFullError };
-export type { DeviceMemoryHandle, Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket };
+export { ATTR, InferSignalConfigError, ModelHost, QueueFullError };
+export type { DeviceMemoryHandle, ModelRuntime, Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket };
 
 export interface QueueSettings {
   name: string;
@@ -53,17 +54,6 @@ export function sequenceQueue(monitor: Monitor, settings: QueueSettings, existin
     capacity: settings.capacity,
     maxWaiting: settings.maxWaiting,
   });
-}
-
-/** Times a load (model file + context) as core's model_load; rethrows the loader's error unchanged. */
-export function timedLoad<T>(
-  monitor: Monitor,
-  model: string,
-  kind: 'load' | 'reload',
-  load: () => Promise<T>,
-  attributes: Record<string, string | number | boolean>,
-): Promise<T> {
-  return monitor.modelLoad(model, kind, load, { attributes });
 }
 
 export function configError(field: string, message: string): InferSignalConfigError {

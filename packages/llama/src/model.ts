@@ -3,7 +3,7 @@ import { generate, type GenerationHooks } from './complete';
 import { LlamaModelReleasedError } from './errors';
 import {
   ATTR,
-  HotSwap,
+  ModelHost,
   QueueFullError,
   configError,
   llamaInstruments,
@@ -16,7 +16,7 @@ import {
   type QueueTracker,
   type Ticket,
 } from './glue';
-import { type Slot, loadSlot } from './slot';
+import { type Slot, llamaRuntime } from './slot';
 import { watchVram } from './vram';
 import type {
   CompleteOptions,
@@ -54,19 +54,19 @@ export async function createLlamaModel(
     },
     options.queue,
   );
-  let slot: Slot | undefined;
+  let host: ModelHost<Slot, GgufSource> | undefined;
   try {
-    slot = await loadSlot(monitor, llama, name, 'load', source, options, 1);
-    return new MonitoredModel(monitor, llama, owned, name, options, queue, slot);
+    host = await ModelHost.load(monitor, name, llamaRuntime(llama, options), source);
+    return new MonitoredModel(monitor, llama, owned, options, queue, host);
   } catch (error) {
-    await slot?.dispose().catch((e: unknown) => monitor.internalError('llama.dispose', e));
+    await host?.release();
     if (owned) await disposeLlama(llama, monitor);
     throw error;
   }
 }
 
 class MonitoredModel implements MonitoredLlamaModel {
-  private readonly swap: HotSwap<Slot>;
+  readonly name: string;
   private readonly label: string;
   private readonly instruments: LlamaInstruments;
   private readonly unobserve: () => void;
@@ -74,29 +74,24 @@ class MonitoredModel implements MonitoredLlamaModel {
   private readonly hooks: GenerationHooks;
   readonly kvCacheMemory: DeviceMemoryHandle | null;
   readonly vramMemory: DeviceMemoryHandle | null;
-  private releasing: Promise<void> | null = null;
 
   constructor(
-    private readonly monitor: Monitor,
+    monitor: Monitor,
     readonly llama: Llama,
-    private readonly ownsLlama: boolean,
-    readonly name: string,
+    ownsLlama: boolean,
     private readonly options: LlamaMonitorOptions,
     readonly queue: QueueTracker,
-    slot: Slot,
+    private readonly host: ModelHost<Slot, GgufSource>,
   ) {
+    const name = host.model;
+    this.name = name;
     this.label = monitor.label('model', name);
-    this.swap = new HotSwap(slot, {
-      release: (retired) => retired.dispose(),
-      onReleaseError: (error) => monitor.internalError('llama.dispose', error),
-      releasedError: () => new LlamaModelReleasedError(name),
-    });
     this.instruments = llamaInstruments(monitor);
     this.unobserve = this.instruments.watch({
       attributes: { [ATTR.model]: this.label },
-      tokens: () => this.swap.current.tokens(),
-      capacity: () => this.swap.current.capacity(),
-      activeTokens: () => this.swap.current.activeTokens(),
+      tokens: () => this.host.current.tokens(),
+      capacity: () => this.host.current.capacity(),
+      activeTokens: () => this.host.current.activeTokens(),
     });
     this.hooks = {
       done: ({ contextShifts, promptTruncated }) => {
@@ -118,36 +113,42 @@ class MonitoredModel implements MonitoredLlamaModel {
         : watchKvCache(
             monitor,
             {
-              tokens: () => this.swap.current.tokens(),
-              capacity: () => this.swap.current.capacity(),
-              bytesPerToken: () => (this.swap.current.used ? this.swap.current.info.kvBytesPerToken : null),
+              tokens: () => this.host.current.tokens(),
+              capacity: () => this.host.current.capacity(),
+              bytesPerToken: () => (this.host.current.used ? this.host.current.info.kvBytesPerToken : null),
             },
             { source: kv?.source ?? `llama-kv:${name}`, intervalMs: kv?.intervalMs },
           );
     this.vramMemory = options.vram === false || llama.gpu === false ? null : watchVram(monitor, llama, options.vram);
+    host.onReleased(async () => {
+      this.kvCacheMemory?.stop();
+      this.vramMemory?.stop();
+      this.unobserve();
+      if (ownsLlama) await disposeLlama(llama, monitor);
+    });
   }
 
   get model(): LlamaModel {
-    return this.swap.current.model;
+    return this.host.current.model;
   }
   get context(): LlamaContext {
-    return this.swap.current.context;
+    return this.host.current.context;
   }
   get loadInfo(): LlamaLoadInfo {
-    return this.swap.current.info;
+    return this.host.current.info;
   }
   get pending(): number {
-    return this.swap.pending;
+    return this.host.pending;
   }
   get released(): boolean {
-    return this.swap.released;
+    return this.host.released;
   }
 
   async complete(input: CompletionInput, options: CompleteOptions = {}): Promise<CompletionResult> {
     const ticket = this.admit();
     const signal = options.signal;
     try {
-      return await this.swap.use(
+      return await this.host.use(
         (slot) => generate(slot, ticket, input, options, this.hooks),
         (task) => this.queue.run(task, { ticket, signal }),
       );
@@ -165,7 +166,7 @@ class MonitoredModel implements MonitoredLlamaModel {
     const ticket = this.admit();
     const signal = options.signal;
     try {
-      const result = await this.swap.use(
+      const result = await this.host.use(
         async (slot) => {
           const entry = slot.acquire();
           try {
@@ -197,7 +198,7 @@ class MonitoredModel implements MonitoredLlamaModel {
   }
 
   kvCache(): KvCacheSnapshot {
-    const slot = this.swap.current;
+    const slot = this.host.current;
     const sequences = slot.entries.map((entry) => ({
       tokens: entry.sequence.nextTokenIndex,
       capacity: entry.sequence.contextSize,
@@ -218,29 +219,11 @@ class MonitoredModel implements MonitoredLlamaModel {
   async reload(source: GgufSource): Promise<LlamaLoadInfo> {
     if (typeof source !== 'string' && typeof source !== 'function')
       throw new TypeError('@infersignal/llama: reload(source) needs a GGUF path or a function returning one');
-    // HotSwap runs reloads one at a time, so the generation is read after the previous swap.
-    const slot = await this.swap.reload(() =>
-      loadSlot(
-        this.monitor,
-        this.llama,
-        this.name,
-        'reload',
-        source,
-        this.options,
-        this.swap.current.info.generation + 1,
-      ),
-    );
-    return slot.info;
+    return (await this.host.reload(source)).info;
   }
 
   release(): Promise<void> {
-    this.releasing ??= this.swap.release().then(async () => {
-      this.kvCacheMemory?.stop();
-      this.vramMemory?.stop();
-      this.unobserve();
-      if (this.ownsLlama) await disposeLlama(this.llama, this.monitor);
-    });
-    return this.releasing;
+    return this.host.release();
   }
 }
 

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { Llama, LlamaCompletion, LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp';
-import { LlamaLoadError, classifyLoadFailure } from './errors';
-import { timedLoad, type Monitor } from './glue';
+import { LlamaLoadError, LlamaModelReleasedError, RUNTIME, classifyLoadFailure } from './errors';
+import type { ModelRuntime } from './glue';
 import { kvBytesPerToken } from './kv-cache';
 import { LoadFailure, loadLogOf } from './load-log';
 import { LLAMA_ATTR } from './names';
@@ -14,7 +14,7 @@ export interface SequenceEntry {
   busy: boolean;
 }
 
-/** A loaded model, its context and that context's sequences; HotSwap disposes a retired one after its last generation. */
+/** A loaded model, its context and that context's sequences; the host disposes a retired one after its last generation. */
 export class Slot {
   private readonly free: SequenceEntry[];
   /** A generation has run on this context: until then its KV cache has no usage to judge. */
@@ -70,31 +70,29 @@ export class Slot {
   }
 }
 
-/** Loads the model and creates its context inside one timed `model_load`: the model serves only once both exist. */
-export async function loadSlot(
-  monitor: Monitor,
-  llama: Llama,
-  name: string,
-  kind: 'load' | 'reload',
-  source: GgufSource,
-  options: LlamaMonitorOptions,
-  generation: number,
-): Promise<Slot> {
+/**
+ * How node-llama-cpp opens and frees a model: the model and its context are made inside one timed
+ * `model_load` (the model serves only once both exist). The load, swap and release lifecycle is core's
+ * ModelHost.
+ */
+export function llamaRuntime(llama: Llama, options: LlamaMonitorOptions): ModelRuntime<Slot, GgufSource> {
   const sequences = options.sequences ?? 1;
-  const attributes: Record<string, string | number | boolean> = {
-    [LLAMA_ATTR.runtime]: 'node-llama-cpp',
-    [LLAMA_ATTR.gpu]: String(llama.gpu),
-    [LLAMA_ATTR.sequences]: sequences,
-  };
-  if (typeof source === 'string') {
-    const size = await fileSize(source);
-    if (size !== null) attributes[LLAMA_ATTR.fileSize] = size;
-  }
-  return timedLoad(
-    monitor,
-    name,
-    kind,
-    async () => {
+  return {
+    name: RUNTIME,
+    closeErrorSource: 'llama.dispose',
+    async attributes(source) {
+      const attributes: Record<string, string | number | boolean> = {
+        [LLAMA_ATTR.runtime]: 'node-llama-cpp',
+        [LLAMA_ATTR.gpu]: String(llama.gpu),
+        [LLAMA_ATTR.sequences]: sequences,
+      };
+      if (typeof source === 'string') {
+        const size = await fileSize(source);
+        if (size !== null) attributes[LLAMA_ATTR.fileSize] = size;
+      }
+      return attributes;
+    },
+    async open(source, { model: name, kind, generation }) {
       const path = typeof source === 'function' ? await source() : source;
       let progress: number | null = null;
       const onLoadProgress = options.loadOptions?.onLoadProgress;
@@ -150,8 +148,11 @@ export async function loadSlot(
       };
       return new Slot(model, context, entries, info);
     },
-    attributes,
-  );
+    close: (slot) => slot.dispose(),
+    loadError: (error, { model, kind }) =>
+      new LlamaLoadError(model, kind, classifyLoadFailure(error, null), null, { cause: error }),
+    releasedError: (model) => new LlamaModelReleasedError(model),
+  };
 }
 
 function fileSize(path: string): Promise<number | null> {

@@ -1,4 +1,4 @@
-import { brand } from '@infersignal/core/signals';
+import { ModelLoadError as BaseLoadError, ModelReleasedError, brand, messageOf } from '@infersignal/core/signals';
 /** Why a model did not load, as far as the runtime's message tells. */
 export type LoadFailureReason = 'missing' | 'corrupt' | 'unsupported_opset' | 'provider_unavailable' | 'unknown';
 
@@ -10,38 +10,29 @@ const EXPLANATION: Record<LoadFailureReason, string> = {
   unknown: 'the runtime refused the model',
 };
 
-/**
- * A model load or reload failed. Thrown after the `error` outcome was
- * recorded; the runtime's own error is kept as `cause`.
- */
-export class ModelLoadError extends Error {
+/** A model load or reload failed: core's ModelLoadError with onnxruntime's reason; the runtime's error is `cause`. */
+export class ModelLoadError extends BaseLoadError<LoadFailureReason> {
   override readonly name = 'ModelLoadError';
-  constructor(
-    readonly model: string,
-    readonly kind: 'load' | 'reload',
-    readonly reason: LoadFailureReason,
-    options: { cause: unknown },
-  ) {
-    super(`Failed to ${kind} ONNX model "${model}": ${EXPLANATION[reason]} (${messageOf(options.cause)})`, options);
+  constructor(model: string, kind: 'load' | 'reload', reason: LoadFailureReason, options: { cause: unknown }) {
+    const { cause } = options;
+    super({ runtime: 'ONNX', model, kind, reason, explanation: EXPLANATION[reason], detail: sentenceOf(cause), cause });
   }
 }
 // `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
 brand(ModelLoadError, 'onnx.ModelLoadError');
 
 /** `run()` or `reload()` after `release()`. */
-export class SessionReleasedError extends Error {
+export class SessionReleasedError extends ModelReleasedError {
   override readonly name = 'SessionReleasedError';
-  constructor(readonly model: string) {
-    super(`ONNX session "${model}" was released`);
+  constructor(model: string) {
+    super({ runtime: 'ONNX', model });
   }
 }
 brand(SessionReleasedError, 'onnx.SessionReleasedError');
 
-function messageOf(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  // onnxruntime puts a C++ source location and function signature before the sentence; keep the sentence.
-  const line = (text.trim().split('\n')[0] ?? '').replace(/\/onnxruntime_src\/\S+:\d+ .*?\) (?=[A-Z])/, '');
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+/** onnxruntime puts a C++ source location and function signature before the sentence; keep the sentence. */
+function sentenceOf(err: unknown): string {
+  return messageOf(err).replace(/\/onnxruntime_src\/\S+:\d+ .*?\) (?=[A-Z])/, '');
 }
 
 /** Classifies onnxruntime-node 1.x load errors by their message (the binding throws plain `Error`s). */

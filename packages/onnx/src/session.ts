@@ -1,6 +1,12 @@
 import { stat } from 'node:fs/promises';
 import { InferSignalConfigError, type DeviceMemoryHandle, type Monitor, type QueueTracker } from '@infersignal/core';
-import { HotSwap, checkOptionKeys, checkQueueOption, resolveQueue } from '@infersignal/core/signals';
+import {
+  ModelHost,
+  checkOptionKeys,
+  checkQueueOption,
+  resolveQueue,
+  type ModelRuntime,
+} from '@infersignal/core/signals';
 import { ONNX_ATTR } from './attributes';
 import { ModelLoadError, SessionReleasedError, classifyLoadError } from './errors';
 import { requestedProviders, usedProviders } from './providers';
@@ -18,7 +24,7 @@ import type {
   RunOptions,
 } from './types';
 
-/** One loaded session; HotSwap releases a retired one after its last run. */
+/** One loaded session; the host releases a retired one after its last run. */
 interface Slot {
   session: InferenceSession;
   info: LoadInfo;
@@ -36,8 +42,12 @@ export async function createSession(
   options: CreateSessionOptions = {},
 ): Promise<MonitoredSession> {
   validate(options);
-  const runtime = options.runtime ?? (await importRuntime());
-  const slot = await loadSlot(monitor, runtime, model, 'load', source, options, 1);
+  const host = await ModelHost.load(
+    monitor,
+    model,
+    onnxRuntime(options.runtime ?? (await importRuntime()), options),
+    source,
+  );
   const queue = resolveQueue(monitor, options.queue, `onnx:${model}`, 'options.queue', { concurrency: 1 });
   const memory = options.deviceMemory;
   let handle: DeviceMemoryHandle | null = null;
@@ -48,136 +58,106 @@ export async function createSession(
       intervalMs: memory.intervalMs,
       source: memory.source ?? `onnx:${model}`,
     });
+    host.onReleased(() => handle?.stop());
   }
-  return new Session(monitor, runtime, model, options, queue, slot, handle);
+  return new Session(host, queue, handle);
 }
 
 const noMeasure = (): undefined => undefined;
 
 class Session implements MonitoredSession {
-  private readonly swap: HotSwap<Slot>;
-  private releasing: Promise<void> | null = null;
+  readonly model: string;
 
   constructor(
-    private readonly monitor: Monitor,
-    private readonly runtime: OrtRuntime,
-    readonly model: string,
-    private readonly options: CreateSessionOptions,
+    private readonly host: ModelHost<Slot, ModelSource>,
     readonly queue: QueueTracker,
-    slot: Slot,
     readonly deviceMemory: DeviceMemoryHandle | null,
   ) {
-    this.swap = new HotSwap(slot, {
-      release: (retired) => retired.session.release(),
-      onReleaseError: (err) => monitor.internalError('onnx.release', err),
-      releasedError: () => new SessionReleasedError(model),
-    });
+    this.model = host.model;
   }
 
   get session(): InferenceSession {
-    return this.swap.current.session;
+    return this.host.current.session;
   }
   get loadInfo(): LoadInfo {
-    return this.swap.current.info;
+    return this.host.current.info;
   }
   get inputNames(): readonly string[] {
-    return this.swap.current.session.inputNames;
+    return this.host.current.session.inputNames;
   }
   get outputNames(): readonly string[] {
-    return this.swap.current.session.outputNames;
+    return this.host.current.session.outputNames;
   }
   get pending(): number {
-    return this.swap.pending;
+    return this.host.pending;
   }
   get released(): boolean {
-    return this.swap.released;
+    return this.host.released;
   }
 
   /** Runs on whichever session serves when the queue lets this run start: a run queued before a swap uses the new one. */
   run(feeds: FeedsType, fetches?: FetchesType | null, runOptions?: RunOptions): Promise<ReturnType> {
-    return this.swap.use(
+    return this.host.use(
       (slot) => (fetches ? slot.session.run(feeds, fetches, runOptions) : slot.session.run(feeds, runOptions)),
       (task) => this.queue.run(task, { model: this.model, attributes: batchAttributes(feeds) }),
     );
   }
 
   async reload(source: ModelSource): Promise<LoadInfo> {
-    // HotSwap serializes reloads, so the current generation is read after the previous swap.
-    const slot = await this.swap.reload(() =>
-      loadSlot(
-        this.monitor,
-        this.runtime,
-        this.model,
-        'reload',
-        source,
-        this.options,
-        this.swap.current.info.generation + 1,
-      ),
-    );
-    return slot.info;
+    return (await this.host.reload(source)).info;
   }
 
   release(): Promise<void> {
-    this.releasing ??= this.swap.release().then(() => this.deviceMemory?.stop());
-    return this.releasing;
+    return this.host.release();
   }
 }
 
-async function loadSlot(
-  monitor: Monitor,
-  runtime: OrtRuntime,
-  model: string,
-  kind: 'load' | 'reload',
-  source: ModelSource,
-  options: CreateSessionOptions,
-  generation: number,
-): Promise<Slot> {
+/** How onnxruntime-node opens and frees a session; the load, swap and release lifecycle is core's ModelHost. */
+function onnxRuntime(runtime: OrtRuntime, options: CreateSessionOptions): ModelRuntime<Slot, ModelSource> {
   const requested = requestedProviders(options.sessionOptions);
-  const attributes: Record<string, string | number | boolean> = {
-    [ONNX_ATTR.runtime]: 'onnxruntime-node',
-    [ONNX_ATTR.sourceKind]: sourceKind(source),
-    [ONNX_ATTR.providersRequested]: requested.join(','),
-    // Core copies these when the load span starts; what was used is only meaningful with outcome=success.
-    [ONNX_ATTR.providersUsed]: usedProviders(requested).join(','),
-  };
-  if (typeof source === 'string') {
-    const size = await stat(source).then(
-      (s) => s.size,
-      () => null,
-    );
-    if (size !== null) attributes[ONNX_ATTR.fileSize] = size;
-  } else if (typeof source !== 'function') {
-    attributes[ONNX_ATTR.fileSize] = source.byteLength;
-  }
-  const startedAt = performance.now();
-  let fileBytes: number | null = null;
-  const session = await monitor.modelLoad(
-    model,
-    kind,
-    async () => {
-      try {
-        const resolved = await resolveSource(source);
-        fileBytes = resolved.fileBytes;
-        return await createFrom(runtime, resolved.input, options);
-      } catch (err) {
-        // Thrown inside the timed loader so core records the `error` outcome with error.type = ModelLoadError.
-        throw new ModelLoadError(model, kind, classifyLoadError(err), { cause: err });
+  return {
+    name: 'ONNX',
+    closeErrorSource: 'onnx.release',
+    async attributes(source) {
+      const attributes: Record<string, string | number | boolean> = {
+        [ONNX_ATTR.runtime]: 'onnxruntime-node',
+        [ONNX_ATTR.sourceKind]: sourceKind(source),
+        [ONNX_ATTR.providersRequested]: requested.join(','),
+        // Core copies these when the load span starts; what was used is only meaningful with outcome=success.
+        [ONNX_ATTR.providersUsed]: usedProviders(requested).join(','),
+      };
+      if (typeof source === 'string') {
+        const size = await stat(source).then(
+          (s) => s.size,
+          () => null,
+        );
+        if (size !== null) attributes[ONNX_ATTR.fileSize] = size;
+      } else if (typeof source !== 'function') {
+        attributes[ONNX_ATTR.fileSize] = source.byteLength;
       }
+      return attributes;
     },
-    { attributes },
-  );
-  const info: LoadInfo = {
-    kind,
-    generation,
-    fileBytes,
-    source: sourceKind(source),
-    providersRequested: requested,
-    providersUsed: usedProviders(requested),
-    seconds: (performance.now() - startedAt) / 1000,
-    inputNames: session.inputNames,
-    outputNames: session.outputNames,
+    async open(source, { kind, generation }) {
+      const startedAt = performance.now();
+      const resolved = await resolveSource(source);
+      const session = await createFrom(runtime, resolved.input, options);
+      const info: LoadInfo = {
+        kind,
+        generation,
+        fileBytes: resolved.fileBytes,
+        source: sourceKind(source),
+        providersRequested: requested,
+        providersUsed: usedProviders(requested),
+        seconds: (performance.now() - startedAt) / 1000,
+        inputNames: session.inputNames,
+        outputNames: session.outputNames,
+      };
+      return { session, info };
+    },
+    close: (slot) => slot.session.release(),
+    loadError: (error, { model, kind }) => new ModelLoadError(model, kind, classifyLoadError(error), { cause: error }),
+    releasedError: (model) => new SessionReleasedError(model),
   };
-  return { session, info };
 }
 
 function createFrom(

@@ -1,24 +1,24 @@
-import { brand } from '@infersignal/core/signals';
-/** A TF.js model load or reload failed; thrown after the `error` outcome was recorded, runtime error as `cause`. */
-export class ModelLoadError extends Error {
+import {
+  ModelLoadError as BaseLoadError,
+  ModelReleasedError as BaseReleasedError,
+  brand,
+} from '@infersignal/core/signals';
+
+/** A TF.js model load or reload failed: core's ModelLoadError named for TF.js; the runtime's error is `cause`. */
+export class ModelLoadError extends BaseLoadError {
   override readonly name = 'ModelLoadError';
-  constructor(
-    readonly model: string,
-    readonly kind: 'load' | 'reload',
-    options: { cause: unknown },
-  ) {
-    const cause = options.cause instanceof Error ? options.cause.message : String(options.cause);
-    super(`Failed to ${kind} TF.js model "${model}": ${cause.split('\n')[0]}`, options);
+  constructor(model: string, kind: 'load' | 'reload', options: { cause: unknown }) {
+    super({ runtime: 'TF.js', model, kind, cause: options.cause });
   }
 }
 // `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
 brand(ModelLoadError, 'tfjs.ModelLoadError');
 
 /** A call after `release()`. */
-export class ModelReleasedError extends Error {
+export class ModelReleasedError extends BaseReleasedError {
   override readonly name = 'ModelReleasedError';
-  constructor(readonly model: string) {
-    super(`TF.js model "${model}" was released`);
+  constructor(model: string) {
+    super({ runtime: 'TF.js', model });
   }
 }
 brand(ModelReleasedError, 'tfjs.ModelReleasedError');

@@ -1,5 +1,11 @@
 import { InferSignalConfigError, type Monitor, type QueueTracker } from '@infersignal/core';
-import { HotSwap, checkOptionKeys, checkQueueOption, resolveQueue } from '@infersignal/core/signals';
+import {
+  ModelHost,
+  checkOptionKeys,
+  checkQueueOption,
+  resolveQueue,
+  type ModelRuntime,
+} from '@infersignal/core/signals';
 import type { Tensor } from '@tensorflow/tfjs-core';
 import { ModelLoadError, ModelReleasedError } from './errors';
 import { createTensorLeakDetector, leakSettings, type TensorLeakDetector } from './leak';
@@ -54,81 +60,71 @@ export async function loadModel<M extends TfModelLike>(
   checkOptionKeys(options, OPTION_KEYS);
   checkQueueOption(options.queue);
   if (options.leak !== undefined && options.leak !== false) leakSettings(options.leak, 'options.leak');
-  const first = await timedLoad(monitor, name, 'load', loader, source);
+  let leak: TensorLeakDetector | null = null;
+  const host = await ModelHost.load(
+    monitor,
+    name,
+    tfRuntime(loader, () => leak),
+    source,
+  );
   const queue = resolveQueue(monitor, options.queue, `tfjs:${name}`, 'options.queue', { concurrency: 1 });
-  const leak =
-    options.leak === false
-      ? null
-      : createTensorLeakDetector(monitor, () => tf.memory().numTensors, { ...options.leak, model: name });
-  return new TfModel(monitor, name, loader, queue, leak, first);
+  if (options.leak !== false) {
+    const detector = createTensorLeakDetector(monitor, () => tf.memory().numTensors, { ...options.leak, model: name });
+    host.onReleased(() => detector.stop());
+    leak = detector;
+  }
+  return new TfModel(host, queue, leak);
 }
 
 const OPTION_KEYS = ['queue', 'loadOptions', 'leak'];
-const ATTRIBUTES = { attributes: { 'infersignal.model.runtime': 'tfjs' } };
+const ATTRIBUTES = { 'infersignal.model.runtime': 'tfjs' };
 
-function timedLoad<M>(
-  monitor: Monitor,
-  name: string,
-  kind: 'load' | 'reload',
+/** How TF.js loads and frees a model; the load, swap and release lifecycle is core's ModelHost. */
+function tfRuntime<M extends TfModelLike>(
   loader: (source: TfModelSource) => Promise<M>,
-  source: TfModelSource,
-): Promise<M> {
-  return monitor.modelLoad(
-    name,
-    kind,
-    async () => {
-      try {
-        return await loader(source);
-      } catch (err) {
-        throw new ModelLoadError(name, kind, { cause: err });
-      }
+  leak: () => TensorLeakDetector | null,
+): ModelRuntime<M, TfModelSource> {
+  return {
+    name: 'TF.js',
+    closeErrorSource: 'tfjs.dispose',
+    attributes: () => ATTRIBUTES,
+    open: (source) => loader(source),
+    close: (model) => {
+      model.dispose();
     },
-    ATTRIBUTES,
-  );
+    loadError: (error, { model, kind }) => new ModelLoadError(model, kind, { cause: error }),
+    releasedError: (model) => new ModelReleasedError(model),
+    // The old model's weights leave the tensor count: a step, not a leak.
+    swapped: () => leak()?.reset(),
+    // Sampled after a retired model's last run has disposed it.
+    afterRun: () => leak()?.sample(),
+  };
 }
 
 class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
-  private readonly swap: HotSwap<M>;
-  private gen = 1;
-  private releasing: Promise<void> | undefined;
+  readonly name: string;
   private readonly runOptions: { model: string };
 
   constructor(
-    private readonly monitor: Monitor,
-    readonly name: string,
-    private readonly loader: (source: TfModelSource) => Promise<M>,
+    private readonly host: ModelHost<M, TfModelSource>,
     readonly queue: QueueTracker,
     readonly leak: TensorLeakDetector | null,
-    first: M,
   ) {
-    this.runOptions = { model: name };
-    this.swap = new HotSwap(first, {
-      release: (model) => {
-        model.dispose();
-      },
-      onReleaseError: (err) => monitor.internalError('tfjs.dispose', err),
-      releasedError: () => new ModelReleasedError(name),
-      onSwap: () => {
-        this.gen++;
-        // The old model's weights leave the tensor count: a step, not a leak.
-        this.leak?.reset();
-      },
-      // Sampled after a retired model's last run has disposed it.
-      afterRun: leak ? () => leak.sample() : undefined,
-    });
+    this.name = host.model;
+    this.runOptions = { model: host.model };
   }
 
   get model(): M {
-    return this.swap.current;
+    return this.host.current;
   }
   get generation(): number {
-    return this.gen;
+    return this.host.generation;
   }
   get pending(): number {
-    return this.swap.pending;
+    return this.host.pending;
   }
   get released(): boolean {
-    return this.swap.released;
+    return this.host.released;
   }
 
   predict(inputs: ModelInput, config?: unknown): Promise<ModelOutput> {
@@ -152,16 +148,14 @@ class TfModel<M extends TfModelLike> implements MonitoredTfModel<M> {
 
   /** Queued call on whichever model serves when the call starts. */
   private call<T>(fn: (model: M) => T | Promise<T>): Promise<T> {
-    return this.swap.use(fn, (task) => this.queue.run(task, this.runOptions));
+    return this.host.use(fn, (task) => this.queue.run(task, this.runOptions));
   }
 
   async reload(source: TfModelSource): Promise<void> {
-    await this.swap.reload(() => timedLoad(this.monitor, this.name, 'reload', this.loader, source));
+    await this.host.reload(source);
   }
 
   release(): Promise<void> {
-    // One promise for every call, like the swap's own.
-    this.releasing ??= this.swap.release().then(() => this.leak?.stop());
-    return this.releasing;
+    return this.host.release();
   }
 }
