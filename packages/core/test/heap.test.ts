@@ -463,12 +463,12 @@ describe('heap_exhaustion: the leak precursor', () => {
     const t = setup({ heap: false });
     try {
       t.monitor.register((ctx) => new HeapSignal(ctx, heap));
-      // Before any major GC: the live gauges read the old generation in use (20 + 2 MiB), the time none.
+      // Before any major GC: the live gauges read the old generation in use (20 + 2 MiB), the time +Inf.
       const first = await t.collect();
       expect(first.value(METRICS.heapLive.name)).toBe(22 * MiB);
       expect(first.value(METRICS.heapLiveRatio.name)).toBeCloseTo(22 / 128, 6);
       expect(first.value(METRICS.heapLiveLimit.name)).toBe(128 * MiB);
-      expect(first.points(METRICS.heapExhaustionTime.name)).toEqual([]);
+      expect(first.value(METRICS.heapExhaustionTime.name)).toBe(Number.POSITIVE_INFINITY);
       expect(t.monitor.snapshot().heap).toMatchObject({ liveBytes: null, exhaustionSeconds: null });
       for (const mib of [40, 50, 60, 70]) {
         t.advance(5000);

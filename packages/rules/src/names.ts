@@ -82,6 +82,7 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'queueTimeToSaturation',
   'eventLoopDelayP99',
   'heapLiveRatio',
+  'heapExhaustionTime',
   'connectionsOpen',
   'connectionsCapacity',
   'connectionsRejected',

@@ -263,6 +263,13 @@ const MIN_READINGS = 2;
  * live set by a few percent.
  */
 const MIN_GROWTH_SHARE = 0.1;
+/**
+ * Seconds the readings must span: a process filling its working set at
+ * start (a cache, a tokenizer, a model's weights on the JS heap) rises by
+ * tens of MiB within a second or two, as fast as no leak that lives long
+ * enough to be announced does.
+ */
+const MIN_SPAN_SECONDS = 3;
 /** A trend is a line through the readings, not noise around a flat one (one high reading after two: R² 0.75). */
 const MIN_R2 = 0.8;
 /** Major GCs kept for the fit (a heap near its limit collects several times a second). */
@@ -291,7 +298,7 @@ export interface ExhaustionEstimate {
  * not wait for the next collection, and a heap that leaks slowly with
  * little garbage can go minutes between two), but never above what the
  * old generation holds now, and never below the last reading. A trend
- * counts once it rests on MIN_READINGS readings, rose by MIN_GROWTH_SHARE
+ * counts once it rests on MIN_READINGS readings over MIN_SPAN_SECONDS, rose by MIN_GROWTH_SHARE
  * of the limit, fits a line (R² ≥ MIN_R2) and the live set is past
  * `floorBytes`: a healthy heap's sawtooth comes back to the same live set
  * after each collection and has no such line.
@@ -350,7 +357,7 @@ export class LeakTrend {
       readings: n,
       spanSeconds: tMax,
     };
-    if (n < MIN_READINGS) return e;
+    if (n < MIN_READINGS || tMax < MIN_SPAN_SECONDS) return e;
     const varT = n * sumTT - sumT * sumT;
     const varV = n * sumVV - sumV * sumV;
     if (!(varT > 0) || !(varV > 0)) return e;
@@ -565,8 +572,8 @@ export class HeapSignal implements Signal {
     const live = Number.isNaN(this.liveBytes) ? used : this.liveBytes;
     observer.observe(this.gauges.live, live);
     observer.observe(this.gauges.ratio, live / this.limit.bytes);
-    const e = this.trend.estimate(this.ctx.clock(), used);
-    if (Number.isFinite(e.seconds)) observer.observe(this.gauges.exhaustion, e.seconds);
+    // +Inf without a rising trend: the series is there for `absent()` and dashboards from the first scrape.
+    observer.observe(this.gauges.exhaustion, this.trend.estimate(this.ctx.clock(), used).seconds);
   }
 
   snapshot(): HeapSnapshot {
