@@ -18,6 +18,7 @@ const E2E = [
   'test/llama-demo.test.ts',
   'test/demo-exit.test.ts',
   'test/heap-headroom-process.test.ts',
+  'test/heap-leak-process.test.ts',
   // llama.cpp's log callback is process-wide: a Llama left by another file in a shared worker would take
   // the log lines that carry a failed load's reason. Each llama file gets a process of its own here.
   'test/llama-example.test.ts',
