@@ -298,10 +298,10 @@ export interface ExhaustionEstimate {
  * not wait for the next collection, and a heap that leaks slowly with
  * little garbage can go minutes between two), but never above what the
  * old generation holds now, and never below the last reading. A trend
- * counts once it rests on MIN_READINGS readings over MIN_SPAN_SECONDS, rose by MIN_GROWTH_SHARE
- * of the limit, fits a line (R² ≥ MIN_R2) and the live set is past
- * `floorBytes`: a healthy heap's sawtooth comes back to the same live set
- * after each collection and has no such line.
+ * counts once it rests on MIN_READINGS readings over MIN_SPAN_SECONDS,
+ * rose by MIN_GROWTH_SHARE of the limit, fits a line (R² ≥ MIN_R2) and
+ * the live set is past `floorBytes`: a healthy heap's sawtooth comes back
+ * to the same live set after each collection and has no such line.
  */
 export class LeakTrend {
   private readonly readings = new SlidingWindow(READINGS);
@@ -406,7 +406,9 @@ export interface HeapSnapshot {
  * space filled to exhaustion with pauses under 15 ms). Read on each major
  * GC (v8's heap statistics, a few objects; nothing per request, nothing
  * that walks the heap) and announced then, as `heap_headroom` about the
- * process. Thresholds: `heap`.
+ * process. The same readings feed the leak precursor, `heap_exhaustion`
+ * (LeakTrend), judged on each major GC and carried forward on the
+ * detector tick. Thresholds: `heap`.
  */
 export class HeapSignal implements Signal {
   readonly name = 'heap';
