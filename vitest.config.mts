@@ -22,6 +22,7 @@ const E2E = [
   // The rules CLI as child processes: every documented command, every bad flag.
   'test/rules-docs.test.ts',
   'test/bad-inputs.test.ts',
+  'test/heap-leak-process.test.ts',
   // llama.cpp's log callback is process-wide: a Llama left by another file in a shared worker would take
   // the log lines that carry a failed load's reason. Each llama file gets a process of its own here.
   'test/llama-example.test.ts',

@@ -87,16 +87,18 @@ describe.each(nodes)('heap_headroom in a process with --max-old-space-size=64 (%
     expect(run.code === 0, context).toBe(false);
     // Raised while the process still ran (the child printed it), above WARN's 70 %. Usually WARN first, with room
     // left, then CRITICAL or the abort; but how much the heap grows between two major GCs depends on how far
-    // concurrent marking got, which a busy machine slows: then the first reading past 70 % is already past 85 %
+    // concurrent marking got, which a busy machine slows: then the first reading past 70 % is already past 75 %
     // and the level goes from ok to CRITICAL at once. The levels never go down while it leaks.
-    expect(run.alerts.length, context).toBeGreaterThanOrEqual(1);
+    // heap_exhaustion, the leak's trend, is raised too (test/heap-leak-process.test.ts is about it).
     expect(
-      run.alerts.map((a) => a.alert.signal).every((s) => s === 'heap_headroom'),
+      run.alerts.map((a) => a.alert.signal).every((s) => s === 'heap_headroom' || s === 'heap_exhaustion'),
       context,
     ).toBe(true);
-    const levels = run.alerts.map((a) => a.alert.level);
+    const headroom = run.alerts.filter((a) => a.alert.signal === 'heap_headroom');
+    expect(headroom.length, context).toBeGreaterThanOrEqual(1);
+    const levels = headroom.map((a) => a.alert.level);
     expect([['warn'], ['critical'], ['warn', 'critical']], context).toContainEqual(levels);
-    const first = run.alerts[0]!;
+    const first = headroom[0]!;
     expect(first.alert.value, context).toBeGreaterThan(0.7);
     expect(first.alert.labels).toEqual({});
     expect(first.alert.message, context).toMatch(

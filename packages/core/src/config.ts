@@ -153,6 +153,12 @@ export interface HeapThresholds {
   liveCritical: number;
   /** Consecutive major GCs the live share must stay above a bound before that level is reported. */
   majorGcs: number;
+  /** Projected seconds until the live set reaches the share at which V8 may abort (the leak precursor) for WARN. */
+  exhaustionWarnSeconds: number;
+  /** Projected seconds to heap exhaustion for CRITICAL. */
+  exhaustionCriticalSeconds: number;
+  /** Window (s) of major-GC readings the live set's growth trend is fitted over. */
+  trendWindowSeconds: number;
 }
 
 export interface ConnectionThresholds {
@@ -221,7 +227,14 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   },
   connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
   eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
-  heap: { liveWarn: 0.7, liveCritical: 0.85, majorGcs: 2 },
+  heap: {
+    liveWarn: 0.7,
+    liveCritical: 0.75,
+    majorGcs: 2,
+    exhaustionWarnSeconds: 900,
+    exhaustionCriticalSeconds: 120,
+    trendWindowSeconds: 600,
+  },
   modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {}, minSpikeSeconds: 1 },
   stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
   deviceMemory: {
@@ -283,7 +296,14 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     backpressure: 'boolean',
   },
   connections: { saturationWarn: 'ratio', saturationCritical: 'ratio' },
-  heap: { liveWarn: 'ratio', liveCritical: 'ratio', majorGcs: 'integer' },
+  heap: {
+    liveWarn: 'ratio',
+    liveCritical: 'ratio',
+    majorGcs: 'integer',
+    exhaustionWarnSeconds: 'positive',
+    exhaustionCriticalSeconds: 'positive',
+    trendWindowSeconds: 'positive',
+  },
   queue: {
     occupancyWarn: 'ratio',
     occupancyCritical: 'ratio',
@@ -469,6 +489,12 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
     throw new InferSignalConfigError(
       `${prefix}.heap.liveWarn`,
       `must be below heap.liveCritical (${t.heap.liveCritical}), got ${t.heap.liveWarn}`,
+    );
+  }
+  if (t.heap.exhaustionCriticalSeconds >= t.heap.exhaustionWarnSeconds) {
+    throw new InferSignalConfigError(
+      `${prefix}.heap.exhaustionCriticalSeconds`,
+      `must be below heap.exhaustionWarnSeconds (${t.heap.exhaustionWarnSeconds})`,
     );
   }
   if (t.stream.minSamples > t.stream.windowSize) {

@@ -39,6 +39,7 @@ export type SignalName =
   | 'capacity'
   | 'event_loop'
   | 'heap_headroom'
+  | 'heap_exhaustion'
   | (string & {});
 
 /** One shape for every alert: a signal changed level. */

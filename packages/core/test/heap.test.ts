@@ -3,13 +3,16 @@ import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { METRICS } from '../src/index';
 import {
+  EXHAUSTION_SHARE,
   HeapSignal,
   type HeapSource,
+  LeakTrend,
   LiveHeapDetector,
   nodeHeap,
   oldGenerationBytes,
   oldGenerationLimit,
 } from '../src/signals/heap';
+import { seededRandom } from '../../../test/support/random';
 import { setup } from './helpers';
 
 setFlagsFromString('--expose-gc');
@@ -60,6 +63,10 @@ class InjectedHeap implements HeapSource {
   /** A major GC whose figures could not be read. */
   failedRead(error: Error): void {
     this.errorListener?.(error);
+  }
+  /** The old generation holds `mib` now (between major GCs: live objects and garbage not yet collected). */
+  holding(mib: number): void {
+    this.oldSpace = (mib - 2) * MiB;
   }
   /** A major GC that leaves `liveMiB` in the old generation (old space + 2 MiB of code and large objects). */
   majorGc(liveMiB: number, exact = true): void {
@@ -165,35 +172,38 @@ describe('HeapSignal', () => {
     for (const live of [30, 40, 60, 64]) heap.majorGc(live);
     expect(t.alerts).toEqual([]);
     heap.majorGc(68);
-    heap.majorGc(72);
+    heap.majorGc(71);
     expect(t.alerts.map((a) => [a.signal, a.level])).toEqual([['heap_headroom', 'warn']]);
     const warn = t.alerts[0]!;
     expect(warn.labels).toEqual({});
-    expect(warn.value).toBeCloseTo(72 / 96, 6);
+    expect(warn.value).toBeCloseTo(71 / 96, 6);
     expect(warn.threshold).toBe(0.7);
     expect(warn.message).toContain('heap_headroom WARN on this process');
-    expect(warn.message).toContain('72.0 MiB live after a major GC, 75 % of its 96.0 MiB old-generation limit');
+    expect(warn.message).toContain('71.0 MiB live after a major GC, 74 % of its 96.0 MiB old-generation limit');
     heap.majorGc(80);
-    heap.majorGc(84);
-    // 84 MiB is the first collection past 85 %: one is not two in a row.
+    // 80 MiB is the first collection past 75 %: one is not two in a row.
     expect(t.alerts.at(-1)?.level).toBe('warn');
-    heap.majorGc(90);
+    heap.majorGc(84);
     expect(t.alerts.at(-1)?.level).toBe('critical');
+    // All at one instant on the test's clock: no growth over time, so no leak trend.
     expect(t.monitor.snapshot().heap).toEqual({
       level: 'critical',
-      liveBytes: 90 * MiB,
+      liveBytes: 84 * MiB,
       limitBytes: 96 * MiB,
       limitSource: 'max-old-space-size',
-      liveRatio: 90 / 96,
+      liveRatio: 84 / 96,
       heapSizeLimitBytes: 288 * MiB,
-      majorGcs: 9,
+      majorGcs: 8,
+      exhaustionLevel: 'ok',
+      exhaustionSeconds: null,
+      growthBytesPerSecond: null,
     });
     const exported = await t.collect();
-    expect(exported.value(METRICS.heapLiveRatio.name)).toBeCloseTo(90 / 96, 6);
-    expect(exported.value(METRICS.heapLive.name)).toBe(90 * MiB);
+    expect(exported.value(METRICS.heapLiveRatio.name)).toBeCloseTo(84 / 96, 6);
+    expect(exported.value(METRICS.heapLive.name)).toBe(84 * MiB);
     expect(exported.value(METRICS.heapLiveLimit.name)).toBe(96 * MiB);
-    expect(exported.value(METRICS.heapUsed.name, { 'v8js.heap.space.name': 'old_space' })).toBe(88 * MiB);
-    expect(signal.majorGcs).toBe(9);
+    expect(exported.value(METRICS.heapUsed.name, { 'v8js.heap.space.name': 'old_space' })).toBe(82 * MiB);
+    expect(signal.majorGcs).toBe(8);
   });
 
   it('judges a reading taken after its collection only below half the WARN share; exact ones from there on', () => {
@@ -229,6 +239,263 @@ describe('HeapSignal', () => {
     );
     expect(() => setup({ thresholds: { heap: { majorGcs: 0 } } })).toThrow(/thresholds\.heap\.majorGcs/);
     expect(() => setup({ heap: 'yes' as never })).toThrow(/"heap"/);
+  });
+});
+
+/**
+ * A heap that behaves as V8's old generation does, on the test's clock:
+ * live objects grow by the leak, promoted garbage by `garbageMiBs`, and a
+ * major GC comes when the old generation reaches the live set times
+ * `growth` (capped at the limit), leaving the live set, give or take
+ * `jitterShare` of the limit for what was in flight. The process dies when
+ * the live set reaches `deathShare` of the limit.
+ */
+interface HeapRun {
+  limitMiB: number;
+  leakMiBs: number;
+  garbageMiBs: number;
+  baseMiB: number;
+  deathShare: number;
+  seconds: number;
+  seed: number;
+  growth?: number;
+  jitterShare?: number;
+}
+
+interface HeapRunResult {
+  /** Seconds from the start (the leak's start) to the death; null when it lived through `seconds`. */
+  diedAt: number | null;
+  alerts: { at: number; signal: string; level: string; message: string }[];
+  majorGcs: number;
+}
+
+async function simulate(run: HeapRun): Promise<HeapRunResult> {
+  const { limitMiB, leakMiBs, garbageMiBs, baseMiB, deathShare, seconds } = run;
+  const growth = run.growth ?? 1.5;
+  const jitter = (run.jitterShare ?? 0.01) * limitMiB;
+  const random = seededRandom(run.seed);
+  const heap = new InjectedHeap(limitMiB * MiB + 48 * MiB, [`--max-old-space-size=${limitMiB}`]);
+  const t = setup({ heap: false });
+  try {
+    t.monitor.register((ctx) => new HeapSignal(ctx, heap));
+    const start = t.now();
+    const stepMs = 100;
+    let live = baseMiB;
+    let garbage = 0;
+    let nextGc = Math.min(limitMiB, live * growth);
+    let diedAt: number | null = null;
+    let gcs = 0;
+    for (let ms = 0; ms <= seconds * 1000; ms += stepMs) {
+      t.advance(stepMs);
+      live += (leakMiBs * stepMs) / 1000;
+      garbage += (garbageMiBs * stepMs) / 1000;
+      if (live >= deathShare * limitMiB) {
+        diedAt = ms / 1000;
+        break;
+      }
+      if (live + garbage >= nextGc) {
+        garbage = 0;
+        gcs++;
+        // What was in flight at the collection survives it: the reading is the live set and up to `jitter` more.
+        const reading = live + random() * jitter;
+        heap.majorGc(reading);
+        nextGc = Math.min(limitMiB, Math.max(reading * growth, reading + 4));
+      } else heap.holding(live + garbage);
+      if (ms % 1000 === 0) t.monitor.tick();
+    }
+    return {
+      diedAt,
+      majorGcs: gcs,
+      alerts: t.alerts.map((a) => ({
+        at: (a.at - start) / 1000,
+        signal: a.signal,
+        level: a.level,
+        message: a.message,
+      })),
+    };
+  } finally {
+    await t.close();
+  }
+}
+
+describe('heap_exhaustion: the leak precursor', () => {
+  const cells: [number, number][] = [];
+  for (const limitMiB of [128, 256, 512, 1024]) for (const leakMiBs of [0.5, 1, 2, 5]) cells.push([limitMiB, leakMiBs]);
+
+  it.each(cells)(
+    'a steady leak at %d MiB, %d MiB/s: announced at least 10 s and 30 %% of its life before it dies at 80 %%',
+    async (limitMiB, leakMiBs) => {
+      for (const [seed, garbageMiBs] of [
+        [1, 0.1],
+        [2, 2],
+        [3, 8],
+      ] as const) {
+        const result = await simulate({
+          limitMiB,
+          leakMiBs,
+          garbageMiBs,
+          baseMiB: 12 + 0.05 * limitMiB,
+          deathShare: EXHAUSTION_SHARE,
+          seconds: 4000,
+          seed,
+        });
+        const context = JSON.stringify({ garbageMiBs, ...result, alerts: result.alerts.slice(0, 3) });
+        expect(result.diedAt, context).not.toBeNull();
+        const first = result.alerts.find((a) => a.signal === 'heap_exhaustion' && a.level !== 'ok');
+        expect(first, context).toBeDefined();
+        const lead = result.diedAt! - first!.at;
+        expect(lead, context).toBeGreaterThanOrEqual(10);
+        expect(lead / result.diedAt!, context).toBeGreaterThanOrEqual(0.3);
+        expect(first!.message, context).toMatch(
+          new RegExp(
+            `^heap_exhaustion (WARN|CRITICAL) on this process: process \\d+ leaks JS heap: its live set grows [\\d.]+ MiB/s \\(least squares over \\d+ major GCs in \\d+ s\\) and, at that rate, reaches 80 % of its ${limitMiB}\\.0 MiB old-generation limit \\(--max-old-space-size\\)`,
+          ),
+        );
+        // Once raised, it is not lowered while the leak goes on.
+        expect(
+          result.alerts.filter((a) => a.signal === 'heap_exhaustion' && a.level === 'ok'),
+          context,
+        ).toEqual([]);
+      }
+    },
+  );
+
+  it('goes CRITICAL before a fast leak kills the process, with the projection near the truth', async () => {
+    const result = await simulate({
+      limitMiB: 256,
+      leakMiBs: 5,
+      garbageMiBs: 2,
+      baseMiB: 25,
+      deathShare: EXHAUSTION_SHARE,
+      seconds: 300,
+      seed: 7,
+    });
+    const levels = result.alerts.filter((a) => a.signal === 'heap_exhaustion').map((a) => a.level);
+    expect(levels).toEqual(['critical']);
+    expect(result.diedAt! - result.alerts[0]!.at).toBeGreaterThan(10);
+  });
+
+  it.each([
+    [128, 0.3, 5],
+    [256, 0.45, 20],
+    [512, 0.6, 2],
+    [1024, 0.65, 50],
+  ])(
+    'a healthy sawtooth at %d MiB, live %d of the limit, %d MiB/s of garbage: 10 minutes, nothing raised',
+    async (limitMiB, liveShare, garbageMiBs) => {
+      for (const seed of [11, 12, 13]) {
+        const result = await simulate({
+          limitMiB,
+          leakMiBs: 0,
+          garbageMiBs,
+          baseMiB: liveShare * limitMiB,
+          deathShare: EXHAUSTION_SHARE,
+          seconds: 600,
+          seed,
+          // A busy server's live set at each collection varies with what is in flight: 3 % of the limit here.
+          jitterShare: 0.03,
+        });
+        expect(result.majorGcs).toBeGreaterThan(5);
+        expect(result.diedAt).toBeNull();
+        expect(result.alerts).toEqual([]);
+      }
+    },
+  );
+
+  it('says nothing of a live set that grew once and stays: a larger working set, not a leak', async () => {
+    const heap = new InjectedHeap(304 * MiB, ['--max-old-space-size=256']);
+    const t = setup({ heap: false });
+    try {
+      t.monitor.register((ctx) => new HeapSignal(ctx, heap));
+      // Cache fills 60 → 150 MiB in 30 s, then stays; a major GC every 5 s.
+      for (let s = 0; s <= 900; s += 5) {
+        t.advance(5000);
+        heap.majorGc(Math.min(150, 60 + 3 * s) + (s % 3));
+        t.monitor.tick();
+      }
+      const raised = t.alerts.filter((a) => a.signal === 'heap_exhaustion');
+      // While it filled it looked like a leak (a CRITICAL or WARN then), and was lowered when the growth stopped.
+      expect(raised.at(-1)?.level ?? 'ok').toBe('ok');
+      expect(t.monitor.snapshot().heap).toMatchObject({ exhaustionLevel: 'ok', exhaustionSeconds: null });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('carries the trend forward between major GCs, no higher than what the old generation holds', () => {
+    const trend = new LeakTrend(100 * MiB, 30 * MiB, 600_000);
+    // 40, 50, 60 MiB at 0, 10, 20 s: 1 MiB/s.
+    for (const [at, mib] of [
+      [0, 40],
+      [10_000, 50],
+      [20_000, 60],
+    ])
+      trend.reading(mib * MiB, at);
+    const atGc = trend.estimate(20_000, Number.NaN);
+    expect(atGc.bytesPerSecond / MiB).toBeCloseTo(1, 6);
+    expect(atGc.seconds).toBeCloseTo(20, 6);
+    // Five seconds on, no collection since: 65 MiB by the trend, 5 s less.
+    expect(trend.estimate(25_000, 70 * MiB).seconds).toBeCloseTo(15, 6);
+    // The old generation holds only 62 MiB: the live set cannot be more.
+    expect(trend.estimate(25_000, 62 * MiB).seconds).toBeCloseTo(18, 6);
+    // Past the exhaustion share: 0, not negative.
+    expect(trend.estimate(60_000, 95 * MiB).seconds).toBe(0);
+    // Below the floor nothing is projected; nor on readings that rose by less than 10 % of the limit.
+    const low = new LeakTrend(100 * MiB, 70 * MiB, 600_000);
+    for (const [at, mib] of [
+      [0, 40],
+      [10_000, 50],
+      [20_000, 60],
+    ])
+      low.reading(mib * MiB, at);
+    expect(low.estimate(20_000, Number.NaN)).toMatchObject({ rising: true, seconds: Number.POSITIVE_INFINITY });
+    const slight = new LeakTrend(100 * MiB, 30 * MiB, 600_000);
+    slight.reading(40 * MiB, 0);
+    slight.reading(49 * MiB, 10_000);
+    expect(slight.estimate(10_000, Number.NaN)).toMatchObject({ rising: false, seconds: Number.POSITIVE_INFINITY });
+    // Two readings 10 % of the limit apart are a line: a small heap leaking fast gets few major GCs.
+    slight.reading(52 * MiB, 20_000);
+    expect(slight.estimate(20_000, Number.NaN)).toMatchObject({ rising: true, readings: 3 });
+  });
+
+  it('exports the time to exhaustion while the live set rises, and every heap series from the first scrape', async () => {
+    const heap = new InjectedHeap(176 * MiB, ['--max-old-space-size=128']);
+    const t = setup({ heap: false });
+    try {
+      t.monitor.register((ctx) => new HeapSignal(ctx, heap));
+      // Before any major GC: the live gauges read the old generation in use (20 + 2 MiB), the time +Inf.
+      const first = await t.collect();
+      expect(first.value(METRICS.heapLive.name)).toBe(22 * MiB);
+      expect(first.value(METRICS.heapLiveRatio.name)).toBeCloseTo(22 / 128, 6);
+      expect(first.value(METRICS.heapLiveLimit.name)).toBe(128 * MiB);
+      expect(first.value(METRICS.heapExhaustionTime.name)).toBe(Number.POSITIVE_INFINITY);
+      expect(t.monitor.snapshot().heap).toMatchObject({ liveBytes: null, exhaustionSeconds: null });
+      for (const mib of [40, 50, 60, 70]) {
+        t.advance(5000);
+        heap.majorGc(mib);
+      }
+      // 2 MiB/s; 80 % of 128 is 102.4 MiB: (102.4 − 70) / 2 = 16.2 s.
+      const rising = await t.collect();
+      expect(rising.value(METRICS.heapExhaustionTime.name)).toBeCloseTo(16.2, 1);
+      expect(t.monitor.snapshot().heap).toMatchObject({
+        exhaustionLevel: 'critical',
+        growthBytesPerSecond: 2 * MiB,
+      });
+      expect(t.alerts.filter((a) => a.signal === 'heap_exhaustion').map((a) => [a.level, a.threshold])).toEqual([
+        ['critical', 120],
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a config whose CRITICAL bound is not below WARN fails, naming the field', () => {
+    expect(() => setup({ thresholds: { heap: { exhaustionWarnSeconds: 60, exhaustionCriticalSeconds: 60 } } })).toThrow(
+      /thresholds\.heap\.exhaustionCriticalSeconds/,
+    );
+    expect(() => setup({ thresholds: { heap: { trendWindowSeconds: 0 } } })).toThrow(
+      /thresholds\.heap\.trendWindowSeconds/,
+    );
   });
 });
 

@@ -127,6 +127,17 @@ export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
     targets: [{ expr: perInstance('heapLiveRatio'), legend: '{{instance}}' }],
     fieldConfig: { defaults: { min: 0, max: 1 } },
   });
+  l.add({
+    title: 'Time to heap exhaustion',
+    description:
+      'Seconds until the live heap reaches 80 % of the old-generation limit (where V8 may abort the process) at its least-squares growth over thresholds.heap.trendWindowSeconds; only while it rises over several major GCs. Line: thresholds.heap.exhaustionWarnSeconds.',
+    w: 6,
+    unit: 's',
+    lines: [h.exhaustionWarnSeconds],
+    lowIsBad: true,
+    targets: [{ expr: `min by (instance) (${metric('heapExhaustionTime')}{${SEL.job}})`, legend: '{{instance}}' }],
+    fieldConfig: { defaults: { min: 0 } },
+  });
 }
 
 export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {

@@ -83,6 +83,7 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'queueTimeToSaturation',
   'eventLoopDelayP99',
   'heapLiveRatio',
+  'heapExhaustionTime',
   'connectionsOpen',
   'connectionsCapacity',
   'connectionsRejected',

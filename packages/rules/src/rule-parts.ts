@@ -108,6 +108,8 @@ export const RUNBOOK_ANCHORS: Record<string, string> = {
   InferSignalEventLoopDelayCritical: 'event-loop-delay',
   InferSignalHeapLiveHigh: 'heap-headroom',
   InferSignalHeapLiveCritical: 'heap-headroom',
+  InferSignalHeapExhaustionSoon: 'heap-exhaustion',
+  InferSignalHeapExhaustionCritical: 'heap-exhaustion',
   InferSignalConnectionsSaturated: 'connections-saturated',
   InferSignalConnectionsSaturatedCritical: 'connections-saturated',
   InferSignalConnectionsRejected: 'connections-rejected',

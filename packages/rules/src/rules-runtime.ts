@@ -84,8 +84,12 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
  * Event-loop delay: a blocked loop (synchronous inference, a long GC) stalls
  * every timer and socket, a saturated server with an empty queue. Heap
  * headroom: the live set after a major GC against the old generation's
- * limit, which a JS heap leak exhausts.
+ * limit, which a JS heap leak exhausts; heap exhaustion: the time until
+ * it does at the live set's growth.
  */
+/** How long a projected heap exhaustion holds before Prometheus fires (core already asks for a sustained trend). */
+const LEAK_HOLD_SECONDS = 30;
+
 export function runtimeGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
   const e = o.thresholds.eventLoop;
@@ -93,6 +97,9 @@ export function runtimeGroup(o: ResolvedOptions): RuleGroup {
   const delay = `max ${by(...INSTANCE_KEYS)} (${metric('eventLoopDelayP99')})`;
   const h = o.thresholds.heap;
   const live = `max ${by(...INSTANCE_KEYS)} (${metric('heapLiveRatio')})`;
+  const exhaustion = `min ${by(...INSTANCE_KEYS)} (${metric('heapExhaustionTime')})`;
+  // Core raises heap_exhaustion only on a trend that held over several major GCs; a fast leak lives for seconds.
+  const leakHold = holdFor(o, LEAK_HOLD_SECONDS);
   const where = `replica ${REPLICA} ({{ $labels.job }})`;
   return {
     name: 'infersignal.runtime',
@@ -136,6 +143,26 @@ export function runtimeGroup(o: ResolvedOptions): RuleGroup {
         hold,
         `Live JS heap above ${humanPercent(h.liveCritical)} of its limit`,
         `${where} holds {{ $value | humanizePercentage }} of its old-generation limit in live objects after a major GC, above ${humanPercent(h.liveCritical)} (thresholds.heap.liveCritical) for ${hold}. V8 is about to abort the process (heap out of memory); major GCs come back to back and free almost nothing.`,
+      ),
+      alert(
+        o,
+        'InferSignalHeapExhaustionSoon',
+        'heap_exhaustion',
+        'warning',
+        `${exhaustion} < ${h.exhaustionWarnSeconds}`,
+        leakHold,
+        `JS heap of the process runs out within ${humanSeconds(h.exhaustionWarnSeconds)} at its growth`,
+        `The process ${where} leaks: at the least-squares trend of its live heap over thresholds.heap.trendWindowSeconds it reaches 80 % of its old-generation limit, where V8 may abort it ("heap out of memory"), in {{ $value | humanizeDuration }}, under ${humanSeconds(h.exhaustionWarnSeconds)} (thresholds.heap.exhaustionWarnSeconds), for ${leakHold}.`,
+      ),
+      alert(
+        o,
+        'InferSignalHeapExhaustionCritical',
+        'heap_exhaustion',
+        'critical',
+        `${exhaustion} < ${h.exhaustionCriticalSeconds}`,
+        leakHold,
+        `JS heap of the process runs out within ${humanSeconds(h.exhaustionCriticalSeconds)} at its growth`,
+        `The process ${where} reaches 80 % of its old-generation limit in {{ $value | humanizeDuration }} at the growth of its live heap, under ${humanSeconds(h.exhaustionCriticalSeconds)} (thresholds.heap.exhaustionCriticalSeconds), for ${leakHold}: V8 is about to abort it (heap out of memory); take a heap snapshot or restart it now.`,
       ),
     ],
   };

@@ -518,11 +518,11 @@ const tests = [
     ],
   },
   {
-    name: 'heap: 85 % live warns, 95 % is critical after the 5m hold, 50 % does not',
+    name: 'heap: 72 % live warns, 95 % is critical after the 5m hold, 50 % does not',
     interval: '15s',
     input_series: (
       [
-        ['a', 0.85],
+        ['a', 0.72],
         ['b', 0.95],
         ['c', 0.5],
       ] as const
@@ -534,11 +534,38 @@ const tests = [
       check('4m', 'InferSignalHeapLiveHigh'),
       check('4m', 'InferSignalHeapLiveCritical'),
       check('6m', 'InferSignalHeapLiveHigh', [
-        expected('InferSignalHeapLiveHigh', { job: JOB, instance: 'a' }, 0.85),
+        expected('InferSignalHeapLiveHigh', { job: JOB, instance: 'a' }, 0.72),
         expected('InferSignalHeapLiveHigh', { job: JOB, instance: 'b' }, 0.95),
       ]),
       check('6m', 'InferSignalHeapLiveCritical', [
         expected('InferSignalHeapLiveCritical', { job: JOB, instance: 'b' }, 0.95),
+      ]),
+    ],
+  },
+  {
+    name: 'heap exhaustion: 600 s to go warns, 60 s is critical after the 30s hold, 2000 s and +Inf do not',
+    interval: '15s',
+    input_series: (
+      [
+        ['a', '600'],
+        ['b', '60'],
+        ['c', '2000'],
+        ['d', '+Inf'],
+      ] as const
+    ).map(([instance, seconds]) => ({
+      series: selector(metricName('heapExhaustionTime'), { job: JOB, instance, otel_scope_name: '@infersignal/core' }),
+      // The series notation has no expansion for +Inf (`+Infx200` does not parse): written out.
+      values: seconds === '+Inf' ? Array.from({ length: STEPS + 1 }, () => '+Inf').join(' ') : `${seconds}x${STEPS}`,
+    })),
+    alert_rule_test: [
+      check('15s', 'InferSignalHeapExhaustionSoon'),
+      check('15s', 'InferSignalHeapExhaustionCritical'),
+      check('1m', 'InferSignalHeapExhaustionSoon', [
+        expected('InferSignalHeapExhaustionSoon', { job: JOB, instance: 'a' }, 600),
+        expected('InferSignalHeapExhaustionSoon', { job: JOB, instance: 'b' }, 60),
+      ]),
+      check('1m', 'InferSignalHeapExhaustionCritical', [
+        expected('InferSignalHeapExhaustionCritical', { job: JOB, instance: 'b' }, 60),
       ]),
     ],
   },

