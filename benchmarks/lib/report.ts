@@ -23,6 +23,7 @@ export const SUITES = [
   'detectors',
   'llama',
   'install-size',
+  'idle',
 ] as const;
 export type SuiteName = (typeof SUITES)[number];
 
@@ -167,6 +168,8 @@ export interface SectionOptions {
   notes?: string;
   /** The suite measures every Node line itself, in one run (install-size): one block, no `--node` command. */
   everyLineInOneRun?: boolean;
+  /** false: no `Run <date>` line (a section whose figures are only read as same-run ratios). Default true. */
+  dated?: boolean;
 }
 
 /**
@@ -192,7 +195,7 @@ export function writeSection(suite: SuiteName, options: SectionOptions): void {
       [
         `### Node ${major}`,
         '',
-        `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC  `,
+        ...(options.dated === false ? [] : [`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC  `]),
         `Machine: ${machine()}  `,
         `Packages: ${versions(options.packages)}`,
         // What the run shared the machine with, said by whoever ran it (BENCH_NOTE).
