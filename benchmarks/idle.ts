@@ -218,7 +218,10 @@ const rows = [
     withMetrics((v) => `${per100(v).toFixed(1)} ms/s`),
     (p) => ratio(per100('infersignal'), per100(p)),
   ),
-  row('scrapes served', withMetrics((v) => `${achieved(v).toFixed(1)}/s`)),
+  row(
+    'scrapes served',
+    withMetrics((v) => `${achieved(v).toFixed(1)}/s`),
+  ),
 ];
 const results = [
   table(['', ...IDLE_VARIANTS.map((v) => LABEL[v]), 'InferSignal / prom-client', 'InferSignal / stock OTel'], rows),
