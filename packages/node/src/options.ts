@@ -26,6 +26,7 @@ export interface ResolvedPrometheus {
   port: number;
   path: string;
   mount: boolean;
+  withoutScopeInfo: boolean;
 }
 
 /** Where one signal goes over OTLP. */
@@ -87,7 +88,7 @@ const KNOWN_KEYS = new Set([
   'heap',
   'runtimeMetrics',
 ]);
-const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount']);
+const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo']);
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'grpc'];
 const TEMPORALITIES: readonly OtlpTemporality[] = ['cumulative', 'delta', 'lowmemory'];
@@ -148,6 +149,8 @@ function resolvePrometheus(
   if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/')))
     fail('prometheus.path', 'must be a path starting with "/"');
   if (o.mount !== undefined && typeof o.mount !== 'boolean') fail('prometheus.mount', 'must be a boolean');
+  if (o.withoutScopeInfo !== undefined && typeof o.withoutScopeInfo !== 'boolean')
+    fail('prometheus.withoutScopeInfo', 'must be a boolean');
   const explicitPort = o.port === undefined ? undefined : port(o.port, 'prometheus.port');
   // OTEL_METRICS_EXPORTER without "prometheus" turns the endpoint off unless the option asks for it.
   if (option === undefined && exporters !== undefined && !exporters.includes('prometheus')) return undefined;
@@ -159,6 +162,7 @@ function resolvePrometheus(
       DEFAULT_PROMETHEUS_PORT,
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
+    withoutScopeInfo: o.withoutScopeInfo === true,
   };
 }
 

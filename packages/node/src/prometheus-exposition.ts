@@ -4,7 +4,8 @@
  * pins exact SDK versions (0.223.0 wants sdk-metrics 2.12.0), so depending
  * on it put a second copy of the SDK in most apps' trees. The output is the
  * exporter's: `target_info` for the resource, `otel_scope_name` /
- * `otel_scope_version` labels, HELP / UNIT / TYPE once per family.
+ * `otel_scope_version` labels (unless `withoutScopeInfo`), HELP / UNIT /
+ * TYPE once per family.
  *
  * A name two scopes export is written once: another scope's metric wins
  * over InferSignal's own (its runtime gauges beside
@@ -350,12 +351,14 @@ export function* expositionChunks(
   nameOf: (metric: MetricData) => string,
   /** Where chunk buffers come from and go back to once written; without one each chunk is a new Buffer. */
   pool?: ChunkPool,
+  /** No `otel_scope_name` / `otel_scope_version` labels. */
+  withoutScopeInfo = false,
 ): Generator<Buffer, void> {
   const families = new Map<string, Family>();
   for (const { scope, metrics } of resourceMetrics.scopeMetrics) {
     const own = isOwn(scope.name);
-    const scopeLabels: Attributes = { otel_scope_name: scope.name };
-    if (scope.version) scopeLabels.otel_scope_version = scope.version;
+    const scopeLabels: Attributes = withoutScopeInfo ? {} : { otel_scope_name: scope.name };
+    if (scope.version && !withoutScopeInfo) scopeLabels.otel_scope_version = scope.version;
     for (const metric of metrics) {
       const type = typeOf(metric);
       if (type === undefined || pointCount(metric) === 0) continue;
