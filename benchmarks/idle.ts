@@ -277,4 +277,15 @@ series in one scrape. Ratios compare servers measured in the same rounds; the ab
 machine's load.`,
   results,
   verdict,
+  notes: `Where InferSignal's rest goes (per-thread schedstat of one server at a time, and \`--cpu-prof\`): the
+event_loop signal is nearly all of it; \`start({ eventLoop: false })\` rests at 0.4–1 ms/s and 1–3 timeslices/s.
+The signal used to run two timers, \`monitorEventLoopDelay\` at its 10 ms resolution (100 wake-ups a second, what
+prom-client's default metrics and instrumentation-runtime-node run too) and its own 20 ms block probe (50 more),
+whose every firing read /proc/thread-self/schedstat: 12–13 ms/s and 125–130 timeslices/s, 2.6–2.9× stock OTel's
+CPU and 1.34× its timeslices on both Node lines. It now runs the probe alone: the delay percentiles are the
+probe's latenesses, and the run-queue figure is read only on a firing 2 ms late or later and on every fifth. On
+this virtual machine a wake-up costs a process ~40 µs through libuv's native timer and ~90 µs through a JS timer
+(an empty 20 ms \`setTimeout\` alone: 4.4–4.6 ms/s), so 50 JS wake-ups a second still cost more CPU than the
+peers' 100 native ones. Fewer would need a longer probe period, and a block reads up to one period short: the
+event_loop alerts rest on that reading, so the period stays 20 ms.`,
 });
