@@ -146,6 +146,22 @@ class ByteWriter {
 
   text(text: string): void {
     this.ensure(text.length * 3);
+    // A bucket line's short texts (its bound, `le="`) copied here cost no call into C++, which took most of a
+    // bucket line's time; a longer text (a name, a label text) is encoded faster by Buffer.write.
+    if (text.length <= SHORT_TEXT) {
+      const buf = this.buf;
+      let at = this.pos;
+      for (let i = 0; i < text.length; i++) {
+        const code = text.charCodeAt(i);
+        if (code >= 0x80) {
+          this.pos += buf.write(text, this.pos, 'utf8');
+          return;
+        }
+        buf[at++] = code;
+      }
+      this.pos = at;
+      return;
+    }
     this.pos += this.buf.write(text, this.pos, 'utf8');
   }
 
@@ -202,6 +218,9 @@ class ByteWriter {
   }
 }
 
+/** Texts up to this long are copied a character at a time (see ByteWriter.text). */
+const SHORT_TEXT = 16;
+
 /** A chunk's buffer: a chunk and the text of one more point fit without growing it. */
 const CHUNK_BUFFER = CHUNK_BYTES + 4096;
 /** Buffers a pool keeps (a few chunks are in the socket's hands at a time). */
@@ -231,12 +250,31 @@ const CLOSE_BRACE = 0x7d;
 const SPACE = 0x20;
 const NEWLINE = 0x0a;
 
+/**
+ * Bound texts of the boundaries arrays seen, matched by value: core copies
+ * an instrument's boundaries at each collection, and a process has a few
+ * distinct ones, so the texts are made once, not at every scrape.
+ */
+const boundTextCache: { boundaries: readonly number[]; texts: string[] }[] = [];
+const MAX_BOUND_ARRAYS = 32;
+
+function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** `<bound>"} ` of each bucket of a boundaries array, the last `+Inf"} ` (one boundaries array serves many points). */
 function boundTexts(boundaries: readonly number[], buckets: number): string[] {
-  return Array.from({ length: buckets }, (_, i) => {
+  for (const cached of boundTextCache)
+    if (cached.texts.length === buckets && sameNumbers(cached.boundaries, boundaries)) return cached.texts;
+  const texts = Array.from({ length: buckets }, (_, i) => {
     const bound = boundaries[i];
     return `${bound === undefined || bound === Number.POSITIVE_INFINITY ? '+Inf' : String(bound)}"} `;
   });
+  if (boundTextCache.length < MAX_BOUND_ARRAYS) boundTextCache.push({ boundaries: [...boundaries], texts });
+  return texts;
 }
 
 /** `<name>_bucket{<labels>,le="<bound>"} <cumulative count>` of each of `bounds.length` counts from `counts[from]`. */
