@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { CHILD_ENV, positive, rounds, SMOKE } from './lib/env';
 import { IDLE_VARIANTS, type IdleVariant } from './lib/idle-child';
 import { printVerdict, ROOT, table, writeSection, type Goal } from './lib/report';
-import { median, rotate } from './lib/stats';
+import { fmtRatio, median, roundRatios, rotate } from './lib/stats';
 
 const ROUNDS = rounds(3);
 const REST_S = positive('BENCH_REST_SECONDS', SMOKE ? 0.5 : 12);
@@ -175,17 +175,21 @@ try {
   agent.destroy();
 }
 
-const restCpu = (v: IdleVariant) => median(rest.get(v)!.cpu);
-const restSlices = (v: IdleVariant) => median(rest.get(v)!.slices);
-const scrapeCpu = (v: IdleVariant) => median(scraped.get(v)!.map((w) => w.cpuMsPerS));
+/** Per round (index = round): every figure is paired with the peers' of the same round. */
+const restCpu = (v: IdleVariant) => rest.get(v)!.cpu;
+const restSlices = (v: IdleVariant) => rest.get(v)!.slices;
+const scrapeCpu = (v: IdleVariant) => scraped.get(v)!.map((w) => w.cpuMsPerS);
+/** What scraping adds over rest, per 100 series exported: the exposition's own cost. */
+const per100 = (v: IdleVariant) =>
+  scraped.get(v)!.map((w, round) => ((w.cpuMsPerS - rest.get(v)!.cpu[round]!) / w.series) * 100);
 const series = (v: IdleVariant) => scraped.get(v)!.at(-1)!.series;
 const bytes = (v: IdleVariant) => scraped.get(v)!.at(-1)!.bytes;
-/** What scraping adds over rest, per 100 series exported: the exposition's own cost. */
-const per100 = (v: IdleVariant) => ((scrapeCpu(v) - restCpu(v)) / series(v)) * 100;
 const achieved = (v: IdleVariant) => median(scraped.get(v)!.map((w) => w.scrapes / SCRAPE_S));
 
 const PEERS = ['prom-client', 'otel'] as const;
-const ratio = (ours: number, theirs: number) => `${(ours / theirs).toFixed(2)}×`;
+/** InferSignal's figure over a peer's, round by round: the median of those ratios and their range. */
+const against = (figure: (v: IdleVariant) => number[], peer: readonly number[]) =>
+  roundRatios(figure('infersignal'), peer);
 const row = (name: string, f: (v: IdleVariant) => string, r?: (peer: (typeof PEERS)[number]) => string) => [
   name,
   ...IDLE_VARIANTS.map(f),
@@ -195,28 +199,28 @@ const withMetrics = (f: (v: IdleVariant) => string) => (v: IdleVariant) => (v ==
 const rows = [
   row(
     'CPU at rest',
-    (v) => `${restCpu(v).toFixed(1)} ms/s`,
-    (p) => ratio(restCpu('infersignal'), restCpu(p)),
+    (v) => `${median(restCpu(v)).toFixed(1)} ms/s`,
+    (p) => fmtRatio(against(restCpu, restCpu(p))),
   ),
   row(
     'timeslices at rest',
-    (v) => `${restSlices(v).toFixed(0)}/s`,
-    (p) => ratio(restSlices('infersignal'), restSlices(p)),
+    (v) => `${median(restSlices(v)).toFixed(0)}/s`,
+    (p) => fmtRatio(against(restSlices, restSlices(p))),
   ),
   row(
     'CPU at 20 scrapes/s',
-    withMetrics((v) => `${scrapeCpu(v).toFixed(1)} ms/s`),
-    (p) => ratio(scrapeCpu('infersignal'), scrapeCpu(p)),
+    withMetrics((v) => `${median(scrapeCpu(v)).toFixed(1)} ms/s`),
+    (p) => fmtRatio(against(scrapeCpu, scrapeCpu(p))),
   ),
   row(
     'one scrape',
     withMetrics((v) => `${series(v)} series, ${(bytes(v) / 1000).toFixed(1)} kB`),
-    (p) => ratio(bytes('infersignal'), bytes(p)),
+    (p) => `${(bytes('infersignal') / bytes(p)).toFixed(2)}×`,
   ),
   row(
     'scrape CPU per 100 series',
-    withMetrics((v) => `${per100(v).toFixed(1)} ms/s`),
-    (p) => ratio(per100('infersignal'), per100(p)),
+    withMetrics((v) => `${median(per100(v)).toFixed(1)} ms/s`),
+    (p) => fmtRatio(against(per100, per100(p))),
   ),
   row(
     'scrapes served',
@@ -226,32 +230,20 @@ const rows = [
 const results = [
   table(['', ...IDLE_VARIANTS.map((v) => LABEL[v]), 'InferSignal / prom-client', 'InferSignal / stock OTel'], rows),
   '',
-  `Medians of ${ROUNDS} rounds; ${REST_S} s at rest, ${SCRAPE_S} s of scrapes per server and round.`,
+  `Medians of ${ROUNDS} rounds (ratios: of the rounds' own ratios, their range in brackets); ${REST_S} s at rest, ${SCRAPE_S} s of scrapes per server and round.`,
 ].join('\n');
 console.log(results);
 
-const cheaperPer100 = Math.min(...PEERS.map(per100));
+const cheaperPer100 = per100('prom-client').map((c, round) => Math.min(c, per100('otel')[round]!));
+const restOtel = against(restCpu, restCpu('otel')).median;
+const slicesOtel = against(restSlices, restSlices('otel')).median;
+const restProm = against(restCpu, restCpu('prom-client')).median;
+const perSeries = against(per100, cheaperPer100).median;
 const goals: Goal[] = [
-  {
-    text: `CPU at rest ${ratio(restCpu('infersignal'), restCpu('otel'))} stock OTel`,
-    goal: '≤ 1×',
-    met: restCpu('infersignal') <= restCpu('otel'),
-  },
-  {
-    text: `timeslices at rest ${ratio(restSlices('infersignal'), restSlices('otel'))} stock OTel`,
-    goal: '≤ 1×',
-    met: restSlices('infersignal') <= restSlices('otel'),
-  },
-  {
-    text: `CPU at rest ${ratio(restCpu('infersignal'), restCpu('prom-client'))} prom-client (stretch)`,
-    goal: '≤ 1×',
-    met: restCpu('infersignal') <= restCpu('prom-client'),
-  },
-  {
-    text: `scrape CPU per series ${ratio(per100('infersignal'), cheaperPer100)} the cheaper peer`,
-    goal: '≤ 0.5×',
-    met: per100('infersignal') <= 0.5 * cheaperPer100,
-  },
+  { text: `CPU at rest ${restOtel.toFixed(2)}× stock OTel`, goal: '≤ 1×', met: restOtel <= 1 },
+  { text: `timeslices at rest ${slicesOtel.toFixed(2)}× stock OTel`, goal: '≤ 1×', met: slicesOtel <= 1 },
+  { text: `CPU at rest ${restProm.toFixed(2)}× prom-client (stretch)`, goal: '≤ 1×', met: restProm <= 1 },
+  { text: `scrape CPU per series ${perSeries.toFixed(2)}× the cheaper peer`, goal: '≤ 0.5×', met: perSeries <= 0.5 },
 ];
 const verdict = printVerdict('idle', goals);
 
