@@ -54,6 +54,7 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     ['server', 4],
     ['llama', 2],
     ['growth', 4],
+    ['idle', 4],
   ];
   for (const [suite, goals] of cases) {
     it(`${suite} runs and prints its verdict line with figures`, { timeout: 180_000 }, async ({ expect }) => {

@@ -23,6 +23,7 @@ export const SUITES = [
   'detectors',
   'llama',
   'install-size',
+  'idle',
 ] as const;
 export type SuiteName = (typeof SUITES)[number];
 
@@ -137,6 +138,8 @@ export interface SectionOptions {
   notes?: string;
   /** The suite measures every Node line itself, in one run (install-size): no `--node` command. */
   everyLineInOneRun?: boolean;
+  /** false: no `Run <date>` line (a section whose figures are only read as same-run ratios). Default true. */
+  dated?: boolean;
 }
 
 /** `a b` as one line (ending in a line break) where it fits in LINE_LIMIT, else `a` and `b` on lines of their own. */

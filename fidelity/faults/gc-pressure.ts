@@ -33,8 +33,8 @@ export interface MajorGcFigures {
   /** When the first major GC pause over 100 ms (core's event_loop WARN) began, on the bench's clock. */
   firstOver100Seconds: number | null;
   /**
-   * When the first pause that event_loop's rule surely raises the level for ended (bench's clock): one of 210 ms or
-   * more (twice WARN, and the histogram's resolution), or one over 110 ms that came within 10 s (10 periods) of
+   * When the first pause that event_loop's rule surely raises the level for ended (bench's clock): one of 220 ms or
+   * more (twice WARN, and the probe's period), or one over 120 ms that came within 10 s (10 periods) of
    * another. A single 100–200 ms pause is, by that rule, one slow request and no alert.
    */
   firstAnnouncedEndSeconds: number | null;
@@ -42,7 +42,7 @@ export interface MajorGcFigures {
 
 /**
  * core's event_loop with its default thresholds (GC_PRESSURE_THRESHOLDS is {}), by its own rule: WARN, the block
- * that raises the level alone, the window for a recurrence. A block reads up to one delay-histogram resolution short
+ * that raises the level alone, the window for a recurrence. A block reads up to one probe period short
  * of its length, so only pauses that long past each bound surely count.
  */
 const LOOP_RESOLUTION_MS = EVENT_LOOP_RULE.resolutionMs;

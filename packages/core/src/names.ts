@@ -230,7 +230,7 @@ export const METRICS = {
     name: 'nodejs.eventloop.delay.p50',
     type: 'gauge',
     unit: 's',
-    description: 'Event-loop delay median over the last sample period (perf_hooks.monitorEventLoopDelay).',
+    description: 'Event-loop delay median over the last sample period (the lateness of a probe timer due every 20 ms).',
     attributes: [],
   },
   eventLoopDelayP99: {

@@ -91,6 +91,29 @@ describe('event loop: blocking, not busyness', () => {
     expect(Math.max(...mid)).toBeLessThan(0.3);
   });
 
+  it('delay percentiles are the probe latenesses of the period: a quiet loop reads ~0, one block lifts P99 and max, not P50', () => {
+    const { loop, signal } = simulated();
+    loop.advance(3000);
+    expect(signal.p50).toBe(0);
+    expect(signal.p99).toBe(0);
+    expect(signal.max).toBe(0);
+    // A 25 ms run every 100 ms: a probe falls due in each (it is 5–25 ms late), the other four of five fire on time.
+    slices(loop, 3005, 6000, 25, 100);
+    loop.advance(6000);
+    expect(signal.p50).toBe(0);
+    expect(signal.p99).toBeGreaterThanOrEqual(0.005);
+    expect(signal.p99).toBeLessThanOrEqual(0.025);
+    expect(signal.max).toBe(signal.p99);
+    // One 300 ms block in the next period: its P99 and max are the block, its median stays a probe on time.
+    loop.busy(6400, 300);
+    loop.advance(6700);
+    const before = signal.samples;
+    for (let t = 6710; signal.samples === before; t += 10) loop.advance(t);
+    expect(signal.max).toBeGreaterThanOrEqual(0.28);
+    expect(signal.p99).toBe(signal.max);
+    expect(signal.p50).toBeLessThanOrEqual(0.005);
+  });
+
   it('60 % busy in 40 ms slices: busy, not blocked beyond one slice — ok', () => {
     const { loop, alerts, signal } = simulated();
     slices(loop, 0, 30_000, 40, 66);

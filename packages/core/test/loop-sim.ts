@@ -1,4 +1,4 @@
-import type { LoopDelay, LoopSource } from '../src/signals/event-loop';
+import type { LoopSource } from '../src/signals/event-loop';
 
 interface Timer {
   due: number;
@@ -83,10 +83,6 @@ export class SimLoop implements LoopSource {
       }
     }
     this.t = Math.max(this.t, until);
-  }
-
-  delay(): LoopDelay | undefined {
-    return undefined;
   }
 
   utilization(): number {

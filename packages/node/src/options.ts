@@ -27,6 +27,7 @@ export interface ResolvedPrometheus {
   port: number;
   path: string;
   mount: boolean;
+  withoutScopeInfo: boolean;
 }
 
 /** Where one signal goes over OTLP. */
@@ -88,7 +89,7 @@ const KNOWN_KEYS = new Set([
   'heap',
   'runtimeMetrics',
 ]);
-const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount']);
+const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo']);
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'grpc'];
 const TEMPORALITIES: readonly OtlpTemporality[] = ['cumulative', 'delta', 'lowmemory'];
@@ -147,6 +148,7 @@ function resolvePrometheus(
   if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/')))
     rejectValue('prometheus.path', o.path, 'a path starting with "/"');
   fieldOrDefault('prometheus.mount', o.mount, { type: 'boolean' }, undefined);
+  fieldOrDefault('prometheus.withoutScopeInfo', o.withoutScopeInfo, { type: 'boolean' }, undefined);
   const explicitPort = o.port === undefined ? undefined : port(o.port, 'prometheus.port');
   // OTEL_METRICS_EXPORTER without "prometheus" turns the endpoint off unless the option asks for it.
   if (option === undefined && exporters !== undefined && !exporters.includes('prometheus')) return undefined;
@@ -158,6 +160,7 @@ function resolvePrometheus(
       DEFAULT_PROMETHEUS_PORT,
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
+    withoutScopeInfo: o.withoutScopeInfo === true,
   };
 }
 

@@ -4,7 +4,8 @@
  * pins exact SDK versions (0.223.0 wants sdk-metrics 2.12.0), so depending
  * on it put a second copy of the SDK in most apps' trees. The output is the
  * exporter's: `target_info` for the resource, `otel_scope_name` /
- * `otel_scope_version` labels, HELP / UNIT / TYPE once per family.
+ * `otel_scope_version` labels (unless `withoutScopeInfo`), HELP / UNIT /
+ * TYPE once per family.
  *
  * A name two scopes export is written once: another scope's metric wins
  * over InferSignal's own (its runtime gauges beside
@@ -145,6 +146,22 @@ class ByteWriter {
 
   text(text: string): void {
     this.ensure(text.length * 3);
+    // A bucket line's short texts (its bound, `le="`) copied here cost no call into C++, which took most of a
+    // bucket line's time; a longer text (a name, a label text) is encoded faster by Buffer.write.
+    if (text.length <= SHORT_TEXT) {
+      const buf = this.buf;
+      let at = this.pos;
+      for (let i = 0; i < text.length; i++) {
+        const code = text.charCodeAt(i);
+        if (code >= 0x80) {
+          this.pos += buf.write(text, this.pos, 'utf8');
+          return;
+        }
+        buf[at++] = code;
+      }
+      this.pos = at;
+      return;
+    }
     this.pos += this.buf.write(text, this.pos, 'utf8');
   }
 
@@ -201,6 +218,9 @@ class ByteWriter {
   }
 }
 
+/** Texts up to this long are copied a character at a time (see ByteWriter.text). */
+const SHORT_TEXT = 16;
+
 /** A chunk's buffer: a chunk and the text of one more point fit without growing it. */
 const CHUNK_BUFFER = CHUNK_BYTES + 4096;
 /** Buffers a pool keeps (a few chunks are in the socket's hands at a time). */
@@ -230,12 +250,31 @@ const CLOSE_BRACE = 0x7d;
 const SPACE = 0x20;
 const NEWLINE = 0x0a;
 
+/**
+ * Bound texts of the boundaries arrays seen, matched by value: core copies
+ * an instrument's boundaries at each collection, and a process has a few
+ * distinct ones, so the texts are made once, not at every scrape.
+ */
+const boundTextCache: { boundaries: readonly number[]; texts: string[] }[] = [];
+const MAX_BOUND_ARRAYS = 32;
+
+function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** `<bound>"} ` of each bucket of a boundaries array, the last `+Inf"} ` (one boundaries array serves many points). */
 function boundTexts(boundaries: readonly number[], buckets: number): string[] {
-  return Array.from({ length: buckets }, (_, i) => {
+  for (const cached of boundTextCache)
+    if (cached.texts.length === buckets && sameNumbers(cached.boundaries, boundaries)) return cached.texts;
+  const texts = Array.from({ length: buckets }, (_, i) => {
     const bound = boundaries[i];
     return `${bound === undefined || bound === Number.POSITIVE_INFINITY ? '+Inf' : String(bound)}"} `;
   });
+  if (boundTextCache.length < MAX_BOUND_ARRAYS) boundTextCache.push({ boundaries: [...boundaries], texts });
+  return texts;
 }
 
 /** `<name>_bucket{<labels>,le="<bound>"} <cumulative count>` of each of `bounds.length` counts from `counts[from]`. */
@@ -350,12 +389,14 @@ export function* expositionChunks(
   nameOf: (metric: MetricData) => string,
   /** Where chunk buffers come from and go back to once written; without one each chunk is a new Buffer. */
   pool?: ChunkPool,
+  /** No `otel_scope_name` / `otel_scope_version` labels. */
+  withoutScopeInfo = false,
 ): Generator<Buffer, void> {
   const families = new Map<string, Family>();
   for (const { scope, metrics } of resourceMetrics.scopeMetrics) {
     const own = isOwn(scope.name);
-    const scopeLabels: Attributes = { otel_scope_name: scope.name };
-    if (scope.version) scopeLabels.otel_scope_version = scope.version;
+    const scopeLabels: Attributes = withoutScopeInfo ? {} : { otel_scope_name: scope.name };
+    if (scope.version && !withoutScopeInfo) scopeLabels.otel_scope_version = scope.version;
     for (const metric of metrics) {
       const type = typeOf(metric);
       if (type === undefined || pointCount(metric) === 0) continue;

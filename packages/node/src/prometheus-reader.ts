@@ -92,7 +92,12 @@ export class PrometheusReader extends MetricReader {
   private readonly names = new CollectorNames();
   private readonly pool = new ChunkPool();
 
-  constructor(cardinalityLimit: number, metricProducers: MetricProducer[] | undefined) {
+  constructor(
+    cardinalityLimit: number,
+    metricProducers: MetricProducer[] | undefined,
+    /** Leave the `otel_scope_*` labels off (`prometheus.withoutScopeInfo`). */
+    private readonly withoutScopeInfo = false,
+  ) {
     super({
       aggregationTemporalitySelector: prometheusTemporality,
       cardinalitySelector: () => cardinalityLimit,
@@ -110,7 +115,7 @@ export class PrometheusReader extends MetricReader {
       ({ resourceMetrics }) =>
         writeExposition(
           res,
-          expositionChunks(resourceMetrics, (metric) => this.names.of(metric), this.pool),
+          expositionChunks(resourceMetrics, (metric) => this.names.of(metric), this.pool, this.withoutScopeInfo),
           this.pool,
           // Written or abandoned, the series copies are read no more: core may reuse their arrays.
         ).finally(() => releaseSeries(resourceMetrics)),

@@ -158,6 +158,7 @@ export function start(options: StartOptions = {}): InferSignal {
     ? new PrometheusReader(
         config.cardinalityLimit,
         producersFor({ selectAggregationTemporality: prometheusTemporality }, true),
+        config.prometheus.withoutScopeInfo,
       )
     : undefined;
   const readers: IMetricReader[] = [...(options.metricReaders ?? [])];

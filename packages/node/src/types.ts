@@ -19,6 +19,14 @@ export interface PrometheusOptions {
    * no server is started and `start()` returns `metricsHandler`.
    */
   mount?: boolean;
+  /**
+   * Leave the `otel_scope_name` / `otel_scope_version` labels off every
+   * series (default false: the OpenTelemetry Prometheus compatibility spec
+   * adds them, and `@opentelemetry/exporter-prometheus` has the same option).
+   * They tell which library wrote a series; off, a scrape is smaller and
+   * cheaper, and a family two scopes write is still exported once.
+   */
+  withoutScopeInfo?: boolean;
 }
 
 export interface OtlpOptions {

@@ -65,7 +65,13 @@ describe('start() options', () => {
   it('resolves safe defaults and the environment', () => {
     const defaults = resolve().resolved;
     expect(defaults.serviceName).toBe('unknown_service:node');
-    expect(defaults.prometheus).toEqual({ host: '127.0.0.1', port: 9464, path: '/metrics', mount: false });
+    expect(defaults.prometheus).toEqual({
+      host: '127.0.0.1',
+      port: 9464,
+      path: '/metrics',
+      mount: false,
+      withoutScopeInfo: false,
+    });
     expect(defaults.otlp).toBeUndefined();
     expect(defaults.traces).toBe(false);
     expect(defaults.cardinalityLimit).toBe(2000);

@@ -358,3 +358,38 @@ describe('mountable handler', () => {
     expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('app');
   });
 });
+
+describe('prometheus.withoutScopeInfo', () => {
+  it('leaves the otel_scope_* labels off every series, the same samples otherwise, and a smaller scrape', async () => {
+    const bodies: string[] = [];
+    for (const withoutScopeInfo of [false, true]) {
+      const s = startTracked({ serviceName: 'scopeless', prometheus: { mount: true, withoutScopeInfo } });
+      const app = createServer((req, res) => s.metricsHandler!(req, res));
+      servers.push(app);
+      await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+      const ticket = s.monitor.queue('main').enqueue('m');
+      ticket.start();
+      ticket.end('completed');
+      bodies.push((await scrape(`http://127.0.0.1:${(app.address() as AddressInfo).port}/metrics`)).body);
+    }
+    const [scoped, scopeless] = bodies as [string, string];
+    expect(scoped).toMatch(/otel_scope_name="@infersignal\/core"/);
+    expect(scopeless).not.toMatch(/otel_scope_/);
+    const requests = 'infersignal_requests_total';
+    const where = { infersignal_outcome: 'completed' };
+    expect(samples(parseExposition(scopeless), requests, requests, where)[0].value).toBe(1);
+    // The request counter's lines are the scoped scrape's without their scope labels.
+    const strip = (line: string) => line.replace(/,?otel_scope_(name|version)="[^"]*"/g, '').replace('{,', '{');
+    const lines = (body: string, name = '') =>
+      body.split('\n').filter((l) => l !== '' && !l.startsWith('#') && l.startsWith(name));
+    expect(lines(scopeless, requests)).toEqual(lines(scoped, requests).map(strip));
+    const perLine = (body: string) => Buffer.byteLength(lines(body).join('\n')) / lines(body).length;
+    expect(perLine(scopeless)).toBeLessThan(0.8 * perLine(scoped));
+  });
+
+  it('refuses a value that is not a boolean, naming the field', () => {
+    expect(() => start({ prometheus: { withoutScopeInfo: 'yes' as unknown as boolean } })).toThrow(
+      /prometheus\.withoutScopeInfo/,
+    );
+  });
+});

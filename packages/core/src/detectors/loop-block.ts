@@ -11,9 +11,12 @@
  * a process that waited for a CPU (a loaded machine, a CPU quota) spends
  * little. Where the time the loop's thread waited in the run queue is
  * known (Linux), it also says how much of the block was a wait for a CPU.
+ * That figure may be left out of a firing (NaN): the next one is then
+ * measured from the last one given.
  */
 export class LoopBlockProbe {
-  private dueAt: number;
+  /** When the probe is next due (ms). */
+  dueAt: number;
   private lastCpu: number;
   private longest = 0;
   private longestCpu = 0;
@@ -45,7 +48,7 @@ export class LoopBlockProbe {
     }
     this.dueAt = now + this.intervalMs;
     this.lastCpu = cpuMs;
-    this.lastQueued = queuedMs;
+    if (!Number.isNaN(queuedMs)) this.lastQueued = queuedMs;
     return late;
   }
 
@@ -72,7 +75,7 @@ export class LoopBlockProbe {
     if (overdue > 0) {
       this.dueAt = now;
       this.lastCpu = cpuMs;
-      this.lastQueued = queuedMs;
+      if (!Number.isNaN(queuedMs)) this.lastQueued = queuedMs;
     }
     this.longest = 0;
     this.longestCpu = 0;

@@ -1,13 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import { closeSync, openSync, readSync } from 'node:fs';
-import {
-  monitorEventLoopDelay,
-  performance,
-  PerformanceObserver,
-  constants,
-  type EventLoopUtilization,
-  type IntervalHistogram,
-} from 'node:perf_hooks';
+import { performance, PerformanceObserver, constants, type EventLoopUtilization } from 'node:perf_hooks';
 import type { Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
 import { LoopBlockProbe } from '../detectors/loop-block';
 import { SlidingWindow } from '../detectors/sliding-window';
@@ -24,40 +17,45 @@ const GC_TYPES: Record<number, string> = {
 
 /**
  * How the event_loop signal judges blocks, for code that predicts its
- * verdicts (the fidelity suite): the delay histogram's resolution, the
- * factor of WARN at which one block raises the level on its own, and the
- * sample periods within which a moderate block must come again to count.
+ * verdicts (the fidelity suite): the probe timer's period, the factor of
+ * WARN at which one block raises the level on its own, and the sample
+ * periods within which a moderate block must come again to count.
  */
 export const EVENT_LOOP_RULE = Object.freeze({
-  /** Resolution of the libuv delay histogram (ms): a block may read up to this much short. */
-  resolutionMs: 10,
+  /** Period of the probe timer (ms), the signal's one timer: a block may read up to this much short. */
+  resolutionMs: 20,
   /** A single block at least this many times the WARN threshold raises the level on its own. */
   aloneFactor: 2,
   /** A moderate block (above WARN, under aloneFactor × WARN and CRITICAL) raises the level only if another came within this many sample periods. */
   recurPeriods: 10,
 });
-const { resolutionMs: RESOLUTION_MS, aloneFactor: ALONE_FACTOR, recurPeriods: RECUR_PERIODS } = EVENT_LOOP_RULE;
-/** Period (ms) of the block probe's timer; shorter sample periods use theirs. */
-const PROBE_MS = 20;
-
-/** Delay percentiles and maximum (s) of one sample period. */
-export interface LoopDelay {
-  p50: number;
-  p99: number;
-  max: number;
-}
+const { resolutionMs: PROBE_MS, aloneFactor: ALONE_FACTOR, recurPeriods: RECUR_PERIODS } = EVENT_LOOP_RULE;
+/**
+ * Probe lateness values kept per sample period for its percentiles: the
+ * latest ones, 10 s of probes (a default 1 s period holds 50).
+ */
+const LATENESS_SAMPLES = 512;
+/**
+ * The run-queue figure (a read of /proc, the dearest part of a firing) is
+ * taken on a firing this late (ms) or later, and on every QUEUE_READ_EVERY-th
+ * one: a block's wait for a CPU is then measured from a reading up to
+ * 100 ms before it began, which adds at most what the thread waited for a
+ * CPU in those 100 ms of an otherwise quiet loop. A block shorter than this
+ * has no queue figure (its cause then reads as unknown), and none is
+ * judged: WARN is far above it.
+ */
+const QUEUE_READ_LATE_MS = 2;
+const QUEUE_READ_EVERY = 5;
 
 /**
- * Where the signal reads the loop: its timer, clock, delay histogram and
- * utilization. `nodeLoop()` in a process; tests drive a simulated loop.
+ * Where the signal reads the loop: its timer, clock and utilization.
+ * `nodeLoop()` in a process; tests drive a simulated loop.
  */
 export interface LoopSource {
   /** Monotonic milliseconds. */
   now(): number;
   /** Calls `fn` `ms` after the previous call returned, without keeping the process alive; returns a stop function. */
   every(ms: number, fn: () => void): () => void;
-  /** Delay histogram of the period since the last call (then reset); undefined without samples. */
-  delay(): LoopDelay | undefined;
   /** Share of the time since the last call the loop was busy. */
   utilization(): number;
   /** CPU time (ms, user + system) the process has used so far. */
@@ -73,7 +71,9 @@ export interface LoopSource {
 /**
  * The calling thread's run-queue wait from Linux's schedstat (`<on CPU ns>
  * <waiting ns> <slices>`), read through one open descriptor into one
- * buffer; undefined where the file is missing (another OS, no schedstats).
+ * buffer and parsed from its bytes (it runs on every probe firing: no
+ * string is made); undefined where the file is missing (another OS, no
+ * schedstats).
  */
 function threadQueueReader(): { read(): number; close(): void } | undefined {
   let fd: number;
@@ -86,9 +86,17 @@ function threadQueueReader(): { read(): number; close(): void } | undefined {
   return {
     read() {
       try {
-        const text = buffer.toString('latin1', 0, readSync(fd, buffer, 0, buffer.length, 0));
-        const first = text.indexOf(' ');
-        return Number(text.slice(first + 1, text.indexOf(' ', first + 1))) / 1e6;
+        const length = readSync(fd, buffer, 0, buffer.length, 0);
+        let i = 0;
+        while (i < length && buffer[i] !== 0x20) i++;
+        let ns = 0;
+        let digits = 0;
+        for (i++; i < length; i++, digits++) {
+          const digit = buffer[i]! - 0x30;
+          if (digit < 0 || digit > 9) break;
+          ns = ns * 10 + digit;
+        }
+        return digits > 0 ? ns / 1e6 : Number.NaN;
       } catch {
         return Number.NaN;
       }
@@ -97,10 +105,13 @@ function threadQueueReader(): { read(): number; close(): void } | undefined {
   };
 }
 
-/** The process's own loop: perf_hooks' delay histogram and utilization, an unref()'d timer. */
+/**
+ * The process's own loop: utilization, an unref()'d timer. No delay
+ * histogram of its own: `monitorEventLoopDelay` wakes the process every
+ * `resolution` ms with a timer of its own, which at rest costs as much CPU
+ * as everything else here; the signal's probe timer gives the delays.
+ */
 export function nodeLoop(): LoopSource {
-  const histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
-  histogram.enable();
   let elu: EventLoopUtilization = performance.eventLoopUtilization();
   const queue = threadQueueReader();
   return {
@@ -113,16 +124,6 @@ export function nodeLoop(): LoopSource {
       timer.unref();
       return () => clearTimeout(timer);
     },
-    delay() {
-      if (histogram.count === 0) return undefined;
-      const delay = {
-        p50: histogram.percentile(50) / 1e9,
-        p99: histogram.percentile(99) / 1e9,
-        max: histogram.max / 1e9,
-      };
-      histogram.reset();
-      return delay;
-    },
     utilization() {
       const now = performance.eventLoopUtilization();
       const share = performance.eventLoopUtilization(now, elu).utilization;
@@ -134,10 +135,7 @@ export function nodeLoop(): LoopSource {
       return (user + system) / 1000;
     },
     queuedMs: () => (queue ? queue.read() : Number.NaN),
-    close: () => {
-      histogram.disable();
-      queue?.close();
-    },
+    close: () => queue?.close(),
   };
 }
 
@@ -147,11 +145,12 @@ export function nodeLoop(): LoopSource {
  * inference on the main thread, so a long run stalls every timer and
  * socket — a saturated server even with an empty queue.
  *
- * The alerting figure is the longest single block of each sample period
- * (what a request arriving then waited for the loop): the larger of the
- * delay histogram's maximum and the lateness of a probe timer due every
- * 20 ms, which also counts a block that ends just as the period does, so
- * a block is judged at the end of the period it happened in. A loop busy
+ * One timer, unref()'d: a probe due every 20 ms, whose lateness is the
+ * loop's delay (what a request arriving then waited for the loop). The
+ * alerting figure is the longest single block of each sample period: the
+ * probe's longest lateness, which also counts a block that ends just as the
+ * period does, so a block is judged at the end of the period it happened
+ * in. The delay percentiles are those of the period's probe latenesses. A loop busy
  * with many short runs is not blocked: its utilization is exported as a
  * separate figure (and feeds the capacity estimate), never summed into a
  * stall. A block under twice the WARN threshold must recur within 10
@@ -170,6 +169,12 @@ export class EventLoopSignal implements Signal {
   /** GC pauses (s) with their end times, for attribution. */
   readonly gcPauses = new SlidingWindow(512);
   private readonly detector: ThresholdDetector;
+  /** This period's probe latenesses (ms), the latest LATENESS_SAMPLES of them, and a scratch copy to sort. */
+  private readonly lateness = new Float64Array(LATENESS_SAMPLES);
+  private readonly sorted = new Float64Array(LATENESS_SAMPLES);
+  private latenessCount = 0;
+  /** Firings since the run-queue figure was last read. */
+  private sinceQueueRead = 0;
   private periodStart: number;
   p50 = Number.NaN;
   p99 = Number.NaN;
@@ -224,7 +229,10 @@ export class EventLoopSignal implements Signal {
     // One timer: each firing measures a block; the one that ends a period samples it.
     this.stopProbe = loop.every(probeMs, () => {
       const now = loop.now();
-      this.probe.fired(now, loop.cpuMs(), this.queued());
+      const readQueue = now - this.probe.dueAt >= QUEUE_READ_LATE_MS || ++this.sinceQueueRead >= QUEUE_READ_EVERY;
+      if (readQueue) this.sinceQueueRead = 0;
+      const queued = readQueue ? this.queued() : Number.NaN;
+      this.lateness[this.latenessCount++ % LATENESS_SAMPLES] = this.probe.fired(now, loop.cpuMs(), queued);
       if (now - this.periodStart >= t.sampleIntervalMs) this.sample();
     });
   }
@@ -270,13 +278,12 @@ export class EventLoopSignal implements Signal {
       const block = this.probe.take(loopNow, this.loop.cpuMs(), this.queued()) / 1000;
       const blockCpu = Math.min(block, this.probe.cpuOfLongest / 1000);
       const blockQueued = Math.min(block, this.probe.queuedOfLongest / 1000);
-      const delay = this.loop.delay();
-      // The probe's block is a delay sample the histogram may have missed (its
-      // timer can run after this one); a request arriving in a 1 s period with
-      // one 300 ms block waits that long ~30 % of the time, so it is the P99 too.
-      this.p50 = delay ? delay.p50 : block;
-      this.max = Math.max(delay ? delay.max : 0, block);
-      this.p99 = Math.max(delay ? delay.p99 : 0, block);
+      // The block counts as a delay sample even when the probe has not run after it yet; a request arriving in
+      // a 1 s period with one 300 ms block waits that long ~30 % of the time, so it is the P99 too.
+      this.p50 = this.latenessQuantile(0.5, block);
+      this.max = block;
+      this.p99 = Math.max(this.latenessQuantile(0.99, block), block);
+      this.latenessCount = 0;
       this.utilization = this.loop.utilization();
       this.samples++;
       const now = this.ctx.clock();
@@ -312,6 +319,16 @@ export class EventLoopSignal implements Signal {
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);
     }
+  }
+
+  /** Quantile `q` (s) of this period's probe latenesses; `fallback` when the probe has not fired in it. */
+  private latenessQuantile(q: number, fallback: number): number {
+    const n = Math.min(this.latenessCount, LATENESS_SAMPLES);
+    if (n === 0) return fallback;
+    const sorted = this.sorted.subarray(0, n);
+    sorted.set(this.lateness.subarray(0, n));
+    sorted.sort();
+    return Math.max(0, sorted[Math.min(n - 1, Math.ceil(q * n) - 1)]!) / 1000;
   }
 
   /**
