@@ -74,7 +74,7 @@ describe.each(CASES)('@infersignal/$pkg, ESM and CommonJS builds', ({ pkg, error
   });
 });
 
-describe.each(CASES.filter(({ pkg }) => ['onnx', 'tfjs', 'llama'].includes(pkg)))(
+describe.each(CASES.filter(({ pkg }) => ['onnx', 'tfjs', 'llama', 'transformers'].includes(pkg)))(
   '@infersignal/$pkg errors over the model-wrapper base',
   ({ pkg, errors }) => {
     const dist = join(packages, pkg, 'dist');

@@ -3,7 +3,7 @@
  * adds to one pipeline call. The same loaded pipeline (the committed tiny
  * BERT of scripts/make-transformers-models.py, remote models off) is called
  * bare (`pipe(texts, kwargs)`) and through the wrapper (`run(texts, kwargs)`:
- * a ticket, the queue, HotSwap, the tokenizer tap, the request's records),
+ * a ticket, the queue, the ModelHost slot, the tokenizer tap, the request's records),
  * in interleaved rounds; the overhead is the per-round difference. The tiny
  * model keeps the call itself short (tokenizer, tensors, one onnxruntime
  * run), so the ratio is the worst case; a real model's call is longer and

@@ -25,6 +25,11 @@ export interface ModelRuntime<S, Src> {
   readonly closeErrorSource: string;
   /** Load span attributes (sizes, providers; never tensor data), read before the timed part. */
   attributes?(source: Src, load: ModelLoad): LoadOptions['attributes'] | Promise<LoadOptions['attributes']>;
+  /**
+   * Load span attributes known only once `open` succeeded (what the runtime resolved to: device, dtype), added
+   * to the load span; a throw is counted as an internal error, never thrown into the load.
+   */
+  resultAttributes?(slot: S, load: ModelLoad): LoadOptions['attributes'];
   /** Opens the model; this is the timed part. A throw that is not a ModelLoadError goes through `loadError`. */
   open(source: Src, load: ModelLoad): Promise<S>;
   /** Frees a slot: a retired one after its last run, the serving one at release. Errors are counted, never thrown. */
@@ -220,6 +225,9 @@ async function timedLoad<S, Src>(
         );
       }
     },
-    attributes ? { attributes } : undefined,
+    {
+      attributes,
+      resultAttributes: runtime.resultAttributes && ((slot) => runtime.resultAttributes?.(slot as S, load) ?? {}),
+    },
   );
 }

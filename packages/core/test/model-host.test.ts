@@ -1,5 +1,6 @@
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRICS } from '../src/index';
+import { ATTR, METRICS, SPANS } from '../src/index';
 import { ModelHost, ModelLoadError, ModelReleasedError, brand, type ModelRuntime } from '../src/signals';
 import { setup } from './helpers';
 
@@ -193,6 +194,36 @@ describe('ModelHost: the base a runtime wrapper plugs into', () => {
     await host.reload('v2');
     expect(host.current.id).toBe('v2');
     expect(t.monitor.snapshot().internalErrors).toBe(1);
+  });
+
+  it('puts what the runtime resolved on a successful load’s span; a throwing hook is counted, never thrown', async () => {
+    const spans = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+    t = setup({ tracerProvider, traces: 'all' });
+    const runtime: ModelRuntime<ToyModel, string> = {
+      ...toyRuntime(t, []),
+      resultAttributes(model, load) {
+        if (model.id === 'odd') throw new Error('unreadable');
+        return { 'test.resolved': `${model.id}@${load.generation}` };
+      },
+    };
+    const host = await ModelHost.load(t.monitor, 'm', runtime, 'v1');
+    await host.reload('corrupt').catch(() => undefined);
+    await host.reload('v2');
+    await host.reload('odd');
+    expect(host.current.id).toBe('odd');
+    const loads = spans.getFinishedSpans().filter((s) => s.name === SPANS.modelLoad);
+    expect(
+      loads.map((s) => [s.attributes['test.source'], s.attributes[ATTR.outcome], s.attributes['test.resolved']]),
+    ).toEqual([
+      ['v1', 'success', 'v1@1'],
+      ['corrupt', 'error', undefined],
+      ['v2', 'success', 'v2@2'],
+      ['odd', 'success', undefined],
+    ]);
+    expect(t.monitor.snapshot().internalErrors).toBe(1);
+    await host.release();
+    await tracerProvider.shutdown();
   });
 
   it('caps the runtime’s words at 300 characters', () => {

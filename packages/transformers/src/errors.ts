@@ -1,7 +1,10 @@
-import { brand } from '@infersignal/core/signals';
+import { ModelLoadError, ModelReleasedError, brand } from '@infersignal/core/signals';
 
 /** Why a pipeline did not load, as far as the library's error tells. */
 export type PipelineLoadFailureReason = 'missing' | 'corrupt' | 'unsupported' | 'unknown';
+
+/** The runtime as errors name it: `Failed to load transformers.js model "m": …`. */
+export const RUNTIME_NAME = 'transformers.js';
 
 const EXPLANATION: Record<PipelineLoadFailureReason, string> = {
   missing: 'a model file was not found (remote models disabled, or not in the local folder)',
@@ -10,40 +13,24 @@ const EXPLANATION: Record<PipelineLoadFailureReason, string> = {
   unknown: 'the library refused the model',
 };
 
-/**
- * A pipeline load or reload failed. Thrown after the `error` outcome was
- * recorded; the library's own error is kept as `cause`.
- */
-export class PipelineLoadError extends Error {
+/** A pipeline load or reload failed: core's ModelLoadError with the library's reason; its error is `cause`. */
+export class PipelineLoadError extends ModelLoadError<PipelineLoadFailureReason> {
   override readonly name = 'PipelineLoadError';
-  constructor(
-    readonly model: string,
-    readonly kind: 'load' | 'reload',
-    readonly reason: PipelineLoadFailureReason,
-    options: { cause: unknown },
-  ) {
-    super(
-      `Failed to ${kind} transformers.js pipeline "${model}": ${EXPLANATION[reason]} (${messageOf(options.cause)})`,
-      options,
-    );
+  constructor(model: string, kind: 'load' | 'reload', reason: PipelineLoadFailureReason, options: { cause: unknown }) {
+    super({ runtime: RUNTIME_NAME, model, kind, reason, explanation: EXPLANATION[reason], cause: options.cause });
   }
 }
 // `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
 brand(PipelineLoadError, 'transformers.PipelineLoadError');
 
 /** `run()` or `reload()` after `release()`. */
-export class PipelineReleasedError extends Error {
+export class PipelineReleasedError extends ModelReleasedError {
   override readonly name = 'PipelineReleasedError';
-  constructor(readonly model: string) {
-    super(`transformers.js pipeline "${model}" was released`);
+  constructor(model: string) {
+    super({ runtime: RUNTIME_NAME, model });
   }
 }
 brand(PipelineReleasedError, 'transformers.PipelineReleasedError');
-
-function messageOf(err: unknown): string {
-  const line = ((err instanceof Error ? err.message : String(err)).trim().split('\n')[0] ?? '').trim();
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
-}
 
 /** Classifies transformers.js 3.x/4.x load errors by their class and message. */
 export function classifyPipelineError(err: unknown): PipelineLoadFailureReason {

@@ -7,9 +7,16 @@ import {
   type StreamOutcome,
   type Ticket,
 } from '@infersignal/core';
-import { HotSwap, booleanOption, checkOptionKeys, checkQueueOption, resolveQueue } from '@infersignal/core/signals';
+import {
+  ModelHost,
+  booleanOption,
+  checkOptionKeys,
+  checkQueueOption,
+  resolveQueue,
+  type ModelRuntime,
+} from '@infersignal/core/signals';
 import { TRANSFORMERS_ATTR } from './attributes';
-import { PipelineLoadError, PipelineReleasedError, classifyPipelineError } from './errors';
+import { PipelineLoadError, PipelineReleasedError, RUNTIME_NAME, classifyPipelineError } from './errors';
 import {
   type Streamer,
   type Tally,
@@ -40,7 +47,7 @@ interface Pipe {
   dispose?(): Promise<void>;
 }
 
-/** One loaded pipeline; HotSwap disposes a retired one after its last call. */
+/** One loaded pipeline; the host disposes a retired one after its last call. */
 interface Slot {
   pipe: Pipe;
   info: PipelineLoadInfo;
@@ -64,54 +71,89 @@ export async function createPipeline<T extends PipelineType>(
   options: CreatePipelineOptions = {},
 ): Promise<MonitoredPipeline<T>> {
   validate(name, task, modelId, options);
-  const runtime = options.runtime ?? (await importRuntime());
-  const slot = await loadSlot(monitor, runtime, name, task, 'load', modelId, options, 1);
+  const runtime = pipelineRuntime(monitor, options.runtime ?? (await importRuntime()), task, modelId, options);
+  const host = await ModelHost.load(monitor, name, runtime, modelId);
   let queue: QueueTracker;
   try {
     // After the load, so a model that fails to load leaves no queue behind.
     queue = resolveQueue(monitor, options.queue, `transformers:${name}`, 'options.queue', { concurrency: 1 });
   } catch (error) {
-    await slot.pipe.dispose?.().catch((e: unknown) => monitor.internalError('transformers.dispose', e));
+    await host.release();
     throw error;
   }
-  return new Monitored<T>(monitor, runtime, name, task, options, queue, slot);
+  return new Monitored<T>(monitor, host, task, options, queue);
+}
+
+/**
+ * How transformers.js builds and frees a pipeline; the load, swap and release lifecycle is core's ModelHost.
+ * A load's source is a model id or local folder; undefined (`reload()`) is the one serving when the load starts.
+ */
+function pipelineRuntime(
+  monitor: Monitor,
+  runtime: TransformersRuntime,
+  task: string,
+  modelId: string,
+  options: CreatePipelineOptions,
+): ModelRuntime<Slot, string | undefined> {
+  // Reloads run one at a time: a `reload()` reads the id the reload before it left serving.
+  let serving = modelId;
+  return {
+    name: RUNTIME_NAME,
+    closeErrorSource: 'transformers.dispose',
+    attributes: () => ({ [TRANSFORMERS_ATTR.runtime]: 'transformers.js', [TRANSFORMERS_ATTR.task]: task }),
+    async open(source, { kind, generation }) {
+      const startedAt = performance.now();
+      const id = source ?? serving;
+      const pipe = (await runtime.pipeline(task, id, options.pipelineOptions)) as Pipe;
+      const tap: Tap = { current: null };
+      tapTokenizer(pipe.tokenizer, tap, (error) => monitor.internalError('transformers.tokens', error));
+      const { device, dtype, sessions } = resolved(pipe);
+      const seconds = (performance.now() - startedAt) / 1000;
+      const info: PipelineLoadInfo = { kind, generation, task, modelId: id, device, dtype, sessions, seconds };
+      return { pipe, info, tap };
+    },
+    resultAttributes: ({ info }) => ({
+      [TRANSFORMERS_ATTR.device]: info.device,
+      [TRANSFORMERS_ATTR.dtype]: info.dtype,
+    }),
+    close: (slot) => slot.pipe.dispose?.(),
+    loadError: (error, { model, kind }) =>
+      new PipelineLoadError(model, kind, classifyPipelineError(error), { cause: error }),
+    releasedError: (model) => new PipelineReleasedError(model),
+    swapped(next) {
+      serving = next.info.modelId;
+    },
+  };
 }
 
 class Monitored<T extends PipelineType> implements MonitoredPipeline<T> {
-  private readonly swap: HotSwap<Slot>;
+  readonly name: string;
   private readonly label: string;
   private readonly generating: boolean;
-  private releasing: Promise<void> | null = null;
 
   constructor(
     private readonly monitor: Monitor,
-    private readonly runtime: TransformersRuntime,
-    readonly name: string,
+    private readonly host: ModelHost<Slot, string | undefined>,
     readonly task: T,
     private readonly options: CreatePipelineOptions,
     readonly queue: QueueTracker,
-    slot: Slot,
   ) {
-    this.label = monitor.label('model', name);
+    this.name = host.model;
+    this.label = monitor.label('model', host.model);
     this.generating = GENERATING.has(task);
-    this.swap = new HotSwap(slot, {
-      release: (retired) => retired.pipe.dispose?.(),
-      onReleaseError: (error) => monitor.internalError('transformers.dispose', error),
-      releasedError: () => new PipelineReleasedError(name),
-    });
   }
 
   get pipeline(): AllTasks[T] {
-    return this.swap.current.pipe as unknown as AllTasks[T];
+    return this.host.current.pipe as unknown as AllTasks[T];
   }
   get loadInfo(): PipelineLoadInfo {
-    return this.swap.current.info;
+    return this.host.current.info;
   }
   get pending(): number {
-    return this.swap.pending;
+    return this.host.pending;
   }
   get released(): boolean {
-    return this.swap.released;
+    return this.host.released;
   }
 
   async run(input: PipelineInput<T>, kwargs?: PipelineKwargs<T>, options?: RunOptions): Promise<PipelineOutput<T>> {
@@ -125,7 +167,7 @@ class Monitored<T extends PipelineType> implements MonitoredPipeline<T> {
     }
     const ticket = this.queue.enqueue(this.label);
     try {
-      const result = await this.swap.use(
+      const result = await this.host.use(
         (slot) =>
           this.call(slot, ticket, input, kwargs as Record<string, unknown> | undefined, signal, options?.onUsage),
         (task) => this.queue.run(task, { ticket, signal }),
@@ -204,72 +246,12 @@ class Monitored<T extends PipelineType> implements MonitoredPipeline<T> {
   async reload(modelId?: string): Promise<PipelineLoadInfo> {
     if (modelId !== undefined && (typeof modelId !== 'string' || modelId === ''))
       throw new TypeError('@infersignal/transformers: reload(modelId) needs a non-empty model id or folder');
-    // HotSwap runs reloads one at a time, so the current generation is read after the previous swap.
-    const slot = await this.swap.reload(() =>
-      loadSlot(
-        this.monitor,
-        this.runtime,
-        this.name,
-        this.task,
-        'reload',
-        modelId ?? this.swap.current.info.modelId,
-        this.options,
-        this.swap.current.info.generation + 1,
-      ),
-    );
-    return slot.info;
+    return (await this.host.reload(modelId)).info;
   }
 
   release(): Promise<void> {
-    this.releasing ??= this.swap.release();
-    return this.releasing;
+    return this.host.release();
   }
-}
-
-async function loadSlot(
-  monitor: Monitor,
-  runtime: TransformersRuntime,
-  name: string,
-  task: string,
-  kind: 'load' | 'reload',
-  modelId: string,
-  options: CreatePipelineOptions,
-  generation: number,
-): Promise<Slot> {
-  const startedAt = performance.now();
-  const pipe = (await monitor.modelLoad(
-    name,
-    kind,
-    async () => {
-      try {
-        return await runtime.pipeline(task, modelId, options.pipelineOptions);
-      } catch (error) {
-        // Thrown inside the timed loader so core records the `error` outcome with error.type = PipelineLoadError.
-        throw new PipelineLoadError(name, kind, classifyPipelineError(error), { cause: error });
-      }
-    },
-    {
-      attributes: { [TRANSFORMERS_ATTR.runtime]: 'transformers.js', [TRANSFORMERS_ATTR.task]: task },
-      resultAttributes: (loaded) => {
-        const { device, dtype } = resolved(loaded as Pipe);
-        return { [TRANSFORMERS_ATTR.device]: device, [TRANSFORMERS_ATTR.dtype]: dtype };
-      },
-    },
-  )) as Pipe;
-  const tap: Tap = { current: null };
-  tapTokenizer(pipe.tokenizer, tap, (error) => monitor.internalError('transformers.tokens', error));
-  const { device, dtype, sessions } = resolved(pipe);
-  const info: PipelineLoadInfo = {
-    kind,
-    generation,
-    task,
-    modelId,
-    device,
-    dtype,
-    sessions,
-    seconds: (performance.now() - startedAt) / 1000,
-  };
-  return { pipe, info, tap };
 }
 
 /** The device and dtype transformers.js put on each ONNX session it created (`session.config`). */
