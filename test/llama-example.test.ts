@@ -76,6 +76,10 @@ describe('examples/llama-completions', () => {
     expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([200, 200]);
     await Promise.all(holders);
     expect(sample(await metrics(), 'infersignal_requests_total', 'infersignal_outcome="rejected"')).toBe(1);
+    // Shedding is a held state: the drained queue serves again once queue.shedHoldSeconds (3 s) has passed.
+    expect(server.model.queue.level()).toBe('critical');
+    await until(() => server.model.queue.admit().admit, 10_000, 'shedding to end after its hold');
+    expect(server.model.queue.level()).not.toBe('critical');
   });
 
   it('a client that leaves mid-stream stops its generation: cancelled, sequence free', async () => {
