@@ -2,16 +2,28 @@
  * The rules docs say what the generator does: the alert table of
  * docs/rules.md against the rules built from core's default thresholds
  * (name, severity, every comparison and its number, `for:`, runbook anchor),
- * and every `infersignal-rules` command the docs show run as a user runs it
- * inside the repository (`pnpm infersignal-rules …`, from the sources).
+ * and every `infersignal-rules` command the docs show run as a user runs it:
+ * inside the repository (`pnpm infersignal-rules …`, from the sources), and
+ * from a packed install (`npx infersignal-rules …` after `npm i
+ * @infersignal/rules`: the packed core and rules in an app's node_modules,
+ * their one dependency and one peer linked from the workspace, the bin run).
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULT_THRESHOLDS } from '@infersignal/core';
 import { buildRules } from '@infersignal/rules';
@@ -94,49 +106,92 @@ const DOCS = [
   'examples/node-sdk/README.md',
 ];
 
-describe('every infersignal-rules command the docs show runs inside the repository', () => {
-  const commands = DOCS.flatMap((path) => documentedCommands(path).map((command) => [path, command] as const));
+/**
+ * An app with the packed `@infersignal/core` and `@infersignal/rules` in its node_modules, as `npm i
+ * @infersignal/rules` leaves them; `yaml` (rules' dependency) and `@opentelemetry/api` (the peer) are linked from
+ * the workspace, where the same versions resolve. Returns the installed bin.
+ */
+function packedInstall(): string {
+  const app = mkdtempSync(join(dir, 'app-'));
+  for (const name of ['core', 'rules']) {
+    const into = join(app, 'node_modules', '@infersignal', name);
+    mkdirSync(into, { recursive: true });
+    const out = execFileSync('pnpm', ['pack', '--pack-destination', app], { cwd: join(ROOT, 'packages', name) });
+    const tarball = out.toString().trim().split('\n').pop() as string;
+    execFileSync('tar', [
+      '-xzf',
+      tarball.startsWith('/') ? tarball : join(app, tarball),
+      '-C',
+      into,
+      '--strip-components=1',
+    ]);
+  }
+  for (const dep of ['yaml', '@opentelemetry/api']) {
+    const target = dirname(realpathSync(join(ROOT, 'packages', 'rules', 'node_modules', dep, 'package.json')));
+    mkdirSync(dirname(join(app, 'node_modules', dep)), { recursive: true });
+    symlinkSync(target, join(app, 'node_modules', dep));
+  }
+  const bin = (JSON.parse(read('packages/rules/package.json')) as { bin: Record<string, string> }).bin[
+    'infersignal-rules'
+  ];
+  return join(app, 'node_modules', '@infersignal', 'rules', bin as string);
+}
 
-  it('the docs show the four commands', () => {
-    const shown = new Set(commands.map(([, command]) => command.split(/\s+/)[command.startsWith('pnpm') ? 2 : 1]));
-    expect([...shown].sort()).toEqual(['alertmanager', 'dashboard', 'kubernetes', 'rules']);
-  });
+const ways = {
+  /** `infersignal-rules <args>` as `pnpm infersignal-rules <args>` from the repository root. */
+  'inside the repository': (args: string[]) =>
+    run('pnpm', ['--silent', 'infersignal-rules', ...args], { cwd: ROOT, timeout: 120_000 }),
+  /** `npx infersignal-rules <args>` in an app that installed the packed packages: its bin, run by node. */
+  'from a packed install': (args: string[]) =>
+    run(process.execPath, [installedBin, ...args], { cwd: dir, timeout: 120_000 }),
+};
+let installedBin = '';
 
-  it.each(commands)(
-    '%s: %s',
-    async (_path, command) => {
-      const out = mkdtempSync(join(dir, 'run-'));
-      writeFileSync(join(out, 'thresholds.json'), JSON.stringify({ queue: { waitWarnSeconds: 0.25 } }));
-      const argv = words(command, { SLACK_WEBHOOK_URL: 'https://hooks.slack.com/services/T0/B0/XYZ' });
-      // `infersignal-rules <args>` as `pnpm infersignal-rules <args>` from the repository root; the files it
-      // reads and writes under a scratch folder rather than the repository.
-      const args = argv
-        .slice(argv.indexOf('infersignal-rules') + 1)
-        .map((word) =>
-          /^[\w.-]+\.(json|yml|yaml)$|^k8s\/$|^examples\/kubernetes$/.test(word) ? join(out, word) : word,
-        );
-      const { stdout, stderr } = await run('pnpm', ['--silent', 'infersignal-rules', ...args], {
-        cwd: ROOT,
-        timeout: 120_000,
-      });
-      expect(stdout).toBe('');
-      const written = stderr.trim().split('\n');
-      expect(written.length).toBeGreaterThan(0);
-      for (const line of written) {
-        expect(line).toMatch(/^wrote /);
-        const file = line.slice('wrote '.length);
-        expect(file.startsWith(out), file).toBe(true);
-        expect(existsSync(file)).toBe(true);
-        const text = readFileSync(file, 'utf8');
-        if (file.endsWith('.json')) expect(() => JSON.parse(text)).not.toThrow();
-        else expect(parseAllDocuments(text).flatMap((doc) => (doc as { errors: unknown[] }).errors)).toEqual([]);
-      }
-      if (args.includes('--thresholds') && args[0] === 'rules')
-        expect(readFileSync(join(out, 'rules.yml'), 'utf8')).toContain('P95 queue wait above 250ms');
-    },
-    120_000,
-  );
-});
+describe.each(Object.keys(ways) as (keyof typeof ways)[])(
+  'every infersignal-rules command the docs show runs %s',
+  (way) => {
+    const commands = DOCS.flatMap((path) => documentedCommands(path).map((command) => [path, command] as const));
+    beforeAll(() => {
+      if (way === 'from a packed install' && !installedBin) installedBin = packedInstall();
+    }, 120_000);
+
+    it('the docs show the four commands', () => {
+      const shown = new Set(commands.map(([, command]) => command.split(/\s+/)[command.startsWith('pnpm') ? 2 : 1]));
+      expect([...shown].sort()).toEqual(['alertmanager', 'dashboard', 'kubernetes', 'rules']);
+    });
+
+    it.each(commands)(
+      '%s: %s',
+      async (_path, command) => {
+        const out = mkdtempSync(join(dir, 'run-'));
+        writeFileSync(join(out, 'thresholds.json'), JSON.stringify({ queue: { waitWarnSeconds: 0.25 } }));
+        const argv = words(command, { SLACK_WEBHOOK_URL: 'https://hooks.slack.com/services/T0/B0/XYZ' });
+        // The files it reads and writes go under a scratch folder rather than the repository.
+        const args = argv
+          .slice(argv.indexOf('infersignal-rules') + 1)
+          .map((word) =>
+            /^[\w.-]+\.(json|yml|yaml)$|^k8s\/$|^examples\/kubernetes$/.test(word) ? join(out, word) : word,
+          );
+        const { stdout, stderr } = await ways[way](args);
+        expect(stdout).toBe('');
+        const written = stderr.trim().split('\n');
+        expect(written.length).toBeGreaterThan(0);
+        for (const line of written) {
+          expect(line).toMatch(/^wrote /);
+          const file = line.slice('wrote '.length);
+          expect(file.startsWith(out), file).toBe(true);
+          expect(existsSync(file)).toBe(true);
+          const text = readFileSync(file, 'utf8');
+          if (file.endsWith('.json')) expect(() => JSON.parse(text)).not.toThrow();
+          else expect(parseAllDocuments(text).flatMap((doc) => (doc as { errors: unknown[] }).errors)).toEqual([]);
+        }
+        if (args.includes('--thresholds') && args[0] === 'rules')
+          expect(readFileSync(join(out, 'rules.yml'), 'utf8')).toContain('P95 queue wait above 250ms');
+      },
+      120_000,
+    );
+  },
+);
 
 describe('every default threshold a doc gives in prose is the definition', () => {
   const groups = Object.keys(DEFAULT_THRESHOLDS).join('|');
