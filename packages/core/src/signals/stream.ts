@@ -63,10 +63,11 @@ export class StreamModel {
     ) as unknown as Record<StreamOutcome, Attributes>;
     this.writeStallAttributes = { ...this.outcomeAttributes.cancelled, [ATTR.errorType]: 'write_stall' };
     this.tokenSeries = ctx.counterSeries(instruments.streamTokens, this.attributes);
+    // Every outcome at 0 from the moment the model is known: the interrupted-share rule's increase() sees the first cancels.
     this.outcomeSeries = Object.fromEntries(
-      OUTCOMES.map((o) => [o, ctx.counterSeries(instruments.streams, this.outcomeAttributes[o])]),
+      OUTCOMES.map((o) => [o, ctx.counterSeries(instruments.streams, this.outcomeAttributes[o], true)]),
     ) as unknown as Record<StreamOutcome, CounterSeries>;
-    this.writeStallSeries = ctx.counterSeries(instruments.streams, this.writeStallAttributes);
+    this.writeStallSeries = ctx.counterSeries(instruments.streams, this.writeStallAttributes, true);
     this.timeToFirstToken = ctx.histogramSeries(instruments.timeToFirstToken, this.genAiAttributes);
     this.timePerOutputToken = ctx.histogramSeries(instruments.timePerOutputToken, this.genAiAttributes);
     const t = ctx.thresholds.stream;
@@ -212,8 +213,15 @@ export class StreamSignal implements Signal {
     return new Stream(this.models.known(model) ?? this.models.get(this.ctx.label('model', model)), this, arrival);
   }
 
+  /** A model the monitor just labelled: its outcome series exist (at 0) from now on. */
+  known(model: string): void {
+    this.models.get(model);
+  }
+
   evaluate(now: number): void {
     for (const model of this.models.values()) {
+      // A model with no ended stream has nothing to judge (its level is ok until one ends).
+      if (model.samples === 0 && model.level === 'ok') continue;
       try {
         model.evaluate(now);
       } catch (error) {
