@@ -4,8 +4,8 @@
  * any request, shows every counter and gauge series a rule reads of that
  * queue and model at 0; a first burst of cancelled streams after that is
  * seen by `increase()` and by the interrupted-share recording rule. Both
- * ways an app exports: `start()` (core's producer) and the app's own
- * NodeSDK (core's api export through observable instruments).
+ * ways an app exports: `start()`, and the app's own NodeSDK with core's
+ * producer or with its api export (observable instruments).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,12 +34,17 @@ const OUTCOMES = ['cancelled', 'completed', 'deadline_exceeded', 'error', 'unava
 describe.skipIf(!prometheusBin)(
   prometheusBin ? 'series a rule reads, at 0 before the first request' : skipReason('prometheus', 'series at zero'),
   () => {
-    it.each(['start', 'node-sdk'] as const)(
+    it.each([
+      ['start()', 'start', undefined],
+      ['NodeSDK, producer export', 'node-sdk', 'producer'],
+      ['NodeSDK, api export', 'node-sdk', 'api'],
+    ] as const)(
       '%s: every series at 0 in the first scrapes, then the first cancels reach increase() and the interrupted share',
-      async (via) => {
+      async (_, via, exportMode) => {
         const dir = mkdtempSync(join(tmpdir(), 'infersignal-zero-'));
         cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-        const app = await startInstrumentedServer({ serviceTimeMs: 5, capacity: 8, via });
+        const app = await startInstrumentedServer({ serviceTimeMs: 5, capacity: 8, via, exportMode });
+        expect(app.monitor.exportMode).toBe(exportMode ?? 'producer');
         cleanup.push(() => app.close());
         const { metric } = app.names;
         // The server names its model at startup (a load would do the same), before any request.
