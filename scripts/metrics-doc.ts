@@ -50,7 +50,8 @@ generated rules read of a queue or model, which exist from the moment
 that subject is known, at 0: every \`infersignal.streams\` outcome
 (and the write-stall cancels) and both \`infersignal.model.load.spikes\`
 kinds of a model from its first label (a request, stream or load naming
-it, or \`monitor.label('model', name)\` at startup), and the queue gauges
+it, an adapter mounted with \`model: '<name>'\`, or
+\`monitor.label('model', name)\` at startup), and the queue gauges
 (occupancy, oldest wait, backpressure, utilization 0 while no request has
 arrived) from \`monitor.queue()\`. See docs/rules.md.
 

@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '../src/index';
+import { createRequestGate } from '../src/signals';
 import { setup } from './helpers';
 
 const OUTCOMES = ['completed', 'cancelled', 'error', 'unavailable', 'deadline_exceeded'];
@@ -72,6 +73,19 @@ describe.each(['api', 'producer'] as const)('series at zero (%s export)', (expor
       expect(exported.points(METRICS.streams.name, { [ATTR.model]: model }), model).toHaveLength(6);
       expect(exported.points(METRICS.modelLoadSpikes.name, { [ATTR.model]: model }), model).toHaveLength(2);
     }
+  });
+
+  it('makes them at an adapter’s mount when its model option names the model', async () => {
+    const t = setup({ exportMode });
+    close = t.close;
+    createRequestGate(
+      t.monitor,
+      { queue: 'chat', model: 'mistral' },
+      { source: 'test', queue: 'default', keys: ['queue', 'model'] },
+    );
+    const exported = await t.collect();
+    expect(exported.points(METRICS.streams.name, { [ATTR.model]: 'mistral' })).toHaveLength(6);
+    expect(exported.value(METRICS.queueOccupancy.name, { [ATTR.queue]: 'chat' })).toBe(0);
   });
 
   it('keeps the series within maxModels: past the cap no model adds series', async () => {
