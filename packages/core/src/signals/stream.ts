@@ -43,7 +43,8 @@ export class StreamModel {
   readonly writeStallSeries: CounterSeries;
   readonly timeToFirstToken: HistogramSeries;
   readonly timePerOutputToken: HistogramSeries;
-  private readonly ring: Uint8Array;
+  /** Made at the first ended stream: a model that is only known (its series at 0) holds no window. */
+  private ring: Uint8Array | undefined = undefined;
   private head = 0;
   private filled = 0;
   private interrupted = 0;
@@ -71,7 +72,6 @@ export class StreamModel {
     this.timeToFirstToken = ctx.histogramSeries(instruments.timeToFirstToken, this.genAiAttributes);
     this.timePerOutputToken = ctx.histogramSeries(instruments.timePerOutputToken, this.genAiAttributes);
     const t = ctx.thresholds.stream;
-    this.ring = new Uint8Array(t.windowSize);
     this.detector = new ThresholdDetector({
       warn: t.interruptedRatio,
       critical: t.interruptedRatioCritical,
@@ -81,11 +81,12 @@ export class StreamModel {
 
   push(interrupted: boolean): void {
     const bit = interrupted ? 1 : 0;
-    if (this.filled === this.ring.length) this.interrupted -= this.ring[this.head];
+    const ring = (this.ring ??= new Uint8Array(this.ctx.thresholds.stream.windowSize));
+    if (this.filled === ring.length) this.interrupted -= ring[this.head];
     else this.filled++;
-    this.ring[this.head] = bit;
+    ring[this.head] = bit;
     this.interrupted += bit;
-    this.head = (this.head + 1) % this.ring.length;
+    this.head = (this.head + 1) % ring.length;
     this.ended++;
   }
 
