@@ -53,7 +53,8 @@ kinds of a model from its first label (a request, stream or load naming
 it, an adapter mounted with \`model: '<name>'\`, or
 \`monitor.label('model', name)\` at startup), and the queue gauges
 (occupancy, oldest wait, backpressure, utilization 0 while no request has
-arrived) from \`monitor.queue()\`. See docs/rules.md.
+arrived) from \`monitor.queue()\`, and a server's
+\`infersignal.connections.rejected\` from \`instrumentServer\`. See docs/rules.md.
 
 ## Conventions followed
 

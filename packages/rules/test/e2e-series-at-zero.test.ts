@@ -99,6 +99,8 @@ describe.skipIf(!prometheusBin)(
             key,
           ).toEqual([0]);
         }
+        const rejected = await query(`${metric('connectionsRejected')}{${LABEL.server}="api"}`);
+        expect(rejected.map((s) => Number(s.value[1]))).toEqual([0]);
         // The interrupted share is recorded from the start (0 streams: NaN, not absent), so it needs no special case.
         const records = streamRecords();
         await waitFor('the stream count recorded at 0', 10_000, async () => {
