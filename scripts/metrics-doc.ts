@@ -45,6 +45,17 @@ OpenTelemetry Collector's Prometheus exporter writes (unit suffix added:
 counters get \`_total\`). A plain \`@opentelemetry/exporter-prometheus\` without
 \`@infersignal/node\` leaves the unit suffix out.
 
+A series is exported from its first record, except the series the
+generated rules read of a queue or model, which exist from the moment
+that subject is known, at 0: every \`infersignal.streams\` outcome
+(and the write-stall cancels) and both \`infersignal.model.load.spikes\`
+kinds of a model from its first label (a request, stream or load naming
+it, an adapter mounted with \`model: '<name>'\`, or
+\`monitor.label('model', name)\` at startup), and the queue gauges
+(occupancy, oldest wait, backpressure, utilization 0 while no request has
+arrived) from \`monitor.queue()\`, and a server's
+\`infersignal.connections.rejected\` from \`instrumentServer\`. See docs/rules.md.
+
 ## Conventions followed
 
 - **GenAI model-server metrics** (\`gen_ai.server.request.duration\`,

@@ -94,7 +94,17 @@ describe('examples/llama-completions', () => {
     controller.abort();
     await until(() => server.model.queue.inFlight === 0, 5000, 'the generation to stop');
     const text = await metrics();
-    expect(sample(text, 'infersignal_streams_total', 'infersignal_outcome="cancelled"')).toBe(1);
+    // The client's cancel, not the write-stall cancels (their own series, at 0).
+    const cancels = text
+      .split('\n')
+      .filter(
+        (line) => line.startsWith('infersignal_streams_total{') && line.includes('infersignal_outcome="cancelled"'),
+      )
+      .map((line) => [line.includes('error_type="write_stall"'), Number(line.slice(line.lastIndexOf(' ') + 1))]);
+    expect(cancels.sort()).toEqual([
+      [false, 1],
+      [true, 0],
+    ]);
     expect(sample(text, 'infersignal_requests_total', 'infersignal_outcome="cancelled"')).toBe(1);
     expect(server.model.kvCache().sequences.every((s) => !s.busy)).toBe(true);
   });

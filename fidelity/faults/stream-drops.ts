@@ -98,8 +98,12 @@ function stream(url: URL, agent: Agent, drop: boolean, timeoutMs: number): Promi
 async function serverOutcomes(metricsUrl: string): Promise<string> {
   try {
     const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(5000) })).text();
-    const counts = [...text.matchAll(/^infersignal_streams_total\{[^}]*infersignal_outcome="(\w+)"[^}]*\} (\d+)/gm)];
-    return counts.map((m) => `${m[1]} ${m[2]}`).join(', ') || 'no stream';
+    // Per outcome, over its series (the write-stall cancels are their own); the outcomes at 0 left out.
+    const counts = new Map<string, number>();
+    for (const m of text.matchAll(/^infersignal_streams_total\{[^}]*infersignal_outcome="(\w+)"[^}]*\} (\d+)/gm))
+      counts.set(m[1], (counts.get(m[1]) ?? 0) + Number(m[2]));
+    const seen = [...counts].filter(([, n]) => n > 0);
+    return seen.map(([outcome, n]) => `${outcome} ${n}`).join(', ') || 'no stream';
   } catch {
     return 'nothing (metrics unreachable)';
   }

@@ -22,6 +22,8 @@ export interface AppOptions {
   connectionCapacity?: number;
   detectorIntervalMs?: number;
   thresholds?: ThresholdsInput;
+  /** Core's export path (the instrumentation's default: producer). */
+  exportMode?: 'api' | 'producer';
 }
 
 export interface App {
@@ -37,6 +39,7 @@ export async function startApp(options: AppOptions = {}): Promise<App> {
   const telemetry = startTelemetry(options.serviceName ?? 'inference-server', {
     detectorIntervalMs: options.detectorIntervalMs,
     thresholds: options.thresholds,
+    ...(options.exportMode ? { exportMode: options.exportMode } : {}),
   });
   return serveApp(telemetry, options);
 }

@@ -111,8 +111,14 @@ export interface SignalContext {
   recordSeconds(histogram: HistogramRecorder, seconds: number, attributes: Attributes): void;
   /** The series of `histogram` for `attributes` (an object the signal keeps and reuses). */
   histogramSeries(histogram: HistogramRecorder, attributes: Attributes): HistogramSeries;
-  /** The series of `counter` for `attributes` (an object the signal keeps and reuses). */
-  counterSeries(counter: CounterRecorder, attributes: Attributes): CounterSeries;
+  /**
+   * The series of `counter` for `attributes` (an object the signal keeps and
+   * reuses). With `atZero` the series is exported at 0 from now on, before
+   * its first add, so `rate()` and `increase()` see that first add; a series
+   * is otherwise exported from its first add. Use it for the series a rule
+   * reads, once per subject (the label caps bound them).
+   */
+  counterSeries(counter: CounterRecorder, attributes: Attributes, atZero?: boolean): CounterSeries;
   /** `recordSeconds` into a series resolved once. */
   recordSecondsIn(series: HistogramSeries, seconds: number): void;
   /**

@@ -189,7 +189,11 @@ class OtherCounterSeries implements CounterSeries {
   constructor(
     private readonly counter: CounterRecorder,
     private readonly attributes: Attributes,
-  ) {}
+    atZero: boolean,
+  ) {
+    // An OTel SDK counter makes the series at its first add, 0 included.
+    if (atZero) counter.add(0, attributes);
+  }
 
   add(value: number): void {
     this.counter.add(value, this.attributes);
@@ -203,9 +207,12 @@ export function histogramSeries(histogram: HistogramRecorder, attributes: Attrib
     : new OtelHistogramSeries(histogram, attributes);
 }
 
-/** The series of `counter` for `attributes` (see histogramSeries). */
-export function counterSeries(counter: CounterRecorder, attributes: Attributes): CounterSeries {
+/**
+ * The series of `counter` for `attributes` (see histogramSeries); with
+ * `atZero` it is exported at 0 from now on, before its first add.
+ */
+export function counterSeries(counter: CounterRecorder, attributes: Attributes, atZero = false): CounterSeries {
   return counter instanceof AggregateCounter
-    ? counter.seriesOf(attributes)
-    : new OtherCounterSeries(counter, attributes);
+    ? counter.seriesOf(attributes, atZero)
+    : new OtherCounterSeries(counter, attributes, atZero);
 }

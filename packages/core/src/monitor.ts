@@ -199,7 +199,10 @@ class MonitorImpl implements Monitor, RegistrationHost {
       (error) => this.internalError('onAlert', error),
       (event) => this.countAlert(event.signal, event.level),
     );
-    this.modelLabels = new LabelTable(this.maxModels, () => true as const);
+    this.modelLabels = new LabelTable(this.maxModels, (model) => {
+      this.modelKnown(model);
+      return true as const;
+    });
     this.routes = new LabelTable(this.maxModels, () => true as const);
     if (options.onAlert) this.hub.subscribe(options.onAlert);
 
@@ -404,6 +407,22 @@ class MonitorImpl implements Monitor, RegistrationHost {
 
   label(kind: 'model' | 'route', value: unknown): string {
     return kind === 'route' ? this.routes.intern(value) : this.modelLabels.intern(value);
+  }
+
+  /**
+   * A model got its own label (its first request, stream or load, or
+   * `label('model', name)` at startup): the counters a rule reads of it
+   * (stream outcomes, load spikes) are exported at 0 from now on, so
+   * `rate()` and `increase()` see its first burst. Once per model, within
+   * maxModels.
+   */
+  private modelKnown(model: string): void {
+    try {
+      this.streams?.known(model);
+      this.loads?.known(model);
+    } catch (error) {
+      this.internalError('model', error);
+    }
   }
 
   tick(): void {

@@ -82,8 +82,8 @@ export class Registration implements SignalContext {
     return histogramSeries(histogram, attributes);
   }
 
-  counterSeries(counter: CounterRecorder, attributes: Attributes): CounterSeries {
-    return counterSeries(counter, attributes);
+  counterSeries(counter: CounterRecorder, attributes: Attributes, atZero?: boolean): CounterSeries {
+    return counterSeries(counter, attributes, atZero);
   }
 
   recordSecondsIn(series: HistogramSeries, seconds: number): void {

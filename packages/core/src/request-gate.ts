@@ -73,6 +73,8 @@ class Gate implements RequestGate {
     this.shedding = booleanOption('options.shed', options.shed, false);
     this.autoStart = booleanOption('options.autoStart', options.autoStart, true);
     this.tracker = resolveQueue(monitor, options.queue, settings.queue, 'options.queue', settings.queueDefaults);
+    // A model named by the option is known from the mount: the series a rule reads of it exist before its first request.
+    if (typeof options.model === 'string') monitor.label('model', options.model);
   }
 
   model<A, B>(fallback: string | undefined, a: A, b?: B): string | undefined {

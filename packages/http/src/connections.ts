@@ -280,6 +280,8 @@ class ServerTracker implements ServerInstrumentation {
     this.detector = new ThresholdDetector({ warn: this.warn, critical: this.critical, hysteresis: 0.1 });
     this.attributes = { [ATTR.server]: name };
     this.labels = { server: name };
+    // Rejections at 0 from the moment the server is instrumented: the rules' increase() sees the first one.
+    ctx.counterSeries(signal.rejected, this.attributes, true);
     const tracker = this;
     this.onSocketClose = function (this: Socket) {
       tracker.socketClosed(this);

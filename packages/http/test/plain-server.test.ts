@@ -136,3 +136,16 @@ describe('a plain node:http server on @infersignal/http', () => {
     ).not.toThrow();
   });
 });
+
+describe.each(['api', 'producer'] as const)('connection series at zero (%s export)', (exportMode) => {
+  it('exports the rejected-connections counter of a server at 0 from instrumentServer, before any connection', async () => {
+    const t = testMonitor({ exportMode });
+    cleanup.push(() => t.close());
+    const server = createServer((_req, res) => res.end('ok'));
+    instrumentServer(t.monitor, server, { name: 'api', capacity: 4 });
+    const exported = await t.collect();
+    expect(exported.points(METRICS.connectionsRejected.name).map((p) => [p.attributes[ATTR.server], p.value])).toEqual([
+      ['api', 0],
+    ]);
+  });
+});

@@ -214,9 +214,12 @@ describe('Prometheus endpoint', () => {
       7,
       9,
     );
-    expect(
-      samples(families, 'infersignal_model_load_spikes_total', 'infersignal_model_load_spikes_total')[0].value,
-    ).toBe(1);
+    // The reload spiked; the load kind's series exists at 0 from the model's first label.
+    const spikes = samples(families, 'infersignal_model_load_spikes_total', 'infersignal_model_load_spikes_total');
+    expect(Object.fromEntries(spikes.map((s) => [s.labels.infersignal_model_load_kind, s.value]))).toEqual({
+      load: 0,
+      reload: 1,
+    });
 
     // Device memory in bytes; fragmentation 1 − 120/400.
     expect(

@@ -144,8 +144,9 @@ export function alert(
 
 /**
  * `increase() > 0` misses the first event of a series that appears at 1
- * (an OTel counter exists only after its first add), so a series that is
- * new within the window also counts.
+ * (a counter labelled by what happened, such as an error source, exists
+ * only after its first add), so a series that is new within the window
+ * also counts.
  */
 export function eventExpr(series: string, keys: string[], window: string): string {
   return `sum ${by(...keys)} (increase(${series}[${window}])) > 0 or sum ${by(...keys)} (${series} unless ${series} offset ${window}) > 0`;

@@ -284,9 +284,15 @@ export class AggregateCounter {
     this.table.cell(attributes)?.add(value);
   }
 
-  /** The series of `attributes`, for a caller that adds to it often (see LazySeries). */
-  seriesOf(attributes: Attributes): { add(value: number): void } {
-    return new AggregateCounterSeries(this.table, attributes);
+  /**
+   * The series of `attributes`, for a caller that adds to it often (see
+   * LazySeries). `atZero` makes the series now, so it is exported at 0
+   * before its first add: `rate()` and `increase()` then see that add.
+   */
+  seriesOf(attributes: Attributes, atZero = false): { add(value: number): void } {
+    const series = new AggregateCounterSeries(this.table, attributes);
+    if (atZero) series.add(0);
+    return series;
   }
 }
 

@@ -5,6 +5,7 @@ import { ATTR, METRICS, SPANS } from '../names';
 import type { Level, LoadOptions, Snapshot } from '../types';
 
 type LoadKind = 'load' | 'reload';
+const LOAD_KINDS: readonly LoadKind[] = ['load', 'reload'];
 
 interface RunningLoad {
   started: number;
@@ -80,6 +81,8 @@ export class ModelLoads {
     this.ctx = signal.ctx;
     this.labels = { model };
     this.baselineAttributes = { [ATTR.model]: model };
+    // The spike counter at 0 for both kinds, so the first spike is an increase, not a new series.
+    for (const kind of LOAD_KINDS) this.ctx.counterSeries(signal.spikes, this.attrs(kind, ''), true);
   }
 
   private attrs(kind: LoadKind, outcome: 'success' | 'error' | ''): Attributes {
@@ -306,6 +309,11 @@ export class ModelLoadSignal implements Signal {
     this.spikes = ctx.counter(METRICS.modelLoadSpikes);
     this.baseline = ctx.gauge(METRICS.modelLoadBaseline);
     this.models = new LabelTable(ctx.maxModels + 1, (model) => new ModelLoads(model, this));
+  }
+
+  /** A model the monitor just labelled: its spike series exist (at 0) from now on. */
+  known(model: string): void {
+    this.models.get(model);
   }
 
   time<T>(model: string, kind: LoadKind, fn: () => Promise<T> | T, options?: LoadOptions): Promise<T> {

@@ -141,8 +141,10 @@ export class QueueSignal implements Signal {
         observer.observe(g.serviceTimeP90, c.serviceTimeP90, attributes);
       }
       // S = 0 (a coarse or stalled clock) leaves ρ and headroom undefined: export nothing rather than NaN.
+      // With no arrivals ρ = λS/c is 0 whatever S is, so a queue no request reached exports 0, not nothing.
       if (Number.isFinite(c.utilization) && c.serviceTime > 0)
         observer.observe(g.utilization, c.utilization, attributes);
+      else if (c.arrivalRate === 0) observer.observe(g.utilization, 0, attributes);
       if (Number.isFinite(c.headroom)) observer.observe(g.headroom, c.headroom, attributes);
       if (Number.isFinite(c.predictedWait)) observer.observe(g.waitPredicted, c.predictedWait, attributes);
       if (Number.isFinite(c.timeToSaturation)) observer.observe(g.timeToSaturation, c.timeToSaturation, attributes);

@@ -43,7 +43,8 @@ export class StreamModel {
   readonly writeStallSeries: CounterSeries;
   readonly timeToFirstToken: HistogramSeries;
   readonly timePerOutputToken: HistogramSeries;
-  private readonly ring: Uint8Array;
+  /** Made at the first ended stream: a model that is only known (its series at 0) holds no window. */
+  private ring: Uint8Array | undefined = undefined;
   private head = 0;
   private filled = 0;
   private interrupted = 0;
@@ -63,14 +64,14 @@ export class StreamModel {
     ) as unknown as Record<StreamOutcome, Attributes>;
     this.writeStallAttributes = { ...this.outcomeAttributes.cancelled, [ATTR.errorType]: 'write_stall' };
     this.tokenSeries = ctx.counterSeries(instruments.streamTokens, this.attributes);
+    // Every outcome at 0 from the moment the model is known: the interrupted-share rule's increase() sees the first cancels.
     this.outcomeSeries = Object.fromEntries(
-      OUTCOMES.map((o) => [o, ctx.counterSeries(instruments.streams, this.outcomeAttributes[o])]),
+      OUTCOMES.map((o) => [o, ctx.counterSeries(instruments.streams, this.outcomeAttributes[o], true)]),
     ) as unknown as Record<StreamOutcome, CounterSeries>;
-    this.writeStallSeries = ctx.counterSeries(instruments.streams, this.writeStallAttributes);
+    this.writeStallSeries = ctx.counterSeries(instruments.streams, this.writeStallAttributes, true);
     this.timeToFirstToken = ctx.histogramSeries(instruments.timeToFirstToken, this.genAiAttributes);
     this.timePerOutputToken = ctx.histogramSeries(instruments.timePerOutputToken, this.genAiAttributes);
     const t = ctx.thresholds.stream;
-    this.ring = new Uint8Array(t.windowSize);
     this.detector = new ThresholdDetector({
       warn: t.interruptedRatio,
       critical: t.interruptedRatioCritical,
@@ -80,11 +81,12 @@ export class StreamModel {
 
   push(interrupted: boolean): void {
     const bit = interrupted ? 1 : 0;
-    if (this.filled === this.ring.length) this.interrupted -= this.ring[this.head];
+    const ring = (this.ring ??= new Uint8Array(this.ctx.thresholds.stream.windowSize));
+    if (this.filled === ring.length) this.interrupted -= ring[this.head];
     else this.filled++;
-    this.ring[this.head] = bit;
+    ring[this.head] = bit;
     this.interrupted += bit;
-    this.head = (this.head + 1) % this.ring.length;
+    this.head = (this.head + 1) % ring.length;
     this.ended++;
   }
 
@@ -212,8 +214,15 @@ export class StreamSignal implements Signal {
     return new Stream(this.models.known(model) ?? this.models.get(this.ctx.label('model', model)), this, arrival);
   }
 
+  /** A model the monitor just labelled: its outcome series exist (at 0) from now on. */
+  known(model: string): void {
+    this.models.get(model);
+  }
+
   evaluate(now: number): void {
     for (const model of this.models.values()) {
+      // A model with no ended stream has nothing to judge (its level is ok until one ends).
+      if (model.samples === 0 && model.level === 'ok') continue;
       try {
         model.evaluate(now);
       } catch (error) {

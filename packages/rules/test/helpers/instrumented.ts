@@ -47,6 +47,8 @@ export interface InstrumentedServerOptions {
   connectionCapacity?: number;
   /** How the metrics are exported (default `start`). */
   via?: 'start' | 'node-sdk';
+  /** Core's export path with `node-sdk` (the instrumentation's default: producer). */
+  exportMode?: 'api' | 'producer';
 }
 
 /**
@@ -84,6 +86,7 @@ async function startNodeSdkServer(options: InstrumentedServerOptions): Promise<I
     connectionCapacity: options.connectionCapacity,
     detectorIntervalMs: options.detectorIntervalMs ?? 250,
     thresholds: thresholdsOf(options),
+    exportMode: options.exportMode,
   }).finally(restore);
   const target = app.url.replace(/^http:\/\//, '');
   return {
