@@ -81,7 +81,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
   [
     'heap warn above critical',
     { thresholds: { heap: { liveWarn: 0.9 } } },
-    config('thresholds.heap.liveWarn', 'must be below heap.liveCritical (0.85), got 0.9'),
+    config('thresholds.heap.liveWarn', 'must be below heap.liveCritical (0.75), got 0.9'),
   ],
   [
     'a window past its cap',
@@ -286,7 +286,7 @@ describe('bad inputs through the adapters', () => {
 
 // --- the environment ------------------------------------------------------------
 
-const PROMETHEUS_DEFAULT = { host: '127.0.0.1', port: 9464, path: '/metrics', mount: false };
+const PROMETHEUS_DEFAULT = { host: '127.0.0.1', port: 9464, path: '/metrics', mount: false, withoutScopeInfo: false };
 
 /** [variables, the one warning, what the resolved options hold after it] */
 const envCases: [Record<string, string>, string, (resolved: ReturnType<typeof resolveStartOptions>) => void][] = [

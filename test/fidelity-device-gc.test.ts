@@ -28,7 +28,7 @@ const describeFigures = (run: FaultRunFigures): string =>
   `${run.conditions}: failure ${run.failureDetail} at ${run.failureAtSeconds} s; alerts ${run.alerts.map((a) => `${describeAlert(a)} [${a.verdict}]`).join(', ') || 'none'}\n${lines.join('\n')}`;
 
 describe('which major GC pauses event_loop announces', () => {
-  it('one 124 ms pause alone is not announced; a second within 10 s is, at its end; 250 ms is at once', () => {
+  it('one 124 ms pause alone is not announced; a second over 120 ms within 10 s is, at its end; 250 ms is at once', () => {
     // [ms from the fault, pause ms]; the fault starts 4 s into the bench.
     const lone = majorGcPauses(
       [
@@ -45,13 +45,14 @@ describe('which major GC pauses event_loop announces', () => {
     const recurred = majorGcPauses(
       [
         [1000, 110],
-        [11_500, 120],
-        [15_000, 130],
+        [11_500, 130],
+        [15_000, 140],
       ],
       4000,
     );
     expect(recurred.firstOver100Seconds).toBeCloseTo(5, 9);
-    expect(recurred.firstAnnouncedEndSeconds).toBeCloseTo(19.13, 9);
+    // The probe reads a block up to its 20 ms period short: 110 ms may read 90, 130 reads at least 110.
+    expect(recurred.firstAnnouncedEndSeconds).toBeCloseTo(19.14, 9);
     const long = majorGcPauses(
       [
         [1000, 110],

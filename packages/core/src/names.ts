@@ -302,7 +302,7 @@ export const METRICS = {
     type: 'gauge',
     unit: 's',
     description:
-      'Seconds until the live set reaches 80 % of infersignal.heap.live.limit (where V8 may abort with "ineffective mark-compacts near heap limit") at the least-squares trend of the live set over heap.trendWindowSeconds, carried forward between major GCs. +Inf unless the live set rises: a line (R² ≥ 0.8) through at least two major GCs 3 s or more apart that rises by 10 % of the limit, the live set past half of heap.liveWarn.',
+      'Seconds until the live set reaches 80 % of infersignal.heap.live.limit (where V8 may abort with "ineffective mark-compacts near heap limit") at the least-squares trend of the live set over heap.trendWindowSeconds, carried forward between major GCs. Absent unless the live set rises: a line (R² ≥ 0.8) through at least two major GCs 3 s or more apart that rises by 10 % of the limit, the live set past half of heap.liveWarn.',
     attributes: [],
     feeds: 'heap.exhaustionWarnSeconds / heap.exhaustionCriticalSeconds',
   },

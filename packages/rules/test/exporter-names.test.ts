@@ -78,6 +78,9 @@ afterAll(async () => {
 describe('generated names against a real exporter scrape', () => {
   it('exports every instrument the rules read, with the type the rules assume', () => {
     for (const key of RULE_METRICS) {
+      // Absent while the process's live heap shows no rising trend (a test process has none); the heap tests
+      // export it on a leak.
+      if (key === 'heapExhaustionTime') continue;
       const name = metricName(key);
       expect(families.has(name), `${name} (${key}) in the scrape: ${[...families.keys()].join(', ')}`).toBe(true);
     }
@@ -117,6 +120,7 @@ describe('generated names against a real exporter scrape', () => {
     let missing = [...referenced].filter(
       (name) => !families.has(name.replace(/_(bucket|count|sum)$/, '')) && !families.has(name),
     );
+    missing = missing.filter((name) => name !== metricName('heapExhaustionTime'));
     if (!runtime?.tls) {
       console.warn('[rules] TLS metric names not checked against the scrape: no certificate (openssl missing)');
       missing = missing.filter((name) => !TLS_METRICS.some((tls) => name.startsWith(tls)));
@@ -154,10 +158,8 @@ describe('generated names against a real exporter scrape', () => {
     const [live] = samples(metricName('heapLiveRatio'));
     expect(live.value).toBeGreaterThan(0);
     expect(live.value).toBeLessThan(0.5);
-    // Its live set does not climb 10 % of gigabytes: no leak trend, and the series is there all the same.
-    expect(samples(metricName('heapExhaustionTime')).map((s) => s.line.slice(s.line.lastIndexOf(' ') + 1))).toEqual([
-      '+Inf',
-    ]);
+    // Its live set does not climb 10 % of gigabytes: no leak trend, so no time to exhaustion.
+    expect(samples(metricName('heapExhaustionTime'))).toEqual([]);
 
     const api = { [LABEL.server]: 'api' };
     expect(samples(metricName('connectionsCapacity'), api).map((s) => s.value)).toEqual([8]);

@@ -575,7 +575,9 @@ export class HeapSignal implements Signal {
     observer.observe(this.gauges.live, live);
     observer.observe(this.gauges.ratio, live / this.limit.bytes);
     // +Inf without a rising trend: the series is there for `absent()` and dashboards from the first scrape.
-    observer.observe(this.gauges.exhaustion, this.trend.estimate(this.ctx.clock(), used).seconds);
+    // Absent while no rising trend, as a queue's time to saturation is: +Inf would not survive OTLP's JSON encoding.
+    const seconds = this.trend.estimate(this.ctx.clock(), used).seconds;
+    if (Number.isFinite(seconds)) observer.observe(this.gauges.exhaustion, seconds);
   }
 
   snapshot(): HeapSnapshot {
