@@ -268,6 +268,8 @@ function hotPathPoints(rm: ResourceMetrics): Map<string, string> {
     for (const metric of scope.metrics) {
       if (!names.has(metric.descriptor.name)) continue;
       for (const p of metric.dataPoints as Point[]) {
+        // Core exports a known model's stream outcomes at 0 before any happens; no request here recorded them.
+        if (p.value === 0) continue;
         const attrs = JSON.stringify(Object.entries(p.attributes).sort());
         out.set(`${metric.descriptor.name} ${attrs}`, canonical(p.value));
       }
