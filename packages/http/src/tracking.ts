@@ -146,7 +146,9 @@ class HttpRequestTracking implements HttpTracking<unknown>, HttpRequestSettings 
     const model = this.gate.model(this.modelFromRoute ? route : undefined, req);
     const seconds = this.gate.shed(model, res, REQUEST_HEADERS);
     if (seconds !== undefined) {
-      this.answerShed(req as IncomingMessage, res, String(Math.max(1, Math.ceil(seconds))), model, owner);
+      // The handler gets Node's request: the one Node links to `res` (Fastify's request.raw), not the framework's wrapper.
+      const raw = (res.req as IncomingMessage | undefined) ?? (req as IncomingMessage);
+      this.answerShed(raw, res, String(Math.max(1, Math.ceil(seconds))), model, owner);
       return undefined;
     }
     return trackHttpRequest(this, this.gate.enqueue(model), route, res, owner, proto);
