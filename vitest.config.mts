@@ -54,6 +54,13 @@ const SERIAL = [
   'test/fidelity-device-gc.test.ts',
 ];
 
+/** Fastify plugin files that also run on Fastify 4 (project `fastify4`). */
+const FASTIFY4 = [
+  'packages/fastify/test/fastify.test.ts',
+  'packages/fastify/test/shed-response.test.ts',
+  'packages/fastify/test/majors.test.ts',
+];
+
 // Most test files wait on sockets, timers or child processes part of the
 // time: one worker more than there are cores keeps the cores busy.
 const workers = availableParallelism() + 1;
@@ -87,6 +94,19 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: 'serial', include: SERIAL, maxWorkers: 2, sequence: { groupOrder: 1 } } },
+      {
+        // The Fastify plugin's request path on Fastify 4 (the `fastify4` alias of fastify@4): the same files,
+        // their `fastify` import resolved to it. The peer range allows both majors.
+        extends: true,
+        resolve: { alias: [{ find: /^fastify$/, replacement: 'fastify4' }] },
+        test: {
+          name: 'fastify4',
+          include: FASTIFY4,
+          provide: { fastifyMajor: 4 },
+          isolate: false,
+          setupFiles: ['test/support/shared-worker.ts'],
+        },
+      },
     ],
   },
 });

@@ -94,27 +94,25 @@ export function inferSignal(monitor: Monitor, options: InferSignalOptions = {}):
     throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   if (options?.route !== undefined && typeof options.route !== 'function')
     rejectValue('options.route', options.route, 'a function of the request');
-  const tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: ['route'] });
-  const routeOf = options.route ?? routePattern;
+  const tracking = createHttpTracking(monitor, options, {
+    source: SOURCE,
+    keys: ['route'],
+    route: options.route ?? routePattern,
+  });
 
   return function inferSignalMiddleware(req: Request, res: Response, next: NextFunction): void {
-    // Mounted twice on one path (app-level and per route): the first one tracks the request.
-    // Where the accessor serves req, ask core directly (the same answer, one lookup fewer).
+    // Mounted twice on one path (app-level and per route): the first one tracks the request. Where the accessor
+    // serves req, open() finds that request on `res` and returns it; otherwise the own property says.
     const viaAccessor = accessorServes(req);
-    if (viaAccessor ? trackedRequestOf(res) !== undefined : req.inferSignal !== undefined) {
+    if (!viaAccessor && req.inferSignal !== undefined) {
       next();
       return;
     }
     try {
-      const route = tracking.label('route', routeOf, req, undefined);
-      const model = tracking.model(req, route);
-      const retryAfter = tracking.shed(model, res);
-      if (retryAfter !== undefined) {
-        tracking.answerShed(req, res, retryAfter, model);
-        return;
-      }
-      const signal = tracking.track(model, route, res);
-      // The accessor answers from `res`, tracked just now (the check above saw nothing tracked on it).
+      // Labels, shed decision and arrival in one call; undefined: shed, and answered.
+      const signal = tracking.open(req, res);
+      if (signal === undefined) return;
+      // The accessor answers from `res`, where open() tracked the request.
       if (!viaAccessor) req.inferSignal = signal;
     } catch (error) {
       // Instrumentation must never take a request down: count and carry on.

@@ -12,9 +12,12 @@ import { rejectValue } from '@infersignal/core/signals';
 import {
   createHttpTracking,
   instrumentServer,
+  type HttpReplyOwner,
   type HttpRequestSignal,
+  type HttpTracking,
   type HttpTrackingOptions,
   type InstrumentServerOptions,
+  type ShedAnswer,
   type SseOptions,
   type SseStream,
   type TrackedHttpRequest,
@@ -73,49 +76,18 @@ const SOURCE = 'fastify';
 /** What the plugin stores on a request: the shared lifecycle, whose route is always known here. */
 type FastifyTracked = TrackedHttpRequest & InferSignalRequest;
 
-/** A route's config as Fastify keeps it: the route's own `config`, plus its `url` pattern and `method`. */
+/** The part of a route's `config` the plugin reads. */
 interface RouteConfig {
-  url?: string;
   inferSignal?: boolean;
 }
-type RouteContexts = Record<symbol, { config?: RouteConfig } | undefined>;
 
-/**
- * Reads each request's route config (what `request.routeOptions.config`
- * returns; `routeOptions.url` is its `url`) without the public getter,
- * which builds a 13-field object and asks the router about version
- * constraints at every call: about 1 200 instructions a request on a
- * hello-world route, a fifth of the plugin's whole cost.
- * Fastify 4 and 5 keep the route's context on
- * every request under `Symbol('fastify.context')`, and its `config` is that
- * same object: the symbol is looked for on the first request and used only
- * if it holds exactly what the getter returned there; otherwise, and on any
- * request that lacks it, the getter is used. One reader per registration:
- * two copies of Fastify in a process have two symbols.
- */
-function routeConfigReader(): (request: FastifyRequest) => RouteConfig | undefined {
-  // undefined: not looked for yet; null: not usable, the getter it is.
-  let contextKey: symbol | null | undefined;
-  const viaGetter = (request: FastifyRequest): RouteConfig => {
-    const options = request.routeOptions;
-    return { url: options.url, inferSignal: (options.config as RouteConfig | undefined)?.inferSignal };
-  };
-  return (request) => {
-    if (contextKey) return (request as unknown as RouteContexts)[contextKey]?.config ?? viaGetter(request);
-    if (contextKey === undefined) contextKey = findContextKey(request);
-    return viaGetter(request);
-  };
-}
-
-/** The symbol, null where none holds the route's config, undefined where this request cannot tell (no config). */
-function findContextKey(request: FastifyRequest): symbol | null | undefined {
-  const expected = request.routeOptions.config;
-  if (typeof expected !== 'object' || expected === null) return undefined;
-  for (const key of Object.getOwnPropertySymbols(request)) {
-    if (key.description === 'fastify.context' && (request as unknown as RouteContexts)[key]?.config === expected)
-      return key;
-  }
-  return null;
+/** Sends the configured shed answer through Fastify's reply, so that the app's onSend and onResponse hooks see it. */
+function replyShed(owner: HttpReplyOwner, answer: ShedAnswer, retryAfter: string): void {
+  (owner as FastifyReply)
+    .code(answer.status)
+    .header('retry-after', retryAfter)
+    .headers(answer.headers)
+    .send(answer.body);
 }
 
 /** The plugin's own options; the shared ones are checked by createHttpTracking. */
@@ -152,16 +124,15 @@ function validate(options: InferSignalFastifyOptions): void {
  */
 const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: FastifyInstance, options, done) => {
   const monitor = options?.monitor;
-  let tracking: ReturnType<typeof createHttpTracking>;
+  let tracking: HttpTracking<FastifyRequest>;
   try {
     validate(options);
-    tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: PLUGIN_KEYS });
+    tracking = createHttpTracking(monitor, options, { source: SOURCE, keys: PLUGIN_KEYS, replyShed });
   } catch (error) {
     // Fails registration (ready()/listen() reject), naming the field.
     return done(error as Error);
   }
 
-  const routeConfig = routeConfigReader();
   // Sibling scopes may each register the plugin (one queue each); the decorator is made once.
   if (!fastify.hasRequestDecorator('inferSignal')) fastify.decorateRequest('inferSignal', null);
 
@@ -169,28 +140,21 @@ const plugin: FastifyPluginCallback<InferSignalFastifyOptions> = (fastify: Fasti
     'onRequest',
     function inferSignalOnRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
       try {
-        const config = routeConfig(request);
-        const url = config?.url;
-        // 404s have no route (and no inference); routes can opt out with config.inferSignal = false.
         // A plugin registered in an enclosing scope too: the outer one (whose hook ran first) tracks the request.
-        if (url !== undefined && config?.inferSignal !== false && request.inferSignal == null) {
-          const route = monitor.label('route', url);
-          const model = tracking.model(request, route);
-          const retryAfter = tracking.shed(model, reply.raw);
-          if (retryAfter !== undefined) {
-            // Replying from onRequest without calling next() skips the rest of the lifecycle, handler included.
-            const answer = tracking.shedAnswer;
-            if (answer.handler === undefined) {
-              reply.code(answer.status).header('retry-after', retryAfter).headers(answer.headers).send(answer.body);
-            } else {
-              // The app writes the answer on the raw objects; Fastify sends nothing for this request.
-              reply.hijack();
-              tracking.answerShed(request.raw, reply.raw, retryAfter, model);
-            }
-            return;
+        if (request.inferSignal == null) {
+          // Fastify's public route view (4.26+ and 5): one object a request, read once.
+          const route = request.routeOptions;
+          const url = route.url;
+          // 404s have no route (and no inference); routes can opt out with config.inferSignal = false.
+          if (url !== undefined && (route.config as RouteConfig | undefined)?.inferSignal !== false) {
+            // Labels, shed decision and arrival in one call. The reply is the owner that sends a shed answer, and
+            // that the lifecycle hijacks before a shed handler or SSE takes over reply.raw.
+            const signal = tracking.open(request, reply.raw, url, reply);
+            // Shed and answered: replying from onRequest without calling next() skips the rest of the lifecycle,
+            // handler included.
+            if (signal === undefined) return;
+            request.inferSignal = signal as FastifyTracked;
           }
-          // The reply is the owner the lifecycle hijacks before SSE takes over reply.raw.
-          request.inferSignal = tracking.track(model, route, reply.raw, reply) as FastifyTracked;
         }
       } catch (error) {
         // Instrumentation must never take a request down: count and carry on.

@@ -208,7 +208,7 @@ describe('Fastify plugin', () => {
     expect(out.sum(METRICS.streamTokens.name)).toBe(3);
   });
 
-  it('reads the route from Fastify’s request context after the first request, not the routeOptions getter, with the same labels, opt-out and 404s', async () => {
+  it('reads the route through the public routeOptions getter once a request, with the same labels, opt-out and 404s', async () => {
     const { app, monitor, reader } = setup();
     // The getter builds an object at every call: count the plugin's reads of it (an own accessor over the
     // prototype's, which Fastify makes non-configurable, set before the plugin's hook runs).
@@ -238,8 +238,8 @@ describe('Fastify plugin', () => {
     for (let i = 0; i < 3; i++) await (await fetch(`${url}/v1/off`)).arrayBuffer();
     expect((await fetch(`${url}/missing`)).status).toBe(404);
     await until(() => monitor.snapshot().queues.http.completed === 10, 2000, 'completions');
-    // The first request only: the getter's answer, and the look-up that checks the context against it.
-    expect(reads).toBe(2);
+    // One read a request, 404s included: no private route context, no second read.
+    expect(reads).toBe(14);
     expect(tracked).toEqual([false, false, false]);
     expect((await collect(reader)).sum(METRICS.requests.name)).toBe(10);
   });

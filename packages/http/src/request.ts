@@ -115,14 +115,13 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
     readonly route: string | undefined,
     res: ServerResponse,
     owner: HttpReplyOwner | undefined,
+    proto: unknown,
   ) {
     this.res = res;
     this.owner = owner;
-    // Read once: Object.getPrototypeOf on a response goes through a runtime call (~200 instructions).
-    const proto: unknown = Object.getPrototypeOf(res);
     const plain = proto === ServerResponse.prototype;
     this.finish = plain ? PLAIN : finishReadOf(proto);
-    // The adapter has checked trackedRequestOf(res) (or its own request slot): one request per response.
+    // open() has checked trackedRequestWith(res): one request per response.
     remember(res, this, plain);
     if (settings.autoStart) startOnHead(res, ticket, proto);
     // Read only if the request's span is made: the trace its caller sent (`traceparent`), where nothing else took it.
@@ -254,17 +253,20 @@ class HttpRequestLifecycle implements TrackedHttpRequest {
 
 /**
  * Starts tracking one request on its raw Node response (the ticket is its
- * arrival). `owner`: see HttpReplyOwner. Adapters call it through
- * HttpTracking.track().
+ * arrival). `owner`: see HttpReplyOwner. `proto`: the response's prototype,
+ * read once by the caller (Object.getPrototypeOf on a response goes through
+ * a runtime call, ~200 instructions). Adapters reach it through
+ * HttpTracking.open(), after trackedRequestWith() found nothing on `res`.
  */
 export function trackHttpRequest(
   settings: HttpRequestSettings,
   ticket: Ticket,
   route: string | undefined,
   res: ServerResponse,
-  owner?: HttpReplyOwner,
+  owner: HttpReplyOwner | undefined,
+  proto: unknown,
 ): TrackedHttpRequest {
-  return new HttpRequestLifecycle(settings, ticket, route, res, owner);
+  return new HttpRequestLifecycle(settings, ticket, route, res, owner, proto);
 }
 
 /** A tracked request's incoming headers, reached from its response (Node links the two). */
@@ -321,9 +323,12 @@ function remember(res: ServerResponse, request: HttpRequestLifecycle, plain: boo
  * cycle cost ~5 % of the same request, in the garbage collector.
  */
 export function trackedRequestOf(res: ServerResponse): TrackedHttpRequest | undefined {
-  return Object.getPrototypeOf(res) === ServerResponse.prototype
-    ? (res as PlainResponse)[TRACKED]
-    : trackedRequests.get(res);
+  return trackedRequestWith(res, Object.getPrototypeOf(res));
+}
+
+/** trackedRequestOf(res) where the caller has read `proto`, the response's prototype. */
+export function trackedRequestWith(res: ServerResponse, proto: unknown): TrackedHttpRequest | undefined {
+  return proto === ServerResponse.prototype ? (res as PlainResponse)[TRACKED] : trackedRequests.get(res);
 }
 
 /**

@@ -11,6 +11,7 @@ import {
 import {
   REQUEST_HEADERS,
   trackHttpRequest,
+  trackedRequestWith,
   type HttpReplyOwner,
   type HttpRequestSettings,
   type TrackedHttpRequest,
@@ -47,74 +48,64 @@ export interface HttpTrackingOptions<Req = never> extends AdapterOptions<[Req]> 
 }
 
 /** What an adapter says about its registration. */
-export interface HttpTrackingSettings {
+export interface HttpTrackingSettings<Req = unknown> {
   /** Name its internal errors are counted under (`express`, `fastify`). */
   readonly source: string;
   /** Options of its own besides HttpTrackingOptions' (checked by the adapter); any other key is refused. */
   readonly keys?: Iterable<string>;
+  /**
+   * The route pattern of a request, for an adapter that reads it from the
+   * request (Express's `route` option) rather than passing it to open(); a
+   * throw is counted as internal error `<source>.route` and leaves the
+   * request without a route.
+   */
+  readonly route?: (req: Req) => string | undefined;
+  /**
+   * Sends the configured shed answer (not the app's handler, which writes
+   * on the raw objects) through the framework, so that its own hooks see
+   * it (Fastify's reply). Called with the `owner` given to open(); without
+   * one, or without this, the answer is written on the raw response.
+   */
+  readonly replyShed?: (owner: HttpReplyOwner, answer: ShedAnswer, retryAfter: string) => void;
 }
 
 /**
  * What one adapter registration (a middleware, a plugin) does per request,
  * over the framework-independent parts; the adapter keeps the framework glue
- * (where arrival is seen, how a 503 is written, which events call finished()
- * and closed()). Made once, by createHttpTracking().
+ * (where arrival is seen, where the request's handle is kept). Made once, by
+ * createHttpTracking().
  */
-export interface HttpTracking {
+export interface HttpTracking<Req = unknown> {
   readonly monitor: Monitor;
   readonly tracker: QueueTracker;
   /**
-   * The model label of `req` (the `model` option's name or function); else
-   * `route` with `modelFromRoute`, else undefined (core's `_unknown`). A
-   * function that throws is counted as internal error `<source>.model`.
+   * One request's arrival, in one call: its route label (`route`, the
+   * pattern the adapter knows, else the registration's `route` function),
+   * its model label (the `model` option; the route with `modelFromRoute`),
+   * the shed decision, and its tracking to one outcome on the raw
+   * response `res`. Returns the request's handle, or the one already
+   * tracked on `res` (an adapter that can see a request twice: mounted
+   * twice, nested scopes). Returns undefined when the request was shed:
+   * counted `rejected` and answered (the `shedResponse` option; through
+   * `replyShed` where an `owner` is given, and a handler's answer after
+   * `owner.hijack()`); the route's handler must not run. A model or route
+   * function that throws is counted (`<source>.model`, `<source>.route`)
+   * and the request goes on without that label. `owner`: see HttpReplyOwner.
    */
-  model<Req>(req: Req, route: string | undefined): string | undefined;
-  /** The label of `fn(req)` through `monitor.label(kind)`, with the same fallback and error rule. */
-  label<Req>(
-    kind: 'model' | 'route',
-    fn: ((req: Req) => string | undefined) | undefined,
-    req: Req,
-    fallback: string | undefined,
-  ): string | undefined;
-  /**
-   * With shedding on and the queue saying shed: records the request as
-   * `rejected` and returns the Retry-After header value (whole seconds, at
-   * least 1). Otherwise undefined: take the request. `res`: the request's
-   * response, where its span (if it gets one) finds the trace it came with.
-   */
-  shed(model: string | undefined, res?: ServerResponse): string | undefined;
-  /** The `shedResponse` option, resolved once (its `handler` set when the app answers itself). */
-  readonly shedAnswer: ShedAnswer;
-  /**
-   * Answers a request shed() refused, on the raw Node objects: the
-   * configured answer, or the app's handler (a throw, or a handler that
-   * left the response unanswered, is counted as `<source>.shedResponse`
-   * and gets the default 503).
-   */
-  answerShed(req: IncomingMessage, res: ServerResponse, retryAfter: string, model: string | undefined): void;
-  /**
-   * Arrival: enqueues a ticket and tracks the request to its one outcome on
-   * the raw response. One request per response: an adapter that can see a
-   * request twice (mounted twice, nested scopes) checks trackedRequestOf(res)
-   * or its own request slot first.
-   */
-  track(
-    model: string | undefined,
-    route: string | undefined,
-    res: ServerResponse,
-    owner?: HttpReplyOwner,
-  ): TrackedHttpRequest;
+  open(req: Req, res: ServerResponse, route?: string, owner?: HttpReplyOwner): TrackedHttpRequest | undefined;
 }
 
-class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
+class HttpRequestTracking implements HttpTracking<unknown>, HttpRequestSettings {
   readonly errorStatus: number;
   // Plain fields (no getters over the gate): the lifecycle reads them per request.
   readonly tracker: QueueTracker;
   readonly autoStart: boolean;
   readonly source: string;
-  readonly shedAnswer: ShedAnswer;
+  private readonly shedAnswer: ShedAnswer;
   private readonly gate: RequestGate;
   private readonly modelFromRoute: boolean;
+  private readonly routeOf: ((req: unknown) => string | undefined) | undefined;
+  private readonly replyShed: HttpTrackingSettings['replyShed'];
 
   constructor(
     readonly monitor: Monitor,
@@ -134,35 +125,54 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
       keys: [...ADAPTER_OPTION_KEYS, 'errorStatus', 'modelFromRoute', 'shedResponse', ...(settings.keys ?? [])],
     });
     this.modelFromRoute = booleanOption('options.modelFromRoute', options.modelFromRoute, false);
+    this.routeOf = settings.route;
+    this.replyShed = settings.replyShed;
     this.tracker = this.gate.tracker;
     this.autoStart = this.gate.autoStart;
     this.source = this.gate.source;
   }
 
-  model<Req>(req: Req, route: string | undefined): string | undefined {
-    return this.gate.model(this.modelFromRoute ? route : undefined, req);
-  }
-
-  label<Req>(
-    kind: 'model' | 'route',
-    fn: ((req: Req) => string | undefined) | undefined,
-    req: Req,
-    fallback: string | undefined,
-  ): string | undefined {
-    return this.gate.label(kind, fn, fallback, req, undefined);
-  }
-
-  shed(model: string | undefined, res?: ServerResponse): string | undefined {
+  open(req: unknown, res: ServerResponse, pattern?: string, owner?: HttpReplyOwner): TrackedHttpRequest | undefined {
+    // Read once, here and for the lifecycle: Object.getPrototypeOf on a response is a runtime call.
+    const proto: unknown = Object.getPrototypeOf(res);
+    const tracked = trackedRequestWith(res, proto);
+    if (tracked !== undefined) return tracked;
+    const route =
+      pattern === undefined
+        ? this.gate.label('route', this.routeOf, undefined, req, undefined)
+        : this.monitor.label('route', pattern);
+    const model = this.gate.model(this.modelFromRoute ? route : undefined, req);
     const seconds = this.gate.shed(model, res, REQUEST_HEADERS);
-    return seconds === undefined ? undefined : String(Math.max(1, Math.ceil(seconds)));
+    if (seconds !== undefined) {
+      // The handler gets Node's request: the one Node links to `res` (Fastify's request.raw), not the framework's wrapper.
+      const raw = (res.req as IncomingMessage | undefined) ?? (req as IncomingMessage);
+      this.answerShed(raw, res, String(Math.max(1, Math.ceil(seconds))), model, owner);
+      return undefined;
+    }
+    return trackHttpRequest(this, this.gate.enqueue(model), route, res, owner, proto);
   }
 
-  answerShed(req: IncomingMessage, res: ServerResponse, retryAfter: string, model: string | undefined): void {
+  /**
+   * Answers a shed request: the configured answer (through replyShed where
+   * the adapter gave an owner), or the app's handler on the raw objects
+   * (a throw, or a handler that left the response unanswered, is counted
+   * as `<source>.shedResponse` and gets the default 503).
+   */
+  private answerShed(
+    req: IncomingMessage,
+    res: ServerResponse,
+    retryAfter: string,
+    model: string | undefined,
+    owner: HttpReplyOwner | undefined,
+  ): void {
     const handler = this.shedAnswer.handler;
     if (handler === undefined) {
-      writeShedAnswer(this.shedAnswer, res, retryAfter);
+      if (owner !== undefined && this.replyShed !== undefined) this.replyShed(owner, this.shedAnswer, retryAfter);
+      else writeShedAnswer(this.shedAnswer, res, retryAfter);
       return;
     }
+    // The app writes the answer on the raw objects: the framework must send nothing for this request.
+    owner?.hijack();
     const fallBack = (error: unknown): void => {
       this.monitor.internalError(`${this.source}.shedResponse`, error);
       if (!res.headersSent && !res.writableEnded) writeShedAnswer(DEFAULT_SHED_ANSWER, res, retryAfter);
@@ -179,15 +189,6 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
       fallBack(error);
     }
   }
-
-  track(
-    model: string | undefined,
-    route: string | undefined,
-    res: ServerResponse,
-    owner?: HttpReplyOwner,
-  ): TrackedHttpRequest {
-    return trackHttpRequest(this, this.gate.enqueue(model), route, res, owner);
-  }
 }
 
 /**
@@ -200,7 +201,11 @@ class HttpRequestTracking implements HttpTracking, HttpRequestSettings {
 export function createHttpTracking<Req>(
   monitor: Monitor,
   options: HttpTrackingOptions<Req>,
-  settings: HttpTrackingSettings,
-): HttpTracking {
-  return new HttpRequestTracking(monitor, options as HttpTrackingOptions<unknown>, settings);
+  settings: HttpTrackingSettings<Req>,
+): HttpTracking<Req> {
+  return new HttpRequestTracking(
+    monitor,
+    options as HttpTrackingOptions<unknown>,
+    settings as HttpTrackingSettings,
+  ) as HttpTracking<Req>;
 }

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
-import { HTTP_SHED_BODY, createHttpTracking, instrumentServer, readinessAnswer } from '@infersignal/http';
+import { createHttpTracking, instrumentServer, readinessAnswer } from '@infersignal/http';
 import { until } from '../../../test/support/async';
 import { testMonitor, type TestMonitor } from '../../../test/support/monitor';
 
@@ -46,13 +46,9 @@ async function plainServer(t: TestMonitor, shed: boolean): Promise<{ server: Ser
       res.writeHead(status, { 'content-type': 'application/json' }).end(body);
       return;
     }
-    const model = tracking.model(req, undefined);
-    const retryAfter = tracking.shed(model);
-    if (retryAfter !== undefined) {
-      res.writeHead(503, { 'retry-after': retryAfter }).end(HTTP_SHED_BODY);
-      return;
-    }
-    const tracked = tracking.track(model, '/sse', res);
+    // Shed: answered already (503, Retry-After, HTTP_SHED_BODY).
+    const tracked = tracking.open(req, res, '/sse');
+    if (tracked === undefined) return;
     const sse = tracked.sse();
     sse.send('a');
     sse.send({ b: 2 }, { tokens: 3 });

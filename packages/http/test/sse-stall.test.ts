@@ -48,8 +48,8 @@ async function streamingServer(
     { source: 'test' },
   );
   const results: Promise<HandlerResult>[] = [];
-  const server = createServer((_req, res) => {
-    const tracked = tracking.track('tiny', '/sse', res);
+  const server = createServer((req, res) => {
+    const tracked = tracking.open(req, res, '/sse')!;
     results.push(
       tracked.run(async () => {
         const sse = tracked.sse(sseOptions);

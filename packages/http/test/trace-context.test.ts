@@ -57,7 +57,7 @@ function failingServer(reparent: boolean) {
   const proto = Object.create(ServerResponse.prototype) as ServerResponse;
   return tracedServer({}, (res, tracking) => {
     if (reparent) Object.setPrototypeOf(res, proto);
-    tracking.track('tiny', '/infer', res);
+    tracking.open(res.req, res, '/infer');
     res.writeHead(500).end('no');
   });
 }
@@ -90,12 +90,8 @@ describe("a caller's trace context", () => {
     const { send, requestSpans } = await tracedServer(
       { queue: { name: 'tight', capacity: 1 }, shed: true },
       (res, tracking) => {
-        const retryAfter = tracking.shed('tiny', res);
-        if (retryAfter !== undefined) {
-          res.writeHead(503, { 'retry-after': retryAfter }).end();
-          return;
-        }
-        tracking.track('tiny', '/infer', res);
+        // Shed: answered already (503, Retry-After).
+        if (tracking.open(res.req, res, '/infer') === undefined) return;
         held.push(res);
       },
     );

@@ -40,7 +40,7 @@ async function serve(
   const server = createServer((req: IncomingMessage, res) => {
     if (reparent) Object.setPrototypeOf(res, proto);
     hooks.before?.(res);
-    const tracked = tracking.track('tiny', '/infer', res);
+    const tracked = tracking.open(req, res, '/infer')!;
     t.advance(5);
     seen.push({ tracked, during: trackedRequestOf(res), untracked: trackedRequestOf(new ServerResponse(req)), res });
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
@@ -121,7 +121,7 @@ describe('trackedRequestOf', () => {
       };
       const server = createServer((req, res) => {
         if (reparent) Object.setPrototypeOf(res, proto);
-        tracking.track('tiny', '/infer', res);
+        tracking.open(req, res, '/infer');
         t.advance(5);
         forms[req.url!]!(res);
         res.end('ok');
