@@ -184,7 +184,6 @@ const per100 = (v: IdleVariant) =>
   scraped.get(v)!.map((w, round) => ((w.cpuMsPerS - rest.get(v)!.cpu[round]!) / w.series) * 100);
 const series = (v: IdleVariant) => scraped.get(v)!.at(-1)!.series;
 const bytes = (v: IdleVariant) => scraped.get(v)!.at(-1)!.bytes;
-const achieved = (v: IdleVariant) => median(scraped.get(v)!.map((w) => w.scrapes / SCRAPE_S));
 
 const PEERS = ['prom-client', 'otel'] as const;
 /** InferSignal's figure over a peer's, round by round: the median of those ratios and their range. */
@@ -222,15 +221,9 @@ const rows = [
     withMetrics((v) => `${median(per100(v)).toFixed(1)} ms/s`),
     (p) => fmtRatio(against(per100, per100(p))),
   ),
-  row(
-    'scrapes served',
-    withMetrics((v) => `${achieved(v).toFixed(1)}/s`),
-  ),
 ];
 const results = [
   table(['', ...IDLE_VARIANTS.map((v) => LABEL[v]), 'InferSignal / prom-client', 'InferSignal / stock OTel'], rows),
-  '',
-  `Medians of ${ROUNDS} rounds (ratios: of the rounds' own ratios, their range in brackets); ${REST_S} s at rest, ${SCRAPE_S} s of scrapes per server and round.`,
 ].join('\n');
 console.log(results);
 
@@ -258,26 +251,12 @@ writeSection('idle', {
     '@opentelemetry/sdk-node',
     '@opentelemetry/instrumentation-runtime-node',
   ],
-  method: `Four Fastify servers, each its own process, side by side in one run: bare; prom-client with
-\`collectDefaultMetrics()\`; the stock OpenTelemetry setup (NodeSDK with instrumentation-http,
-instrumentation-runtime-node and the Prometheus exporter); InferSignal \`start()\` with its defaults and the
-Fastify plugin with one queue. Each round sends every server 200 requests, waits a second, measures all four
-over one rest window, then scrapes each in turn (rotated order) every 50 ms. CPU and timeslices are read from
-outside, summed over the process's threads (/proc/<pid>/task/*/schedstat: run time, and how many times the
-scheduler put a thread on a CPU). "Per 100 series" is the CPU a scrape window adds over rest, divided by the
-series in one scrape. Ratios compare servers measured in the same rounds; the absolute figures move with the
-machine's load.`,
+  method: `Four Fastify servers, each its own process, in one run: bare; prom-client's default metrics; stock OTel (NodeSDK,
+instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one
+queue. Each round: 200 requests each, ${REST_S} s at rest, then ${SCRAPE_S} s of 20 scrapes/s on each in rotated order; CPU and
+timeslices from /proc/<pid>/task/*/schedstat. Ratios are the median of the rounds' own ratios (range).`,
   results,
   verdict,
-  notes: `Where InferSignal's rest goes (per-thread schedstat of one server at a time, and \`--cpu-prof\`): the
-event_loop signal is nearly all of it; \`start({ eventLoop: false })\` rests at 0.4–1 ms/s and 1–3 timeslices/s.
-The signal used to run two timers, \`monitorEventLoopDelay\` at its 10 ms resolution (100 wake-ups a second, what
-prom-client's default metrics and instrumentation-runtime-node run too) and its own 20 ms block probe (50 more),
-whose every firing read /proc/thread-self/schedstat: 12–13 ms/s and 125–130 timeslices/s, 2.6–2.9× stock OTel's
-CPU and 1.34× its timeslices on both Node lines. It now runs the probe alone: the delay percentiles are the
-probe's latenesses, and the run-queue figure is read only on a firing 2 ms late or later and on every fifth. On
-this virtual machine a wake-up costs a process ~40 µs through libuv's native timer and ~90 µs through a JS timer
-(an empty 20 ms \`setTimeout\` alone: 4.4–4.6 ms/s), so 50 JS wake-ups a second still cost more CPU than the
-peers' 100 native ones. Fewer would need a longer probe period, and a block reads up to one period short: the
-event_loop alerts rest on that reading, so the period stays 20 ms.`,
+  notes: `Where the rest goes: the event_loop signal's one 20 ms probe timer (\`eventLoop: false\` rests at 0.4–1 ms/s). A JS
+timer wake-up costs ~90 µs here against ~40 µs for libuv's native one, so its 50 a second cost more than the peers' 100 native ones.`,
 });

@@ -1,39 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { AlertEvent, Monitor, MonitorOptions } from '@infersignal/core';
-import { testMonitor } from '../../../test/support/monitor';
 
 export const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 export const fixtureBytes = (name: string): Uint8Array => new Uint8Array(readFileSync(fixture(name)));
 
-export interface Harness {
-  monitor: Monitor;
-  alerts: AlertEvent[];
-  spans: InMemorySpanExporter;
-  points(name: string): Promise<DataPoint<unknown>[]>;
-  histogram(name: string, attributes: Record<string, string>): Promise<Histogram | undefined>;
-  close(): Promise<void>;
-}
-
-/** The shared test monitor on the real clock, plus a real OTel SDK tracer provider whose spans the test reads. */
-export function harness(options: Partial<MonitorOptions> = {}): Harness {
-  const spans = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
-  const t = testMonitor({ clock: undefined, traces: 'all', tracerProvider, ...options });
-  return {
-    monitor: t.monitor,
-    alerts: t.alerts,
-    spans,
-    points: async (name) => (await t.collect()).points(name),
-    histogram: async (name, attributes) => (await t.collect()).histogram(name, attributes),
-    async close() {
-      await t.close();
-      await tracerProvider.shutdown();
-    },
-  };
-}
+export { type Harness, harness } from '../../../test/support/model-harness';
 
 export { sleep } from '../../../test/support/async';
 export { maxAbsDiff, tinyMlp } from '../../../test/support/tiny-mlp';

@@ -1,9 +1,5 @@
 import { fileURLToPath } from 'node:url';
 import * as transformers from '@huggingface/transformers';
-import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { AlertEvent, Monitor, MonitorOptions } from '@infersignal/core';
-import { testMonitor } from '../../../test/support/monitor';
 
 export { transformers };
 
@@ -20,32 +16,7 @@ export function offline(): void {
 
 export const PIPELINE_OPTIONS = { local_files_only: true } as const;
 
-export interface Harness {
-  monitor: Monitor;
-  alerts: AlertEvent[];
-  spans: InMemorySpanExporter;
-  points(name: string): Promise<DataPoint<unknown>[]>;
-  histogram(name: string, attributes: Record<string, string>): Promise<Histogram | undefined>;
-  close(): Promise<void>;
-}
-
-/** The shared test monitor (real clock unless given one), with a real OTel SDK tracer provider whose spans the test reads. */
-export function harness(options: Partial<MonitorOptions> = {}): Harness {
-  const spans = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
-  const t = testMonitor({ clock: undefined, traces: 'all', tracerProvider, ...options });
-  return {
-    monitor: t.monitor,
-    alerts: t.alerts,
-    spans,
-    points: async (name) => (await t.collect()).points(name),
-    histogram: async (name, attributes) => (await t.collect()).histogram(name, attributes),
-    async close() {
-      await t.close();
-      await tracerProvider.shutdown();
-    },
-  };
-}
+export { type Harness, harness } from '../../../test/support/model-harness';
 
 // The tiny models of scripts/make-transformers-models.py, recomputed here so every number can be checked.
 export const VOCAB = [
