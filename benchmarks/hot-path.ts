@@ -472,9 +472,14 @@ writeSection('hot-path', {
     '',
     `Export check: ${check.identical ? `identical values for all ${check.series} series` : `DIFFERENT values: ${check.detail}`}; clock reads per request ${check.clockReads} through core, ${BARE_CLOCK_READS} by hand. Outlier traces' own price (no goal here): ${outlierLine}.  `,
     '',
-    `transformers.js: one \`feature-extraction\` call of 4 texts on the committed tiny BERT, bare and through \`@infersignal/transformers\`' \`run()\`, interleaved rounds (the tiny model makes the ratio a worst case).`,
-    '',
-    table(['variant (one pipeline call)', 'per call, median (range)', 'vs bare call, median (IQR)'], tjs.rows),
+    table(
+      [
+        'transformers.js `feature-extraction`, 4 texts, tiny BERT (a worst case)',
+        'per call, median (range)',
+        'vs bare call, median (IQR)',
+      ],
+      tjs.rows,
+    ),
   ].join('\n'),
   verdict,
 });

@@ -251,12 +251,9 @@ writeSection('idle', {
     '@opentelemetry/sdk-node',
     '@opentelemetry/instrumentation-runtime-node',
   ],
-  method: `Four Fastify servers, each its own process, in one run: bare; prom-client's default metrics; stock OTel (NodeSDK,
-instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one
-queue. Each round: 200 requests each, ${REST_S} s at rest, then ${SCRAPE_S} s of 20 scrapes/s on each in rotated order; CPU and
-timeslices from /proc/<pid>/task/*/schedstat. Ratios are the median of the rounds' own ratios (range).`,
+  method: `Four Fastify servers in one run, each its own process: bare; prom-client's default metrics; stock OTel (NodeSDK, instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one queue.
+Per round: 200 requests each, ${REST_S} s at rest, ${SCRAPE_S} s of 20 scrapes/s on each in turn; CPU and timeslices from /proc/<pid>/task/*/schedstat; ratios: median of the rounds' own (range).`,
   results,
   verdict,
-  notes: `Where the rest goes: the event_loop signal's one 20 ms probe timer (\`eventLoop: false\` rests at 0.4–1 ms/s). A JS
-timer wake-up costs ~90 µs here against ~40 µs for libuv's native one, so its 50 a second cost more than the peers' 100 native ones.`,
+  notes: `Where the rest goes: the event_loop signal's 20 ms probe (\`eventLoop: false\`: 0.4–1 ms/s); a JS timer wake-up costs ~90 µs here, libuv's native one ~40 µs, so its 50 a second cost more than the peers' 100.`,
 });
