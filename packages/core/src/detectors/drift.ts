@@ -7,6 +7,10 @@ export interface LinearFit {
   count: number;
   /** Fitted growth over the window (slope × span). */
   growth: number;
+  /** Seconds the samples span, the first one's time (ms) and the line's value at that time. */
+  spanSeconds: number;
+  t0: number;
+  intercept: number;
 }
 
 /** Least-squares line through (t seconds, value) pairs of a window (samples at or after `since`). */
@@ -15,7 +19,7 @@ export function linearFit(window: SlidingWindow, since = Number.NEGATIVE_INFINIT
   window.forEach(() => {
     n++;
   }, since);
-  if (n < 2) return { slope: 0, r2: 0, count: n, growth: 0 };
+  if (n < 2) return { slope: 0, r2: 0, count: n, growth: 0, spanSeconds: 0, t0: Number.NaN, intercept: Number.NaN };
   let t0 = Number.NaN;
   let sumT = 0;
   let sumV = 0;
@@ -35,11 +39,11 @@ export function linearFit(window: SlidingWindow, since = Number.NEGATIVE_INFINIT
   }, since);
   const varT = n * sumTT - sumT * sumT;
   const varV = n * sumVV - sumV * sumV;
-  if (varT <= 0) return { slope: 0, r2: 0, count: n, growth: 0 };
+  if (varT <= 0) return { slope: 0, r2: 0, count: n, growth: 0, spanSeconds: tMax, t0, intercept: sumV / n };
   const cov = n * sumTV - sumT * sumV;
   const slope = cov / varT;
   const r2 = varV <= 0 ? 0 : (cov * cov) / (varT * varV);
-  return { slope, r2, count: n, growth: slope * tMax };
+  return { slope, r2, count: n, growth: slope * tMax, spanSeconds: tMax, t0, intercept: (sumV - slope * sumT) / n };
 }
 
 /**

@@ -9,7 +9,16 @@ import { checkOptionKeys, nameOption } from '../options';
 import type { DeviceMemoryHandle, DeviceMemoryOptions, Level, Snapshot } from '../types';
 
 const MAX_SOURCES = 64;
-const NOT_DRIFTING: LinearFit & { drifting: boolean } = { slope: 0, r2: 0, count: 0, growth: 0, drifting: false };
+const NOT_DRIFTING: LinearFit & { drifting: boolean } = {
+  slope: 0,
+  r2: 0,
+  count: 0,
+  growth: 0,
+  spanSeconds: 0,
+  t0: Number.NaN,
+  intercept: Number.NaN,
+  drifting: false,
+};
 const OPTION_KEYS = ['allocated', 'reserved', 'intervalMs', 'source', 'fragmentationAlert', 'allocatedDriftAlert'];
 
 /**

@@ -3,6 +3,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { GCProfiler, getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { SlidingWindow } from '../detectors/sliding-window';
+import { linearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
 import type { Level } from '../types';
@@ -330,43 +331,19 @@ export class LeakTrend {
     this.readings.forEach((_, at) => {
       if (index++ === newest) since = Math.min(since, at);
     });
-    let n = 0;
-    let t0 = Number.NaN;
-    let sumT = 0;
-    let sumV = 0;
-    let sumTT = 0;
-    let sumTV = 0;
-    let sumVV = 0;
-    let tMax = 0;
-    this.readings.forEach((v, at) => {
-      if (Number.isNaN(t0)) t0 = at;
-      const t = (at - t0) / 1000;
-      n++;
-      tMax = t;
-      sumT += t;
-      sumV += v;
-      sumTT += t * t;
-      sumTV += t * v;
-      sumVV += v * v;
-    }, since);
+    const fit = linearFit(this.readings, since);
     const e: ExhaustionEstimate = {
       rising: false,
       seconds: Number.POSITIVE_INFINITY,
       bytesPerSecond: 0,
       projectedBytes: this.last,
-      readings: n,
-      spanSeconds: tMax,
+      readings: fit.count,
+      spanSeconds: fit.spanSeconds,
     };
-    if (n < MIN_READINGS || tMax < MIN_SPAN_SECONDS) return e;
-    const varT = n * sumTT - sumT * sumT;
-    const varV = n * sumVV - sumV * sumV;
-    if (!(varT > 0) || !(varV > 0)) return e;
-    const cov = n * sumTV - sumT * sumV;
-    const slope = cov / varT;
-    const r2 = (cov * cov) / (varT * varV);
-    if (!(slope > 0) || r2 < MIN_R2 || slope * tMax < MIN_GROWTH_SHARE * this.limitBytes) return e;
-    const nowSeconds = (now - t0) / 1000;
-    let projected = (sumV - slope * sumT) / n + slope * nowSeconds;
+    if (fit.count < MIN_READINGS || fit.spanSeconds < MIN_SPAN_SECONDS) return e;
+    const slope = fit.slope;
+    if (!(slope > 0) || fit.r2 < MIN_R2 || fit.growth < MIN_GROWTH_SHARE * this.limitBytes) return e;
+    let projected = fit.intercept + (slope * (now - fit.t0)) / 1000;
     if (usedNow >= 0) projected = Math.min(projected, usedNow);
     projected = Math.max(projected, this.last);
     e.projectedBytes = projected;
