@@ -20,7 +20,7 @@ import {
   renderAlertmanagerConfig,
   renderRules,
 } from '@infersignal/rules';
-import { findBinary, freePort, skipReason, startDaemon, waitFor, type Daemon } from './helpers/binaries';
+import { findBinary, freePort, skipReason, startPrometheusAndAlertmanager, waitFor } from './helpers/binaries';
 import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
 
 const prometheusBin = findBinary('prometheus');
@@ -100,27 +100,12 @@ describe.skipIf(missing !== undefined)(
         }),
       );
 
-      const alertmanager: Daemon = await startDaemon(
-        alertmanagerBin as string,
-        [
-          `--config.file=${join(dir, 'alertmanager.yml')}`,
-          `--storage.path=${join(dir, 'am')}`,
-          `--web.listen-address=127.0.0.1:${amPort}`,
-          '--cluster.listen-address=',
-        ],
-        `http://127.0.0.1:${amPort}/-/ready`,
+      const { prometheus, alertmanager } = await startPrometheusAndAlertmanager(
+        { prometheus: prometheusBin as string, alertmanager: alertmanagerBin as string },
+        dir,
+        { prometheus: promPort, alertmanager: amPort },
+        cleanup,
       );
-      cleanup.push(() => alertmanager.stop());
-      const prometheus: Daemon = await startDaemon(
-        prometheusBin as string,
-        [
-          `--config.file=${join(dir, 'prometheus.yml')}`,
-          `--storage.tsdb.path=${join(dir, 'prom')}`,
-          `--web.listen-address=127.0.0.1:${promPort}`,
-        ],
-        `http://127.0.0.1:${promPort}/-/ready`,
-      );
-      cleanup.push(() => prometheus.stop());
       const api = `http://127.0.0.1:${promPort}/api/v1`;
       const query = async (promql: string) =>
         (await (await fetch(`${api}/query?query=${encodeURIComponent(promql)}`)).json()) as {

@@ -124,3 +124,37 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * Alertmanager, then Prometheus, on loopback from the `alertmanager.yml` and `prometheus.yml` already written
+ * in `dir` (their data under it too); each waits until ready. Their stops are pushed onto `cleanup`.
+ */
+export async function startPrometheusAndAlertmanager(
+  binaries: { prometheus: string; alertmanager: string },
+  dir: string,
+  ports: { prometheus: number; alertmanager: number },
+  cleanup: Array<() => unknown>,
+): Promise<{ prometheus: Daemon; alertmanager: Daemon }> {
+  const alertmanager = await startDaemon(
+    binaries.alertmanager,
+    [
+      `--config.file=${join(dir, 'alertmanager.yml')}`,
+      `--storage.path=${join(dir, 'am')}`,
+      `--web.listen-address=127.0.0.1:${ports.alertmanager}`,
+      '--cluster.listen-address=',
+    ],
+    `http://127.0.0.1:${ports.alertmanager}/-/ready`,
+  );
+  cleanup.push(() => alertmanager.stop());
+  const prometheus = await startDaemon(
+    binaries.prometheus,
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'prom')}`,
+      `--web.listen-address=127.0.0.1:${ports.prometheus}`,
+    ],
+    `http://127.0.0.1:${ports.prometheus}/-/ready`,
+  );
+  cleanup.push(() => prometheus.stop());
+  return { prometheus, alertmanager };
+}
