@@ -5,7 +5,8 @@
 import { performance } from 'node:perf_hooks';
 import type { AlertRecord } from '@infersignal/bench';
 import type { AlertServer } from '../server';
-import { ARRIVAL_TOLERANCE_MS, judgeAlerts, type JudgedAlert } from '../suite';
+import { ARRIVAL_TOLERANCE_MS, judgeAlerts } from '../suite';
+import type { JudgedAlert } from './types';
 import type { FaultRunFigures, FaultScenario } from './types';
 
 /** Milliseconds since the run started. */

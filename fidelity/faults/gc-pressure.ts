@@ -16,7 +16,7 @@ import { DEFAULT_THRESHOLDS, type ThresholdsInput } from '@infersignal/core';
 import { EVENT_LOOP_RULE } from '@infersignal/core/signals';
 import { benchFaultRun, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
 import { faultFigures } from './common';
-import type { JudgedAlert } from '../suite';
+import type { JudgedAlert } from './types';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
 
 /**

@@ -3,8 +3,8 @@
  * validated object drives the in-process detectors, the generated
  * Prometheus rules, the dashboard and the docs.
  */
-import { brand } from './brand';
 import { describeValue } from './describe';
+import { InferSignalConfigError } from './errors';
 import { checkField, type FieldSpec } from './validate';
 
 export interface QueueThresholds {
@@ -256,23 +256,6 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   },
   saturation: { queueDepthThreshold: 5, kvCacheUtilThreshold: 0.8, timeToFirstTokenSeconds: 1 },
 });
-
-/**
- * Thrown at creation for an invalid configuration; `field` is the dotted
- * path. `instanceof` holds across the ESM and CommonJS builds.
- */
-export class InferSignalConfigError extends Error {
-  override readonly name = 'InferSignalConfigError';
-  constructor(
-    readonly field: string,
-    /** What is wrong with the field (the message without the field). */
-    readonly detail: string,
-  ) {
-    super(`infersignal: invalid config "${field}": ${detail}`);
-  }
-}
-
-brand(InferSignalConfigError, 'InferSignalConfigError');
 
 type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'factor' | 'boolean';
 

@@ -1,7 +1,26 @@
 import type { Attributes, Tracer } from '@opentelemetry/api';
 import type { Thresholds } from './config';
 import type { InstrumentSpec } from './names';
-import type { Level, SignalName } from './types';
+
+/** A signal's level; the worst level of its subjects is the signal's. */
+export type Level = 'ok' | 'warn' | 'critical';
+
+export type SignalName =
+  | 'queue_wait'
+  | 'queue_occupancy'
+  | 'queue_age'
+  | 'queue_backpressure'
+  | 'model_load'
+  | 'stream_interruptions'
+  | 'gpu_fragmentation'
+  | 'memory_drift'
+  | 'latency_glitch'
+  | 'latency_anomaly'
+  | 'capacity'
+  | 'event_loop'
+  | 'heap_headroom'
+  | 'heap_exhaustion'
+  | (string & {});
 
 /**
  * The Signal contract: what every signal of a monitor is, built-in or from

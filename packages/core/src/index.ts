@@ -32,8 +32,7 @@ export type { CoreMetricProducerLike as MetricProducer } from './types';
 
 // What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field);
 // `instanceof` holds across the ESM and CommonJS builds (a `Symbol.for` brand).
-export { QueueFullError, RequestEndedError } from './errors';
-export { InferSignalConfigError } from './config';
+export { InferSignalConfigError, QueueFullError, RequestEndedError } from './errors';
 
 // The thresholds: one validated object for the detectors, the generated rules and the docs.
 export { DEFAULT_THRESHOLDS, resolveThresholds } from './config';

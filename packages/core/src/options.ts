@@ -3,7 +3,7 @@
  * validation: the same keys for the same things, an InferSignalConfigError
  * naming the dotted field (`options.queue.capacity`), unknown keys refused.
  */
-import { InferSignalConfigError } from './config';
+import { InferSignalConfigError } from './errors';
 import { checkAtLeast, describeValue, fieldOrDefault, rejectValue } from './validate';
 import type { Monitor, QueueOptions, QueueTracker } from './types';
 

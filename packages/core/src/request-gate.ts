@@ -1,5 +1,5 @@
 import type { TextMapGetter } from '@opentelemetry/api';
-import { InferSignalConfigError } from './config';
+import { InferSignalConfigError } from './errors';
 import { booleanOption, checkModelOption, checkOptionKeys, resolveQueue, type AdapterOptions } from './options';
 import type { Monitor, QueueOptions, QueueTracker, Ticket } from './types';
 

@@ -1,6 +1,6 @@
 import type { Attributes, Meter, MeterProvider, TextMapGetter, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
-import type { Signal, SignalFactory } from './contract';
+import type { Level, Signal, SignalFactory, SignalName } from './contract';
 import type { HeapSnapshot } from './signals/heap';
 
 /** How a request ended. */
@@ -23,24 +23,7 @@ export type StreamOutcome = 'completed' | 'cancelled' | 'error' | 'unavailable' 
  */
 export type StreamEndReason = 'write_stall';
 
-export type Level = 'ok' | 'warn' | 'critical';
-
-export type SignalName =
-  | 'queue_wait'
-  | 'queue_occupancy'
-  | 'queue_age'
-  | 'queue_backpressure'
-  | 'model_load'
-  | 'stream_interruptions'
-  | 'gpu_fragmentation'
-  | 'memory_drift'
-  | 'latency_glitch'
-  | 'latency_anomaly'
-  | 'capacity'
-  | 'event_loop'
-  | 'heap_headroom'
-  | 'heap_exhaustion'
-  | (string & {});
+export type { Level, SignalName };
 
 /** One shape for every alert: a signal changed level. */
 export interface AlertEvent {

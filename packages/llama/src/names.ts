@@ -1,4 +1,4 @@
-import { ATTR } from './glue';
+import { ATTR } from '@infersignal/core';
 
 /**
  * Metric and attribute names this package adds. They belong in core's names file (one place for every

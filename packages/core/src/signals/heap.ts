@@ -6,7 +6,7 @@ import { SlidingWindow } from '../detectors/sliding-window';
 import { linearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';
-import type { Level } from '../types';
+import type { Level } from '../contract';
 
 const MiB = 1024 * 1024;
 
