@@ -11,7 +11,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ThresholdsInput } from '@infersignal/core';
-import type { AlertLike } from '@infersignal/bench';
+import type { BenchConfig } from '@infersignal/bench';
+
+type AlertLike = Parameters<Parameters<NonNullable<BenchConfig['subscribeAlerts']>>[0]>[0];
 
 const SERVER_MAIN = fileURLToPath(new URL('../examples/fastify-onnx/src/main.ts', import.meta.url));
 const ROOT_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));

@@ -25,10 +25,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { ThresholdsInput } from '@infersignal/core';
-import { runBench, type AlertRecord, type BenchResult, type Stage, type TimelinePoint } from '@infersignal/bench';
+import { runBench, type BenchConfig, type BenchResult } from '@infersignal/bench';
+
 import { subjectOf } from '../examples/demo/src/precursors';
 import type { FaultRunFigures, FaultScenario, JudgedAlert } from './faults/types';
 import { startAlertServer, type AlertServer } from './server';
+
+type AlertRecord = BenchResult['alerts'][number];
+type Stage = NonNullable<BenchConfig['stages']>[number];
+type TimelinePoint = BenchResult['timeline'][number];
 
 /** One 512-wide row tiled into the batch: the same request the demo sends. */
 export const INFER_BODY = { input: [0.5, -0.25, 1, 0.125] };

@@ -7,15 +7,14 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   ATTR,
-  BUCKETS,
-  DEFAULT_THRESHOLDS,
   HISTOGRAM_BUCKETS,
   METRICS,
   SPANS,
   prometheusName,
-  UNKNOWN_MODEL,
   type InstrumentSpec,
 } from '../packages/core/src/index';
+import { DEFAULT_THRESHOLDS } from '../packages/core/src/config';
+import { BUCKETS, UNKNOWN_MODEL } from '../packages/core/src/names';
 
 function thresholdText(spec: InstrumentSpec): string {
   if (!spec.feeds) return '';

@@ -11,13 +11,18 @@
  * Everything here is real: V8, its collector, the event loop, the signals
  * measuring them; only the leak is written for the test.
  */
-import type { AlertRecord } from '@infersignal/bench';
-import { DEFAULT_THRESHOLDS, type ThresholdsInput } from '@infersignal/core';
-import { EVENT_LOOP_RULE } from '@infersignal/core/signals';
+import type { BenchResult } from '@infersignal/bench';
+
+import { resolveThresholds, type ThresholdsInput } from '@infersignal/core';
+
+import { EVENT_LOOP_RULE } from '../../packages/core/src/signals/event-loop';
 import { benchFaultRun, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
 import { faultFigures } from './common';
 import type { JudgedAlert } from './types';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
+
+type AlertRecord = BenchResult['alerts'][number];
+const DEFAULT_THRESHOLDS = resolveThresholds();
 
 /**
  * Core's defaults: heap_headroom WARN at 70 % of the old generation live after two major GCs in a row; the event

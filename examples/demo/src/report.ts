@@ -4,9 +4,12 @@
  * the server's snapshots), the bench's lead times (from its scrape of
  * /metrics), the warnings standing at the first failure, and the headline.
  */
-import type { BenchResult, ErrorCounts, StageResult } from '@infersignal/bench';
+import type { BenchResult } from '@infersignal/bench';
+
 import { describeRun, judgePrecursors, type AlertRun, type PrecursorVerdict, type RunVerdict } from './precursors';
 import type { SnapshotSample } from './snapshots';
+
+type StageResult = BenchResult['total'];
 
 /** Lanes always shown, in this order, whether or not they ever left ok. */
 export const LANE_SERIES = [
@@ -54,7 +57,7 @@ function fixed(value: number, digits: number): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '-';
 }
 
-function failures(e: ErrorCounts): number {
+function failures(e: StageResult['errors']): number {
   return e.timeout + e.shed + e.server + e.client + e.connection + e.cutOff + e.dropped;
 }
 

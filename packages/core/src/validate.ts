@@ -23,7 +23,7 @@ export type FieldSpec =
 
 /** Throws the one-line error: `field` must be `accepted`, got `value`. */
 export function rejectValue(field: string, value: unknown, accepted: string): never {
-  throw new InferSignalConfigError(field, `must be ${accepted}, got ${describeValue(value)}`);
+  throw new InferSignalConfigError(field, `must be ${accepted}, got ${describeValue(value)}`, accepted);
 }
 
 /** What `spec` accepts, in words (the "must be …" of the message). */

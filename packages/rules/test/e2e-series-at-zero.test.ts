@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { LABEL, renderRules, streamRecords } from '@infersignal/rules';
+import { renderRules } from '@infersignal/rules';
+import { LABEL } from '../src/names';
+import { streamRecords } from '../src/rules';
 import { findBinary, freePort, skipReason, startDaemon, waitFor } from './helpers/binaries';
 import { startInstrumentedServer } from './helpers/instrumented';
 

@@ -28,7 +28,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ATTR, METRICS, type Monitor, type ThresholdsInput } from '@infersignal/core';
 import { instrumentServer, type ServerInstrumentation } from '@infersignal/http';
-import type { MetricNames } from '@infersignal/rules';
+import type { MetricNames } from '../../src/names';
 
 /** What the exercises need of an instrumented server (helpers/instrumented.ts makes one). */
 export interface ExercisedServer {
