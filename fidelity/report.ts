@@ -14,7 +14,7 @@ import {
 import { FAULT_SCENARIOS } from './faults/index';
 import type { FaultRunFigures, FaultScenarioName } from './faults/types';
 
-export interface ScenarioSummary {
+interface ScenarioSummary {
   scenario: ScenarioName | FaultScenarioName;
   runs: number;
   met: number;
@@ -47,7 +47,7 @@ function summary(
 }
 
 /** One summary per scenario that ran (all of them, unless a subset was chosen), load scenarios first. */
-export function summarize(result: FidelityResult): ScenarioSummary[] {
+function summarize(result: FidelityResult): ScenarioSummary[] {
   const load = SCENARIOS.map((scenario) =>
     summary(
       scenario,

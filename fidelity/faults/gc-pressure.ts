@@ -28,9 +28,9 @@ const DEFAULT_THRESHOLDS = resolveThresholds();
  * Core's defaults: heap_headroom WARN at 70 % of the old generation live after two major GCs in a row; the event
  * loop is judged on the longest single block of each 1 s period (WARN at 100 ms).
  */
-export const GC_PRESSURE_THRESHOLDS: ThresholdsInput = {};
+const GC_PRESSURE_THRESHOLDS: ThresholdsInput = {};
 
-export const OLD_SPACE_MIB = 96;
+const OLD_SPACE_MIB = 96;
 
 export interface MajorGcFigures {
   healthy: { count: number; longestMs: number };
@@ -94,7 +94,7 @@ export interface GcRunFigures extends FaultRunFigures {
  * bench saw, not only the first per level: an earlier rise may have been a
  * neighbour's doing.
  */
-export function eventLoopRaisedFrom(records: readonly AlertRecord[], fromSeconds: number): number | null {
+function eventLoopRaisedFrom(records: readonly AlertRecord[], fromSeconds: number): number | null {
   let raised = false;
   for (const record of [...records].sort((a, b) => a.atMs - b.atMs)) {
     if (record.signal !== 'event_loop') continue;

@@ -7,7 +7,7 @@ import { describeValue } from './describe';
 import { InferSignalConfigError } from './errors';
 import { checkField, type FieldSpec } from './validate';
 
-export interface QueueThresholds {
+interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
   occupancyWarn: number;
   /** Occupancy above which the level is CRITICAL. */
@@ -42,7 +42,7 @@ export interface QueueThresholds {
   ageCriticalSeconds: number;
 }
 
-export interface ModelLoadThresholds {
+interface ModelLoadThresholds {
   /** A load slower than spikeFactor × baseline is a spike. */
   spikeFactor: number;
   /**
@@ -59,7 +59,7 @@ export interface ModelLoadThresholds {
   minSpikeSeconds: number;
 }
 
-export interface StreamThresholds {
+interface StreamThresholds {
   /** Interrupted share (cancelled, error, unavailable, deadline_exceeded) above which the level is WARN. */
   interruptedRatio: number;
   /** Interrupted share above which the level is CRITICAL. */
@@ -70,7 +70,7 @@ export interface StreamThresholds {
   windowSize: number;
 }
 
-export interface DeviceMemoryThresholds {
+interface DeviceMemoryThresholds {
   /** Fragmentation (1 − allocated / reserved) above which the level is WARN. */
   fragmentation: number;
   /** How long (s) fragmentation must stay high before it is reported. */
@@ -83,7 +83,7 @@ export interface DeviceMemoryThresholds {
   driftMinR2: number;
 }
 
-export interface GlitchThresholds {
+interface GlitchThresholds {
   /** Window (s) for ΔL = max − P99 of inference duration. */
   windowSeconds: number;
   /** ΔL (s) above which a P99 glitch is reported. */
@@ -92,7 +92,7 @@ export interface GlitchThresholds {
   minSamples: number;
 }
 
-export interface AnomalyThresholds {
+interface AnomalyThresholds {
   /** Detector ticks in the z-score window. */
   window: number;
   /** z at which a tick's queue wait quantile is an anomaly (higher is worse). */
@@ -112,7 +112,7 @@ export interface AnomalyThresholds {
   bothDirections: boolean;
 }
 
-export interface CapacityThresholds {
+interface CapacityThresholds {
   /** Utilization ρ = λ·S / c above which the capacity level is WARN (the early warning). */
   utilizationWarn: number;
   /** Utilization at or above which it is CRITICAL. */
@@ -135,7 +135,7 @@ export interface CapacityThresholds {
   backpressure: boolean;
 }
 
-export interface EventLoopThresholds {
+interface EventLoopThresholds {
   /** Event-loop delay P99 (s) for WARN. */
   delayWarnSeconds: number;
   /** Event-loop delay P99 (s) for CRITICAL. */
@@ -146,7 +146,7 @@ export interface EventLoopThresholds {
   backpressure: boolean;
 }
 
-export interface HeapThresholds {
+interface HeapThresholds {
   /** Live share (old-generation bytes in use after a major GC / the old-generation limit) above which the level is WARN. */
   liveWarn: number;
   /** Live share above which the level is CRITICAL. */
@@ -161,7 +161,7 @@ export interface HeapThresholds {
   trendWindowSeconds: number;
 }
 
-export interface ConnectionThresholds {
+interface ConnectionThresholds {
   /** Open connections / capacity above which the `connections` signal is WARN. */
   saturationWarn: number;
   /** Open connections / capacity above which it is CRITICAL. */
@@ -173,7 +173,7 @@ export interface ConnectionThresholds {
  * queueDepthThreshold, KV-cache utilization / kvCacheUtilThreshold), 1 at saturation. The defaults are the
  * Gateway API Inference Extension endpoint picker's; the generated picker config and KEDA trigger use these.
  */
-export interface SaturationThresholds {
+interface SaturationThresholds {
   /** Requests waiting at which a replica is saturated. */
   queueDepthThreshold: number;
   /** KV-cache utilization (0–1) at which a replica is saturated. */

@@ -11,7 +11,7 @@ import {
 import { performance } from 'node:perf_hooks';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
-import { brand, isBranded } from './brand';
+import { brand } from './brand';
 import { WebhookDelivery } from './alerts/webhook';
 import { resolveThresholds, type Thresholds } from './config';
 import { InferSignalConfigError } from './errors';
@@ -527,11 +527,3 @@ export function createMonitor(options: MonitorOptions = {}): Monitor {
 }
 
 brand(MonitorImpl, 'Monitor');
-
-/**
- * Whether `value` is a monitor from `createMonitor()`, made by any copy of
- * core (the ESM or the CommonJS build, or another installed version).
- */
-export function isMonitor(value: unknown): value is Monitor {
-  return isBranded(value, 'Monitor');
-}

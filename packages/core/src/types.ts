@@ -137,7 +137,7 @@ export interface MonitorOptions {
 }
 
 /** `MonitorOptions.genAi`. */
-export interface GenAiOptions {
+interface GenAiOptions {
   operationName?: string;
   providerName?: string;
 }

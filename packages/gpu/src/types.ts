@@ -4,7 +4,7 @@ import type { DeviceMemoryHandle, MonitorOptions } from '@infersignal/core';
 export type Logger = NonNullable<MonitorOptions['logger']>;
 
 /** Where the figures come from: NVML in-process, the nvidia-smi CLI, or nowhere. */
-export type GpuSamplerStatus = 'nvml' | 'nvidia-smi' | 'unavailable';
+type GpuSamplerStatus = 'nvml' | 'nvidia-smi' | 'unavailable';
 
 /**
  * Whose memory `reserved()` reports: this process's own (NVML per-process

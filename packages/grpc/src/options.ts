@@ -80,7 +80,7 @@ const DEFAULT_WRITE_STALL_TIMEOUT_MS = 30_000;
 const KEYS = ['shedStatus', 'modelFromMethod', 'semconvStabilityOptIn', 'writeStallTimeoutMs'];
 
 /** Whether an `OTEL_SEMCONV_STABILITY_OPT_IN` value asks for the older RPC conventions too. */
-export function wantsOldRpcConventions(optIn: string | undefined): boolean {
+function wantsOldRpcConventions(optIn: string | undefined): boolean {
   return optIn?.split(',').some((entry) => entry.trim() === 'rpc/dup') ?? false;
 }
 

@@ -70,7 +70,7 @@ export interface ServerInstrumentation {
 }
 
 /** What `instrumentServer` needs of a server: `http.Server` and `https.Server` both fit. */
-export type InstrumentableServer = HttpServer;
+type InstrumentableServer = HttpServer;
 
 const SIGNAL = 'connections';
 const OPTION_KEYS: ReadonlySet<string> = new Set([
@@ -121,7 +121,7 @@ interface Connection {
 }
 
 /** One server's section of the snapshot. */
-export interface ServerSnapshot {
+interface ServerSnapshot {
   tls: boolean;
   level: Level;
   open: number;

@@ -10,7 +10,7 @@ import { percentileName } from './duration';
 import { alertingRules, buildRules, memoryGapRecord, streamRecords } from './rules';
 import { resolveOptions, type GeneratorOptions } from './options';
 
-export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard-layout';
+export type { Dashboard } from './dashboard-layout';
 
 function variable(name: string, label: string, query: string, multi: boolean): Record<string, unknown> {
   return {

@@ -24,7 +24,7 @@ export type Naming = 'collector' | 'otel-js';
 export const NAMINGS: readonly Naming[] = ['collector', 'otel-js'];
 
 /** The Prometheus name of an instrument as the `naming` path writes it. */
-export function prometheusNameFor(spec: InstrumentSpec, naming: Naming): string {
+function prometheusNameFor(spec: InstrumentSpec, naming: Naming): string {
   if (naming === 'collector') return prometheusName(spec);
   // exporter-prometheus: invalid characters and runs of underscores become one underscore; monotonic sums get _total.
   const name = spec.name.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');

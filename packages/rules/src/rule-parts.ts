@@ -43,8 +43,6 @@ export const REPLICA_KEYS = ['job', 'instance', 'namespace', 'pod'];
 export const QUEUE_KEYS = [...REPLICA_KEYS, LABEL.queue];
 export const MODEL_KEYS = [...REPLICA_KEYS, LABEL.model];
 export const PROCESS_KEYS = [...REPLICA_KEYS, LABEL.memorySource];
-/** Event-loop and GC gauges carry no attribute: they are per process. */
-export const INSTANCE_KEYS = REPLICA_KEYS;
 /** Connection and TLS instruments are per process and instrumented server. */
 export const SERVER_KEYS = [...REPLICA_KEYS, LABEL.server];
 /** The fleet: every replica of a job (a fleet alert aggregates the replicas away, and says so). */

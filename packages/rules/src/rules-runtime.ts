@@ -9,8 +9,8 @@ import { LABEL } from './names';
 import { formatDuration, humanPercent, humanSeconds } from './duration';
 import { holdFor, levelHold, type ResolvedOptions } from './options';
 import {
-  INSTANCE_KEYS,
   QUEUE_KEYS,
+  REPLICA_KEYS,
   REPLICA,
   SERVER_KEYS,
   alert,
@@ -94,10 +94,10 @@ export function runtimeGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
   const e = o.thresholds.eventLoop;
   const hold = holdFor(o, 0);
-  const delay = `max ${by(...INSTANCE_KEYS)} (${metric('eventLoopDelayP99')})`;
+  const delay = `max ${by(...REPLICA_KEYS)} (${metric('eventLoopDelayP99')})`;
   const h = o.thresholds.heap;
-  const live = `max ${by(...INSTANCE_KEYS)} (${metric('heapLiveRatio')})`;
-  const exhaustion = `min ${by(...INSTANCE_KEYS)} (${metric('heapExhaustionTime')})`;
+  const live = `max ${by(...REPLICA_KEYS)} (${metric('heapLiveRatio')})`;
+  const exhaustion = `min ${by(...REPLICA_KEYS)} (${metric('heapExhaustionTime')})`;
   // Core raises heap_exhaustion only on a trend that held over several major GCs; a fast leak lives for seconds.
   const leakHold = holdFor(o, LEAK_HOLD_SECONDS);
   const where = `replica ${REPLICA} ({{ $labels.job }})`;
@@ -227,7 +227,7 @@ export function connectionsGroup(o: ResolvedOptions): RuleGroup {
 export function breakerGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
   const hold = holdFor(o, 0);
-  const keys = [...INSTANCE_KEYS, LABEL.breakerName];
+  const keys = [...REPLICA_KEYS, LABEL.breakerName];
   // max_over_time bridges the short half-open probes of a breaker that keeps re-opening; a breaker that stays closed a whole window ends the alert.
   return {
     name: 'infersignal.circuit_breaker',

@@ -111,7 +111,7 @@ function threadQueueReader(): { read(): number; close(): void } | undefined {
  * `resolution` ms with a timer of its own, which at rest costs as much CPU
  * as everything else here; the signal's probe timer gives the delays.
  */
-export function nodeLoop(): LoopSource {
+function nodeLoop(): LoopSource {
   let elu: EventLoopUtilization = performance.eventLoopUtilization();
   const queue = threadQueueReader();
   return {

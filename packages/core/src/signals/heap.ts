@@ -20,7 +20,7 @@ const PROFILER_DRAIN_MS = 10_000;
 const NOT_OLD_GENERATION: ReadonlySet<string> = new Set(['new_space', 'new_large_object_space', 'read_only_space']);
 
 /** Bytes in use in one V8 heap space. */
-export interface HeapSpaceUse {
+interface HeapSpaceUse {
   readonly name: string;
   readonly used: number;
 }

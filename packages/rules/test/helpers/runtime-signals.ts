@@ -67,7 +67,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
  * by openssl in a temp dir: node:crypto makes keys, not X.509 certificates.
  * Null, with the reason printed, when openssl cannot.
  */
-export function selfSigned(): { key: Buffer; cert: Buffer } | null {
+function selfSigned(): { key: Buffer; cert: Buffer } | null {
   const dir = mkdtempSync(join(tmpdir(), 'infersignal-rules-tls-'));
   try {
     execFileSync(
