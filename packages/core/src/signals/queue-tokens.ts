@@ -1,0 +1,92 @@
+/**
+ * The token backlog of an LLM queue: prompt tokens of the requests still
+ * waiting, output tokens still owed to the running ones (their max output
+ * less what they produced), and the output tokens the waiting ones may ask
+ * for. With the output rate the queue has been serving at, that is how
+ * long its known work takes to drain.
+ *
+ * Plain sums kept as requests move, so a collection reads them as they are
+ * and a produced token costs two subtractions. The rate is output tokens
+ * over the time at least one request ran, in a ring of `BUCKETS` buckets
+ * spanning the window: an idle stretch before a burst does not dilute it.
+ */
+const BUCKETS = 10;
+
+export class QueueTokens {
+  /** Prompt tokens of the requests waiting. */
+  waitingPrompt = 0;
+  /** Max output tokens of the requests waiting (those that said one). */
+  waitingOutput = 0;
+  /** Output tokens still owed to the requests running: Σ max(0, max output − produced). */
+  owed = 0;
+  private readonly tokens = new Float64Array(BUCKETS);
+  private readonly busy = new Float64Array(BUCKETS);
+  private readonly bucketMs: number;
+  /** Index (now / bucketMs, floored) of the newest bucket. */
+  private bucket = Number.NEGATIVE_INFINITY;
+  /** Time (ms) up to which busy time has been counted. */
+  private markedAt = Number.NaN;
+
+  constructor(windowSeconds: number) {
+    this.bucketMs = (windowSeconds * 1000) / BUCKETS;
+  }
+
+  /** Moves the ring to `now`, clearing the buckets it passed, and counts the busy time since the last mark. */
+  advance(now: number, running: number): void {
+    const index = Math.floor(now / this.bucketMs);
+    if (index !== this.bucket) {
+      const passed = index - this.bucket;
+      if (passed >= BUCKETS || passed < 0) {
+        this.tokens.fill(0);
+        this.busy.fill(0);
+      } else {
+        for (let i = 1; i <= passed; i++) {
+          const slot = slotOf(this.bucket + i);
+          this.tokens[slot] = 0;
+          this.busy[slot] = 0;
+        }
+      }
+      this.bucket = index;
+    }
+    if (running > 0 && now > this.markedAt) {
+      // A stretch that spans buckets goes to the newest: the window's sum is what the rate reads.
+      this.busy[slotOf(index)]! += Math.min(now - this.markedAt, BUCKETS * this.bucketMs);
+    }
+    this.markedAt = now;
+  }
+
+  /** `n` output tokens produced at `now` (after advance()). */
+  produced(n: number): void {
+    this.tokens[slotOf(this.bucket)]! += n;
+  }
+
+  /**
+   * Output tokens per second while requests ran, over the window; NaN
+   * until a token was produced in it (a prefill, a stall: no rate to judge
+   * by; a stuck queue is queue_age's).
+   */
+  rate(): number {
+    let tokens = 0;
+    let busy = 0;
+    for (let i = 0; i < BUCKETS; i++) {
+      tokens += this.tokens[i]!;
+      busy += this.busy[i]!;
+    }
+    return tokens > 0 && busy > 0 ? tokens / (busy / 1000) : Number.NaN;
+  }
+
+  /**
+   * Seconds the known output work (owed by the running requests, asked by
+   * the waiting ones) takes at the measured rate; 0 when none waits
+   * (requests being served are no backlog), NaN while the rate is unknown.
+   */
+  drainSeconds(waiting: number): number {
+    if (waiting === 0) return 0;
+    const rate = this.rate();
+    return Number.isNaN(rate) ? Number.NaN : (this.owed + this.waitingOutput) / rate;
+  }
+}
+
+function slotOf(index: number): number {
+  return ((index % BUCKETS) + BUCKETS) % BUCKETS;
+}

@@ -1,0 +1,166 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR, InferSignalConfigError, METRICS, resolveThresholds } from '../src/index';
+import type { TestMonitor } from '../../../test/support/monitor';
+import { setup } from './helpers';
+
+let t: TestMonitor | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+const PENDING = METRICS.queueTokensPending.name;
+const DRAIN = METRICS.queueTokensDrainTime.name;
+
+/** The token backlog gauges of queue `name` at a collection: [input, output, drain time or undefined]. */
+async function backlog(m: TestMonitor, name: string) {
+  const metrics = await m.collect();
+  const at = { [ATTR.queue]: name };
+  const input = metrics.points<number>(PENDING, { ...at, [ATTR.tokenType]: 'input' });
+  const output = metrics.points<number>(PENDING, { ...at, [ATTR.tokenType]: 'output' });
+  const drain = metrics.points<number>(DRAIN, at);
+  expect(input.length + output.length).toBeLessThanOrEqual(2);
+  return [input[0]?.value, output[0]?.value, drain[0]?.value];
+}
+
+describe('token backlog of an LLM queue', () => {
+  it('a queue made with tokens: true exports its backlog at 0 from the start; other queues do not', async () => {
+    const m = (t = setup());
+    m.monitor.queue('llm', { tokens: true });
+    m.monitor.queue('plain');
+    expect(await backlog(m, 'llm')).toEqual([0, 0, 0]);
+    expect(await backlog(m, 'plain')).toEqual([undefined, undefined, undefined]);
+    expect(m.monitor.snapshot().queues.plain!.tokens).toBeUndefined();
+  });
+
+  it('prompt tokens waiting and output tokens owed are exact at each collection', async () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('llm', { concurrency: 2, tokens: true });
+    const a = queue.enqueue('m');
+    a.setTokens(100, 50);
+    const b = queue.enqueue('m');
+    b.setTokens(30, 20);
+    const c = queue.enqueue('m');
+    c.setTokens(7); // no max_tokens: owes nothing
+    expect(await backlog(m, 'llm')).toEqual([137, 0, undefined]);
+    a.start();
+    expect(await backlog(m, 'llm')).toEqual([37, 50, undefined]);
+    m.advance(100);
+    a.produced(10);
+    // 10 tokens in 100 ms of running: 100 tokens/s; 40 owed by a and 20 asked by b.
+    expect(await backlog(m, 'llm')).toEqual([37, 40, 0.6]);
+    b.start();
+    b.produced(5);
+    // c waits, asking for nothing; the rate is 15 tokens over 100 ms of running.
+    expect(await backlog(m, 'llm')).toEqual([7, 55, (40 + 15) / 150]);
+    // A request producing more than its max owes nothing, never less than nothing.
+    a.produced(45);
+    expect(await backlog(m, 'llm')).toEqual([7, 15, 15 / ((10 + 5 + 45) / 0.1)]);
+    // A cost said again replaces the first one, waiting or running.
+    c.setTokens(9, 40);
+    b.setTokens(30, 25);
+    expect(m.monitor.snapshot().queues.llm!.tokens).toMatchObject({
+      waitingPrompt: 9,
+      waitingOutput: 40,
+      owedOutput: 20,
+    });
+    c.end('cancelled');
+    a.end();
+    b.produced(30);
+    expect(await backlog(m, 'llm')).toEqual([0, 0, 0]);
+    b.end();
+    // Tokens after the end change nothing.
+    b.produced(5);
+    a.setTokens(1000, 1000);
+    expect(await backlog(m, 'llm')).toEqual([0, 0, 0]);
+  });
+
+  it('a queue whose requests say their tokens exports the backlog from then on', async () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('late');
+    const a = queue.enqueue();
+    expect(await backlog(m, 'late')).toEqual([undefined, undefined, undefined]);
+    a.setTokens(12, 8);
+    expect(await backlog(m, 'late')).toEqual([12, 0, undefined]);
+  });
+
+  it('queue_token_backlog: WARN and CRITICAL when the backlog takes longer than its bounds to drain at the measured rate', async () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('llm', { concurrency: 1, capacity: 100, tokens: true });
+    // An hour idle before the burst: the rate counts only the time a request ran.
+    m.advance(3_600_000);
+    const running = queue.enqueue('m');
+    running.setTokens(20, 600);
+    running.start();
+    for (let i = 0; i < 20; i++) {
+      m.advance(100);
+      running.produced(10);
+    }
+    // 200 tokens in 2 s of running: 100 tokens/s; 400 still owed.
+    const waiters = Array.from({ length: 5 }, () => {
+      const w = queue.enqueue('m');
+      w.setTokens(50, 1000);
+      return w;
+    });
+    m.monitor.tick();
+    expect(await backlog(m, 'llm')).toEqual([250, 400, 54]);
+    expect(m.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_token_backlog:warn']);
+    expect(m.alerts[0]!.message).toBe(
+      'queue_token_backlog WARN on queue "llm": token backlog drains in 54.0 s > 30 s at 100.0 tokens/s: 400 output tokens owed to 1 running + 5000 asked by 5 waiting (250 prompt tokens)',
+    );
+    expect(m.alerts[0]).toMatchObject({ value: 54, threshold: 30, labels: { queue: 'llm' } });
+    for (let i = 0; i < 7; i++) queue.enqueue('m').setTokens(50, 1000);
+    m.advance(100);
+    running.produced(10);
+    m.monitor.tick();
+    // (390 + 12 000) tokens at 210 / 2.1 s = 100 tokens/s.
+    expect(m.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual([
+      'queue_token_backlog:warn',
+      'queue_token_backlog:critical',
+    ]);
+    expect(m.alerts[1]!.value).toBeCloseTo(123.9, 9);
+    expect(m.monitor.snapshot().queues.llm!.tokens).toEqual({
+      waitingPrompt: 600,
+      waitingOutput: 12_000,
+      owedOutput: 390,
+      outputRate: 100,
+      drainSeconds: 123.9,
+    });
+    // Five waiters give up: (390 + 7000) / 100 = 73.9 s, back to WARN.
+    for (const w of waiters) w.end('cancelled');
+    m.monitor.tick();
+    expect(m.alerts.at(-1)).toMatchObject({ signal: 'queue_token_backlog', level: 'warn' });
+    expect(m.alerts.at(-1)!.value).toBeCloseTo(73.9, 9);
+  });
+
+  it('requests that run with large max_tokens and none waiting are no backlog: no alert', async () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('llm', { concurrency: 4, tokens: true });
+    const running = Array.from({ length: 4 }, () => {
+      const r = queue.enqueue('m');
+      r.setTokens(10, 100_000);
+      r.start();
+      return r;
+    });
+    for (let i = 0; i < 60; i++) {
+      m.advance(1000);
+      for (const r of running) r.produced(5);
+      m.monitor.tick();
+    }
+    expect(await backlog(m, 'llm')).toEqual([0, 4 * (100_000 - 300), 0]);
+    expect(m.alerts).toHaveLength(0);
+  });
+
+  it('the drain bounds are validated: WARN below CRITICAL, both positive', () => {
+    expect(resolveThresholds().queue).toMatchObject({ tokenDrainWarnSeconds: 30, tokenDrainCriticalSeconds: 120 });
+    expect(() => resolveThresholds({ queue: { tokenDrainWarnSeconds: 200 } })).toThrow(
+      new InferSignalConfigError(
+        'thresholds.queue.tokenDrainWarnSeconds',
+        'must be below queue.tokenDrainCriticalSeconds (120), got 200',
+      ),
+    );
+    expect(() => resolveThresholds({ queue: { tokenDrainCriticalSeconds: 0 } })).toThrow(
+      /thresholds\.queue\.tokenDrainCriticalSeconds/,
+    );
+  });
+});
