@@ -47,10 +47,7 @@ describe('token backlog of the sequence queue', () => {
           t.advance(10);
         },
       });
-      const others = [
-        model.complete(prompts[1]!, { maxTokens: 16 }),
-        model.complete(prompts[2]!, { maxTokens: 8 }),
-      ];
+      const others = [model.complete(prompts[1]!, { maxTokens: 16 }), model.complete(prompts[2]!, { maxTokens: 8 })];
       await until(() => model.queue.inFlight === 1, 5000, 'the first request started');
       expect(model.queue.waiting).toBe(2);
       await until(() => scrape !== undefined, 20_000, 'the first request streamed five callbacks');
