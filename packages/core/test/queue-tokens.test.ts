@@ -1,3 +1,6 @@
+import { PerformanceObserver, performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS, resolveThresholds } from '../src/index';
 import type { TestMonitor } from '../../../test/support/monitor';
@@ -133,6 +136,34 @@ describe('token backlog of an LLM queue', () => {
     expect(m.alerts.at(-1)!.value).toBeCloseTo(73.9, 9);
   });
 
+  it('the output rate: tokens over the time requests ran, also across a stretch longer than the window', () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('llm', { concurrency: 1, tokens: true });
+    const tokens = () => m.monitor.snapshot().queues.llm!.tokens!;
+    expect(tokens().outputRate).toBeNull();
+    const a = queue.enqueue('m');
+    a.setTokens(5, 100_000);
+    a.start();
+    // A minute with no read at all: 100 tokens/s all along.
+    for (let i = 0; i < 600; i++) {
+      m.advance(100);
+      a.produced(10);
+    }
+    expect(tokens().outputRate).toBeCloseTo(100, 9);
+    expect(tokens().owedOutput).toBe(100_000 - 6000);
+    // Bad counts are ignored, never thrown.
+    a.produced(Number.NaN);
+    a.produced(-3);
+    a.produced(Number.POSITIVE_INFINITY);
+    a.produced('7' as unknown as number);
+    a.setTokens(Number.NaN, -1);
+    expect(tokens()).toMatchObject({ owedOutput: 0, waitingPrompt: 0 });
+    a.end();
+    // Idle for a minute: no rate to judge by.
+    m.advance(60_000);
+    expect(tokens().outputRate).toBeNull();
+  });
+
   it('requests that run with large max_tokens and none waiting are no backlog: no alert', async () => {
     const m = (t = setup());
     const queue = m.monitor.queue('llm', { concurrency: 4, tokens: true });
@@ -150,6 +181,49 @@ describe('token backlog of an LLM queue', () => {
     expect(await backlog(m, 'llm')).toEqual([0, 4 * (100_000 - 300), 0]);
     expect(m.alerts).toHaveLength(0);
   });
+
+  it.each([
+    ['a manual clock', {}],
+    ["the monitor's own clock", { clock: undefined }],
+  ])(
+    'a produced token allocates nothing (%s): a million of them leave the heap where it was, with no collection',
+    async (_, options) => {
+      const m = (t = setup(options));
+      const queue = m.monitor.queue('llm', { concurrency: 1, tokens: true });
+      const ticket = queue.enqueue('m');
+      ticket.setTokens(10, 2_000_000);
+      ticket.start();
+      const run = (n: number) => {
+        for (let i = 0; i < n; i++) {
+          if ((i & 1023) === 0) m.advance(1);
+          ticket.produced(1);
+        }
+      };
+      run(100_000); // optimized before measuring
+      v8.setFlagsFromString('--expose-gc');
+      (runInNewContext('gc') as () => void)();
+      // Collections that started while the loop ran (an entry comes after its collection, on the loop).
+      const during: number[] = [];
+      let from = Number.POSITIVE_INFINITY;
+      let to = Number.NEGATIVE_INFINITY;
+      const observer = new PerformanceObserver((list) => {
+        for (const entry of list.getEntries())
+          if (entry.startTime >= from && entry.startTime <= to) during.push(entry.startTime);
+      });
+      observer.observe({ entryTypes: ['gc'] });
+      const before = v8.getHeapStatistics().used_heap_size;
+      from = performance.now();
+      run(1_000_000);
+      to = performance.now();
+      const grown = v8.getHeapStatistics().used_heap_size - before;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      observer.disconnect();
+      // 16 bytes per token would be 16 MB: a scavenge (the young generation is smaller) or that much growth.
+      expect(during).toEqual([]);
+      expect(grown).toBeLessThan(1 << 20);
+      expect(m.monitor.snapshot().queues.llm!.tokens!.owedOutput).toBe(2_000_000 - 1_100_000);
+    },
+  );
 
   it('the drain bounds are validated: WARN below CRITICAL, both positive', () => {
     expect(resolveThresholds().queue).toMatchObject({ tokenDrainWarnSeconds: 30, tokenDrainCriticalSeconds: 120 });

@@ -6,9 +6,12 @@
  * long its known work takes to drain.
  *
  * Plain sums kept as requests move, so a collection reads them as they are
- * and a produced token costs two subtractions. The rate is output tokens
- * over the time at least one request ran, in a ring of `BUCKETS` buckets
- * spanning the window: an idle stretch before a burst does not dilute it.
+ * and a produced token costs a few additions, no clock read and no
+ * allocation. The rate is output tokens over the time at least one request
+ * ran, in a ring of `BUCKETS` buckets spanning the window: an idle stretch
+ * before a burst does not dilute it. Tokens gather in `pending` and go to a
+ * bucket with the busy stretch they came in, when a request starts or ends
+ * or the backlog is read.
  */
 const BUCKETS = 10;
 
@@ -26,6 +29,8 @@ export class QueueTokens {
   private bucket = Number.NEGATIVE_INFINITY;
   /** Time (ms) up to which busy time has been counted. */
   private markedAt = Number.NaN;
+  /** Output tokens produced since the last advance(). */
+  private pending = 0;
 
   constructor(windowSeconds: number) {
     this.bucketMs = (windowSeconds * 1000) / BUCKETS;
@@ -48,16 +53,24 @@ export class QueueTokens {
       }
       this.bucket = index;
     }
+    const slot = slotOf(index);
+    let tokens = this.pending;
     if (running > 0 && now > this.markedAt) {
-      // A stretch that spans buckets goes to the newest: the window's sum is what the rate reads.
-      this.busy[slotOf(index)]! += Math.min(now - this.markedAt, BUCKETS * this.bucketMs);
+      // A stretch goes to the newest bucket with the tokens it produced: the window's sums are what the
+      // rate reads. One longer than the window keeps the window's share of both.
+      const elapsed = now - this.markedAt;
+      const window = BUCKETS * this.bucketMs;
+      if (elapsed > window) tokens *= window / elapsed;
+      this.busy[slot]! += Math.min(elapsed, window);
     }
+    this.tokens[slot]! += tokens;
+    this.pending = 0;
     this.markedAt = now;
   }
 
-  /** `n` output tokens produced at `now` (after advance()). */
+  /** `n` output tokens produced (counted in the rate at the next advance()). */
   produced(n: number): void {
-    this.tokens[slotOf(this.bucket)]! += n;
+    this.pending += n;
   }
 
   /**

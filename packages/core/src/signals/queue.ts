@@ -243,19 +243,15 @@ class RequestTicket implements Ticket, TracedRequest {
   }
 
   produced(n: number): void {
-    if (!this.started || this.ended || !(n > 0)) return;
+    if (!this.started || this.ended || !(n > 0) || !Number.isFinite(n)) return;
     const q = this.queue;
     const tokens = q.tokens;
     if (tokens === undefined) return;
-    try {
-      tokens.advance(q.ctx.clock(), q.inFlight);
-      tokens.produced(n);
-      const before = this.owed();
-      this.producedTokens += n;
-      tokens.owed -= before - this.owed();
-    } catch (error) {
-      q.ctx.internalError('ticket.produced', error);
-    }
+    // No clock read: the tokens join the busy stretch they came in when it is next accounted.
+    tokens.produced(n);
+    const before = this.owed();
+    this.producedTokens += n;
+    tokens.owed -= before - this.owed();
   }
 
   /**
