@@ -42,9 +42,9 @@ export interface QueueThresholds {
   ageCriticalSeconds: number;
   /**
    * An LLM queue's token backlog, as the time (s) it takes to drain at the output rate the queue has been
-   * serving at: output tokens owed to the running requests plus those the waiting ones asked for, over
-   * output tokens per second while requests ran (capacity.rateWindowSeconds). Judged while requests
-   * wait, on the tick. WARN above this.
+   * serving at: output tokens owed to the running requests plus those the waiting ones asked for (each
+   * max_tokens scaled by the share of it recent completed requests used), over output tokens per second
+   * while requests ran (capacity.rateWindowSeconds). Judged while requests wait, on the tick. WARN above this.
    */
   tokenDrainWarnSeconds: number;
   /** Token backlog drain time (s) for CRITICAL. Announced, not shed on. */

@@ -173,7 +173,7 @@ export const METRICS = {
     type: 'gauge',
     unit: 's',
     description:
-      "Time an LLM queue's known output work takes at the output rate it has been serving at: (tokens owed to the running requests + max_tokens of the waiting ones) / output tokens per second while requests ran (over capacity.rateWindowSeconds). 0 when none waits; not observed while no token was produced in the window.",
+      "Time an LLM queue's known output work takes at the output rate it has been serving at: the max_tokens of the running and waiting requests, scaled by the share of max_tokens its recent completed requests produced (1 until 8 completed), less the tokens the running ones produced, over output tokens per second while requests ran (over capacity.rateWindowSeconds). 0 when none waits; not observed while no token was produced in the window.",
     attributes: [ATTR.queue],
     feeds: 'queue.tokenDrainWarnSeconds / queue.tokenDrainCriticalSeconds',
   },

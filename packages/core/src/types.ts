@@ -317,9 +317,11 @@ export interface QueueTokensSnapshot {
   waitingOutput: number;
   /** Output tokens still owed to the requests running (max output − produced). */
   owedOutput: number;
+  /** Share of their max output recent completed requests produced (1 until 8 completed): scales the drain's work. */
+  usedShare: number;
   /** Output tokens per second while requests ran, over capacity.rateWindowSeconds; null before any. */
   outputRate: number | null;
-  /** (owed + waiting output) / rate: 0 when none waits, null while the rate is unknown. */
+  /** Expected output work / rate: 0 when none waits, null while the rate is unknown (see QueueTokens). */
   drainSeconds: number | null;
 }
 

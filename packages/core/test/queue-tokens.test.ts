@@ -126,6 +126,7 @@ describe('token backlog of an LLM queue', () => {
       waitingPrompt: 600,
       waitingOutput: 12_000,
       owedOutput: 390,
+      usedShare: 1,
       outputRate: 100,
       drainSeconds: 123.9,
     });
@@ -162,6 +163,54 @@ describe('token backlog of an LLM queue', () => {
     // Idle for a minute: no rate to judge by.
     m.advance(60_000);
     expect(tokens().outputRate).toBeNull();
+  });
+
+  it('max_tokens counts at the share recent requests used: a chat client asking for 4096 and taking 300 is no minute of work', () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('chat', { concurrency: 4, capacity: 64, tokens: true });
+    const alerts = () => m.alerts.filter((a) => a.signal === 'queue_token_backlog');
+    // A healthy server: 4 sequences at 100 tokens/s together, every request asks for 4096 and stops at
+    // 300; every 3 s a burst leaves 2 waiting for a moment.
+    const serve = (seconds: number) => {
+      for (let s = 0; s < seconds; s++) {
+        const running = Array.from({ length: 4 }, () => {
+          const r = queue.enqueue('m');
+          r.setTokens(40, 4096);
+          r.start();
+          return r;
+        });
+        const waiting = s % 3 === 0 ? [queue.enqueue('m'), queue.enqueue('m')] : [];
+        for (const w of waiting) w.setTokens(40, 4096);
+        for (let step = 0; step < 10; step++) {
+          m.advance(100);
+          for (const r of running) r.produced(2.5 * 3);
+          if (step === 0) m.monitor.tick();
+        }
+        for (const r of running) r.end();
+        for (const w of waiting) w.end('cancelled');
+        m.monitor.tick();
+      }
+    };
+    // Before 8 have completed, max_tokens counts whole: 4 × 4096 − 30 + 2 × 4096 at 300 tokens/s is ~82 s.
+    serve(1);
+    expect(alerts().map((a) => a.level)).toEqual(['warn']);
+    expect((4 * (4096 - 7.5) + 2 * 4096) / 300).toBeCloseTo(81.8, 1);
+    expect(alerts()[0]!.message).toBe(
+      'queue_token_backlog WARN on queue "chat": token backlog drains in 81.8 s > 30 s at 300.0 tokens/s: 16354 output tokens owed to 4 running + 8192 asked by 2 waiting (80 prompt tokens)',
+    );
+    // The next burst comes before 8 have completed too; then the share is known.
+    serve(1);
+    m.advance(30_000);
+    m.monitor.tick();
+    expect(alerts().at(-1)!.level).toBe('ok');
+    const seen = alerts().length;
+    serve(60);
+    const share = m.monitor.snapshot().queues.chat!.tokens!.usedShare;
+    // Each completed request produced 10 × 7.5 = 75 of its 4096.
+    expect(share).toBeCloseTo(75 / 4096, 9);
+    // A burst's first tick now reads (4 × (4096 × share − 7.5) + 2 × 4096 × share) / 300 = 1.4 s: no alert
+    // in a minute of the same bursts.
+    expect(alerts()).toHaveLength(seen);
   });
 
   it('requests that run with large max_tokens and none waiting are no backlog: no alert', async () => {

@@ -173,7 +173,7 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         `${drain} and ${on} (${tokenLevel} >= 1)`,
         level,
         `LLM token backlog takes longer than ${humanSeconds(q.tokenDrainWarnSeconds)} to drain`,
-        `${queueWhere}: the output tokens owed to the running requests and asked for by the waiting ones take {{ $value | humanizeDuration }} at the output rate the queue has been serving at, more than ${humanSeconds(q.tokenDrainWarnSeconds)} (thresholds.queue.tokenDrainWarnSeconds): ${held('queue_token_backlog')} to WARN. A request arriving now waits behind that work: the queue holds more tokens than it can serve soon.`,
+        `${queueWhere}: the output tokens owed to the running requests and asked for by the waiting ones (max_tokens scaled by the share recent requests used) take {{ $value | humanizeDuration }} at the output rate the queue has been serving at, more than ${humanSeconds(q.tokenDrainWarnSeconds)} (thresholds.queue.tokenDrainWarnSeconds): ${held('queue_token_backlog')} to WARN. A request arriving now waits behind that work: the queue holds more tokens than it can serve soon.`,
         keep,
       ),
       alert(

@@ -5,6 +5,12 @@
  * for. With the output rate the queue has been serving at, that is how
  * long its known work takes to drain.
  *
+ * `max_tokens` is a bound, not a forecast: a chat client asking for 4096
+ * and stopping at 300 would read as a minute of work on a healthy server.
+ * The drain time counts the work the queue's own recent requests did: the
+ * share of their max output that completed requests used (decayed over
+ * about the last `SHARE_REQUESTS`), 1 until `SHARE_MIN` have completed.
+ *
  * Plain sums kept as requests move, so a collection reads them as they are
  * and a produced token costs a few additions, no clock read and no
  * allocation. The rate is output tokens over the time at least one request
@@ -14,6 +20,9 @@
  * or the backlog is read.
  */
 const BUCKETS = 10;
+/** Completed requests the used share is averaged over (exponential decay), and those needed before it is used. */
+const SHARE_REQUESTS = 32;
+const SHARE_MIN = 8;
 
 export class QueueTokens {
   /** Prompt tokens of the requests waiting. */
@@ -22,6 +31,12 @@ export class QueueTokens {
   waitingOutput = 0;
   /** Output tokens still owed to the requests running: Σ max(0, max output − produced). */
   owed = 0;
+  /** Σ max output of the requests running. */
+  runningMax = 0;
+  /** Decayed sums over completed requests with a max output: tokens they produced (at most their max), their max. */
+  private usedSum = 0;
+  private maxSum = 0;
+  private completions = 0;
   private readonly tokens = new Float64Array(BUCKETS);
   private readonly busy = new Float64Array(BUCKETS);
   private readonly bucketMs: number;
@@ -68,6 +83,29 @@ export class QueueTokens {
     this.markedAt = now;
   }
 
+  /** A request with a max output completed, having produced `produced` of it. */
+  completed(produced: number, maxOutput: number): void {
+    const keep = 1 - 1 / SHARE_REQUESTS;
+    this.usedSum = this.usedSum * keep + Math.min(produced, maxOutput);
+    this.maxSum = this.maxSum * keep + maxOutput;
+    this.completions++;
+  }
+
+  /** Share of their max output that recent completed requests produced, in [0, 1]; 1 until enough completed. */
+  usedShare(): number {
+    if (this.completions < SHARE_MIN || !(this.maxSum > 0)) return 1;
+    return Math.min(1, this.usedSum / this.maxSum);
+  }
+
+  /**
+   * Output tokens the queue can expect to produce for what it knows now: the running requests' max
+   * scaled by the used share, less what they produced (never below 0), and the waiting ones' scaled.
+   */
+  expectedWork(): number {
+    const share = this.usedShare();
+    return Math.max(0, this.owed - (1 - share) * this.runningMax) + share * this.waitingOutput;
+  }
+
   /** `n` output tokens produced (counted in the rate at the next advance()). */
   produced(n: number): void {
     this.pending += n;
@@ -89,14 +127,14 @@ export class QueueTokens {
   }
 
   /**
-   * Seconds the known output work (owed by the running requests, asked by
-   * the waiting ones) takes at the measured rate; 0 when none waits
-   * (requests being served are no backlog), NaN while the rate is unknown.
+   * Seconds the expected output work (expectedWork) takes at the measured
+   * rate; 0 when none waits (requests being served are no backlog), NaN
+   * while the rate is unknown.
    */
   drainSeconds(waiting: number): number {
     if (waiting === 0) return 0;
     const rate = this.rate();
-    return Number.isNaN(rate) ? Number.NaN : (this.owed + this.waitingOutput) / rate;
+    return Number.isNaN(rate) ? Number.NaN : this.expectedWork() / rate;
   }
 }
 

@@ -159,6 +159,7 @@ class RequestTicket implements Ticket, TracedRequest {
       if (tokens !== undefined) {
         tokens.advance(now, q.inFlight);
         tokens.owed += this.owed();
+        tokens.runningMax += this.maxOutput;
       }
       if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
       this.startedAt = now;
@@ -183,6 +184,8 @@ class RequestTicket implements Ticket, TracedRequest {
         if (q.tokens !== undefined) {
           q.tokens.advance(now, q.inFlight);
           q.tokens.owed -= this.owed();
+          q.tokens.runningMax -= this.maxOutput;
+          if (outcome === 'completed' && this.maxOutput > 0) q.tokens.completed(this.producedTokens, this.maxOutput);
         }
         q.inFlight--;
         const inference = (now - this.startedAt) / 1000;
@@ -228,7 +231,9 @@ class RequestTicket implements Ticket, TracedRequest {
       const tokens = q.tokenBacklog();
       if (this.started) {
         const before = this.owed();
+        tokens.runningMax -= this.maxOutput;
         this.maxOutput = tokenCount(maxOutput);
+        tokens.runningMax += this.maxOutput;
         tokens.owed += this.owed() - before;
         this.promptTokens = tokenCount(prompt);
       } else {
@@ -458,7 +463,8 @@ export class Queue implements QueueTracker {
     // NaN (no output rate yet) keeps the level.
     const level = detector.update(drain, now);
     const bound = level === 'critical' ? t.tokenDrainCriticalSeconds : t.tokenDrainWarnSeconds;
-    const work = `${tokens.owed} output tokens owed to ${this.inFlight} running + ${tokens.waitingOutput} asked by ${this.waiting} waiting (${tokens.waitingPrompt} prompt tokens)`;
+    const share = tokens.usedShare();
+    const work = `${tokens.owed} output tokens owed to ${this.inFlight} running + ${tokens.waitingOutput} asked by ${this.waiting} waiting (${tokens.waitingPrompt} prompt tokens)${share < 1 ? `, ${(share * 100).toFixed(0)} % of max_tokens expected as recent requests used` : ''}`;
     this.ctx.report(
       'queue_token_backlog',
       level,
@@ -874,6 +880,7 @@ export class Queue implements QueueTracker {
       waitingPrompt: tokens.waitingPrompt,
       waitingOutput: tokens.waitingOutput,
       owedOutput: tokens.owed,
+      usedShare: tokens.usedShare(),
       outputRate: Number.isNaN(rate) ? null : rate,
       drainSeconds: Number.isNaN(drain) ? null : drain,
     };
