@@ -9,6 +9,7 @@ export type SignalName =
   | 'queue_wait'
   | 'queue_occupancy'
   | 'queue_age'
+  | 'queue_token_backlog'
   | 'queue_backpressure'
   | 'model_load'
   | 'stream_interruptions'

@@ -208,6 +208,8 @@ describe('buildRules', () => {
       'InferSignalQueueAgeHigh',
       'InferSignalQueueOccupancyCritical',
       'InferSignalQueueOccupancyHigh',
+      'InferSignalQueueTokenBacklogCritical',
+      'InferSignalQueueTokenBacklogHigh',
       'InferSignalQueueWaitCritical',
       'InferSignalQueueWaitHigh',
       'InferSignalTimeToSaturationLow',
