@@ -3,9 +3,13 @@
  * validated object drives the in-process detectors, the generated
  * Prometheus rules, the dashboard and the docs.
  */
-import { brand } from './brand';
+import { InferSignalConfigError } from './config-error';
+import { thresholdDefaults, type SignalDefinition, type ThresholdGroup } from './definition';
+import { streamSignal, type StreamThresholds } from './definitions/stream';
 import { describeValue } from './describe';
 import { checkField, type FieldSpec } from './validate';
+
+export type { StreamThresholds };
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -57,17 +61,6 @@ export interface ModelLoadThresholds {
    * scheduling, not storage, and no readiness deadline is at stake. 0 turns the floor off.
    */
   minSpikeSeconds: number;
-}
-
-export interface StreamThresholds {
-  /** Interrupted share (cancelled, error, unavailable, deadline_exceeded) above which the level is WARN. */
-  interruptedRatio: number;
-  /** Interrupted share above which the level is CRITICAL. */
-  interruptedRatioCritical: number;
-  /** Streams that must have ended in the window before the share is judged. */
-  minSamples: number;
-  /** Number of most recent streams in the sliding window. */
-  windowSize: number;
 }
 
 export interface DeviceMemoryThresholds {
@@ -236,7 +229,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     trendWindowSeconds: 600,
   },
   modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {}, minSpikeSeconds: 1 },
-  stream: { interruptedRatio: 0.005, interruptedRatioCritical: 0.05, minSamples: 100, windowSize: 1000 },
+  stream: thresholdDefaults(streamSignal.thresholds) as unknown as StreamThresholds,
   deviceMemory: {
     fragmentation: 0.65,
     fragmentationForSeconds: 0,
@@ -257,26 +250,12 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   saturation: { queueDepthThreshold: 5, kvCacheUtilThreshold: 0.8, timeToFirstTokenSeconds: 1 },
 });
 
-/**
- * Thrown at creation for an invalid configuration; `field` is the dotted
- * path. `instanceof` holds across the ESM and CommonJS builds.
- */
-export class InferSignalConfigError extends Error {
-  override readonly name = 'InferSignalConfigError';
-  constructor(
-    readonly field: string,
-    /** What is wrong with the field (the message without the field). */
-    readonly detail: string,
-  ) {
-    super(`infersignal: invalid config "${field}": ${detail}`);
-  }
-}
-
-brand(InferSignalConfigError, 'InferSignalConfigError');
+export { InferSignalConfigError };
 
 type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'factor' | 'boolean';
 
-const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'map' } } = {
+/** Each group's rules: a kind per field, or the threshold group of the signal definition that owns it. */
+const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'map' } | ThresholdGroup } = {
   capacity: {
     utilizationWarn: 'ratio',
     utilizationCritical: 'positive',
@@ -324,12 +303,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     baselineSeconds: 'map',
     minSpikeSeconds: 'nonNegative',
   },
-  stream: {
-    interruptedRatio: 'ratio',
-    interruptedRatioCritical: 'ratio',
-    minSamples: 'integer',
-    windowSize: 'integer',
-  },
+  stream: streamSignal.thresholds,
   deviceMemory: {
     fragmentation: 'ratio',
     fragmentationForSeconds: 'nonNegative',
@@ -351,8 +325,6 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
 };
 
 const INTEGER_MAX: Record<string, number> = {
-  'stream.windowSize': 100_000,
-  'stream.minSamples': 100_000,
   'deviceMemory.driftWindowSamples': 10_000,
   'modelLoad.baselineSamples': 1000,
   'anomaly.window': 10_000,
@@ -393,28 +365,55 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function isGroup(rules: object): rules is ThresholdGroup {
+  return 'fields' in rules && 'group' in rules;
+}
+
+/** The checks of one group: a kind per field (a group config.ts still keeps), or a definition's fields. */
+function groupFields(rules: object): [Record<string, FieldSpec | 'map'>, Record<string, unknown> | undefined] {
+  if (!isGroup(rules)) return [{}, undefined];
+  const specs: Record<string, FieldSpec | 'map'> = {};
+  for (const [key, field] of Object.entries(rules.fields)) specs[key] = field.accepts;
+  return [specs, thresholdDefaults(rules)];
+}
+
 /**
  * Merges `input` over the defaults and validates every field. Unknown keys,
  * wrong types and out-of-range values throw an InferSignalConfigError that
- * names the field (e.g. `thresholds.queue.occupancyWarn`).
+ * names the field (e.g. `thresholds.queue.occupancyWarn`). `signals`: signal
+ * definitions besides core's own whose threshold groups are accepted and
+ * validated too (`createMonitor({ signals })`, the generators' `signals`).
  */
-export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): Thresholds {
+export function resolveThresholds(
+  input: unknown = {},
+  prefix = 'thresholds',
+  signals: readonly SignalDefinition[] = [],
+): Thresholds {
   if (input === undefined || input === null) input = {};
   if (!isPlainObject(input)) throw new InferSignalConfigError(prefix, `must be an object, got ${describeValue(input)}`);
+  const groups: Record<string, object> = { ...RULES };
+  for (const signal of signals) {
+    const group = signal.thresholds;
+    if (group === undefined || RULES[group.group as keyof Thresholds] === group) continue;
+    if (group.group in groups)
+      throw new InferSignalConfigError(`signals`, `threshold group "${group.group}" is defined twice`);
+    groups[group.group] = group;
+  }
   const out = {} as Record<string, Record<string, unknown>>;
   for (const key of Object.keys(input)) {
-    if (!(key in RULES))
+    if (!(key in groups))
       throw new InferSignalConfigError(
         `${prefix}.${key}`,
-        `unknown key (expected one of ${Object.keys(RULES).join(', ')})`,
+        `unknown key (expected one of ${Object.keys(groups).join(', ')})`,
       );
   }
-  for (const group of Object.keys(RULES) as (keyof Thresholds)[]) {
+  for (const [group, groupRules] of Object.entries(groups)) {
     const groupInput = (input as Record<string, unknown>)[group] ?? {};
     const path = `${prefix}.${group}`;
     if (!isPlainObject(groupInput))
       throw new InferSignalConfigError(path, `must be an object, got ${describeValue(groupInput)}`);
-    const rules = RULES[group] as Record<string, Rule | 'map'>;
+    const [specs, definedDefaults] = groupFields(groupRules);
+    const rules = isGroup(groupRules) ? specs : (groupRules as Record<string, Rule | 'map'>);
     for (const key of Object.keys(groupInput)) {
       if (!(key in rules))
         throw new InferSignalConfigError(
@@ -422,7 +421,8 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
           `unknown key (expected one of ${Object.keys(rules).join(', ')})`,
         );
     }
-    const defaults = DEFAULT_THRESHOLDS[group] as unknown as Record<string, unknown>;
+    const defaults =
+      definedDefaults ?? (DEFAULT_THRESHOLDS[group as keyof Thresholds] as unknown as Record<string, unknown>);
     const resolved: Record<string, unknown> = {};
     for (const [key, rule] of Object.entries(rules)) {
       const value = groupInput[key] ?? defaults[key];
@@ -436,8 +436,10 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
         for (const [name, seconds] of Object.entries(value))
           map[name] = checkNumber(`${path}.${key}.${name}`, seconds, 'positive');
         resolved[key] = map;
+      } else if (typeof rule === 'string') {
+        resolved[key] = checkValue(`${path}.${key}`, value, rule as Rule);
       } else {
-        resolved[key] = checkValue(`${path}.${key}`, value, rule);
+        resolved[key] = checkField(`${path}.${key}`, value, rule);
       }
     }
     out[group] = resolved;
@@ -459,12 +461,6 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
     throw new InferSignalConfigError(
       `${prefix}.queue.ageWarnSeconds`,
       `must be below queue.ageCriticalSeconds (${t.queue.ageCriticalSeconds})`,
-    );
-  }
-  if (t.stream.interruptedRatio >= t.stream.interruptedRatioCritical) {
-    throw new InferSignalConfigError(
-      `${prefix}.stream.interruptedRatio`,
-      `must be below stream.interruptedRatioCritical (${t.stream.interruptedRatioCritical}), got ${t.stream.interruptedRatio}`,
     );
   }
   if (t.capacity.utilizationWarn >= t.capacity.utilizationCritical) {
@@ -497,11 +493,7 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
       `must be below heap.exhaustionWarnSeconds (${t.heap.exhaustionWarnSeconds})`,
     );
   }
-  if (t.stream.minSamples > t.stream.windowSize) {
-    throw new InferSignalConfigError(
-      `${prefix}.stream.minSamples`,
-      `must not exceed stream.windowSize (${t.stream.windowSize}), got ${t.stream.minSamples}`,
-    );
-  }
+  for (const group of Object.values(groups))
+    if (isGroup(group)) group.check?.(out[group.group] as Record<string, unknown>, prefix);
   return t;
 }

@@ -33,6 +33,7 @@ import { Registration, type RegistrationHost } from './registration';
 import { SCOPE } from './version';
 import type {
   AlertListener,
+  AlertReport,
   DeviceMemoryHandle,
   DeviceMemoryOptions,
   Level,
@@ -341,29 +342,39 @@ class MonitorImpl implements Monitor, RegistrationHost {
     return sink;
   }
 
+  report(report: AlertReport): void;
   report(
     signal: SignalName,
     level: Level,
     value: number,
     threshold: number,
+    labels?: Record<string, string>,
+    message?: string,
+  ): void;
+  report(
+    signal: SignalName | AlertReport,
+    level?: Level,
+    value?: number,
+    threshold?: number,
     labels: Record<string, string> = {},
     message?: string,
   ): void {
-    this.announce(signal, level, value, threshold, labels, message);
+    if (typeof signal === 'object' && signal !== null) this.announce(signal);
+    else
+      this.announce({
+        signal,
+        level: level as Level,
+        value: value as number,
+        threshold: threshold as number,
+        labels,
+        message,
+      });
   }
 
   /** Every announced level goes through here: the hub turns a change into an event. */
-  announce(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void {
+  announce(report: AlertReport): void {
     try {
-      this.hub.set(signal, level, value, threshold, labels, message, details);
+      this.hub.set(report);
     } catch (error) {
       this.internalError('report', error);
     }

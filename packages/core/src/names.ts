@@ -15,70 +15,13 @@
  * migration). `infersignal.*` names cover what the conventions do not.
  */
 
-export type InstrumentType = 'histogram' | 'counter' | 'updowncounter' | 'gauge';
-
-export interface InstrumentSpec {
-  readonly name: string;
-  readonly type: InstrumentType;
-  readonly unit: string;
-  readonly description: string;
-  /** Attribute keys the instrument carries. */
-  readonly attributes: readonly string[];
-  /** Threshold path in the config this instrument feeds (for docs and rules). */
-  readonly feeds?: string;
-}
-
-export const ATTR = {
-  /** OTel GenAI semconv: the model a request targets (`UNKNOWN_MODEL` when nothing names it). */
-  model: 'gen_ai.request.model',
-  /** OTel GenAI semconv, required on gen_ai.server.*: `chat`, `text_completion`, `embeddings`, … (monitor option `genAi.operationName`). */
-  operationName: 'gen_ai.operation.name',
-  /** OTel GenAI semconv, required on gen_ai.server.*: who serves the model (monitor option `genAi.providerName`). */
-  providerName: 'gen_ai.provider.name',
-  queue: 'infersignal.queue.name',
-  outcome: 'infersignal.outcome',
-  /** Span attribute: seconds between arrival and the start of inference (the metric's value for this request). */
-  queueWait: 'infersignal.queue.wait.duration',
-  /** Span attribute: why a request's span was kept (slow, failed, cancelled, shed, baseline, all). */
-  traceReason: 'infersignal.trace.reason',
-  loadKind: 'infersignal.model.load.kind',
-  signal: 'infersignal.signal',
-  level: 'infersignal.level',
-  /** Set only when an operation failed: a low-cardinality class of the failure (see `errorTypeOf` per metric). */
-  errorType: 'error.type',
-  errorSource: 'infersignal.error.source',
-  exportSignal: 'infersignal.export.signal',
-  memorySource: 'infersignal.memory.source',
-  deviceIndex: 'infersignal.device.index',
-  deviceUuid: 'infersignal.device.uuid',
-  httpRoute: 'http.route',
-  breakerName: 'infersignal.breaker.name',
-  breakerTo: 'infersignal.breaker.to',
-  breakerResult: 'infersignal.breaker.result',
-  /** RPC semconv: `grpc`. */
-  rpcSystemName: 'rpc.system.name',
-  /** RPC semconv: the fully-qualified method, `pkg.Service/Method` (the older conventions: the method name only). */
-  rpcMethod: 'rpc.method',
-  /** RPC semconv: the status code's name, `OK`, `CANCELLED`, … */
-  rpcResponseStatusCode: 'rpc.response.status_code',
-  /** Older RPC conventions (semantic-conventions v1.37), emitted only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup. */
-  rpcSystem: 'rpc.system',
-  /** Older RPC conventions: the fully-qualified service. */
-  rpcService: 'rpc.service',
-  /** Older RPC conventions: the status code as an integer. */
-  rpcGrpcStatusCode: 'rpc.grpc.status_code',
-  /** The name given to an instrumented HTTP(S) server (`instrumentServer`, default `http` / `https`). */
-  server: 'infersignal.server.name',
-  /** V8JS semconv: the heap space of `v8js.memory.heap.used` (`old_space`, `new_space`, `code_space`, …). */
-  heapSpace: 'v8js.heap.space.name',
-} as const;
+export { ATTR, GEN_AI_ATTRIBUTES, UNKNOWN_MODEL } from './attributes';
+export type { InstrumentSpec, InstrumentType } from './attributes';
+import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
+import { streamSignal } from './definitions/stream';
 
 const m = ATTR.model;
-/** The attributes the GenAI conventions require (and `gen_ai.request.model`) on every gen_ai.server.* metric. */
-const genAi = [ATTR.operationName, ATTR.providerName, m] as const;
-
-/** `gen_ai.request.model` of a request nothing named (no adapter `model` option, no model argument). */
-export const UNKNOWN_MODEL = '_unknown';
+const genAi = GEN_AI_ATTRIBUTES;
 
 export const METRICS = {
   queueWait: {
@@ -330,46 +273,7 @@ export const METRICS = {
     attributes: [m, ATTR.loadKind],
     feeds: 'modelLoad.spikeFactor / modelLoad.minSpikeSeconds',
   },
-  timeToFirstToken: {
-    name: 'gen_ai.server.time_to_first_token',
-    type: 'histogram',
-    unit: 's',
-    description:
-      'Time from arrival of a streaming request to its first output token; successful responses only (recorded when the stream ends completed).',
-    attributes: genAi,
-  },
-  timePerOutputToken: {
-    name: 'gen_ai.server.time_per_output_token',
-    type: 'histogram',
-    unit: 's',
-    description:
-      'Mean time between output tokens after the first, one sample per completed stream of at least two tokens.',
-    attributes: genAi,
-  },
-  streams: {
-    name: 'infersignal.streams',
-    type: 'counter',
-    unit: '{stream}',
-    description:
-      'Streams that ended, by outcome (completed, cancelled, error, unavailable, deadline_exceeded). `error.type` only when the writer ended the stream itself: `write_stall` (the peer accepted nothing for the write-stall timeout; outcome cancelled).',
-    attributes: [m, ATTR.outcome, ATTR.errorType],
-    feeds: 'stream.interruptedRatio',
-  },
-  streamTokens: {
-    name: 'infersignal.stream.tokens',
-    type: 'counter',
-    unit: '{token}',
-    description: 'Output tokens (or events) sent on streams.',
-    attributes: [m],
-  },
-  streamInterruptedRatio: {
-    name: 'infersignal.stream.interrupted.ratio',
-    type: 'gauge',
-    unit: '1',
-    description: 'Share of interrupted streams over the sliding window (0 until minSamples streams ended).',
-    attributes: [m],
-    feeds: 'stream.interruptedRatio',
-  },
+  ...streamSignal.metrics,
   kvCacheUtilization: {
     name: 'infersignal.kv_cache.utilization',
     type: 'gauge',
@@ -615,9 +519,9 @@ export const BUCKETS = {
   /** gen_ai.server.request.duration: the GenAI conventions' boundaries */
   requestDuration: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
   /** gen_ai.server.time_to_first_token: the GenAI conventions' boundaries */
-  timeToFirstToken: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+  timeToFirstToken: streamSignal.buckets[streamSignal.metrics.timeToFirstToken.name],
   /** gen_ai.server.time_per_output_token: the GenAI conventions' boundaries */
-  timePerOutputToken: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
+  timePerOutputToken: streamSignal.buckets[streamSignal.metrics.timePerOutputToken.name],
   /** rpc.server.call.duration: the RPC conventions' boundaries (as http.server.request.duration) */
   rpcCall: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
   /** rpc.server.duration (older conventions, milliseconds) */

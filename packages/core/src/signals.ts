@@ -68,3 +68,19 @@ export type {
   QueueThresholds,
   StreamThresholds,
 } from './config';
+// Signal definitions: one object per signal, read by the monitor, the validator, the generators and the docs.
+export { SIGNALS } from './definitions/index';
+export { streamRecords } from './definitions/stream';
+export { defineSignal } from './definition';
+export type {
+  AlertDefinition,
+  AlertingRuleDef,
+  PanelDef,
+  PanelKit,
+  RecordingRuleDef,
+  RuleGroupDef,
+  RuleKit,
+  SignalDefinition,
+  ThresholdField,
+  ThresholdGroup,
+} from './definition';

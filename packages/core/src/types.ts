@@ -42,6 +42,26 @@ export type SignalName =
   | 'heap_exhaustion'
   | (string & {});
 
+/**
+ * One announced level, as a signal gives it to `ctx.report` (and an
+ * application to `monitor.report`): the alert event is made from it when
+ * the level changed.
+ */
+export interface AlertReport {
+  signal: SignalName;
+  level: Level;
+  /** The measured value that decided the level (seconds, ratio, bytes/s …). */
+  value: number;
+  /** The threshold it was compared with. */
+  threshold: number;
+  /** The subject (`{ queue: 'gen' }`, `{ model: 'llama' }`); none: the process itself. */
+  labels?: Record<string, string>;
+  /** The detail the event's message ends with, after `<signal> <LEVEL> on <subject>:`. */
+  message?: string;
+  /** Extra context, e.g. the glitch attribution snapshot. */
+  details?: Record<string, unknown>;
+}
+
 /** One shape for every alert: a signal changed level. */
 export interface AlertEvent {
   signal: SignalName;
@@ -445,7 +465,9 @@ export interface Monitor {
   /**
    * Announces a level the application computed itself (a signal of its
    * own): emits an alert event on change, like every registered signal.
+   * Takes the report as one object, or as positional arguments.
    */
+  report(report: AlertReport): void;
   report(
     signal: SignalName,
     level: Level,

@@ -5,10 +5,11 @@
  */
 import { LABEL } from './names';
 import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
+import { panelKit } from './kit';
 import { addCapacityRow, addConnectionsRow, addRuntimeRow } from './dashboard-runtime';
 import { percentileName } from './duration';
-import { alertingRules, buildRules, memoryGapRecord, streamRecords } from './rules';
-import { resolveOptions, type GeneratorOptions } from './options';
+import { alertingRules, buildRules, memoryGapRecord } from './rules';
+import { resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 
 export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard-layout';
 
@@ -30,21 +31,14 @@ function variable(name: string, label: string, query: string, multi: boolean): R
   };
 }
 
-/** The dashboard for the given thresholds and options. */
-export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
-  const o = resolveOptions(options);
+const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
+
+function addQueueRows(l: Layout, o: ResolvedOptions): void {
   const { metric, bucket } = o.names;
   const t = o.thresholds;
-  const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
-  const quantile = (
-    q: number,
-    key: 'queueWait' | 'timeToFirstToken' | 'timePerOutputToken',
-    keys: string,
-    selector: string,
-  ) => `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket(key), selector)}))`;
+  const quantile = (q: number, key: 'queueWait', keys: string, selector: string) =>
+    `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket(key), selector)}))`;
   const quantiles = [...new Set([0.5, t.queue.waitQuantile, 0.99])].sort((a, b) => a - b);
-  const l = new Layout();
-
   l.row('Queue wait');
   l.add({
     type: 'heatmap',
@@ -146,9 +140,11 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
       },
     ],
   });
+}
 
-  addCapacityRow(l, o);
-
+function addModelLoadRow(l: Layout, o: ResolvedOptions): void {
+  const { metric } = o.names;
+  const t = o.thresholds;
   l.row('Model load and reload');
   const load = (suffix: string) => rate(`${metric('modelLoadDuration')}_${suffix}`, SEL.model);
   l.add({
@@ -187,49 +183,11 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
     ],
     fieldConfig: { defaults: { custom: { drawStyle: 'bars' } } },
   });
+}
 
-  l.row('Streams');
-  const streams = metric('streams');
-  const records = streamRecords();
-  l.add({
-    title: 'Stream outcome shares',
-    w: 8,
-    unit: 'percentunit',
-    targets: [
-      {
-        expr: `sum by (${LABEL.outcome}) (${rate(streams, SEL.model)}) / ignoring (${LABEL.outcome}) group_left sum (${rate(streams, SEL.model)})`,
-        legend: `{{${LABEL.outcome}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { custom: { stacking: { mode: 'normal' }, fillOpacity: 30 } } },
-  });
-  l.add({
-    title: 'Interrupted share',
-    description: `Prometheus share over ${o.streamWindow} (rules) and the in-process sliding window (last ${t.stream.windowSize} streams). Lines: thresholds.stream.interruptedRatio and interruptedRatioCritical.`,
-    w: 8,
-    unit: 'percentunit',
-    lines: [t.stream.interruptedRatio, t.stream.interruptedRatioCritical],
-    targets: [
-      { expr: `${records.ratio}{${SEL.model}}`, legend: `${o.streamWindow} {{${LABEL.model}}}` },
-      {
-        expr: `max by (${LABEL.model}) (${metric('streamInterruptedRatio')}{${SEL.model}})`,
-        legend: `in-process {{${LABEL.model}}}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'Time to first token and per output token',
-    w: 8,
-    unit: 's',
-    targets: [
-      ...[0.5, 0.95, 0.99].map((q) => ({
-        expr: quantile(q, 'timeToFirstToken', LABEL.model, SEL.model),
-        legend: `TTFT ${percentileName(q)} {{${LABEL.model}}}`,
-      })),
-      { expr: quantile(0.95, 'timePerOutputToken', LABEL.model, SEL.model), legend: `TPOT P95 {{${LABEL.model}}}` },
-    ],
-  });
-
+function addDeviceMemoryRow(l: Layout, o: ResolvedOptions): void {
+  const { metric } = o.names;
+  const t = o.thresholds;
   l.row('Device memory');
   const bySource = `instance, ${LABEL.memorySource}`;
   l.add({
@@ -275,9 +233,27 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
       },
     ],
   });
+}
 
-  addRuntimeRow(l, o);
-  addConnectionsRow(l, o);
+/** The rows of the panel templates still kept here, by signal definition name (the others are the definitions' own). */
+const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {
+  queue: addQueueRows,
+  capacity: addCapacityRow,
+  model_load: addModelLoadRow,
+  device_memory: addDeviceMemoryRow,
+  runtime: addRuntimeRow,
+  connections: addConnectionsRow,
+};
+
+/** The dashboard for the given thresholds and options: the rows of each signal definition, then the alerts. */
+export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
+  const o = resolveOptions(options);
+  const { metric, bucket } = o.names;
+  const l = new Layout();
+  for (const signal of o.signals) {
+    if (signal.panels) signal.panels(panelKit(o, signal, l));
+    else TEMPLATES[signal.name]?.(l, o);
+  }
 
   l.row('Alerts');
   const alertNames = [...new Set(alertingRules(buildRules(options)).map((rule) => rule.alert))].join('|');

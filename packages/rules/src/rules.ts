@@ -5,14 +5,15 @@
  * in order, groups run independently).
  */
 import { stringify } from 'yaml';
-import { METRICS } from '@infersignal/core';
-import { COMPLETED_OUTCOME, LABEL, recordBase } from './names';
+import { METRICS, prometheusLabel } from '@infersignal/core';
+import { streamRecords as definitionStreamRecords } from '@infersignal/core/signals';
+import { ruleKit } from './kit';
+import { LABEL, recordBase, specRecordBase } from './names';
 import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
   FLEET_QUEUE_KEYS,
   MODEL_KEYS,
-  MODEL_RECORD_LEVEL,
   PROCESS_KEYS,
   PROCESS_RECORD_LEVEL,
   QUEUE_KEYS,
@@ -239,50 +240,7 @@ function modelLoadGroup(o: ResolvedOptions): RuleGroup {
 
 /** Name of the recorded interrupted-stream share and stream count. */
 export function streamRecords(): { ratio: string; count: string } {
-  return {
-    ratio: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'interrupted_ratio'),
-    count: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'increase'),
-  };
-}
-
-function streamGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const s = o.thresholds.stream;
-  const hold = holdFor(o, 0);
-  const records = streamRecords();
-  const streams = metric('streams');
-  const guard = `and on (job, instance, ${LABEL.model}) ${records.count} >= ${s.minSamples}`;
-  const where = `{{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }})`;
-  return {
-    name: 'infersignal.stream',
-    rules: [
-      { record: records.count, expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}[${o.streamWindow}]))` },
-      {
-        record: records.ratio,
-        expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}{${LABEL.outcome}!="${COMPLETED_OUTCOME}"}[${o.streamWindow}])) / ${records.count}`,
-      },
-      alert(
-        o,
-        'InferSignalStreamInterruptions',
-        'stream_interruptions',
-        'warning',
-        `${records.ratio} > ${s.interruptedRatio} ${guard}`,
-        hold,
-        `Interrupted streams above ${humanPercent(s.interruptedRatio)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted (cancelled, error, unavailable, deadline exceeded) over ${o.streamWindow}, above ${humanPercent(s.interruptedRatio)} (thresholds.stream.interruptedRatio), with at least ${s.minSamples} streams (thresholds.stream.minSamples).`,
-      ),
-      alert(
-        o,
-        'InferSignalStreamInterruptionsCritical',
-        'stream_interruptions',
-        'critical',
-        `${records.ratio} > ${s.interruptedRatioCritical} ${guard}`,
-        hold,
-        `Interrupted streams above ${humanPercent(s.interruptedRatioCritical)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted over ${o.streamWindow}, above ${humanPercent(s.interruptedRatioCritical)} (thresholds.stream.interruptedRatioCritical), with at least ${s.minSamples} streams.`,
-      ),
-    ],
-  };
+  return definitionStreamRecords({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
 function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
@@ -339,23 +297,28 @@ function internalGroup(o: ResolvedOptions): RuleGroup {
   };
 }
 
-/** The rule groups for the given thresholds and options. */
+/** The rule templates still kept here, by signal definition name (the others are the definitions' own). */
+const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
+  queue: queueGroup,
+  capacity: capacityGroup,
+  fleet: fleetGroup,
+  model_load: modelLoadGroup,
+  device_memory: deviceMemoryGroup,
+  runtime: runtimeGroup,
+  connections: connectionsGroup,
+  circuit_breaker: breakerGroup,
+  internal: internalGroup,
+};
+
+/** The rule groups for the given thresholds and options: one per signal definition that has rules. */
 export function buildRules(options: GeneratorOptions = {}): RuleFile {
   const o = resolveOptions(options);
-  return {
-    groups: [
-      queueGroup(o),
-      capacityGroup(o),
-      fleetGroup(o),
-      modelLoadGroup(o),
-      streamGroup(o),
-      deviceMemoryGroup(o),
-      runtimeGroup(o),
-      connectionsGroup(o),
-      breakerGroup(o),
-      internalGroup(o),
-    ],
-  };
+  const groups: RuleGroup[] = [];
+  for (const signal of o.signals) {
+    const group = signal.rules ? signal.rules(ruleKit(o, signal)) : TEMPLATES[signal.name]?.(o);
+    if (group) groups.push(group);
+  }
+  return { groups };
 }
 
 /** Every alerting rule of a rule file, in order. */

@@ -299,23 +299,25 @@ export class EventLoopSignal implements Signal {
       );
       this.delayLevel = this.detector.update(judged, now);
       this.backpressureLevel = levelRank(previous) < levelRank(this.delayLevel) ? previous : this.delayLevel;
-      this.ctx.report(
-        'event_loop',
-        this.delayLevel,
-        this.max,
-        this.delayLevel === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds,
-        this.labels,
-        this.delayLevel === 'ok'
-          ? undefined
-          : `the loop was blocked for ${ms(this.max)} at once (${cause(block, blockCpu, blockQueued, starved)}; delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
-        this.delayLevel === 'ok'
-          ? undefined
-          : {
-              blockSeconds: block,
-              blockCpuSeconds: blockCpu,
-              ...(Number.isNaN(blockQueued) ? {} : { blockQueuedSeconds: blockQueued }),
-            },
-      );
+      this.ctx.report({
+        signal: 'event_loop',
+        level: this.delayLevel,
+        value: this.max,
+        threshold: this.delayLevel === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds,
+        labels: this.labels,
+        message:
+          this.delayLevel === 'ok'
+            ? undefined
+            : `the loop was blocked for ${ms(this.max)} at once (${cause(block, blockCpu, blockQueued, starved)}; delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
+        details:
+          this.delayLevel === 'ok'
+            ? undefined
+            : {
+                blockSeconds: block,
+                blockCpuSeconds: blockCpu,
+                ...(Number.isNaN(blockQueued) ? {} : { blockQueuedSeconds: blockQueued }),
+              },
+      });
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);
     }

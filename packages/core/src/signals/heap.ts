@@ -450,17 +450,18 @@ export class HeapSignal implements Signal {
       this.judgeExhaustion(now, Number.NaN, true);
       this.heapLevel = this.detector.update(this.liveRatio, now);
       const t = this.ctx.thresholds.heap;
-      this.ctx.report(
-        'heap_headroom',
-        this.heapLevel,
-        this.liveRatio,
-        this.heapLevel === 'critical' ? t.liveCritical : t.liveWarn,
-        this.labels,
-        this.heapLevel === 'ok'
-          ? undefined
-          : `the heap holds ${mib(live)} live after a major GC, ${(this.liveRatio * 100).toFixed(0)} % of its ${mib(this.limit.bytes)} old-generation limit (${this.limitText()}); the process dies of heap exhaustion at 100 %, or sooner while it keeps allocating`,
-        this.heapLevel === 'ok' ? undefined : { liveBytes: live, limitBytes: this.limit.bytes },
-      );
+      this.ctx.report({
+        signal: 'heap_headroom',
+        level: this.heapLevel,
+        value: this.liveRatio,
+        threshold: this.heapLevel === 'critical' ? t.liveCritical : t.liveWarn,
+        labels: this.labels,
+        message:
+          this.heapLevel === 'ok'
+            ? undefined
+            : `the heap holds ${mib(live)} live after a major GC, ${(this.liveRatio * 100).toFixed(0)} % of its ${mib(this.limit.bytes)} old-generation limit (${this.limitText()}); the process dies of heap exhaustion at 100 %, or sooner while it keeps allocating`,
+        details: this.heapLevel === 'ok' ? undefined : { liveBytes: live, limitBytes: this.limit.bytes },
+      });
     } catch (error) {
       this.ctx.internalError('heap.gc', error);
     }
@@ -508,24 +509,26 @@ export class HeapSignal implements Signal {
     this.exhaustionLevel = level;
     if (level === 'ok' && current === 'ok') return;
     const limit = this.limit.bytes;
-    this.ctx.report(
-      'heap_exhaustion',
+    this.ctx.report({
+      signal: 'heap_exhaustion',
       level,
-      e.seconds,
-      level === 'critical' ? t.exhaustionCriticalSeconds : t.exhaustionWarnSeconds,
-      this.labels,
-      level === 'ok'
-        ? `the live set no longer rises toward its ${mib(limit)} old-generation limit (${this.limitText()}): ${mib(e.projectedBytes)} live`
-        : `process ${process.pid} leaks JS heap: its live set grows ${mib(e.bytesPerSecond)}/s (least squares over ${e.readings} major GCs in ${e.spanSeconds.toFixed(0)} s) and, at that rate, reaches ${EXHAUSTION_SHARE * 100} % of its ${mib(limit)} old-generation limit (${this.limitText()}), where V8 may abort it with "heap out of memory", in ${e.seconds.toFixed(0)} s; live now about ${mib(e.projectedBytes)} (${((e.projectedBytes / limit) * 100).toFixed(0)} %)`,
-      level === 'ok'
-        ? undefined
-        : {
-            liveBytes: e.projectedBytes,
-            limitBytes: limit,
-            bytesPerSecond: e.bytesPerSecond,
-            exhaustionShare: EXHAUSTION_SHARE,
-          },
-    );
+      value: e.seconds,
+      threshold: level === 'critical' ? t.exhaustionCriticalSeconds : t.exhaustionWarnSeconds,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? `the live set no longer rises toward its ${mib(limit)} old-generation limit (${this.limitText()}): ${mib(e.projectedBytes)} live`
+          : `process ${process.pid} leaks JS heap: its live set grows ${mib(e.bytesPerSecond)}/s (least squares over ${e.readings} major GCs in ${e.spanSeconds.toFixed(0)} s) and, at that rate, reaches ${EXHAUSTION_SHARE * 100} % of its ${mib(limit)} old-generation limit (${this.limitText()}), where V8 may abort it with "heap out of memory", in ${e.seconds.toFixed(0)} s; live now about ${mib(e.projectedBytes)} (${((e.projectedBytes / limit) * 100).toFixed(0)} %)`,
+      details:
+        level === 'ok'
+          ? undefined
+          : {
+              liveBytes: e.projectedBytes,
+              limitBytes: limit,
+              bytesPerSecond: e.bytesPerSecond,
+              exhaustionShare: EXHAUSTION_SHARE,
+            },
+    });
   }
 
   private limitText(): string {

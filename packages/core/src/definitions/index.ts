@@ -1,0 +1,246 @@
+/**
+ * Every signal InferSignal ships, in the order of the rule file and the
+ * dashboard. Adding a signal is one definition file and one line here.
+ *
+ * Definitions with only a name and alerts are not converted yet: their
+ * metrics are still in names.ts, their thresholds in config.ts and their
+ * rule and panel templates in @infersignal/rules (looked up by name). Their
+ * alerts (name, severity, runbook anchor, docs row) are already read from
+ * here.
+ */
+import type { AlertDefinition, SignalDefinition } from '../definition';
+import { streamSignal } from './stream';
+
+const pending = (name: string, alerts: AlertDefinition[]): SignalDefinition => ({ name, alerts });
+
+const queue = pending('queue', [
+  {
+    name: 'InferSignalQueueWaitHigh',
+    signal: 'queue_wait',
+    severity: 'warning',
+    runbook: 'queue-wait',
+    doc: '`max by (R, queue) (job_queue_model:infersignal_queue_wait_duration_seconds:p95) and level(queue_wait) >= 1`',
+  },
+  {
+    name: 'InferSignalQueueWaitCritical',
+    signal: 'queue_wait',
+    severity: 'critical',
+    runbook: 'queue-wait',
+    doc: 'same, `level(queue_wait) >= 2`',
+  },
+  {
+    name: 'InferSignalQueueWaitTailHigh',
+    signal: 'queue_wait',
+    severity: 'warning',
+    runbook: 'queue-wait-tail',
+    doc: '`job_queue_model:infersignal_queue_wait_duration_seconds:p99 > 0.3`',
+  },
+  {
+    name: 'InferSignalQueueOccupancyHigh',
+    signal: 'queue_occupancy',
+    severity: 'warning',
+    runbook: 'queue-occupancy',
+    doc: '`max by (R, queue) (infersignal_queue_occupancy_ratio) and level(queue_occupancy) >= 1`',
+  },
+  {
+    name: 'InferSignalQueueOccupancyCritical',
+    signal: 'queue_occupancy',
+    severity: 'critical',
+    runbook: 'queue-occupancy',
+    doc: 'same, `level(queue_occupancy) >= 2`',
+  },
+  {
+    name: 'InferSignalQueueAgeHigh',
+    signal: 'queue_age',
+    severity: 'warning',
+    runbook: 'queue-age',
+    doc: '`max by (R, queue) (infersignal_queue_wait_oldest_seconds) and level(queue_age) >= 1`',
+  },
+  {
+    name: 'InferSignalQueueAgeCritical',
+    signal: 'queue_age',
+    severity: 'critical',
+    runbook: 'queue-age',
+    doc: 'same, `level(queue_age) >= 2`',
+  },
+  {
+    name: 'InferSignalBackpressureCritical',
+    signal: 'queue_backpressure',
+    severity: 'critical',
+    runbook: 'backpressure',
+    doc: '`max by (R, infersignal_queue_name) (infersignal_queue_backpressure_level) >= 2`',
+  },
+]);
+
+const capacity = pending('capacity', [
+  {
+    name: 'InferSignalCapacityUtilizationHigh',
+    signal: 'capacity',
+    severity: 'warning',
+    runbook: 'capacity-utilization',
+    doc: '`max by (R, queue) (infersignal_queue_utilization_ratio) > 0.8 and level(capacity) >= 1`',
+  },
+  {
+    name: 'InferSignalCapacityUtilizationCritical',
+    signal: 'capacity',
+    severity: 'critical',
+    runbook: 'capacity-utilization',
+    doc: '`max by (R, queue) (infersignal_queue_utilization_ratio) and level(capacity) >= 2`',
+  },
+  {
+    name: 'InferSignalTimeToSaturationLow',
+    signal: 'capacity',
+    severity: 'warning',
+    runbook: 'time-to-saturation',
+    doc: '`min by (R, queue) (infersignal_queue_saturation_time_seconds) < 60 and level(capacity) >= 1`',
+  },
+]);
+
+const fleet = pending('fleet', [
+  {
+    name: 'InferSignalFleetOverloaded',
+    signal: 'fleet',
+    severity: 'critical',
+    runbook: 'fleet-overloaded',
+    doc: 'replicas of a `job` and queue with `capacity`, `queue_wait` or `queue_occupancy` at WARN or above, over the replicas exporting that queue, `>= 0.5`, and at least 2 of them; the description lists those replicas (a template `query`)',
+  },
+]);
+
+const modelLoad = pending('model_load', [
+  {
+    name: 'InferSignalModelLoadSpike',
+    signal: 'model_load',
+    severity: 'warning',
+    runbook: 'model-load-spike',
+    doc: '`increase(infersignal_model_load_spikes_total[15m]) > 0`, or a spike series new within 15m',
+  },
+]);
+
+const deviceMemory = pending('device_memory', [
+  {
+    name: 'InferSignalGpuFragmentation',
+    signal: 'gpu_fragmentation',
+    severity: 'warning',
+    runbook: 'gpu-fragmentation',
+    doc: '`max by (job, instance, infersignal_memory_source) (infersignal_device_memory_fragmentation_ratio) > 0.65`',
+  },
+  {
+    name: 'InferSignalMemoryDrift',
+    signal: 'memory_drift',
+    severity: 'warning',
+    runbook: 'memory-drift',
+    doc: '`deriv(gap[30m]) * 1800 / reserved > 0.05` (gap = reserved − allocated)',
+  },
+]);
+
+const runtime = pending('runtime', [
+  {
+    name: 'InferSignalEventLoopDelayHigh',
+    signal: 'event_loop',
+    severity: 'warning',
+    runbook: 'event-loop-delay',
+    doc: '`max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.1`',
+  },
+  {
+    name: 'InferSignalEventLoopDelayCritical',
+    signal: 'event_loop',
+    severity: 'critical',
+    runbook: 'event-loop-delay',
+    doc: 'same, `> 0.5`',
+  },
+  {
+    name: 'InferSignalHeapLiveHigh',
+    signal: 'heap_headroom',
+    severity: 'warning',
+    runbook: 'heap-headroom',
+    doc: '`max by (job, instance) (infersignal_heap_live_ratio) > 0.7`',
+  },
+  {
+    name: 'InferSignalHeapLiveCritical',
+    signal: 'heap_headroom',
+    severity: 'critical',
+    runbook: 'heap-headroom',
+    doc: 'same, `> 0.75`',
+  },
+  {
+    name: 'InferSignalHeapExhaustionSoon',
+    signal: 'heap_exhaustion',
+    severity: 'warning',
+    runbook: 'heap-exhaustion',
+    doc: '`min by (job, instance) (infersignal_heap_exhaustion_time_seconds) < 900`',
+  },
+  {
+    name: 'InferSignalHeapExhaustionCritical',
+    signal: 'heap_exhaustion',
+    severity: 'critical',
+    runbook: 'heap-exhaustion',
+    doc: 'same, `< 120`',
+  },
+]);
+
+const connections = pending('connections', [
+  {
+    name: 'InferSignalConnectionsSaturated',
+    signal: 'connections',
+    severity: 'warning',
+    runbook: 'connections-saturated',
+    doc: '`sum by (job, instance, infersignal_server_name) (infersignal_connections_open) / sum by (…) (infersignal_connections_capacity > 0) > 0.85`',
+  },
+  {
+    name: 'InferSignalConnectionsSaturatedCritical',
+    signal: 'connections',
+    severity: 'critical',
+    runbook: 'connections-saturated',
+    doc: 'same, `> 0.95`',
+  },
+  {
+    name: 'InferSignalConnectionsRejected',
+    signal: 'connections',
+    severity: 'critical',
+    runbook: 'connections-rejected',
+    doc: '`increase(infersignal_connections_rejected_total[1m]) > 0`, or a new series',
+  },
+  {
+    name: 'InferSignalTlsHandshakeFailures',
+    signal: 'tls_handshake',
+    severity: 'warning',
+    runbook: 'tls-handshake-failures',
+    doc: '`sum by (job, instance, infersignal_server_name, error_type) (rate(infersignal_tls_handshake_failures_total[1m])) > 0.1`',
+  },
+]);
+
+const circuitBreaker = pending('circuit_breaker', [
+  {
+    name: 'InferSignalCircuitBreakerOpen',
+    signal: 'circuit_breaker',
+    severity: 'critical',
+    runbook: 'circuit-breaker-open',
+    doc: '`max by (job, instance, infersignal_breaker_name) (max_over_time(infersignal_breaker_state[1m])) == 2`',
+  },
+]);
+
+const internal = pending('internal', [
+  {
+    name: 'InferSignalInternalErrors',
+    signal: 'internal_errors',
+    severity: 'warning',
+    runbook: 'internal-errors',
+    doc: '`increase(infersignal_internal_errors_total[15m]) > 0`, or a new series',
+  },
+]);
+
+/** Core's signal definitions, in rule-file and dashboard order. */
+export const SIGNALS: readonly SignalDefinition[] = [
+  queue,
+  capacity,
+  fleet,
+  modelLoad,
+  streamSignal,
+  deviceMemory,
+  runtime,
+  connections,
+  circuitBreaker,
+  internal,
+];
+
+export { streamSignal };
