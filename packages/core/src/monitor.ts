@@ -55,6 +55,7 @@ const OPTION_KEYS = new Set([
   'meterProvider',
   'tracerProvider',
   'thresholds',
+  'signals',
   'onAlert',
   'maxModels',
   'maxQueues',
@@ -146,7 +147,10 @@ class MonitorImpl implements Monitor, RegistrationHost {
 
   constructor(options: MonitorOptions) {
     validateOptions(options);
-    this.thresholds = resolveThresholds(options.thresholds);
+    const signals = options.signals ?? [];
+    if (!Array.isArray(signals))
+      throw new InferSignalConfigError('signals', `must be an array of signal definitions, got ${describeValue(signals)}`);
+    this.thresholds = resolveThresholds(options.thresholds, 'thresholds', signals);
     this.serviceName = options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'inference';
     this.maxModels = integerOption('maxModels', options.maxModels, 50);
     this.genAi = genAiSettings(options.genAi);
@@ -235,6 +239,10 @@ class MonitorImpl implements Monitor, RegistrationHost {
     this.streams = this.register((ctx) => new StreamSignal(ctx));
     this.loads = this.register((ctx) => new ModelLoadSignal(ctx));
     this.memory = this.register((ctx) => new DeviceMemorySignal(ctx));
+    for (const definition of signals) {
+      const create = definition.create;
+      if (create) this.register((ctx) => create(ctx));
+    }
 
     const intervalMs = options.detectorIntervalMs ?? 1000;
     if (intervalMs > 0) {

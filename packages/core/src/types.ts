@@ -1,6 +1,7 @@
 import type { Attributes, Meter, MeterProvider, TextMapGetter, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
 import type { Signal, SignalFactory } from './contract';
+import type { SignalDefinition } from './definition';
 import type { HeapSnapshot } from './signals/heap';
 
 /** How a request ended. */
@@ -123,6 +124,12 @@ export interface MonitorOptions {
   meterProvider?: MeterProvider;
   tracerProvider?: TracerProvider;
   thresholds?: ThresholdsInput;
+  /**
+   * Signal definitions of your own (`defineSignal` from `@infersignal/core/signals`): their
+   * threshold groups are accepted in `thresholds` and validated with the rest, and each one with a
+   * `create` is registered after core's signals. Give the same list to the rules generator (`signals`).
+   */
+  signals?: readonly SignalDefinition[];
   onAlert?: AlertListener;
   /** Distinct model names kept per signal before new ones fold into `_other` (default 50). */
   maxModels?: number;
