@@ -149,7 +149,10 @@ class MonitorImpl implements Monitor, RegistrationHost {
     validateOptions(options);
     const signals = options.signals ?? [];
     if (!Array.isArray(signals))
-      throw new InferSignalConfigError('signals', `must be an array of signal definitions, got ${describeValue(signals)}`);
+      throw new InferSignalConfigError(
+        'signals',
+        `must be an array of signal definitions, got ${describeValue(signals)}`,
+      );
     this.thresholds = resolveThresholds(options.thresholds, 'thresholds', signals);
     this.serviceName = options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'inference';
     this.maxModels = integerOption('maxModels', options.maxModels, 50);
