@@ -20,6 +20,10 @@ import {
 } from '../packages/core/src/index';
 import { SIGNALS, type SignalDefinition } from '../packages/core/src/signals';
 import { buildRules, type AlertingRule } from '../packages/rules/src/index';
+import { llamaSignal } from '../packages/llama/src/definition';
+
+/** The definitions docs/metrics.md lists: core's, and those of the packages that add instruments. */
+export const DOCUMENTED: readonly SignalDefinition[] = [...SIGNALS, llamaSignal];
 
 function thresholdText(spec: InstrumentSpec, defaults: Record<string, Record<string, unknown>>): string {
   if (!spec.feeds) return '';
@@ -42,8 +46,8 @@ function instruments(signals: readonly SignalDefinition[]): InstrumentSpec[] {
   return specs;
 }
 
-/** docs/metrics.md for the given signal definitions (default: core's). */
-export function renderMetricsDoc(signals: readonly SignalDefinition[] = SIGNALS): string {
+/** docs/metrics.md for the given signal definitions. */
+export function renderMetricsDoc(signals: readonly SignalDefinition[] = DOCUMENTED): string {
   const defaults = { ...DEFAULT_THRESHOLDS, ...resolveThresholds({}, 'thresholds', signals) } as unknown as Record<
     string,
     Record<string, unknown>

@@ -19,7 +19,7 @@ import { InferSignalConfigError, createMonitor, type AlertEvent } from '@infersi
 import { SIGNALS } from '@infersignal/core/signals';
 import { alertingRules, buildDashboard, buildRules, panelQueries, renderRules } from '@infersignal/rules';
 import { findBinary } from '../packages/rules/test/helpers/binaries';
-import { renderAlertTable, renderMetricsDoc } from '../scripts/metrics-doc';
+import { DOCUMENTED, renderAlertTable, renderMetricsDoc } from '../scripts/metrics-doc';
 import { toySignal, toyTank } from './support/toy-signal';
 
 // The one registration line.
@@ -136,7 +136,7 @@ describe('a signal added as one definition', () => {
   });
 
   it('gets its rows in docs/metrics.md and docs/rules.md', () => {
-    const metricsDoc = renderMetricsDoc(signals);
+    const metricsDoc = renderMetricsDoc([...DOCUMENTED, toySignal]);
     expect(metricsDoc).toContain(
       '| `infersignal.toy.pressure` | `infersignal_toy_pressure_ratio` | gauge | `1` | `infersignal.toy.tank` | Pressure of the toy tank: its fill over its capacity. | `toy.pressureWarn` (default 0.6), `toy.pressureCritical` (default 0.9) |',
     );
