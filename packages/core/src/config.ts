@@ -5,11 +5,12 @@
  */
 import { InferSignalConfigError } from './config-error';
 import { thresholdDefaults, type SignalDefinition, type ThresholdGroup } from './definition';
+import { modelLoadSignal, type ModelLoadThresholds } from './definitions/model-load';
 import { streamSignal, type StreamThresholds } from './definitions/stream';
 import { describeValue } from './describe';
 import { checkField, type FieldSpec } from './validate';
 
-export type { StreamThresholds };
+export type { ModelLoadThresholds, StreamThresholds };
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -44,23 +45,6 @@ export interface QueueThresholds {
   ageWarnSeconds: number;
   /** Age (s) of the oldest request still waiting for CRITICAL. Announced, not shed on: occupancy and wait shed. */
   ageCriticalSeconds: number;
-}
-
-export interface ModelLoadThresholds {
-  /** A load slower than spikeFactor × baseline is a spike. */
-  spikeFactor: number;
-  /**
-   * Loads the healthy baseline is learnt from (their median), the recent loads it may fall to, and the
-   * consecutive spikes at one level after which that level is re-learnt as the new baseline.
-   */
-  baselineSamples: number;
-  /** Fixed baseline (s) per model; when set, it replaces the learnt baseline. */
-  baselineSeconds: Record<string, number>;
-  /**
-   * A load shorter than this (s) is never a spike, whatever its ratio: sub-second loads are dominated by CPU
-   * scheduling, not storage, and no readiness deadline is at stake. 0 turns the floor off.
-   */
-  minSpikeSeconds: number;
 }
 
 export interface DeviceMemoryThresholds {
@@ -228,7 +212,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     exhaustionCriticalSeconds: 120,
     trendWindowSeconds: 600,
   },
-  modelLoad: { spikeFactor: 3, baselineSamples: 5, baselineSeconds: {}, minSpikeSeconds: 1 },
+  modelLoad: thresholdDefaults(modelLoadSignal.thresholds) as unknown as ModelLoadThresholds,
   stream: thresholdDefaults(streamSignal.thresholds) as unknown as StreamThresholds,
   deviceMemory: {
     fragmentation: 0.65,
@@ -297,12 +281,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     ageWarnSeconds: 'positive',
     ageCriticalSeconds: 'positive',
   },
-  modelLoad: {
-    spikeFactor: 'factor',
-    baselineSamples: 'integer',
-    baselineSeconds: 'map',
-    minSpikeSeconds: 'nonNegative',
-  },
+  modelLoad: modelLoadSignal.thresholds,
   stream: streamSignal.thresholds,
   deviceMemory: {
     fragmentation: 'ratio',
@@ -326,7 +305,6 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
 
 const INTEGER_MAX: Record<string, number> = {
   'deviceMemory.driftWindowSamples': 10_000,
-  'modelLoad.baselineSamples': 1000,
   'anomaly.window': 10_000,
   'glitch.minSamples': 4096,
   'heap.majorGcs': 64,

@@ -18,6 +18,7 @@
 export { ATTR, GEN_AI_ATTRIBUTES, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
 import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
+import { modelLoadSignal } from './definitions/model-load';
 import { streamSignal } from './definitions/stream';
 
 const m = ATTR.model;
@@ -249,30 +250,7 @@ export const METRICS = {
     attributes: [],
     feeds: 'heap.exhaustionWarnSeconds / heap.exhaustionCriticalSeconds',
   },
-  modelLoadDuration: {
-    name: 'infersignal.model.load.duration',
-    type: 'histogram',
-    unit: 's',
-    description: 'Duration of a model load or reload, by outcome (success, error).',
-    attributes: [m, ATTR.loadKind, ATTR.outcome],
-    feeds: 'modelLoad.spikeFactor',
-  },
-  modelLoadBaseline: {
-    name: 'infersignal.model.load.baseline',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Current baseline load duration of the model: the healthy median learnt from its first loads (lower if recent loads are faster), or the configured one.',
-    attributes: [m],
-  },
-  modelLoadSpikes: {
-    name: 'infersignal.model.load.spikes',
-    type: 'counter',
-    unit: '{load}',
-    description: 'Loads that took more than spikeFactor × the baseline and at least minSpikeSeconds.',
-    attributes: [m, ATTR.loadKind],
-    feeds: 'modelLoad.spikeFactor / modelLoad.minSpikeSeconds',
-  },
+  ...modelLoadSignal.metrics,
   ...streamSignal.metrics,
   kvCacheUtilization: {
     name: 'infersignal.kv_cache.utilization',
@@ -529,7 +507,7 @@ export const BUCKETS = {
   /** GC pauses: the semantic conventions' advice for v8js.gc.duration, so every exporter of it agrees. */
   gc: [0.01, 0.1, 1, 10],
   /** model load: up to 10 minutes */
-  modelLoad: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+  modelLoad: modelLoadSignal.buckets[modelLoadSignal.metrics.modelLoadDuration.name],
   /** TLS handshakes: loopback ~1–5 ms, a slow client or an overloaded server (RSA signing on a blocked loop) seconds. */
   tlsHandshake: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   /** Requests per connection (a count, not seconds). */

@@ -142,49 +142,6 @@ function addQueueRows(l: Layout, o: ResolvedOptions): void {
   });
 }
 
-function addModelLoadRow(l: Layout, o: ResolvedOptions): void {
-  const { metric } = o.names;
-  const t = o.thresholds;
-  l.row('Model load and reload');
-  const load = (suffix: string) => rate(`${metric('modelLoadDuration')}_${suffix}`, SEL.model);
-  l.add({
-    title: 'Load / reload duration and baseline',
-    description: `Mean duration of the loads in each interval; a spike is a load slower than ${t.modelLoad.spikeFactor}x the baseline (thresholds.modelLoad.spikeFactor) and at least ${t.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds).`,
-    w: 12,
-    unit: 's',
-    targets: [
-      {
-        expr: `sum by (${LABEL.model}, ${LABEL.loadKind}) (${load('sum')}) / sum by (${LABEL.model}, ${LABEL.loadKind}) (${load('count')})`,
-        legend: `{{${LABEL.loadKind}}} {{${LABEL.model}}}`,
-      },
-      {
-        expr: `max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}})`,
-        legend: `baseline {{${LABEL.model}}}`,
-      },
-      {
-        expr: `clamp_min(${t.modelLoad.spikeFactor} * max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}}), ${t.modelLoad.minSpikeSeconds})`,
-        legend: `spike line {{${LABEL.model}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { custom: { drawStyle: 'points', pointSize: 6 } } },
-  });
-  l.add({
-    title: 'Load spikes and failures',
-    w: 12,
-    targets: [
-      {
-        expr: `sum by (${LABEL.model}, ${LABEL.loadKind}) (increase(${metric('modelLoadSpikes')}{${SEL.model}}[$__rate_interval]))`,
-        legend: `spikes {{${LABEL.loadKind}}} {{${LABEL.model}}}`,
-      },
-      {
-        expr: `sum by (${LABEL.model}, ${LABEL.outcome}) (increase(${metric('modelLoadDuration')}_count{${SEL.model}, ${LABEL.outcome}!="success"}[$__rate_interval]))`,
-        legend: `failed {{${LABEL.model}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { custom: { drawStyle: 'bars' } } },
-  });
-}
-
 function addDeviceMemoryRow(l: Layout, o: ResolvedOptions): void {
   const { metric } = o.names;
   const t = o.thresholds;
@@ -239,7 +196,6 @@ function addDeviceMemoryRow(l: Layout, o: ResolvedOptions): void {
 const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {
   queue: addQueueRows,
   capacity: addCapacityRow,
-  model_load: addModelLoadRow,
   device_memory: addDeviceMemoryRow,
   runtime: addRuntimeRow,
   connections: addConnectionsRow,

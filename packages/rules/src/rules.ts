@@ -13,7 +13,6 @@ import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuf
 import { holdFor, levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
   FLEET_QUEUE_KEYS,
-  MODEL_KEYS,
   PROCESS_KEYS,
   PROCESS_RECORD_LEVEL,
   QUEUE_KEYS,
@@ -218,26 +217,6 @@ function fleetGroup(o: ResolvedOptions): RuleGroup {
   };
 }
 
-function modelLoadGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const keys = [...MODEL_KEYS, LABEL.loadKind];
-  return {
-    name: 'infersignal.model_load',
-    rules: [
-      alert(
-        o,
-        'InferSignalModelLoadSpike',
-        'model_load',
-        'warning',
-        eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow),
-        undefined,
-        'Model load slower than its baseline',
-        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's healthy baseline (thresholds.modelLoad.spikeFactor) and at least ${o.thresholds.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds): storage, cache or device contention.`,
-      ),
-    ],
-  };
-}
-
 /** Name of the recorded interrupted-stream share and stream count. */
 export function streamRecords(): { ratio: string; count: string } {
   return definitionStreamRecords({ recordName, recordBase: specRecordBase, label: prometheusLabel });
@@ -302,7 +281,6 @@ const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
   queue: queueGroup,
   capacity: capacityGroup,
   fleet: fleetGroup,
-  model_load: modelLoadGroup,
   device_memory: deviceMemoryGroup,
   runtime: runtimeGroup,
   connections: connectionsGroup,

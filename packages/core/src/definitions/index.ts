@@ -9,6 +9,7 @@
  * here.
  */
 import type { AlertDefinition, SignalDefinition } from '../definition';
+import { modelLoadSignal } from './model-load';
 import { streamSignal } from './stream';
 
 const pending = (name: string, alerts: AlertDefinition[]): SignalDefinition => ({ name, alerts });
@@ -103,16 +104,6 @@ const fleet = pending('fleet', [
     severity: 'critical',
     runbook: 'fleet-overloaded',
     doc: 'replicas of a `job` and queue with `capacity`, `queue_wait` or `queue_occupancy` at WARN or above, over the replicas exporting that queue, `>= 0.5`, and at least 2 of them; the description lists those replicas (a template `query`)',
-  },
-]);
-
-const modelLoad = pending('model_load', [
-  {
-    name: 'InferSignalModelLoadSpike',
-    signal: 'model_load',
-    severity: 'warning',
-    runbook: 'model-load-spike',
-    doc: '`increase(infersignal_model_load_spikes_total[15m]) > 0`, or a spike series new within 15m',
   },
 ]);
 
@@ -234,7 +225,7 @@ export const SIGNALS: readonly SignalDefinition[] = [
   queue,
   capacity,
   fleet,
-  modelLoad,
+  modelLoadSignal,
   streamSignal,
   deviceMemory,
   runtime,
@@ -243,4 +234,4 @@ export const SIGNALS: readonly SignalDefinition[] = [
   internal,
 ];
 
-export { streamSignal };
+export { modelLoadSignal, streamSignal };

@@ -1,7 +1,8 @@
 import { SpanStatusCode, type Attributes } from '@opentelemetry/api';
 import { LabelTable } from '../aggregates/label-table';
 import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
-import { ATTR, METRICS, SPANS } from '../names';
+import { ATTR, SPANS } from '../names';
+import { modelLoadSignal } from '../definitions/model-load';
 import type { Level, LoadOptions, Snapshot } from '../types';
 
 type LoadKind = 'load' | 'reload';
@@ -305,9 +306,9 @@ export class ModelLoadSignal implements Signal {
   private readonly models: LabelTable<ModelLoads>;
 
   constructor(readonly ctx: SignalContext) {
-    this.duration = ctx.histogram(METRICS.modelLoadDuration);
-    this.spikes = ctx.counter(METRICS.modelLoadSpikes);
-    this.baseline = ctx.gauge(METRICS.modelLoadBaseline);
+    this.duration = ctx.histogram(modelLoadSignal.metrics.modelLoadDuration);
+    this.spikes = ctx.counter(modelLoadSignal.metrics.modelLoadSpikes);
+    this.baseline = ctx.gauge(modelLoadSignal.metrics.modelLoadBaseline);
     this.models = new LabelTable(ctx.maxModels + 1, (model) => new ModelLoads(model, this));
   }
 
