@@ -5,12 +5,13 @@
  */
 import { InferSignalConfigError } from './config-error';
 import { thresholdDefaults, type SignalDefinition, type ThresholdGroup } from './definition';
+import { deviceMemorySignal, type DeviceMemoryThresholds } from './definitions/device-memory';
 import { modelLoadSignal, type ModelLoadThresholds } from './definitions/model-load';
 import { streamSignal, type StreamThresholds } from './definitions/stream';
 import { describeValue } from './describe';
 import { checkField, type FieldSpec } from './validate';
 
-export type { ModelLoadThresholds, StreamThresholds };
+export type { DeviceMemoryThresholds, ModelLoadThresholds, StreamThresholds };
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -45,19 +46,6 @@ export interface QueueThresholds {
   ageWarnSeconds: number;
   /** Age (s) of the oldest request still waiting for CRITICAL. Announced, not shed on: occupancy and wait shed. */
   ageCriticalSeconds: number;
-}
-
-export interface DeviceMemoryThresholds {
-  /** Fragmentation (1 − allocated / reserved) above which the level is WARN. */
-  fragmentation: number;
-  /** How long (s) fragmentation must stay high before it is reported. */
-  fragmentationForSeconds: number;
-  /** Samples in the drift (leak-trend) window. */
-  driftWindowSamples: number;
-  /** Minimum growth over the window, relative to reserved, of the reserved − allocated gap or of allocated itself. */
-  driftMinGrowth: number;
-  /** Minimum R² of the linear fit for the growth to count as a trend rather than noise. */
-  driftMinR2: number;
 }
 
 export interface GlitchThresholds {
@@ -214,13 +202,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   },
   modelLoad: thresholdDefaults(modelLoadSignal.thresholds) as unknown as ModelLoadThresholds,
   stream: thresholdDefaults(streamSignal.thresholds) as unknown as StreamThresholds,
-  deviceMemory: {
-    fragmentation: 0.65,
-    fragmentationForSeconds: 0,
-    driftWindowSamples: 60,
-    driftMinGrowth: 0.05,
-    driftMinR2: 0.8,
-  },
+  deviceMemory: thresholdDefaults(deviceMemorySignal.thresholds) as unknown as DeviceMemoryThresholds,
   glitch: { windowSeconds: 10, deltaSeconds: 0.25, minSamples: 20 },
   anomaly: {
     window: 60,
@@ -283,13 +265,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
   },
   modelLoad: modelLoadSignal.thresholds,
   stream: streamSignal.thresholds,
-  deviceMemory: {
-    fragmentation: 'ratio',
-    fragmentationForSeconds: 'nonNegative',
-    driftWindowSamples: 'integer',
-    driftMinGrowth: 'ratio',
-    driftMinR2: 'ratio',
-  },
+  deviceMemory: deviceMemorySignal.thresholds,
   glitch: { windowSeconds: 'positive', deltaSeconds: 'positive', minSamples: 'integer' },
   anomaly: {
     window: 'integer',
@@ -304,7 +280,6 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
 };
 
 const INTEGER_MAX: Record<string, number> = {
-  'deviceMemory.driftWindowSamples': 10_000,
   'anomaly.window': 10_000,
   'glitch.minSamples': 4096,
   'heap.majorGcs': 64,

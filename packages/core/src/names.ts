@@ -18,6 +18,7 @@
 export { ATTR, GEN_AI_ATTRIBUTES, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
 import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
+import { deviceMemorySignal } from './definitions/device-memory';
 import { modelLoadSignal } from './definitions/model-load';
 import { streamSignal } from './definitions/stream';
 
@@ -261,36 +262,7 @@ export const METRICS = {
     attributes: [m],
     feeds: 'saturation.kvCacheUtilThreshold',
   },
-  memoryAllocated: {
-    name: 'infersignal.device.memory.allocated',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory in live allocations (tensors) of this process.',
-    attributes: [ATTR.memorySource],
-  },
-  memoryReserved: {
-    name: 'infersignal.device.memory.reserved',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory held by this process (allocator pools included).',
-    attributes: [ATTR.memorySource],
-  },
-  memoryFragmentation: {
-    name: 'infersignal.device.memory.fragmentation',
-    type: 'gauge',
-    unit: '1',
-    description: '1 − allocated / reserved.',
-    attributes: [ATTR.memorySource],
-    feeds: 'deviceMemory.fragmentation',
-  },
-  memoryGapGrowth: {
-    name: 'infersignal.device.memory.gap.growth',
-    type: 'gauge',
-    unit: 'By/s',
-    description: 'Least-squares slope of (reserved − allocated) over the drift window.',
-    attributes: [ATTR.memorySource],
-    feeds: 'deviceMemory.driftMinGrowth',
-  },
+  ...deviceMemorySignal.metrics,
   gpuMemoryUsed: {
     name: 'infersignal.gpu.memory.used',
     type: 'gauge',

@@ -71,6 +71,7 @@ export type {
 // Signal definitions: one object per signal, read by the monitor, the validator, the generators and the docs.
 export { SIGNALS } from './definitions/index';
 export { streamRecords } from './definitions/stream';
+export { memoryGapRecord } from './definitions/device-memory';
 export { defineSignal } from './definition';
 export type {
   AlertDefinition,

@@ -8,7 +8,7 @@ import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
 import { panelKit } from './kit';
 import { addCapacityRow, addConnectionsRow, addRuntimeRow } from './dashboard-runtime';
 import { percentileName } from './duration';
-import { alertingRules, buildRules, memoryGapRecord } from './rules';
+import { alertingRules, buildRules } from './rules';
 import { resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 
 export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard-layout';
@@ -142,61 +142,10 @@ function addQueueRows(l: Layout, o: ResolvedOptions): void {
   });
 }
 
-function addDeviceMemoryRow(l: Layout, o: ResolvedOptions): void {
-  const { metric } = o.names;
-  const t = o.thresholds;
-  l.row('Device memory');
-  const bySource = `instance, ${LABEL.memorySource}`;
-  l.add({
-    title: 'Allocated vs reserved',
-    w: 8,
-    unit: 'bytes',
-    targets: [
-      {
-        expr: `sum by (${bySource}) (${metric('memoryAllocated')}{${SEL.job}})`,
-        legend: `allocated {{instance}} {{${LABEL.memorySource}}}`,
-      },
-      {
-        expr: `sum by (${bySource}) (${metric('memoryReserved')}{${SEL.job}})`,
-        legend: `reserved {{instance}} {{${LABEL.memorySource}}}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'Fragmentation (1 − allocated / reserved)',
-    description: 'Line: thresholds.deviceMemory.fragmentation.',
-    w: 8,
-    unit: 'percentunit',
-    lines: [t.deviceMemory.fragmentation],
-    targets: [
-      {
-        expr: `max by (${bySource}) (${metric('memoryFragmentation')}{${SEL.job}})`,
-        legend: `{{instance}} {{${LABEL.memorySource}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
-  });
-  l.add({
-    title: 'Reserved − allocated gap and its growth',
-    description: `The gap (left) and its growth rate: Prometheus deriv over ${o.driftWindow} (rules) and the in-process least-squares slope.`,
-    w: 8,
-    unit: 'bytes',
-    targets: [
-      { expr: `${memoryGapRecord()}{${SEL.job}}`, legend: `gap {{instance}} {{${LABEL.memorySource}}}` },
-      { expr: `deriv(${memoryGapRecord()}{${SEL.job}}[${o.driftWindow}])`, legend: `growth/s (deriv) {{instance}}` },
-      {
-        expr: `max by (${bySource}) (${metric('memoryGapGrowth')}{${SEL.job}})`,
-        legend: `growth/s (in-process) {{instance}}`,
-      },
-    ],
-  });
-}
-
 /** The rows of the panel templates still kept here, by signal definition name (the others are the definitions' own). */
 const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {
   queue: addQueueRows,
   capacity: addCapacityRow,
-  device_memory: addDeviceMemoryRow,
   runtime: addRuntimeRow,
   connections: addConnectionsRow,
 };

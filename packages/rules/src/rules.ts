@@ -5,16 +5,17 @@
  * in order, groups run independently).
  */
 import { stringify } from 'yaml';
-import { METRICS, prometheusLabel } from '@infersignal/core';
-import { streamRecords as definitionStreamRecords } from '@infersignal/core/signals';
+import { prometheusLabel } from '@infersignal/core';
+import {
+  memoryGapRecord as definitionMemoryGapRecord,
+  streamRecords as definitionStreamRecords,
+} from '@infersignal/core/signals';
 import { ruleKit } from './kit';
 import { LABEL, recordBase, specRecordBase } from './names';
 import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
   FLEET_QUEUE_KEYS,
-  PROCESS_KEYS,
-  PROCESS_RECORD_LEVEL,
   QUEUE_KEYS,
   QUEUE_RECORD_LEVEL,
   REPLICA,
@@ -42,11 +43,7 @@ export function queueWaitQuantileRecord(quantile: number): string {
 
 /** Name of the recorded reserved − allocated gap per process and memory source. */
 export function memoryGapRecord(): string {
-  return recordName(
-    PROCESS_RECORD_LEVEL,
-    recordBase('memoryReserved'),
-    `minus_${METRICS.memoryAllocated.name.split('.').pop()}`,
-  );
+  return definitionMemoryGapRecord({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
 /**
@@ -222,40 +219,6 @@ export function streamRecords(): { ratio: string; count: string } {
   return definitionStreamRecords({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
-function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const d = o.thresholds.deviceMemory;
-  const gap = memoryGapRecord();
-  const reserved = `sum ${by(...PROCESS_KEYS)} (${metric('memoryReserved')})`;
-  const where = `replica ${REPLICA} ({{ $labels.job }}, source {{ $labels.${LABEL.memorySource} }})`;
-  return {
-    name: 'infersignal.device_memory',
-    rules: [
-      { record: gap, expr: `${reserved} - sum ${by(...PROCESS_KEYS)} (${metric('memoryAllocated')})` },
-      alert(
-        o,
-        'InferSignalGpuFragmentation',
-        'gpu_fragmentation',
-        'warning',
-        `max ${by(...PROCESS_KEYS)} (${metric('memoryFragmentation')}) > ${d.fragmentation}`,
-        holdFor(o, d.fragmentationForSeconds),
-        `Device memory fragmentation above ${humanPercent(d.fragmentation)}`,
-        `Fragmentation (1 - allocated / reserved) of ${where} is {{ $value | humanizePercentage }}, above ${humanPercent(d.fragmentation)} (thresholds.deviceMemory.fragmentation): the allocator holds memory no tensor uses; large allocations may fail although memory looks free.`,
-      ),
-      alert(
-        o,
-        'InferSignalMemoryDrift',
-        'memory_drift',
-        'warning',
-        `deriv(${gap}[${o.driftWindow}]) * ${o.driftWindowSeconds} / ${reserved} > ${d.driftMinGrowth}`,
-        holdFor(o, 0),
-        'Reserved-minus-allocated device memory keeps growing',
-        `The reserved - allocated gap of ${where} grew by {{ $value | humanizePercentage }} of reserved memory over ${o.driftWindow} (linear fit), above ${humanPercent(d.driftMinGrowth)} (thresholds.deviceMemory.driftMinGrowth): a leak precursor.`,
-      ),
-    ],
-  };
-}
-
 function internalGroup(o: ResolvedOptions): RuleGroup {
   const { metric } = o.names;
   const keys = [...REPLICA_KEYS, LABEL.errorSource];
@@ -281,7 +244,6 @@ const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
   queue: queueGroup,
   capacity: capacityGroup,
   fleet: fleetGroup,
-  device_memory: deviceMemoryGroup,
   runtime: runtimeGroup,
   connections: connectionsGroup,
   circuit_breaker: breakerGroup,

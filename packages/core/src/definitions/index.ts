@@ -9,6 +9,7 @@
  * here.
  */
 import type { AlertDefinition, SignalDefinition } from '../definition';
+import { deviceMemorySignal } from './device-memory';
 import { modelLoadSignal } from './model-load';
 import { streamSignal } from './stream';
 
@@ -104,23 +105,6 @@ const fleet = pending('fleet', [
     severity: 'critical',
     runbook: 'fleet-overloaded',
     doc: 'replicas of a `job` and queue with `capacity`, `queue_wait` or `queue_occupancy` at WARN or above, over the replicas exporting that queue, `>= 0.5`, and at least 2 of them; the description lists those replicas (a template `query`)',
-  },
-]);
-
-const deviceMemory = pending('device_memory', [
-  {
-    name: 'InferSignalGpuFragmentation',
-    signal: 'gpu_fragmentation',
-    severity: 'warning',
-    runbook: 'gpu-fragmentation',
-    doc: '`max by (job, instance, infersignal_memory_source) (infersignal_device_memory_fragmentation_ratio) > 0.65`',
-  },
-  {
-    name: 'InferSignalMemoryDrift',
-    signal: 'memory_drift',
-    severity: 'warning',
-    runbook: 'memory-drift',
-    doc: '`deriv(gap[30m]) * 1800 / reserved > 0.05` (gap = reserved − allocated)',
   },
 ]);
 
@@ -227,11 +211,11 @@ export const SIGNALS: readonly SignalDefinition[] = [
   fleet,
   modelLoadSignal,
   streamSignal,
-  deviceMemory,
+  deviceMemorySignal,
   runtime,
   connections,
   circuitBreaker,
   internal,
 ];
 
-export { modelLoadSignal, streamSignal };
+export { deviceMemorySignal, modelLoadSignal, streamSignal };

@@ -4,7 +4,8 @@ import { fieldOrDefault, rejectValue } from '../validate';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { DriftDetector, type LinearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
-import { ATTR, METRICS } from '../names';
+import { ATTR } from '../attributes';
+import { deviceMemorySignal } from '../definitions/device-memory';
 import { checkOptionKeys, nameOption } from '../options';
 import type { DeviceMemoryHandle, DeviceMemoryOptions, Level, Snapshot } from '../types';
 
@@ -163,10 +164,10 @@ export class DeviceMemorySignal implements Signal {
 
   constructor(private readonly ctx: SignalContext) {
     this.gauges = {
-      allocated: ctx.gauge(METRICS.memoryAllocated),
-      reserved: ctx.gauge(METRICS.memoryReserved),
-      fragmentation: ctx.gauge(METRICS.memoryFragmentation),
-      gapGrowth: ctx.gauge(METRICS.memoryGapGrowth),
+      allocated: ctx.gauge(deviceMemorySignal.metrics.memoryAllocated),
+      reserved: ctx.gauge(deviceMemorySignal.metrics.memoryReserved),
+      fragmentation: ctx.gauge(deviceMemorySignal.metrics.memoryFragmentation),
+      gapGrowth: ctx.gauge(deviceMemorySignal.metrics.memoryGapGrowth),
     };
   }
 
