@@ -4,14 +4,20 @@
  * Prometheus rules, the dashboard and the docs.
  */
 import { InferSignalConfigError } from './config-error';
-import { thresholdDefaults, type SignalDefinition, type ThresholdGroup } from './definition';
+import { thresholdDefaults, thresholdGroups, type SignalDefinition, type ThresholdGroup } from './definition';
 import { deviceMemorySignal, type DeviceMemoryThresholds } from './definitions/device-memory';
+import {
+  eventLoopThresholds,
+  heapThresholds,
+  type EventLoopThresholds,
+  type HeapThresholds,
+} from './definitions/runtime';
 import { modelLoadSignal, type ModelLoadThresholds } from './definitions/model-load';
 import { streamSignal, type StreamThresholds } from './definitions/stream';
 import { describeValue } from './describe';
 import { checkField, type FieldSpec } from './validate';
 
-export type { DeviceMemoryThresholds, ModelLoadThresholds, StreamThresholds };
+export type { DeviceMemoryThresholds, EventLoopThresholds, HeapThresholds, ModelLoadThresholds, StreamThresholds };
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -100,32 +106,6 @@ export interface CapacityThresholds {
   backpressure: boolean;
 }
 
-export interface EventLoopThresholds {
-  /** Event-loop delay P99 (s) for WARN. */
-  delayWarnSeconds: number;
-  /** Event-loop delay P99 (s) for CRITICAL. */
-  delayCriticalSeconds: number;
-  /** Sampling period (ms) of the event-loop monitor. */
-  sampleIntervalMs: number;
-  /** Let the event-loop level raise the queues' backpressure level (from the second blocked sample period in a row). */
-  backpressure: boolean;
-}
-
-export interface HeapThresholds {
-  /** Live share (old-generation bytes in use after a major GC / the old-generation limit) above which the level is WARN. */
-  liveWarn: number;
-  /** Live share above which the level is CRITICAL. */
-  liveCritical: number;
-  /** Consecutive major GCs the live share must stay above a bound before that level is reported. */
-  majorGcs: number;
-  /** Projected seconds until the live set reaches the share at which V8 may abort (the leak precursor) for WARN. */
-  exhaustionWarnSeconds: number;
-  /** Projected seconds to heap exhaustion for CRITICAL. */
-  exhaustionCriticalSeconds: number;
-  /** Window (s) of major-GC readings the live set's growth trend is fitted over. */
-  trendWindowSeconds: number;
-}
-
 export interface ConnectionThresholds {
   /** Open connections / capacity above which the `connections` signal is WARN. */
   saturationWarn: number;
@@ -191,15 +171,8 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     backpressure: false,
   },
   connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
-  eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs: 1000, backpressure: true },
-  heap: {
-    liveWarn: 0.7,
-    liveCritical: 0.75,
-    majorGcs: 2,
-    exhaustionWarnSeconds: 900,
-    exhaustionCriticalSeconds: 120,
-    trendWindowSeconds: 600,
-  },
+  eventLoop: thresholdDefaults(eventLoopThresholds) as unknown as EventLoopThresholds,
+  heap: thresholdDefaults(heapThresholds) as unknown as HeapThresholds,
   modelLoad: thresholdDefaults(modelLoadSignal.thresholds) as unknown as ModelLoadThresholds,
   stream: thresholdDefaults(streamSignal.thresholds) as unknown as StreamThresholds,
   deviceMemory: thresholdDefaults(deviceMemorySignal.thresholds) as unknown as DeviceMemoryThresholds,
@@ -234,21 +207,9 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     keepFiringSeconds: 'nonNegative',
     backpressure: 'boolean',
   },
-  eventLoop: {
-    delayWarnSeconds: 'positive',
-    delayCriticalSeconds: 'positive',
-    sampleIntervalMs: 'positive',
-    backpressure: 'boolean',
-  },
+  eventLoop: eventLoopThresholds,
   connections: { saturationWarn: 'ratio', saturationCritical: 'ratio' },
-  heap: {
-    liveWarn: 'ratio',
-    liveCritical: 'ratio',
-    majorGcs: 'integer',
-    exhaustionWarnSeconds: 'positive',
-    exhaustionCriticalSeconds: 'positive',
-    trendWindowSeconds: 'positive',
-  },
+  heap: heapThresholds,
   queue: {
     occupancyWarn: 'ratio',
     occupancyCritical: 'ratio',
@@ -282,7 +243,6 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
 const INTEGER_MAX: Record<string, number> = {
   'anomaly.window': 10_000,
   'glitch.minSamples': 4096,
-  'heap.majorGcs': 64,
 };
 
 /** The field spec of a rule: what a threshold of that kind accepts, checked by core's one validator. */
@@ -345,11 +305,10 @@ export function resolveThresholds(
   if (input === undefined || input === null) input = {};
   if (!isPlainObject(input)) throw new InferSignalConfigError(prefix, `must be an object, got ${describeValue(input)}`);
   const groups: Record<string, object> = { ...RULES };
-  for (const signal of signals) {
-    const group = signal.thresholds;
-    if (group === undefined || RULES[group.group as keyof Thresholds] === group) continue;
+  for (const group of signals.flatMap(thresholdGroups)) {
+    if (RULES[group.group as keyof Thresholds] === group) continue;
     if (group.group in groups)
-      throw new InferSignalConfigError(`signals`, `threshold group "${group.group}" is defined twice`);
+      throw new InferSignalConfigError('signals', `threshold group "${group.group}" is defined twice`);
     groups[group.group] = group;
   }
   const out = {} as Record<string, Record<string, unknown>>;
@@ -426,24 +385,6 @@ export function resolveThresholds(
     throw new InferSignalConfigError(
       `${prefix}.connections.saturationWarn`,
       `must be below connections.saturationCritical (${t.connections.saturationCritical}), got ${t.connections.saturationWarn}`,
-    );
-  }
-  if (t.eventLoop.delayWarnSeconds >= t.eventLoop.delayCriticalSeconds) {
-    throw new InferSignalConfigError(
-      `${prefix}.eventLoop.delayWarnSeconds`,
-      `must be below eventLoop.delayCriticalSeconds (${t.eventLoop.delayCriticalSeconds}), got ${t.eventLoop.delayWarnSeconds}`,
-    );
-  }
-  if (t.heap.liveWarn >= t.heap.liveCritical) {
-    throw new InferSignalConfigError(
-      `${prefix}.heap.liveWarn`,
-      `must be below heap.liveCritical (${t.heap.liveCritical}), got ${t.heap.liveWarn}`,
-    );
-  }
-  if (t.heap.exhaustionCriticalSeconds >= t.heap.exhaustionWarnSeconds) {
-    throw new InferSignalConfigError(
-      `${prefix}.heap.exhaustionCriticalSeconds`,
-      `must be below heap.exhaustionWarnSeconds (${t.heap.exhaustionWarnSeconds})`,
     );
   }
   for (const group of Object.values(groups))

@@ -170,7 +170,8 @@ export interface SignalDefinition<S extends Signal = Signal> {
   readonly metrics?: Readonly<Record<string, InstrumentSpec>>;
   /** Bucket boundaries of its histograms, by metric name. */
   readonly buckets?: Readonly<Record<string, readonly number[]>>;
-  readonly thresholds?: ThresholdGroup;
+  /** Its threshold group (or groups, for a definition of several related signals). */
+  readonly thresholds?: ThresholdGroup | readonly ThresholdGroup[];
   /** Its alerts, in the order of the rule group (and the docs/rules.md table). */
   readonly alerts?: readonly AlertDefinition[];
   /** The Prometheus rule group, from the thresholds of one generation. */
@@ -198,4 +199,10 @@ export function thresholdDefaults(group: ThresholdGroup): Record<string, unknown
   const out: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(group.fields)) out[key] = field.default;
   return out;
+}
+
+/** The threshold groups of a definition, none, one or several. */
+export function thresholdGroups(definition: SignalDefinition): readonly ThresholdGroup[] {
+  const t = definition.thresholds;
+  return t === undefined ? [] : 'group' in t ? [t] : t;
 }

@@ -20,6 +20,7 @@ export type { InstrumentSpec, InstrumentType } from './attributes';
 import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
 import { deviceMemorySignal } from './definitions/device-memory';
 import { modelLoadSignal } from './definitions/model-load';
+import { runtimeSignal } from './definitions/runtime';
 import { streamSignal } from './definitions/stream';
 
 const m = ATTR.model;
@@ -171,86 +172,7 @@ export const METRICS = {
     attributes: [ATTR.queue],
     feeds: 'capacity.saturationWarnSeconds',
   },
-  eventLoopDelayP50: {
-    name: 'nodejs.eventloop.delay.p50',
-    type: 'gauge',
-    unit: 's',
-    description: 'Event-loop delay median over the last sample period (the lateness of a probe timer due every 20 ms).',
-    attributes: [],
-  },
-  eventLoopDelayP99: {
-    name: 'nodejs.eventloop.delay.p99',
-    type: 'gauge',
-    unit: 's',
-    description: 'Event-loop delay P99 over the last sample period.',
-    attributes: [],
-    feeds: 'eventLoop.delayWarnSeconds / eventLoop.delayCriticalSeconds',
-  },
-  eventLoopDelayMax: {
-    name: 'nodejs.eventloop.delay.max',
-    type: 'gauge',
-    unit: 's',
-    description: 'Event-loop delay maximum over the last sample period.',
-    attributes: [],
-  },
-  eventLoopUtilization: {
-    name: 'nodejs.eventloop.utilization',
-    type: 'gauge',
-    unit: '1',
-    description: 'Share of the last sample period the event loop was busy (performance.eventLoopUtilization).',
-    attributes: [],
-  },
-  gcDuration: {
-    name: 'v8js.gc.duration',
-    type: 'histogram',
-    unit: 's',
-    description: 'Garbage-collection pause durations (PerformanceObserver gc entries).',
-    attributes: ['v8js.gc.type'],
-  },
-  heapUsed: {
-    name: 'v8js.memory.heap.used',
-    type: 'gauge',
-    unit: 'By',
-    description:
-      'Bytes in use per V8 heap space (space_used_size of v8.getHeapSpaceStatistics()), read at collection. The V8JS conventions make it an UpDownCounter; observed here as a gauge (the same Prometheus gauge).',
-    attributes: [ATTR.heapSpace],
-  },
-  heapLive: {
-    name: 'infersignal.heap.live',
-    type: 'gauge',
-    unit: 'By',
-    description:
-      'Old-generation bytes in use right after the last major GC (mark-compact): the live set the collector could not free. ' +
-      "From half the WARN share of the limit up, V8's own figures at the collection's end (a v8.GCProfiler); below it, read in the GC observer's callback, which counts what the process allocated since (a profiler writes every scavenge's statistics inside its pause, so it runs only where a few points matter). " +
-      'Every space but the young generation and read-only space.',
-    attributes: [],
-  },
-  heapLiveLimit: {
-    name: 'infersignal.heap.live.limit',
-    type: 'gauge',
-    unit: 'By',
-    description:
-      "The old-generation limit the live set is judged against: --max-old-space-size where the process was given it, else V8's heap_size_limit less its young-generation reserve.",
-    attributes: [],
-  },
-  heapLiveRatio: {
-    name: 'infersignal.heap.live.ratio',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'infersignal.heap.live / infersignal.heap.live.limit: how full the heap stays after the collector did its best. The process dies of heap exhaustion at 1, a busy one sooner (V8 gives up when mark-compacts free too little).',
-    attributes: [],
-    feeds: 'heap.liveWarn / heap.liveCritical',
-  },
-  heapExhaustionTime: {
-    name: 'infersignal.heap.exhaustion.time',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Seconds until the live set reaches 80 % of infersignal.heap.live.limit (where V8 may abort with "ineffective mark-compacts near heap limit") at the least-squares trend of the live set over heap.trendWindowSeconds, carried forward between major GCs. Absent unless the live set rises: a line (R² ≥ 0.8) through at least two major GCs 3 s or more apart that rises by 10 % of the limit, the live set past half of heap.liveWarn.',
-    attributes: [],
-    feeds: 'heap.exhaustionWarnSeconds / heap.exhaustionCriticalSeconds',
-  },
+  ...runtimeSignal.metrics,
   ...modelLoadSignal.metrics,
   ...streamSignal.metrics,
   kvCacheUtilization: {
@@ -477,7 +399,7 @@ export const BUCKETS = {
   /** rpc.server.duration (older conventions, milliseconds) */
   rpcCallMs: [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000],
   /** GC pauses: the semantic conventions' advice for v8js.gc.duration, so every exporter of it agrees. */
-  gc: [0.01, 0.1, 1, 10],
+  gc: runtimeSignal.buckets[runtimeSignal.metrics.gcDuration.name],
   /** model load: up to 10 minutes */
   modelLoad: modelLoadSignal.buckets[modelLoadSignal.metrics.modelLoadDuration.name],
   /** TLS handshakes: loopback ~1–5 ms, a slow client or an overloaded server (RSA signing on a blocked loop) seconds. */

@@ -1,6 +1,6 @@
 /**
  * Rule groups for the signals core gained after the request-level ones:
- * predictive capacity (utilization ρ, time to saturation), the event loop,
+ * predictive capacity (utilization ρ, time to saturation),
  * connections and TLS of instrumented HTTP(S) servers, and circuit
  * breakers. Same shape as rules.ts: names only through core's METRICS,
  * numbers only from the thresholds (or a documented generator option).
@@ -75,94 +75,6 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
         `Queue saturates within ${humanSeconds(c.saturationWarnSeconds)} at the current trend`,
         `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), and the in-process capacity detector holds WARN (the trend held over 2.5 trend windows, so a step in load does not raise it). Load is rising faster than the replica can absorb.`,
         keep,
-      ),
-    ],
-  };
-}
-
-/**
- * Event-loop delay: a blocked loop (synchronous inference, a long GC) stalls
- * every timer and socket, a saturated server with an empty queue. Heap
- * headroom: the live set after a major GC against the old generation's
- * limit, which a JS heap leak exhausts; heap exhaustion: the time until
- * it does at the live set's growth.
- */
-/** How long a projected heap exhaustion holds before Prometheus fires (core already asks for a sustained trend). */
-const LEAK_HOLD_SECONDS = 30;
-
-export function runtimeGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const e = o.thresholds.eventLoop;
-  const hold = holdFor(o, 0);
-  const delay = `max ${by(...INSTANCE_KEYS)} (${metric('eventLoopDelayP99')})`;
-  const h = o.thresholds.heap;
-  const live = `max ${by(...INSTANCE_KEYS)} (${metric('heapLiveRatio')})`;
-  const exhaustion = `min ${by(...INSTANCE_KEYS)} (${metric('heapExhaustionTime')})`;
-  // Core raises heap_exhaustion only on a trend that held over several major GCs; a fast leak lives for seconds.
-  const leakHold = holdFor(o, LEAK_HOLD_SECONDS);
-  const where = `replica ${REPLICA} ({{ $labels.job }})`;
-  return {
-    name: 'infersignal.runtime',
-    rules: [
-      alert(
-        o,
-        'InferSignalEventLoopDelayHigh',
-        'event_loop',
-        'warning',
-        `${delay} > ${e.delayWarnSeconds}`,
-        hold,
-        `Event-loop delay P99 above ${humanSeconds(e.delayWarnSeconds)}`,
-        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayWarnSeconds)} (thresholds.eventLoop.delayWarnSeconds) for ${hold}. Something runs synchronously on the main thread (inference, JSON of large bodies, GC): every request, timer and socket waits behind it.`,
-      ),
-      alert(
-        o,
-        'InferSignalEventLoopDelayCritical',
-        'event_loop',
-        'critical',
-        `${delay} > ${e.delayCriticalSeconds}`,
-        hold,
-        `Event-loop delay P99 above ${humanSeconds(e.delayCriticalSeconds)}`,
-        `Event-loop delay P99 of ${where} is {{ $value | humanizeDuration }}, above ${humanSeconds(e.delayCriticalSeconds)} (thresholds.eventLoop.delayCriticalSeconds) for ${hold}. The process is saturated even if its queue is not: health checks, streams and timeouts stall.`,
-      ),
-      alert(
-        o,
-        'InferSignalHeapLiveHigh',
-        'heap_headroom',
-        'warning',
-        `${live} > ${h.liveWarn}`,
-        hold,
-        `Live JS heap above ${humanPercent(h.liveWarn)} of its limit`,
-        `${where} holds {{ $value | humanizePercentage }} of its old-generation limit in live objects after a major GC (infersignal.heap.live.ratio), above ${humanPercent(h.liveWarn)} (thresholds.heap.liveWarn) for ${hold}. What the collector cannot free keeps growing: a leak or an unbounded cache ends in "JavaScript heap out of memory".`,
-      ),
-      alert(
-        o,
-        'InferSignalHeapLiveCritical',
-        'heap_headroom',
-        'critical',
-        `${live} > ${h.liveCritical}`,
-        hold,
-        `Live JS heap above ${humanPercent(h.liveCritical)} of its limit`,
-        `${where} holds {{ $value | humanizePercentage }} of its old-generation limit in live objects after a major GC, above ${humanPercent(h.liveCritical)} (thresholds.heap.liveCritical) for ${hold}. V8 is about to abort the process (heap out of memory); major GCs come back to back and free almost nothing.`,
-      ),
-      alert(
-        o,
-        'InferSignalHeapExhaustionSoon',
-        'heap_exhaustion',
-        'warning',
-        `${exhaustion} < ${h.exhaustionWarnSeconds}`,
-        leakHold,
-        `JS heap of the process runs out within ${humanSeconds(h.exhaustionWarnSeconds)} at its growth`,
-        `The process ${where} leaks: at the least-squares trend of its live heap over thresholds.heap.trendWindowSeconds it reaches 80 % of its old-generation limit, where V8 may abort it ("heap out of memory"), in {{ $value | humanizeDuration }}, under ${humanSeconds(h.exhaustionWarnSeconds)} (thresholds.heap.exhaustionWarnSeconds), for ${leakHold}.`,
-      ),
-      alert(
-        o,
-        'InferSignalHeapExhaustionCritical',
-        'heap_exhaustion',
-        'critical',
-        `${exhaustion} < ${h.exhaustionCriticalSeconds}`,
-        leakHold,
-        `JS heap of the process runs out within ${humanSeconds(h.exhaustionCriticalSeconds)} at its growth`,
-        `The process ${where} reaches 80 % of its old-generation limit in {{ $value | humanizeDuration }} at the growth of its live heap, under ${humanSeconds(h.exhaustionCriticalSeconds)} (thresholds.heap.exhaustionCriticalSeconds), for ${leakHold}: V8 is about to abort it (heap out of memory); take a heap snapshot or restart it now.`,
       ),
     ],
   };

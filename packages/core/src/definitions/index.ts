@@ -11,6 +11,7 @@
 import type { AlertDefinition, SignalDefinition } from '../definition';
 import { deviceMemorySignal } from './device-memory';
 import { modelLoadSignal } from './model-load';
+import { runtimeSignal } from './runtime';
 import { streamSignal } from './stream';
 
 const pending = (name: string, alerts: AlertDefinition[]): SignalDefinition => ({ name, alerts });
@@ -108,51 +109,6 @@ const fleet = pending('fleet', [
   },
 ]);
 
-const runtime = pending('runtime', [
-  {
-    name: 'InferSignalEventLoopDelayHigh',
-    signal: 'event_loop',
-    severity: 'warning',
-    runbook: 'event-loop-delay',
-    doc: '`max by (job, instance) (nodejs_eventloop_delay_p99_seconds) > 0.1`',
-  },
-  {
-    name: 'InferSignalEventLoopDelayCritical',
-    signal: 'event_loop',
-    severity: 'critical',
-    runbook: 'event-loop-delay',
-    doc: 'same, `> 0.5`',
-  },
-  {
-    name: 'InferSignalHeapLiveHigh',
-    signal: 'heap_headroom',
-    severity: 'warning',
-    runbook: 'heap-headroom',
-    doc: '`max by (job, instance) (infersignal_heap_live_ratio) > 0.7`',
-  },
-  {
-    name: 'InferSignalHeapLiveCritical',
-    signal: 'heap_headroom',
-    severity: 'critical',
-    runbook: 'heap-headroom',
-    doc: 'same, `> 0.75`',
-  },
-  {
-    name: 'InferSignalHeapExhaustionSoon',
-    signal: 'heap_exhaustion',
-    severity: 'warning',
-    runbook: 'heap-exhaustion',
-    doc: '`min by (job, instance) (infersignal_heap_exhaustion_time_seconds) < 900`',
-  },
-  {
-    name: 'InferSignalHeapExhaustionCritical',
-    signal: 'heap_exhaustion',
-    severity: 'critical',
-    runbook: 'heap-exhaustion',
-    doc: 'same, `< 120`',
-  },
-]);
-
 const connections = pending('connections', [
   {
     name: 'InferSignalConnectionsSaturated',
@@ -212,10 +168,10 @@ export const SIGNALS: readonly SignalDefinition[] = [
   modelLoadSignal,
   streamSignal,
   deviceMemorySignal,
-  runtime,
+  runtimeSignal,
   connections,
   circuitBreaker,
   internal,
 ];
 
-export { deviceMemorySignal, modelLoadSignal, streamSignal };
+export { deviceMemorySignal, modelLoadSignal, runtimeSignal, streamSignal };

@@ -5,7 +5,7 @@ import type { Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } f
 import { LoopBlockProbe } from '../detectors/loop-block';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { levelRank, ThresholdDetector } from '../detectors/threshold';
-import { METRICS } from '../names';
+import { runtimeSignal } from '../definitions/runtime';
 import type { Level } from '../types';
 
 const GC_TYPES: Record<number, string> = {
@@ -202,12 +202,12 @@ export class EventLoopSignal implements Signal {
   ) {
     const t = ctx.thresholds.eventLoop;
     this.loop = loop;
-    this.gcDuration = ctx.histogram(METRICS.gcDuration);
+    this.gcDuration = ctx.histogram(runtimeSignal.metrics.gcDuration);
     this.gauges = {
-      p50: ctx.gauge(METRICS.eventLoopDelayP50),
-      p99: ctx.gauge(METRICS.eventLoopDelayP99),
-      max: ctx.gauge(METRICS.eventLoopDelayMax),
-      utilization: ctx.gauge(METRICS.eventLoopUtilization),
+      p50: ctx.gauge(runtimeSignal.metrics.eventLoopDelayP50),
+      p99: ctx.gauge(runtimeSignal.metrics.eventLoopDelayP99),
+      max: ctx.gauge(runtimeSignal.metrics.eventLoopDelayMax),
+      utilization: ctx.gauge(runtimeSignal.metrics.eventLoopUtilization),
     };
     this.detector = new ThresholdDetector({
       warn: t.delayWarnSeconds,

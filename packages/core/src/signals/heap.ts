@@ -5,7 +5,8 @@ import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { linearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
-import { ATTR, METRICS } from '../names';
+import { ATTR } from '../attributes';
+import { runtimeSignal } from '../definitions/runtime';
 import type { Level } from '../types';
 
 const MiB = 1024 * 1024;
@@ -417,11 +418,11 @@ export class HeapSignal implements Signal {
     this.limit = oldGenerationLimit(this.heapSizeLimit, source.flags());
     this.detector = new LiveHeapDetector({ warn: t.liveWarn, critical: t.liveCritical, majorGcs: t.majorGcs });
     this.gauges = {
-      used: ctx.gauge(METRICS.heapUsed),
-      live: ctx.gauge(METRICS.heapLive),
-      limit: ctx.gauge(METRICS.heapLiveLimit),
-      ratio: ctx.gauge(METRICS.heapLiveRatio),
-      exhaustion: ctx.gauge(METRICS.heapExhaustionTime),
+      used: ctx.gauge(runtimeSignal.metrics.heapUsed),
+      live: ctx.gauge(runtimeSignal.metrics.heapLive),
+      limit: ctx.gauge(runtimeSignal.metrics.heapLiveLimit),
+      ratio: ctx.gauge(runtimeSignal.metrics.heapLiveRatio),
+      exhaustion: ctx.gauge(runtimeSignal.metrics.heapExhaustionTime),
     };
     this.exactFrom = (t.liveWarn / 2) * this.limit.bytes;
     this.trend = new LeakTrend(this.limit.bytes, this.exactFrom, t.trendWindowSeconds * 1000);
