@@ -5,6 +5,7 @@
  */
 import { InferSignalConfigError } from './config-error';
 import { thresholdDefaults, thresholdGroups, type SignalDefinition, type ThresholdGroup } from './definition';
+import { connectionsSignal, type ConnectionThresholds } from './definitions/connections';
 import { deviceMemorySignal, type DeviceMemoryThresholds } from './definitions/device-memory';
 import {
   eventLoopThresholds,
@@ -17,7 +18,14 @@ import { streamSignal, type StreamThresholds } from './definitions/stream';
 import { describeValue } from './describe';
 import { checkField, type FieldSpec } from './validate';
 
-export type { DeviceMemoryThresholds, EventLoopThresholds, HeapThresholds, ModelLoadThresholds, StreamThresholds };
+export type {
+  ConnectionThresholds,
+  DeviceMemoryThresholds,
+  EventLoopThresholds,
+  HeapThresholds,
+  ModelLoadThresholds,
+  StreamThresholds,
+};
 
 export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
@@ -106,13 +114,6 @@ export interface CapacityThresholds {
   backpressure: boolean;
 }
 
-export interface ConnectionThresholds {
-  /** Open connections / capacity above which the `connections` signal is WARN. */
-  saturationWarn: number;
-  /** Open connections / capacity above which it is CRITICAL. */
-  saturationCritical: number;
-}
-
 /**
  * When a replica counts as saturated to a router or an autoscaler: saturation = max(waiting requests /
  * queueDepthThreshold, KV-cache utilization / kvCacheUtilThreshold), 1 at saturation. The defaults are the
@@ -170,7 +171,7 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     keepFiringSeconds: 10,
     backpressure: false,
   },
-  connections: { saturationWarn: 0.85, saturationCritical: 0.95 },
+  connections: thresholdDefaults(connectionsSignal.thresholds) as unknown as ConnectionThresholds,
   eventLoop: thresholdDefaults(eventLoopThresholds) as unknown as EventLoopThresholds,
   heap: thresholdDefaults(heapThresholds) as unknown as HeapThresholds,
   modelLoad: thresholdDefaults(modelLoadSignal.thresholds) as unknown as ModelLoadThresholds,
@@ -208,7 +209,7 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     backpressure: 'boolean',
   },
   eventLoop: eventLoopThresholds,
-  connections: { saturationWarn: 'ratio', saturationCritical: 'ratio' },
+  connections: connectionsSignal.thresholds,
   heap: heapThresholds,
   queue: {
     occupancyWarn: 'ratio',
@@ -379,12 +380,6 @@ export function resolveThresholds(
     throw new InferSignalConfigError(
       `${prefix}.capacity.utilizationWarn`,
       `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical}), got ${t.capacity.utilizationWarn}`,
-    );
-  }
-  if (t.connections.saturationWarn >= t.connections.saturationCritical) {
-    throw new InferSignalConfigError(
-      `${prefix}.connections.saturationWarn`,
-      `must be below connections.saturationCritical (${t.connections.saturationCritical}), got ${t.connections.saturationWarn}`,
     );
   }
   for (const group of Object.values(groups))

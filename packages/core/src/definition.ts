@@ -110,6 +110,8 @@ export interface RuleKit {
     eventWindow: string;
     driftWindow: string;
     driftWindowSeconds: number;
+    /** Failed TLS handshakes per second that alert. */
+    tlsFailureRate: number;
   }>;
   /**
    * An alerting rule of the signal's alert `name` (severity, signal label and runbook anchor from its

@@ -18,6 +18,7 @@
 export { ATTR, GEN_AI_ATTRIBUTES, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
 import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
+import { connectionsSignal } from './definitions/connections';
 import { deviceMemorySignal } from './definitions/device-memory';
 import { modelLoadSignal } from './definitions/model-load';
 import { runtimeSignal } from './definitions/runtime';
@@ -264,75 +265,7 @@ export const METRICS = {
     description: 'Calls through the circuit breaker, by result (success, failure, timeout, reject).',
     attributes: [ATTR.breakerName, ATTR.breakerResult],
   },
-  connectionsOpen: {
-    name: 'infersignal.connections.open',
-    type: 'gauge',
-    unit: '{connection}',
-    description: 'Open TCP connections of an instrumented HTTP(S) server (accepted since it was instrumented).',
-    attributes: [ATTR.server],
-  },
-  connectionsCapacity: {
-    name: 'infersignal.connections.capacity',
-    type: 'gauge',
-    unit: '{connection}',
-    description:
-      'Connections the server is sized for: the configured capacity, else server.maxConnections; not observed when neither is set.',
-    attributes: [ATTR.server],
-  },
-  connectionsOpened: {
-    name: 'infersignal.connections.opened',
-    type: 'counter',
-    unit: '{connection}',
-    description: 'Connections accepted (its rate is the connection churn).',
-    attributes: [ATTR.server],
-  },
-  connectionsRejected: {
-    name: 'infersignal.connections.rejected',
-    type: 'counter',
-    unit: '{connection}',
-    description:
-      'Connections the server closed at accept because server.maxConnections was reached (net.Server `drop`).',
-    attributes: [ATTR.server],
-  },
-  connectionsRequests: {
-    name: 'infersignal.connections.requests',
-    type: 'histogram',
-    unit: '{request}',
-    description: 'Requests served per connection, recorded when a connection that served at least one request closes.',
-    attributes: [ATTR.server],
-  },
-  connectionsReuseRatio: {
-    name: 'infersignal.connections.reuse.ratio',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'Keep-alive reuse: share of the last reuseWindow requests that arrived on a connection which had already served one.',
-    attributes: [ATTR.server],
-  },
-  tlsHandshakeDuration: {
-    name: 'infersignal.tls.handshake.duration',
-    type: 'histogram',
-    unit: 's',
-    description:
-      'TLS handshake time, from TCP accept (`connection`) to `secureConnection`; successful handshakes only.',
-    attributes: [ATTR.server],
-  },
-  tlsHandshakeFailures: {
-    name: 'infersignal.tls.handshake.failures',
-    type: 'counter',
-    unit: '{handshake}',
-    description:
-      'TLS handshakes that failed (`tlsClientError`), by error code (e.g. ERR_SSL_HTTP_REQUEST, ERR_TLS_HANDSHAKE_TIMEOUT, ECONNRESET).',
-    attributes: [ATTR.server, ATTR.errorType],
-  },
-  tlsSessionReuseRatio: {
-    name: 'infersignal.tls.session.reuse.ratio',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'Share of the last reuseWindow successful TLS handshakes that resumed a session (tlsSocket.isSessionReused()).',
-    attributes: [ATTR.server],
-  },
+  ...connectionsSignal.metrics,
   signalLevel: {
     name: 'infersignal.signal.level',
     type: 'gauge',
@@ -403,9 +336,9 @@ export const BUCKETS = {
   /** model load: up to 10 minutes */
   modelLoad: modelLoadSignal.buckets[modelLoadSignal.metrics.modelLoadDuration.name],
   /** TLS handshakes: loopback ~1–5 ms, a slow client or an overloaded server (RSA signing on a blocked loop) seconds. */
-  tlsHandshake: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  tlsHandshake: connectionsSignal.buckets[connectionsSignal.metrics.tlsHandshakeDuration.name],
   /** Requests per connection (a count, not seconds). */
-  requestsPerConnection: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+  requestsPerConnection: connectionsSignal.buckets[connectionsSignal.metrics.connectionsRequests.name],
 } as const;
 
 /** Which bucket set each histogram uses (the node package turns this into Views). */

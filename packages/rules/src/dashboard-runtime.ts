@@ -1,7 +1,6 @@
 /**
- * Dashboard rows for the capacity model (ρ, headroom, predicted wait, time
- * to saturation), the Node runtime (event loop, GC) and the connections and
- * TLS handshakes of instrumented servers. Same conventions as dashboard.ts:
+ * The dashboard row for the capacity model (ρ, headroom, predicted wait,
+ * time to saturation). Same conventions as dashboard.ts:
  * names from core, threshold lines from the thresholds the rules use.
  */
 import { LABEL } from './names';
@@ -63,80 +62,5 @@ export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
     lowIsBad: true,
     targets: [{ expr: perQueue('min', 'queueTimeToSaturation'), legend }],
     fieldConfig: { defaults: { min: 0 } },
-  });
-}
-
-export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {
-  const { metric, bucket } = o.names;
-  const t = o.thresholds.connections;
-  const keys = `instance, ${LABEL.server}`;
-  const legend = `{{${LABEL.server}}} {{instance}}`;
-  const sum = (key: MetricKey, filter = '') => `sum by (${keys}) (${metric(key)}{${SEL.job}}${filter})`;
-  l.row('Connections and TLS');
-  l.add({
-    title: 'Open connections vs capacity',
-    description:
-      "Capacity: instrumentServer's capacity option, else server.maxConnections (absent when neither is set).",
-    w: 8,
-    targets: [
-      { expr: sum('connectionsOpen'), legend: `open ${legend}` },
-      { expr: sum('connectionsCapacity'), legend: `capacity ${legend}` },
-    ],
-  });
-  l.add({
-    title: 'Connection saturation (open / capacity)',
-    description: 'Lines: thresholds.connections.saturationWarn and saturationCritical.',
-    w: 8,
-    unit: 'percentunit',
-    lines: [t.saturationWarn, t.saturationCritical],
-    targets: [{ expr: `${sum('connectionsOpen')} / ${sum('connectionsCapacity', ' > 0')}`, legend }],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
-  });
-  l.add({
-    title: 'Connections accepted and rejected',
-    description:
-      'Per second. Rejected: closed at accept because server.maxConnections was reached (the client sees ECONNRESET). Accepted is the connection churn.',
-    w: 8,
-    unit: 'cps',
-    targets: [
-      { expr: `sum by (${keys}) (${rate(metric('connectionsRejected'), SEL.job)})`, legend: `rejected ${legend}` },
-      { expr: `sum by (${keys}) (${rate(metric('connectionsOpened'), SEL.job)})`, legend: `accepted ${legend}` },
-    ],
-  });
-  l.add({
-    title: 'TLS handshake P50 / P95',
-    description:
-      'From TCP accept to secureConnection, successful handshakes only (includes time waiting for a busy event loop).',
-    w: 8,
-    unit: 's',
-    targets: [0.5, 0.95].map((q) => ({
-      expr: `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket('tlsHandshakeDuration'), SEL.job)}))`,
-      legend: `P${q * 100} ${legend}`,
-    })),
-  });
-  l.add({
-    title: 'TLS handshake failures by error.type',
-    description: `Per second. Line: the alert's rate guard (option tlsFailureRate, ${o.tlsFailureRate}/s).`,
-    w: 8,
-    unit: 'cps',
-    lines: [o.tlsFailureRate],
-    targets: [
-      {
-        expr: `sum by (${keys}, ${LABEL.errorType}) (${rate(metric('tlsHandshakeFailures'), SEL.job)})`,
-        legend: `{{${LABEL.errorType}}} ${legend}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'Keep-alive and TLS session reuse',
-    description:
-      'Share of recent requests on an already-used connection, and of recent handshakes that resumed a TLS session. A drop means every request pays a new connection (and a full handshake).',
-    w: 8,
-    unit: 'percentunit',
-    targets: [
-      { expr: `max by (${keys}) (${metric('connectionsReuseRatio')}{${SEL.job}})`, legend: `keep-alive ${legend}` },
-      { expr: `max by (${keys}) (${metric('tlsSessionReuseRatio')}{${SEL.job}})`, legend: `TLS session ${legend}` },
-    ],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
   });
 }

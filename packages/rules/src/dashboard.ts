@@ -6,7 +6,7 @@
 import { LABEL } from './names';
 import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
 import { panelKit } from './kit';
-import { addCapacityRow, addConnectionsRow } from './dashboard-runtime';
+import { addCapacityRow } from './dashboard-runtime';
 import { percentileName } from './duration';
 import { alertingRules, buildRules } from './rules';
 import { resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
@@ -146,7 +146,6 @@ function addQueueRows(l: Layout, o: ResolvedOptions): void {
 const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {
   queue: addQueueRows,
   capacity: addCapacityRow,
-  connections: addConnectionsRow,
 };
 
 /** The dashboard for the given thresholds and options: the rows of each signal definition, then the alerts. */

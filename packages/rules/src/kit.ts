@@ -34,6 +34,7 @@ export function ruleKit(o: ResolvedOptions, signal: SignalDefinition): RuleKit {
       eventWindow: o.eventWindow,
       driftWindow: o.driftWindow,
       driftWindowSeconds: o.driftWindowSeconds,
+      tlsFailureRate: o.tlsFailureRate,
     },
     alert: (name, expr, hold, summary, description, keepFiring) => {
       const defined = signal.alerts?.find((a) => a.name === name);

@@ -1,25 +1,13 @@
 /**
  * Rule groups for the signals core gained after the request-level ones:
- * predictive capacity (utilization ρ, time to saturation),
- * connections and TLS of instrumented HTTP(S) servers, and circuit
+ * predictive capacity (utilization ρ, time to saturation) and circuit
  * breakers. Same shape as rules.ts: names only through core's METRICS,
  * numbers only from the thresholds (or a documented generator option).
  */
 import { LABEL } from './names';
 import { formatDuration, humanPercent, humanSeconds } from './duration';
 import { holdFor, levelHold, type ResolvedOptions } from './options';
-import {
-  INSTANCE_KEYS,
-  QUEUE_KEYS,
-  REPLICA,
-  SERVER_KEYS,
-  alert,
-  by,
-  eventExpr,
-  onReplica,
-  signalLevel,
-  type RuleGroup,
-} from './rule-parts';
+import { INSTANCE_KEYS, QUEUE_KEYS, REPLICA, alert, by, onReplica, signalLevel, type RuleGroup } from './rule-parts';
 
 /**
  * Capacity pages on the level core's capacity detector announced, per
@@ -75,61 +63,6 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
         `Queue saturates within ${humanSeconds(c.saturationWarnSeconds)} at the current trend`,
         `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), and the in-process capacity detector holds WARN (the trend held over 2.5 trend windows, so a step in load does not raise it). Load is rising faster than the replica can absorb.`,
         keep,
-      ),
-    ],
-  };
-}
-
-/** Connections of instrumented HTTP(S) servers (`instrumentServer`) and their TLS handshakes. */
-export function connectionsGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const t = o.thresholds.connections;
-  const hold = holdFor(o, 0);
-  // `capacity > 0` drops servers without a capacity (no maxConnections, no option): core does not judge them either.
-  const saturation = `sum ${by(...SERVER_KEYS)} (${metric('connectionsOpen')}) / sum ${by(...SERVER_KEYS)} (${metric('connectionsCapacity')} > 0)`;
-  const where = `Server {{ $labels.${LABEL.server} }} of replica ${REPLICA} ({{ $labels.job }})`;
-  return {
-    name: 'infersignal.connections',
-    rules: [
-      alert(
-        o,
-        'InferSignalConnectionsSaturated',
-        'connections',
-        'warning',
-        `${saturation} > ${t.saturationWarn}`,
-        hold,
-        `Open connections above ${humanPercent(t.saturationWarn)} of capacity`,
-        `${where} holds {{ $value | humanizePercentage }} of the connections it is sized for (open / capacity, capacity = instrumentServer's capacity or server.maxConnections), above ${humanPercent(t.saturationWarn)} (thresholds.connections.saturationWarn) for ${hold}. At the limit, new clients are closed at accept.`,
-      ),
-      alert(
-        o,
-        'InferSignalConnectionsSaturatedCritical',
-        'connections',
-        'critical',
-        `${saturation} > ${t.saturationCritical}`,
-        hold,
-        `Open connections above ${humanPercent(t.saturationCritical)} of capacity`,
-        `${where} holds {{ $value | humanizePercentage }} of its connection capacity, above ${humanPercent(t.saturationCritical)} (thresholds.connections.saturationCritical) for ${hold}. New connections are about to be rejected.`,
-      ),
-      alert(
-        o,
-        'InferSignalConnectionsRejected',
-        'connections',
-        'critical',
-        eventExpr(metric('connectionsRejected'), SERVER_KEYS, o.rateWindow),
-        undefined,
-        'Connections rejected at the connection limit',
-        `${where} closed new connections at accept in the last ${o.rateWindow} because server.maxConnections was reached: those clients saw ECONNRESET before sending a request, and no request metric counts them.`,
-      ),
-      alert(
-        o,
-        'InferSignalTlsHandshakeFailures',
-        'tls_handshake',
-        'warning',
-        `sum ${by(...SERVER_KEYS, LABEL.errorType)} (rate(${metric('tlsHandshakeFailures')}[${o.rateWindow}])) > ${o.tlsFailureRate}`,
-        hold,
-        `TLS handshakes failing faster than ${o.tlsFailureRate}/s`,
-        `${where} fails TLS handshakes with {{ $labels.${LABEL.errorType} }} at {{ printf "%.2f" $value }}/s (over ${o.rateWindow}), above ${o.tlsFailureRate}/s (option tlsFailureRate), for ${hold}. Clients cannot connect, or something probes the TLS port with the wrong protocol.`,
       ),
     ],
   };

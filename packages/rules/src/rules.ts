@@ -31,7 +31,7 @@ import {
   type RuleFile,
   type RuleGroup,
 } from './rule-parts';
-import { breakerGroup, capacityGroup, connectionsGroup } from './rules-runtime';
+import { breakerGroup, capacityGroup } from './rules-runtime';
 
 export type { Severity, RecordingRule, AlertingRule, RuleGroup, RuleFile } from './rule-parts';
 export { RUNBOOK_ANCHORS } from './rule-parts';
@@ -244,7 +244,6 @@ const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
   queue: queueGroup,
   capacity: capacityGroup,
   fleet: fleetGroup,
-  connections: connectionsGroup,
   circuit_breaker: breakerGroup,
   internal: internalGroup,
 };

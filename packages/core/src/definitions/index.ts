@@ -9,6 +9,7 @@
  * here.
  */
 import type { AlertDefinition, SignalDefinition } from '../definition';
+import { connectionsSignal } from './connections';
 import { deviceMemorySignal } from './device-memory';
 import { modelLoadSignal } from './model-load';
 import { runtimeSignal } from './runtime';
@@ -109,37 +110,6 @@ const fleet = pending('fleet', [
   },
 ]);
 
-const connections = pending('connections', [
-  {
-    name: 'InferSignalConnectionsSaturated',
-    signal: 'connections',
-    severity: 'warning',
-    runbook: 'connections-saturated',
-    doc: '`sum by (job, instance, infersignal_server_name) (infersignal_connections_open) / sum by (…) (infersignal_connections_capacity > 0) > 0.85`',
-  },
-  {
-    name: 'InferSignalConnectionsSaturatedCritical',
-    signal: 'connections',
-    severity: 'critical',
-    runbook: 'connections-saturated',
-    doc: 'same, `> 0.95`',
-  },
-  {
-    name: 'InferSignalConnectionsRejected',
-    signal: 'connections',
-    severity: 'critical',
-    runbook: 'connections-rejected',
-    doc: '`increase(infersignal_connections_rejected_total[1m]) > 0`, or a new series',
-  },
-  {
-    name: 'InferSignalTlsHandshakeFailures',
-    signal: 'tls_handshake',
-    severity: 'warning',
-    runbook: 'tls-handshake-failures',
-    doc: '`sum by (job, instance, infersignal_server_name, error_type) (rate(infersignal_tls_handshake_failures_total[1m])) > 0.1`',
-  },
-]);
-
 const circuitBreaker = pending('circuit_breaker', [
   {
     name: 'InferSignalCircuitBreakerOpen',
@@ -169,9 +139,9 @@ export const SIGNALS: readonly SignalDefinition[] = [
   streamSignal,
   deviceMemorySignal,
   runtimeSignal,
-  connections,
+  connectionsSignal,
   circuitBreaker,
   internal,
 ];
 
-export { deviceMemorySignal, modelLoadSignal, runtimeSignal, streamSignal };
+export { connectionsSignal, deviceMemorySignal, modelLoadSignal, runtimeSignal, streamSignal };
