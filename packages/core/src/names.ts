@@ -18,7 +18,9 @@
 export { ATTR, GEN_AI_ATTRIBUTES, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
 import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
+import { circuitBreakerSignal } from './definitions/circuit-breaker';
 import { connectionsSignal } from './definitions/connections';
+import { internalSignal } from './definitions/internal';
 import { deviceMemorySignal } from './definitions/device-memory';
 import { modelLoadSignal } from './definitions/model-load';
 import { runtimeSignal } from './definitions/runtime';
@@ -244,64 +246,9 @@ export const METRICS = {
       'Duration of a gRPC server call in the older RPC conventions (semantic-conventions v1.37), emitted beside rpc.server.call.duration only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup.',
     attributes: [ATTR.rpcSystem, ATTR.rpcService, ATTR.rpcMethod, ATTR.rpcGrpcStatusCode],
   },
-  breakerState: {
-    name: 'infersignal.breaker.state',
-    type: 'gauge',
-    unit: '{state}',
-    description: 'Circuit breaker state: 0 closed, 1 half-open, 2 open (@infersignal/bench createBreaker).',
-    attributes: [ATTR.breakerName],
-  },
-  breakerTransitions: {
-    name: 'infersignal.breaker.transitions',
-    type: 'counter',
-    unit: '{transition}',
-    description: 'Circuit breaker state changes, by the state entered.',
-    attributes: [ATTR.breakerName, ATTR.breakerTo],
-  },
-  breakerCalls: {
-    name: 'infersignal.breaker.calls',
-    type: 'counter',
-    unit: '{call}',
-    description: 'Calls through the circuit breaker, by result (success, failure, timeout, reject).',
-    attributes: [ATTR.breakerName, ATTR.breakerResult],
-  },
+  ...circuitBreakerSignal.metrics,
   ...connectionsSignal.metrics,
-  signalLevel: {
-    name: 'infersignal.signal.level',
-    type: 'gauge',
-    unit: '{level}',
-    description: 'Current level of each signal: 0 ok, 1 warn, 2 critical.',
-    attributes: [ATTR.signal, ATTR.queue, m],
-  },
-  alerts: {
-    name: 'infersignal.alerts',
-    type: 'counter',
-    unit: '{alert}',
-    description: 'Alert events emitted (level changes), by signal and level.',
-    attributes: [ATTR.signal, ATTR.level],
-  },
-  internalErrors: {
-    name: 'infersignal.internal.errors',
-    type: 'counter',
-    unit: '{error}',
-    description: 'Errors caught inside InferSignal (its own or a user callback), never thrown into the request path.',
-    attributes: [ATTR.errorSource],
-  },
-  exportDropped: {
-    name: 'infersignal.export.dropped',
-    type: 'counter',
-    unit: '{export}',
-    description:
-      'OTLP exports that failed (collector down, timed out or refusing) and were dropped, by signal (metrics, traces); counted by @infersignal/node.',
-    attributes: [ATTR.exportSignal],
-  },
-  webhookDropped: {
-    name: 'infersignal.webhook.dropped',
-    type: 'counter',
-    unit: '{alert}',
-    description: 'Alert deliveries dropped by the webhook sink (queue full or retries exhausted).',
-    attributes: [],
-  },
+  ...internalSignal.metrics,
 } as const satisfies Record<string, InstrumentSpec>;
 
 export type MetricKey = keyof typeof METRICS;

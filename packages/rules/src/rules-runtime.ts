@@ -1,13 +1,12 @@
 /**
  * Rule groups for the signals core gained after the request-level ones:
- * predictive capacity (utilization ρ, time to saturation) and circuit
- * breakers. Same shape as rules.ts: names only through core's METRICS,
+ * predictive capacity (utilization ρ, time to saturation). Same shape as rules.ts: names only through core's METRICS,
  * numbers only from the thresholds (or a documented generator option).
  */
 import { LABEL } from './names';
 import { formatDuration, humanPercent, humanSeconds } from './duration';
-import { holdFor, levelHold, type ResolvedOptions } from './options';
-import { INSTANCE_KEYS, QUEUE_KEYS, REPLICA, alert, by, onReplica, signalLevel, type RuleGroup } from './rule-parts';
+import { levelHold, type ResolvedOptions } from './options';
+import { QUEUE_KEYS, REPLICA, alert, by, onReplica, signalLevel, type RuleGroup } from './rule-parts';
 
 /**
  * Capacity pages on the level core's capacity detector announced, per
@@ -63,29 +62,6 @@ export function capacityGroup(o: ResolvedOptions): RuleGroup {
         `Queue saturates within ${humanSeconds(c.saturationWarnSeconds)} at the current trend`,
         `${where}: at the least-squares trend of its utilization over thresholds.capacity.trendWindowSeconds, ρ reaches 1 in {{ $value | humanizeDuration }}, under ${humanSeconds(c.saturationWarnSeconds)} (thresholds.capacity.saturationWarnSeconds), and the in-process capacity detector holds WARN (the trend held over 2.5 trend windows, so a step in load does not raise it). Load is rising faster than the replica can absorb.`,
         keep,
-      ),
-    ],
-  };
-}
-
-/** Circuit breakers (`@infersignal/bench` createBreaker): state gauge 0 closed, 1 half-open, 2 open. */
-export function breakerGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const hold = holdFor(o, 0);
-  const keys = [...INSTANCE_KEYS, LABEL.breakerName];
-  // max_over_time bridges the short half-open probes of a breaker that keeps re-opening; a breaker that stays closed a whole window ends the alert.
-  return {
-    name: 'infersignal.circuit_breaker',
-    rules: [
-      alert(
-        o,
-        'InferSignalCircuitBreakerOpen',
-        'circuit_breaker',
-        'critical',
-        `max ${by(...keys)} (max_over_time(${metric('breakerState')}[${o.rateWindow}])) == 2`,
-        hold,
-        'Circuit breaker open',
-        `Circuit breaker {{ $labels.${LABEL.breakerName} }} of replica ${REPLICA} ({{ $labels.job }}) was open in every ${o.rateWindow} for ${hold}: its backend keeps failing, and calls through the breaker fail fast instead of waiting.`,
       ),
     ],
   };

@@ -19,10 +19,8 @@ import {
   QUEUE_KEYS,
   QUEUE_RECORD_LEVEL,
   REPLICA,
-  REPLICA_KEYS,
   alert,
   by,
-  eventExpr,
   onReplica,
   recordName,
   signalLevel,
@@ -31,7 +29,7 @@ import {
   type RuleFile,
   type RuleGroup,
 } from './rule-parts';
-import { breakerGroup, capacityGroup } from './rules-runtime';
+import { capacityGroup } from './rules-runtime';
 
 export type { Severity, RecordingRule, AlertingRule, RuleGroup, RuleFile } from './rule-parts';
 export { RUNBOOK_ANCHORS } from './rule-parts';
@@ -219,33 +217,11 @@ export function streamRecords(): { ratio: string; count: string } {
   return definitionStreamRecords({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
-function internalGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const keys = [...REPLICA_KEYS, LABEL.errorSource];
-  return {
-    name: 'infersignal.internal',
-    rules: [
-      alert(
-        o,
-        'InferSignalInternalErrors',
-        'internal_errors',
-        'warning',
-        eventExpr(metric('internalErrors'), keys, o.eventWindow),
-        undefined,
-        'InferSignal caught internal errors',
-        `InferSignal in replica ${REPLICA} ({{ $labels.job }}) caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`,
-      ),
-    ],
-  };
-}
-
 /** The rule templates still kept here, by signal definition name (the others are the definitions' own). */
 const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
   queue: queueGroup,
   capacity: capacityGroup,
   fleet: fleetGroup,
-  circuit_breaker: breakerGroup,
-  internal: internalGroup,
 };
 
 /** The rule groups for the given thresholds and options: one per signal definition that has rules. */

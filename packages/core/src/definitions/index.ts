@@ -2,15 +2,17 @@
  * Every signal InferSignal ships, in the order of the rule file and the
  * dashboard. Adding a signal is one definition file and one line here.
  *
- * Definitions with only a name and alerts are not converted yet: their
- * metrics are still in names.ts, their thresholds in config.ts and their
- * rule and panel templates in @infersignal/rules (looked up by name). Their
- * alerts (name, severity, runbook anchor, docs row) are already read from
- * here.
+ * The definitions made with `pending` (queue, capacity, fleet) are not
+ * converted yet: their metrics are still in names.ts, their thresholds in
+ * config.ts and their rule and panel templates in @infersignal/rules (looked
+ * up by name). Their alerts (name, severity, runbook anchor, docs row) are
+ * already read from here.
  */
 import type { AlertDefinition, SignalDefinition } from '../definition';
+import { circuitBreakerSignal } from './circuit-breaker';
 import { connectionsSignal } from './connections';
 import { deviceMemorySignal } from './device-memory';
+import { internalSignal } from './internal';
 import { modelLoadSignal } from './model-load';
 import { runtimeSignal } from './runtime';
 import { streamSignal } from './stream';
@@ -110,26 +112,6 @@ const fleet = pending('fleet', [
   },
 ]);
 
-const circuitBreaker = pending('circuit_breaker', [
-  {
-    name: 'InferSignalCircuitBreakerOpen',
-    signal: 'circuit_breaker',
-    severity: 'critical',
-    runbook: 'circuit-breaker-open',
-    doc: '`max by (job, instance, infersignal_breaker_name) (max_over_time(infersignal_breaker_state[1m])) == 2`',
-  },
-]);
-
-const internal = pending('internal', [
-  {
-    name: 'InferSignalInternalErrors',
-    signal: 'internal_errors',
-    severity: 'warning',
-    runbook: 'internal-errors',
-    doc: '`increase(infersignal_internal_errors_total[15m]) > 0`, or a new series',
-  },
-]);
-
 /** Core's signal definitions, in rule-file and dashboard order. */
 export const SIGNALS: readonly SignalDefinition[] = [
   queue,
@@ -140,8 +122,16 @@ export const SIGNALS: readonly SignalDefinition[] = [
   deviceMemorySignal,
   runtimeSignal,
   connectionsSignal,
-  circuitBreaker,
-  internal,
+  circuitBreakerSignal,
+  internalSignal,
 ];
 
-export { connectionsSignal, deviceMemorySignal, modelLoadSignal, runtimeSignal, streamSignal };
+export {
+  circuitBreakerSignal,
+  connectionsSignal,
+  internalSignal,
+  deviceMemorySignal,
+  modelLoadSignal,
+  runtimeSignal,
+  streamSignal,
+};
