@@ -57,6 +57,8 @@ export const ATTR = {
   rpcGrpcStatusCode: 'rpc.grpc.status_code',
   /** The name given to an instrumented HTTP(S) server (`instrumentServer`, default `http` / `https`). */
   server: 'infersignal.server.name',
+  /** OTel GenAI semconv (as on gen_ai.client.token.usage): `input` (prompt) or `output` tokens. */
+  tokenType: 'gen_ai.token.type',
   /** V8JS semconv: the heap space of `v8js.memory.heap.used` (`old_space`, `new_space`, `code_space`, …). */
   heapSpace: 'v8js.heap.space.name',
 } as const;

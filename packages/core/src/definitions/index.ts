@@ -70,6 +70,20 @@ const queue = pending('queue', [
     doc: 'same, `level(queue_age) >= 2`',
   },
   {
+    name: 'InferSignalQueueTokenBacklogHigh',
+    signal: 'queue_token_backlog',
+    severity: 'warning',
+    runbook: 'queue-token-backlog',
+    doc: '`max by (R, queue) (infersignal_queue_tokens_drain_time_seconds) and level(queue_token_backlog) >= 1`',
+  },
+  {
+    name: 'InferSignalQueueTokenBacklogCritical',
+    signal: 'queue_token_backlog',
+    severity: 'critical',
+    runbook: 'queue-token-backlog',
+    doc: 'same, `level(queue_token_backlog) >= 2`',
+  },
+  {
     name: 'InferSignalBackpressureCritical',
     signal: 'queue_backpressure',
     severity: 'critical',
