@@ -54,7 +54,7 @@ export { ThresholdDetector, worstLevel, type ThresholdLevels } from './detectors
 export { DriftDetector, linearFit, type LinearFit } from './detectors/drift';
 export { FixedHistogram } from './aggregates/histogram';
 export { EVENT_LOOP_RULE } from './signals/event-loop';
-export type { Admission, LoadOptions, QueueSnapshot, SignalName } from './types';
+export type { Admission, AlertReport, LoadOptions, QueueSnapshot, SignalName } from './types';
 export type { InstrumentType } from './names';
 export type {
   AnomalyThresholds,
