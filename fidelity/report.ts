@@ -183,7 +183,7 @@ export function ageFinding(runs: readonly RunFigures[]): string {
       ? `queue_age rose first in ${ageFirst}, queue_wait first in ${waitFirst}${both.length - ageFirst - waitFirst ? `, both at once in ${both.length - ageFirst - waitFirst}` : ''} of the ${both.length} where both rose (queue_wait − queue_age: median ${median.toFixed(1)} s, range ${diffs[0]!.toFixed(1)} to ${diffs.at(-1)!.toFixed(1)} s)`
       : 'in no run did both rise',
     `${ageOnly ? `; only queue_age rose in ${ageOnly}` : ''}${waitOnly ? `; only queue_wait rose in ${waitOnly}` : ''}${neither ? `; neither in ${neither}` : ''}.`,
-    `queue_age rose before the first failure in ${beforeFailure((r) => r.firstAgeSeconds)}, queue_wait in ${beforeFailure((r) => r.firstWaitSeconds)} of ${failed.length}.`,
+    `queue_age rose no later than the first failure in ${beforeFailure((r) => r.firstAgeSeconds)}, queue_wait in ${beforeFailure((r) => r.firstWaitSeconds)} of ${failed.length}.`,
   ];
   return `${parts[0]} ${parts[1]}${parts[2]} ${parts[3]}`;
 }
@@ -277,7 +277,7 @@ function heapSection(heap: HeapLeakFigures, summary: ScenarioSummary): string[] 
     [...new Set(runs.map((r) => r.abort ?? 'no abort'))].join('; '),
   ]);
   const dropped = heap.dropped.length
-    ? `Left out: ${heap.dropped.map((d) => `Node ${d.node} ${d.limitMiB} MiB at ${d.leakMiBs} MiB/s (expected life ${(d.expectedLifeSeconds / 60).toFixed(0)} min)`).join(', ')}: an expected life (the leak filling 80 % of the limit) over the bound of ${(heap.lifeBoundSeconds / 60).toFixed(0)} min. A slower leak gives the trend more major GCs to read, not fewer.`
+    ? `Left out: ${heap.dropped.map((d) => `Node ${d.node} ${d.limitMiB} MiB at ${d.leakMiBs} MiB/s (expected life ${(d.expectedLifeSeconds / 60).toFixed(0)} min)`).join(', ')}: an expected life (the leak filling 80 % of the limit) over the bound of ${(heap.lifeBoundSeconds / 60).toFixed(0)} min, which keeps the whole grid within the session that runs it; \`packages/core/test/heap.test.ts\` simulates those rates (0.5 MiB/s up to 1 GiB) against the same detector, and \`pnpm heap-leak-cells --limit 1024 --rate 0.5\` runs one for real.`
     : `No cell left out (life bound ${(heap.lifeBoundSeconds / 60).toFixed(0)} min).`;
   return [
     `## Heap leak: steady leaks until V8 aborts the process (expected signal \`heap_exhaustion\` or \`heap_headroom\`)`,
@@ -448,11 +448,13 @@ export function renderDoc(result: FidelityResult, note?: string, previous = ''):
     'one, from /proc schedstat: S covers the model run only, the thread also does the HTTP work). The',
     'JSON keeps both phases’ figures, and for each run the server’s main thread second by second around',
     'the first failure or alert (ms on a CPU, ms waiting for one): whether a slow second was the',
-    'server’s own work or a CPU it did not get. (The short mode runs the closed loop only, and sizes its',
-    'ramp and step from no less than the fastest window / 1.25: it runs beside other tests, whose load',
-    'can slow most windows.)',
+    'server’s own work or a CPU it did not get. The overload scenarios (ramp, step, halving) are sized from',
+    'no less than the closed-loop figure and the fastest window / 1.25 (the column "capacity req/s" is that',
+    'size): on a shared machine others’ load can slow most windows and then ease, and a load sized from',
+    'the lower figure then overloads nothing; steady keeps the lower figure, under which it must stay',
+    'healthy. (The short mode runs the closed loop only, and sizes its ramp and step the same way.)',
     '',
-    `**Halving** offers ${HALVING_LOAD}× of that capacity throughout; when the first stage ends a busy loop pinned to core 0 starts,`,
+    `**Halving** offers ${HALVING_LOAD}× of that size throughout; when the first stage ends a busy loop pinned to core 0 starts,`,
     'beside the server pinned there (every thread, `taskset -a`), and takes half the core: the same load is then',
     `${(HALVING_LOAD * 2).toFixed(1)}× of what the server has, and its queue fills at a fifth of that, as it would behind a CPU-bound neighbour or`,
     'a model that became twice as slow.',
