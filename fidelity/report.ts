@@ -374,8 +374,23 @@ function freshSection(result: FidelityResult, summary: ScenarioSummary, run: str
     ),
     '',
     ageFinding(runs),
+    ...notOverloadedText(result, summary.scenario as ScenarioName),
     '',
     run,
+  ];
+}
+
+/** The runs of a scenario in which nothing failed, each run again (see `notOverloaded` in suite.ts). */
+function notOverloadedText(result: FidelityResult, scenario: ScenarioName): string[] {
+  const runs = (result.notOverloaded ?? []).filter((r) => r.scenario === scenario);
+  if (runs.length === 0) return [];
+  const listed = runs.map(
+    (r) =>
+      `#${r.repeat} at ${r.fromRps}→${r.toRps} req/s of ${r.capacityRps.toFixed(0)} (alerts: ${r.alerts.length ? r.alerts.map(describeAlert).join('; ') : 'none'})`,
+  );
+  return [
+    '',
+    `Not overloaded, so run again on a fresh server (not counted above): ${runs.length} run(s) in which nothing failed, the machine's other load having eased after the capacity measurement: ${listed.join(', ')}.`,
   ];
 }
 

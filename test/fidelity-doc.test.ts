@@ -134,6 +134,13 @@ describe('fidelity doc sections', () => {
     expect(blocks.get('scenario-ramp')).toContain('Run: 2025-01-01T00:00:00Z');
     expect(blocks.get('scenario-step')).toContain('Goal: old.');
     expect(blocks.get('scenario-halving')).toContain('CPU halved at 15.0 s');
+    const retried = renderDoc({
+      ...result([run('halving', 1, 30, [alert('capacity', 'warn', 20, 'true')], 24, null)]),
+      notOverloaded: [run('halving', 1, null, [], null, null)],
+    });
+    expect(retried).toContain(
+      'Not overloaded, so run again on a fresh server (not counted above): 1 run(s) in which nothing failed',
+    );
     expect(doc).toMatch(
       /verdict fidelity: ramp 5\/5 runs met .*; step 5\/5 .*; halving 1\/1 runs met \(lead min 10\.0 s/,
     );
