@@ -11,13 +11,14 @@
  * default 20), FIDELITY_HEAP_HEALTHY_SECONDS (each healthy heap run,
  * default 600), FIDELITY_HEAP_LIFE_BOUND (s: cells expected to live longer
  * are left out, default 450), FIDELITY_HEAP_CONCURRENCY (leak cells at
- * once, default 3).
+ * once, default 3), FIDELITY_FROM_JSON (a saved result under .tmp/fidelity:
+ * runs nothing, writes that result's sections of the doc again).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { FAULT_SCENARIOS } from './faults/index';
 import { renderDoc, verdictLine } from './report';
-import { runFidelity, selectScenarios } from './suite';
+import { runFidelity, selectScenarios, type FidelityResult } from './suite';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -40,6 +41,18 @@ try {
 } catch (error) {
   console.error(`FIDELITY_SCENARIOS: ${(error as Error).message}`);
   process.exit(2);
+}
+// FIDELITY_FROM_JSON=path: no run; the doc's sections of that saved result are written again with this code's report
+// (after a change to the report, or with a corrected FIDELITY_NOTE).
+const fromJson = process.env.FIDELITY_FROM_JSON?.trim();
+if (fromJson) {
+  const saved = JSON.parse(readFileSync(fromJson, 'utf8')) as FidelityResult;
+  const doc = `${ROOT}docs/fidelity.md`;
+  const previous = existsSync(doc) ? readFileSync(doc, 'utf8') : '';
+  writeFileSync(doc, renderDoc(saved, process.env.FIDELITY_NOTE?.trim() || undefined, previous));
+  console.log(`wrote the sections of ${fromJson} into docs/fidelity.md`);
+  console.log(verdictLine(saved));
+  process.exit(0);
 }
 const abort = new AbortController();
 process.once('SIGINT', () => abort.abort());

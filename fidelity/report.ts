@@ -185,7 +185,13 @@ export function ageFinding(runs: readonly RunFigures[]): string {
     `${ageOnly ? `; only queue_age rose in ${ageOnly}` : ''}${waitOnly ? `; only queue_wait rose in ${waitOnly}` : ''}${neither ? `; neither in ${neither}` : ''}.`,
     `queue_age rose no later than the first failure in ${beforeFailure((r) => r.firstAgeSeconds)}, queue_wait in ${beforeFailure((r) => r.firstWaitSeconds)} of ${failed.length}.`,
   ];
-  return `${parts[0]} ${parts[1]}${parts[2]} ${parts[3]}`;
+  const verdict =
+    ageFirst + ageOnly > waitFirst + waitOnly
+      ? 'queue age announced this overload earlier than the wait histogram'
+      : ageFirst + ageOnly === waitFirst + waitOnly
+        ? 'neither queue age nor the wait histogram announced this overload earlier than the other'
+        : 'queue age did not announce this overload earlier than the wait histogram';
+  return `${parts[0]} ${parts[1]}${parts[2]} ${parts[3]} In short, ${verdict}: first in ${ageFirst + ageOnly} run(s) against ${waitFirst + waitOnly}.`;
 }
 
 function faultCell(run: FaultRunFigures): string[] {
@@ -277,8 +283,8 @@ function heapSection(heap: HeapLeakFigures, summary: ScenarioSummary): string[] 
     [...new Set(runs.map((r) => r.abort ?? 'no abort'))].join('; '),
   ]);
   const dropped = heap.dropped.length
-    ? `Left out: ${heap.dropped.map((d) => `Node ${d.node} ${d.limitMiB} MiB at ${d.leakMiBs} MiB/s (expected life ${(d.expectedLifeSeconds / 60).toFixed(0)} min)`).join(', ')}: an expected life (the leak filling 80 % of the limit) over the bound of ${(heap.lifeBoundSeconds / 60).toFixed(0)} min, which keeps the whole grid within the session that runs it; \`packages/core/test/heap.test.ts\` simulates those rates (0.5 MiB/s up to 1 GiB) against the same detector, and \`pnpm heap-leak-cells --limit 1024 --rate 0.5\` runs one for real.`
-    : `No cell left out (life bound ${(heap.lifeBoundSeconds / 60).toFixed(0)} min).`;
+    ? `Left out: ${heap.dropped.map((d) => `Node ${d.node} ${d.limitMiB} MiB at ${d.leakMiBs} MiB/s (expected life ${(d.expectedLifeSeconds / 60).toFixed(0)} min)`).join(', ')}: an expected life (the leak filling 80 % of the limit) over the bound of ${heap.lifeBoundSeconds} s, which keeps the whole grid within the session that runs it; \`packages/core/test/heap.test.ts\` simulates those rates (0.5 MiB/s up to 1 GiB) against the same detector, and \`pnpm heap-leak-cells --limit 1024 --rate 0.5\` runs one for real.`
+    : `No cell left out (life bound ${heap.lifeBoundSeconds} s).`;
   return [
     `## Heap leak: steady leaks until V8 aborts the process (expected signal \`heap_exhaustion\` or \`heap_headroom\`)`,
     '',

@@ -195,7 +195,7 @@ describe('step and halving goals, queue age against wait', () => {
       run('step', 4, null, [], null, null),
     ];
     expect(ageFinding(runs)).toBe(
-      'Queue age against queue wait (column "queue_age / queue_wait", each signal\'s first rise about a failing queue), over the 3 run(s) that failed: queue_age rose first in 2, queue_wait first in 0 of the 2 where both rose (queue_wait − queue_age: median 1.3 s, range 1.0 to 1.5 s); only queue_age rose in 1. queue_age rose no later than the first failure in 3, queue_wait in 0 of 3.',
+      'Queue age against queue wait (column "queue_age / queue_wait", each signal\'s first rise about a failing queue), over the 3 run(s) that failed: queue_age rose first in 2, queue_wait first in 0 of the 2 where both rose (queue_wait − queue_age: median 1.3 s, range 1.0 to 1.5 s); only queue_age rose in 1. queue_age rose no later than the first failure in 3, queue_wait in 0 of 3. In short, queue age announced this overload earlier than the wait histogram: first in 3 run(s) against 0.',
     );
   });
 });
