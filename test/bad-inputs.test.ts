@@ -71,7 +71,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
     { eventloop: false },
     config(
       'eventloop',
-      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi)',
+      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, signals, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi)',
     ),
   ],
   [

@@ -46,3 +46,20 @@ export { brand } from './brand';
 export { SlidingWindow } from './detectors/sliding-window';
 export { ThresholdDetector, type ThresholdLevels } from './detectors/threshold';
 export { linearFit, type LinearFit } from './detectors/drift';
+// Signal definitions: one object per signal, read by the monitor, the validator, the generators and the docs.
+export { SIGNALS } from './definitions/index';
+export { streamRecords } from './definitions/stream';
+export { memoryGapRecord } from './definitions/device-memory';
+export { defineSignal } from './definition';
+export type {
+  AlertDefinition,
+  AlertingRuleDef,
+  PanelDef,
+  PanelKit,
+  RecordingRuleDef,
+  RuleGroupDef,
+  RuleKit,
+  SignalDefinition,
+  ThresholdField,
+  ThresholdGroup,
+} from './definition';

@@ -5,7 +5,7 @@
  * value with the same one line: the dotted field, what was given (NaN as
  * NaN, a string quoted) and what is accepted.
  */
-import { InferSignalConfigError } from './errors';
+import { InferSignalConfigError } from './config-error';
 import { describeValue } from './describe';
 
 export { describeValue };
@@ -57,7 +57,7 @@ export function acceptedText(spec: FieldSpec): string {
 }
 
 /** Whether `spec` accepts `value` (for a door that warns instead of throwing: the environment). */
-function fieldAccepts(spec: FieldSpec, value: unknown): boolean {
+export function fieldAccepts(spec: FieldSpec, value: unknown): boolean {
   switch (spec.type) {
     case 'boolean':
       return typeof value === 'boolean';

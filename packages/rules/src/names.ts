@@ -24,7 +24,7 @@ export type Naming = 'collector' | 'otel-js';
 export const NAMINGS: readonly Naming[] = ['collector', 'otel-js'];
 
 /** The Prometheus name of an instrument as the `naming` path writes it. */
-function prometheusNameFor(spec: InstrumentSpec, naming: Naming): string {
+export function prometheusNameFor(spec: InstrumentSpec, naming: Naming): string {
   if (naming === 'collector') return prometheusName(spec);
   // exporter-prometheus: invalid characters and runs of underscores become one underscore; monotonic sums get _total.
   const name = spec.name.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');
@@ -50,7 +50,12 @@ export function metricNames(naming: Naming): MetricNames {
  * naming, so what reads the recorded series never changes with it.
  */
 export function recordBase(key: MetricKey): string {
-  return prometheusName(METRICS[key] as InstrumentSpec).replace(/_total$/, '');
+  return specRecordBase(METRICS[key] as InstrumentSpec);
+}
+
+/** `recordBase` of an instrument spec (a signal definition's). */
+export function specRecordBase(spec: InstrumentSpec): string {
+  return prometheusName(spec).replace(/_total$/, '');
 }
 
 /** Label names, as the exporter writes the OTel attribute keys. */
@@ -97,6 +102,3 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'breakerState',
   'signalLevel',
 ];
-
-/** Stream outcomes that count as completed; every other outcome is an interruption (core's StreamOutcome). */
-export const COMPLETED_OUTCOME = 'completed';

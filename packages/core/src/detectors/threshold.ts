@@ -1,4 +1,4 @@
-import type { Level } from '../contract';
+import type { Level } from '../types';
 
 export interface ThresholdLevels {
   warn: number;
