@@ -624,8 +624,11 @@ export const BUCKETS = {
   rpcCallMs: [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000],
   /** GC pauses: the semantic conventions' advice for v8js.gc.duration, so every exporter of it agrees. */
   gc: [0.01, 0.1, 1, 10],
-  /** model load: up to 10 minutes */
-  modelLoad: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+  /**
+   * model load, up to 10 minutes: a few loads a process lifetime, judged against their baseline (not a
+   * quantile), and read by their sum and count: a decade a bucket keeps the scrape small.
+   */
+  modelLoad: [0.1, 1, 10, 60, 600],
   /** TLS handshakes: loopback ~1–5 ms, a slow client or an overloaded server (RSA signing on a blocked loop) seconds. */
   tlsHandshake: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   /** Requests per connection (a count, not seconds). */
