@@ -281,8 +281,6 @@ const rows = Object.keys(figures[0]!.rows).map((name) => [
   ...PEERS.map((p) => figures.map((f) => f.rows[name]!.ratio(p)).join(' / ')),
 ]);
 const results = [
-  `Each cell: ${LINES.map((l) => l.label).join(' / ')}.`,
-  '',
   table(['', ...IDLE_VARIANTS.map((v) => LABEL[v]), 'InferSignal / prom-client', 'InferSignal / stock OTel'], rows),
 ].join('\n');
 console.log(results);
@@ -323,7 +321,7 @@ writeSection('idle', {
     '@opentelemetry/instrumentation-runtime-node',
   ],
   method: `Four Fastify servers on each of ${LINES.map((l) => l.label).join(' and ')} in one run, each its own process: bare; prom-client's default metrics; stock OTel (NodeSDK, instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one queue.
-Per round: 200 requests each, ${REST_S} s at rest, ${SCRAPE_S} s of 20 scrapes/s on each in turn; CPU and timeslices from /proc/<pid>/task/*/schedstat; ratios: median of the rounds' own (range).`,
+Per round: 200 requests each, ${REST_S} s at rest, ${SCRAPE_S} s of 20 scrapes/s on each in turn; CPU and timeslices from /proc/<pid>/task/*/schedstat; ratios: median of the rounds' own (range); each cell: ${LINES.map((l) => l.label).join(' / ')}.`,
   results,
   verdict,
   notes: `At rest: the event_loop signal's 20 ms probe, 50 JS timer wake-ups a second (~90 µs each here). A scrape: collection and exposition take ~0.2 ms of CPU in process; the rest is the HTTP request and the wake-up, which every peer pays.`,
