@@ -143,8 +143,12 @@ const queueCases: [string, Record<string, unknown>, string][] = [
   [
     'an unknown key',
     { size: 3 },
-    config('options.size', 'queue "gen": unknown option, got 3 (expected one of capacity, concurrency, maxWaiting)'),
+    config(
+      'options.size',
+      'queue "gen": unknown option, got 3 (expected one of capacity, concurrency, maxWaiting, tokens)',
+    ),
   ],
+  ['tokens as a string', { tokens: 'yes' }, config('options.tokens', 'queue "gen": must be true or false, got "yes"')],
 ];
 
 const startCases: [string, Record<string, unknown>, string][] = [
@@ -460,6 +464,21 @@ const cliCases: [string[], number, string][] = [
     [...k8s, '--readiness-path', 'healthz'],
     1,
     'infersignal-rules kubernetes: invalid --readiness-path: must be a path starting with "/", got "healthz"',
+  ],
+  [
+    [...k8s, '--engine-type', 'node llama'],
+    1,
+    'infersignal-rules kubernetes: invalid --engine-type: must be a Kubernetes label value: 1 to 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit, got "node llama"',
+  ],
+  [
+    [...k8s, '--queue-name', ''],
+    1,
+    'infersignal-rules kubernetes: invalid --queue-name: must be a non-empty string of at most 256 characters without control characters, got ""',
+  ],
+  [
+    [...k8s, '--model', 'a\nb'],
+    1,
+    'infersignal-rules kubernetes: invalid --model: must be a non-empty string of at most 256 characters without control characters, got "a\\nb"',
   ],
   [
     [...k8s, '--prometheus-url', 'ftp://prometheus'],

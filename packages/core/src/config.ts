@@ -40,6 +40,15 @@ export interface QueueThresholds {
   ageWarnSeconds: number;
   /** Age (s) of the oldest request still waiting for CRITICAL. Announced, not shed on: occupancy and wait shed. */
   ageCriticalSeconds: number;
+  /**
+   * An LLM queue's token backlog, as the time (s) it takes to drain at the output rate the queue has been
+   * serving at: output tokens owed to the running requests plus those the waiting ones asked for (each
+   * max_tokens scaled by the share of it recent completed requests used), over output tokens per second
+   * while requests ran (capacity.rateWindowSeconds). Judged while requests wait, on the tick. WARN above this.
+   */
+  tokenDrainWarnSeconds: number;
+  /** Token backlog drain time (s) for CRITICAL. Announced, not shed on. */
+  tokenDrainCriticalSeconds: number;
 }
 
 export interface ModelLoadThresholds {
@@ -212,6 +221,8 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     shedHoldSeconds: 3,
     ageWarnSeconds: 1,
     ageCriticalSeconds: 5,
+    tokenDrainWarnSeconds: 30,
+    tokenDrainCriticalSeconds: 120,
   },
   capacity: {
     utilizationWarn: 0.8,
@@ -317,6 +328,8 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     shedHoldSeconds: 'nonNegative',
     ageWarnSeconds: 'positive',
     ageCriticalSeconds: 'positive',
+    tokenDrainWarnSeconds: 'positive',
+    tokenDrainCriticalSeconds: 'positive',
   },
   modelLoad: {
     spikeFactor: 'factor',
@@ -459,6 +472,12 @@ export function resolveThresholds(input: unknown = {}, prefix = 'thresholds'): T
     throw new InferSignalConfigError(
       `${prefix}.queue.ageWarnSeconds`,
       `must be below queue.ageCriticalSeconds (${t.queue.ageCriticalSeconds})`,
+    );
+  }
+  if (t.queue.tokenDrainWarnSeconds >= t.queue.tokenDrainCriticalSeconds) {
+    throw new InferSignalConfigError(
+      `${prefix}.queue.tokenDrainWarnSeconds`,
+      `must be below queue.tokenDrainCriticalSeconds (${t.queue.tokenDrainCriticalSeconds}), got ${t.queue.tokenDrainWarnSeconds}`,
     );
   }
   if (t.stream.interruptedRatio >= t.stream.interruptedRatioCritical) {

@@ -69,6 +69,8 @@ export const ATTR = {
   rpcGrpcStatusCode: 'rpc.grpc.status_code',
   /** The name given to an instrumented HTTP(S) server (`instrumentServer`, default `http` / `https`). */
   server: 'infersignal.server.name',
+  /** OTel GenAI semconv (as on gen_ai.client.token.usage): `input` (prompt) or `output` tokens. */
+  tokenType: 'gen_ai.token.type',
   /** V8JS semconv: the heap space of `v8js.memory.heap.used` (`old_space`, `new_space`, `code_space`, …). */
   heapSpace: 'v8js.heap.space.name',
 } as const;
@@ -157,6 +159,23 @@ export const METRICS = {
     description:
       'Time the requests still waiting have already waited, summed (Σ now − arrival), read at collection; 0 when none waits.',
     attributes: [ATTR.queue],
+  },
+  queueTokensPending: {
+    name: 'infersignal.queue.tokens.pending',
+    type: 'gauge',
+    unit: '{token}',
+    description:
+      "Token backlog of an LLM queue, read at collection: `gen_ai.token.type` `input`, the prompt tokens of the requests still waiting; `output`, the output tokens still owed to the running requests (their max_tokens less the tokens produced so far; a request without max_tokens owes none). Present at 0 from the queue's creation on a queue made with `tokens: true`.",
+    attributes: [ATTR.queue, ATTR.tokenType],
+  },
+  queueTokensDrainTime: {
+    name: 'infersignal.queue.tokens.drain.time',
+    type: 'gauge',
+    unit: 's',
+    description:
+      "Time an LLM queue's known output work takes at the output rate it has been serving at: the max_tokens of the running and waiting requests, scaled by the share of max_tokens its recent completed requests produced (1 until 8 completed), less the tokens the running ones produced, over output tokens per second while requests ran (over capacity.rateWindowSeconds). 0 when none waits; not observed while no token was produced in the window.",
+    attributes: [ATTR.queue],
+    feeds: 'queue.tokenDrainWarnSeconds / queue.tokenDrainCriticalSeconds',
   },
   backpressureLevel: {
     name: 'infersignal.queue.backpressure.level',

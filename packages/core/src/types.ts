@@ -29,6 +29,7 @@ export type SignalName =
   | 'queue_wait'
   | 'queue_occupancy'
   | 'queue_age'
+  | 'queue_token_backlog'
   | 'queue_backpressure'
   | 'model_load'
   | 'stream_interruptions'
@@ -173,6 +174,11 @@ export interface QueueOptions {
   concurrency?: number;
   /** Max requests waiting in `run()`'s FIFO before it rejects (default capacity − concurrency). */
   maxWaiting?: number;
+  /**
+   * An LLM queue: export its token backlog (`Ticket.setTokens`, `Ticket.produced`) from the start, at 0
+   * until a request says its tokens (default false; a queue whose requests say them exports it from then).
+   */
+  tokens?: boolean;
 }
 
 /** Answer of `admit()`: shed or not, with a Retry-After hint. */
@@ -197,6 +203,21 @@ export interface Ticket {
    * output text here.
    */
   setAttributes(attributes: Attributes): void;
+  /**
+   * The request's token cost on an LLM queue: its prompt tokens and the
+   * most output tokens it may produce (`max_tokens`; 0 or omitted: not
+   * bounded, so not counted as owed). While it waits its prompt counts in
+   * the queue's waiting prompt tokens; once it runs, `maxOutput` less the
+   * tokens `produced()` counts as owed. Call at arrival; a later call
+   * replaces the cost.
+   */
+  setTokens(prompt: number, maxOutput?: number): void;
+  /**
+   * `n` output tokens generated for this running request: lowers what it
+   * still owes and feeds the queue's output rate. Call as tokens come (no
+   * allocation); tokens before `start()` or after `end()` are ignored.
+   */
+  produced(n: number): void;
   /**
    * Where the request's incoming trace context can be read (HTTP headers
    * with `traceparent`, gRPC metadata), for its span: if a span is made and
@@ -296,6 +317,21 @@ export interface LoadOptions {
   resultAttributes?: (result: unknown) => Record<string, string | number | boolean>;
 }
 
+export interface QueueTokensSnapshot {
+  /** Prompt tokens of the requests waiting. */
+  waitingPrompt: number;
+  /** Max output tokens the requests waiting asked for. */
+  waitingOutput: number;
+  /** Output tokens still owed to the requests running (max output − produced). */
+  owedOutput: number;
+  /** Share of their max output recent completed requests produced (1 until 8 completed): scales the drain's work. */
+  usedShare: number;
+  /** Output tokens per second while requests ran, over capacity.rateWindowSeconds; null before any. */
+  outputRate: number | null;
+  /** Expected output work / rate: 0 when none waits, null while the rate is unknown (see QueueTokens). */
+  drainSeconds: number | null;
+}
+
 export interface QueueSnapshot {
   level: Level;
   waiting: number;
@@ -309,6 +345,8 @@ export interface QueueSnapshot {
   pendingWaitSeconds: number;
   /** Admission sheds (backpressure CRITICAL, held by queue.shedHoldSeconds and the hysteresis). */
   shedding: boolean;
+  /** An LLM queue's token backlog (QueueOptions.tokens, Ticket.setTokens), read now; absent on other queues. */
+  tokens?: QueueTokensSnapshot;
   completed: number;
   /** Forward-looking capacity estimate (signals/capacity.ts): utilization ρ = λ·S / c. */
   utilization: number;

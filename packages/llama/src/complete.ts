@@ -67,6 +67,8 @@ export async function generate(
   const lastToken = options.maxTokens !== undefined && options.maxTokens > 0 ? options.maxTokens : Infinity;
   const onToken = (tokens: Token[]) => {
     handedOut += tokens.length;
+    // What the request still owes (its token backlog) is exact at every callback, not batched.
+    ticket.produced(tokens.length);
     unrecorded += tokens.length;
     if (unrecorded >= TOKEN_BATCH || unrecorded === handedOut || handedOut >= lastToken) {
       stream.token(unrecorded);

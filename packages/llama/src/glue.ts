@@ -49,10 +49,12 @@ export function sequenceQueue(monitor: Monitor, settings: QueueSettings, existin
       );
     return existing;
   }
+  // An LLM queue: its token backlog (prompt tokens waiting, output tokens owed) is exported from the start.
   return monitor.queue(settings.name, {
     concurrency: settings.concurrency,
     capacity: settings.capacity,
     maxWaiting: settings.maxWaiting,
+    tokens: true,
   });
 }
 

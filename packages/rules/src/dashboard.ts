@@ -87,6 +87,33 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
       },
     ],
   });
+  l.add({
+    title: 'LLM token backlog',
+    description:
+      'Per LLM queue, summed over replicas: prompt tokens of the requests still waiting (input) and output tokens still owed to the running ones, their max_tokens less what they produced (output).',
+    w: 12,
+    unit: 'short',
+    targets: [
+      {
+        expr: `sum by (${LABEL.queue}, ${LABEL.tokenType}) (${metric('queueTokensPending')}{${SEL.queue}})`,
+        legend: `{{${LABEL.tokenType}}} {{${LABEL.queue}}}`,
+      },
+    ],
+  });
+  l.add({
+    title: 'LLM token backlog drain time',
+    description:
+      'Worst replica per queue: (output tokens owed + max_tokens of the waiting requests) / the output rate the queue has been serving at; 0 when none waits. Lines: thresholds.queue.tokenDrainWarnSeconds and tokenDrainCriticalSeconds.',
+    w: 12,
+    unit: 's',
+    lines: [t.queue.tokenDrainWarnSeconds, t.queue.tokenDrainCriticalSeconds],
+    targets: [
+      {
+        expr: `max by (${LABEL.queue}) (${metric('queueTokensDrainTime')}{${SEL.queue}})`,
+        legend: `{{${LABEL.queue}}}`,
+      },
+    ],
+  });
 
   l.row('Queue occupancy and backpressure');
   l.add({

@@ -62,6 +62,8 @@ export const LABEL = {
   /** The instrumented HTTP(S) server (`instrumentServer`'s `name`). */
   server: prometheusLabel(ATTR.server),
   errorType: prometheusLabel(ATTR.errorType),
+  /** `input` / `output` on the token backlog gauge. */
+  tokenType: prometheusLabel(ATTR.tokenType),
   breakerName: prometheusLabel(ATTR.breakerName),
   /** GC kind of `v8js.gc.duration` (core names the attribute on the instrument only). */
   gcType: prometheusLabel(METRICS.gcDuration.attributes[0]),
@@ -72,6 +74,7 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'queueWait',
   'queueOccupancy',
   'queueWaitOldest',
+  'queueTokensDrainTime',
   'backpressureLevel',
   'modelLoadSpikes',
   'streams',

@@ -94,6 +94,8 @@ export const RUNBOOK_ANCHORS: Record<string, string> = {
   InferSignalQueueOccupancyCritical: 'queue-occupancy',
   InferSignalQueueAgeHigh: 'queue-age',
   InferSignalQueueAgeCritical: 'queue-age',
+  InferSignalQueueTokenBacklogHigh: 'queue-token-backlog',
+  InferSignalQueueTokenBacklogCritical: 'queue-token-backlog',
   InferSignalBackpressureCritical: 'backpressure',
   InferSignalCapacityUtilizationHigh: 'capacity-utilization',
   InferSignalCapacityUtilizationCritical: 'capacity-utilization',

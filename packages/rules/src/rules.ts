@@ -79,6 +79,8 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
   const occupancy = `max ${by(...QUEUE_KEYS)} (${metric('queueOccupancy')})`;
   const oldest = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitOldest')})`;
   const ageLevel = signalLevel(o, 'queue_age', [LABEL.queue]);
+  const drain = `max ${by(...QUEUE_KEYS)} (${metric('queueTokensDrainTime')})`;
+  const tokenLevel = signalLevel(o, 'queue_token_backlog', [LABEL.queue]);
   const held = (what: string) =>
     `the in-process ${what} detector (same thresholds, window, hysteresis and keep) raised its level`;
   return {
@@ -161,6 +163,28 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         level,
         `Oldest waiting request older than ${humanSeconds(q.ageCriticalSeconds)}`,
         `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${humanSeconds(q.ageCriticalSeconds)} (thresholds.queue.ageCriticalSeconds): ${held('queue_age')} to CRITICAL. Requests are not being started: check the runtime behind the queue.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueueTokenBacklogHigh',
+        'queue_token_backlog',
+        'warning',
+        `${drain} and ${on} (${tokenLevel} >= 1)`,
+        level,
+        `LLM token backlog takes longer than ${humanSeconds(q.tokenDrainWarnSeconds)} to drain`,
+        `${queueWhere}: the output tokens owed to the running requests and asked for by the waiting ones (max_tokens scaled by the share recent requests used) take {{ $value | humanizeDuration }} at the output rate the queue has been serving at, more than ${humanSeconds(q.tokenDrainWarnSeconds)} (thresholds.queue.tokenDrainWarnSeconds): ${held('queue_token_backlog')} to WARN. A request arriving now waits behind that work: the queue holds more tokens than it can serve soon.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueueTokenBacklogCritical',
+        'queue_token_backlog',
+        'critical',
+        `${drain} and ${on} (${tokenLevel} >= 2)`,
+        level,
+        `LLM token backlog takes longer than ${humanSeconds(q.tokenDrainCriticalSeconds)} to drain`,
+        `${queueWhere}: the token backlog takes {{ $value | humanizeDuration }} to drain at the measured output rate, more than ${humanSeconds(q.tokenDrainCriticalSeconds)} (thresholds.queue.tokenDrainCriticalSeconds): ${held('queue_token_backlog')} to CRITICAL. Scale out, lower max_tokens or shed before the waiting requests time out.`,
         keep,
       ),
       alert(

@@ -19,6 +19,7 @@ import type {
 } from '../types';
 import { CapacityModel } from './capacity';
 import { QueueAge } from './queue-age';
+import { QueueTokens } from './queue-tokens';
 import { requestDurationAttributes } from './gen-ai';
 import type { GlitchAttribution } from './attribution';
 import type { RequestTail, RequestTraces, TracedRequest } from './request-trace';
@@ -127,6 +128,10 @@ class RequestTicket implements Ticket, TracedRequest {
   ended = false;
   /** Its service time has gone to the capacity model (at slot release in run(), else at end). */
   private served = false;
+  /** Token cost (setTokens) and output tokens produced, for the queue's token backlog. */
+  private promptTokens = 0;
+  private maxOutput = 0;
+  private producedTokens = 0;
 
   constructor(
     private readonly queue: Queue,
@@ -149,8 +154,14 @@ class RequestTicket implements Ticket, TracedRequest {
     const q = this.queue;
     try {
       q.left(this);
-      if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
       const now = q.ctx.clock();
+      const tokens = q.tokens;
+      if (tokens !== undefined) {
+        tokens.advance(now, q.inFlight);
+        tokens.owed += this.owed();
+        tokens.runningMax += this.maxOutput;
+      }
+      if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
       q.ctx.recordSecondsIn(this.slot.waitSeries, wait);
@@ -170,6 +181,12 @@ class RequestTicket implements Ticket, TracedRequest {
       const attributes = known ? this.slot.outcomeAttributes[outcome] : this.slot.outcomeAttributes.error;
       const series = this.slot.outcomeSeries[known ? outcome : 'error'];
       if (this.started) {
+        if (q.tokens !== undefined) {
+          q.tokens.advance(now, q.inFlight);
+          q.tokens.owed -= this.owed();
+          q.tokens.runningMax -= this.maxOutput;
+          if (outcome === 'completed' && this.maxOutput > 0) q.tokens.completed(this.producedTokens, this.maxOutput);
+        }
         q.inFlight--;
         const inference = (now - this.startedAt) / 1000;
         q.ctx.recordSecondsIn(series.inference, inference);
@@ -192,6 +209,54 @@ class RequestTicket implements Ticket, TracedRequest {
 
   stream(): StreamHandle {
     return this.queue.streamOf(this.slot.model, this.arrival);
+  }
+
+  /** Output tokens this request still owes while it runs. */
+  private owed(): number {
+    return this.maxOutput > this.producedTokens ? this.maxOutput - this.producedTokens : 0;
+  }
+
+  /** Its prompt and max output, while it waits (left() takes them out again). */
+  waitingTokens(sign: 1 | -1): void {
+    const tokens = this.queue.tokens;
+    if (tokens === undefined) return;
+    tokens.waitingPrompt += sign * this.promptTokens;
+    tokens.waitingOutput += sign * this.maxOutput;
+  }
+
+  setTokens(prompt: number, maxOutput = 0): void {
+    if (this.ended) return;
+    const q = this.queue;
+    try {
+      const tokens = q.tokenBacklog();
+      if (this.started) {
+        const before = this.owed();
+        tokens.runningMax -= this.maxOutput;
+        this.maxOutput = tokenCount(maxOutput);
+        tokens.runningMax += this.maxOutput;
+        tokens.owed += this.owed() - before;
+        this.promptTokens = tokenCount(prompt);
+      } else {
+        this.waitingTokens(-1);
+        this.promptTokens = tokenCount(prompt);
+        this.maxOutput = tokenCount(maxOutput);
+        this.waitingTokens(1);
+      }
+    } catch (error) {
+      q.ctx.internalError('ticket.setTokens', error);
+    }
+  }
+
+  produced(n: number): void {
+    if (!this.started || this.ended || !(n > 0) || !Number.isFinite(n)) return;
+    const q = this.queue;
+    const tokens = q.tokens;
+    if (tokens === undefined) return;
+    // No clock read: the tokens join the busy stretch they came in when it is next accounted.
+    tokens.produced(n);
+    const before = this.owed();
+    this.producedTokens += n;
+    tokens.owed -= before - this.owed();
   }
 
   /**
@@ -241,6 +306,9 @@ export class Queue implements QueueTracker {
   private readonly ageDetector: ThresholdDetector;
   /** Arrival stamps of the waiting requests: the oldest one's age and the waits still accruing. */
   readonly age: QueueAge;
+  /** An LLM queue's token backlog: made with the queue (`tokens: true`) or when a request first says its tokens. */
+  tokens: QueueTokens | undefined;
+  private tokenDetector: ThresholdDetector | undefined;
   /**
    * Occupancy and age bounds precomputed for the request path: waiting + in
    * flight at which occupancy is over WARN / CRITICAL (the counts the
@@ -326,6 +394,7 @@ export class Queue implements QueueTracker {
       bothDirections: t.anomaly.bothDirections,
     });
     this.labels = { queue: name };
+    if (options.tokens) this.tokenBacklog();
     // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
     const explicit = options.concurrency !== undefined;
     this.capacity_ = new CapacityModel(
@@ -365,6 +434,49 @@ export class Queue implements QueueTracker {
   left(ticket: RequestTicket): void {
     this.waiting--;
     this.age.leave(ticket.seq, ticket.arrival);
+    ticket.waitingTokens(-1);
+  }
+
+  /** The token backlog, made on first use. */
+  tokenBacklog(): QueueTokens {
+    if (this.tokens === undefined) {
+      const t = this.ctx.thresholds;
+      this.tokenDetector = new ThresholdDetector({
+        warn: t.queue.tokenDrainWarnSeconds,
+        critical: t.queue.tokenDrainCriticalSeconds,
+        forSeconds: t.queue.forSeconds,
+        keepFiringSeconds: t.queue.keepFiringSeconds,
+      });
+      this.tokens = new QueueTokens(t.capacity.rateWindowSeconds);
+    }
+    return this.tokens;
+  }
+
+  /** The token backlog's drain time through its detector, announced as `queue_token_backlog`. */
+  private judgeTokens(now: number): void {
+    const tokens = this.tokens;
+    const detector = this.tokenDetector;
+    if (tokens === undefined || detector === undefined) return;
+    const t = this.ctx.thresholds.queue;
+    tokens.advance(now, this.inFlight);
+    const drain = tokens.drainSeconds(this.waiting);
+    // NaN (no output rate yet) keeps the level.
+    const level = detector.update(drain, now);
+    const bound = level === 'critical' ? t.tokenDrainCriticalSeconds : t.tokenDrainWarnSeconds;
+    const share = tokens.usedShare();
+    const work = `${tokens.owed} output tokens owed to ${this.inFlight} running + ${tokens.waitingOutput} asked by ${this.waiting} waiting (${tokens.waitingPrompt} prompt tokens)${share < 1 ? `, ${(share * 100).toFixed(0)} % of max_tokens expected as recent requests used` : ''}`;
+    this.ctx.report(
+      'queue_token_backlog',
+      level,
+      Number.isNaN(drain) ? 0 : drain,
+      bound,
+      this.labels,
+      level === 'ok'
+        ? undefined
+        : detector.keeping
+          ? `token backlog drains in ${seconds(drain)}, back under ${t.tokenDrainWarnSeconds} s; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+          : `token backlog drains in ${seconds(drain)} > ${bound} s at ${tokens.rate().toFixed(1)} tokens/s: ${work}`,
+    );
   }
 
   /**
@@ -684,6 +796,7 @@ export class Queue implements QueueTracker {
     );
     this.judgeOccupancy(now);
     this.judgeAge(now);
+    this.judgeTokens(now);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
@@ -759,6 +872,20 @@ export class Queue implements QueueTracker {
     if (this.shedding && this.shedEnds(now)) this.stopShedding(now);
   }
 
+  private tokensSnapshot(tokens: QueueTokens, now: number) {
+    tokens.advance(now, this.inFlight);
+    const rate = tokens.rate();
+    const drain = tokens.drainSeconds(this.waiting);
+    return {
+      waitingPrompt: tokens.waitingPrompt,
+      waitingOutput: tokens.waitingOutput,
+      owedOutput: tokens.owed,
+      usedShare: tokens.usedShare(),
+      outputRate: Number.isNaN(rate) ? null : rate,
+      drainSeconds: Number.isNaN(drain) ? null : drain,
+    };
+  }
+
   snapshot(): QueueSnapshot {
     const now = this.ctx.clock();
     return {
@@ -771,10 +898,20 @@ export class Queue implements QueueTracker {
       oldestWaitSeconds: this.age.oldest(now) / 1000,
       pendingWaitSeconds: this.age.total(now) / 1000,
       shedding: this.shedding,
+      ...(this.tokens === undefined ? {} : { tokens: this.tokensSnapshot(this.tokens, now) }),
       completed: this.completed,
       ...capacitySnapshot(this.capacity_.estimate),
     };
   }
+}
+
+/** A token count as given: a non-negative integer, anything else 0. */
+function tokenCount(value: number): number {
+  return Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+function seconds(value: number): string {
+  return Number.isFinite(value) ? `${value.toFixed(1)} s` : 'an unknown time';
 }
 
 /** The least count n of `capacity` with n / capacity > ratio: where the occupancy detector first raises. */
