@@ -20,7 +20,10 @@ export interface QueueThresholds {
   waitCriticalSeconds: number;
   /** Sliding window (s) over which the wait quantile is computed. */
   waitWindowSeconds: number;
-  /** How long (s) a wait level must hold before it is reported (Prometheus `for:`). */
+  /**
+   * How long (s) a wait level must hold before it is reported (Prometheus `for:`). Not applied to the age,
+   * which is itself a time held: the oldest request has waited that long.
+   */
   forSeconds: number;
   /**
    * How long (s) a wait WARN stays reported after the wait fell back (Prometheus `keep_firing_for`), so

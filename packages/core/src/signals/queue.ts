@@ -368,10 +368,11 @@ export class Queue implements QueueTracker {
     this.warnCount = firstCountOver(t.queue.occupancyWarn, this.capacity);
     this.criticalCount = firstCountOver(t.queue.occupancyCritical, this.capacity);
     this.criticalHoldCount = firstCountOver(t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS), this.capacity);
+    // No hold: the age is already how long the oldest request has waited, and a hold would count that time
+    // twice (with a 2 s hold an age WARN at 1 s came at 3 s, after a client's 2 s timeout).
     this.ageDetector = new ThresholdDetector({
       warn: t.queue.ageWarnSeconds,
       critical: t.queue.ageCriticalSeconds,
-      forSeconds: t.queue.forSeconds,
       keepFiringSeconds: t.queue.keepFiringSeconds,
     });
     this.ageWarnMs = t.queue.ageWarnSeconds * 1000;
