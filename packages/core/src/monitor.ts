@@ -34,6 +34,7 @@ import { Registration, type RegistrationHost } from './registration';
 import { SCOPE } from './version';
 import type {
   AlertListener,
+  AlertReport,
   DeviceMemoryHandle,
   DeviceMemoryOptions,
   Level,
@@ -55,6 +56,7 @@ const OPTION_KEYS = new Set([
   'meterProvider',
   'tracerProvider',
   'thresholds',
+  'signals',
   'onAlert',
   'maxModels',
   'maxQueues',
@@ -157,7 +159,13 @@ class MonitorImpl implements Monitor, RegistrationHost {
 
   constructor(options: MonitorOptions) {
     validateOptions(options);
-    this.thresholds = resolveThresholds(options.thresholds);
+    const signals = options.signals ?? [];
+    if (!Array.isArray(signals))
+      throw new InferSignalConfigError(
+        'signals',
+        `must be an array of signal definitions, got ${describeValue(signals)}`,
+      );
+    this.thresholds = resolveThresholds(options.thresholds, 'thresholds', signals);
     this.serviceName = options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'inference';
     this.maxModels = integerOption('maxModels', options.maxModels, 50);
     this.genAi = genAiSettings(options.genAi);
@@ -247,6 +255,10 @@ class MonitorImpl implements Monitor, RegistrationHost {
     this.streams = this.register((ctx) => new StreamSignal(ctx));
     this.loads = this.register((ctx) => new ModelLoadSignal(ctx));
     this.memory = this.register((ctx) => new DeviceMemorySignal(ctx));
+    for (const definition of signals) {
+      const create = definition.create;
+      if (create) this.register((ctx) => create(ctx));
+    }
 
     const intervalMs = options.detectorIntervalMs ?? 1000;
     if (intervalMs > 0) {
@@ -354,29 +366,39 @@ class MonitorImpl implements Monitor, RegistrationHost {
     return sink;
   }
 
+  report(report: AlertReport): void;
   report(
     signal: SignalName,
     level: Level,
     value: number,
     threshold: number,
+    labels?: Record<string, string>,
+    message?: string,
+  ): void;
+  report(
+    signal: SignalName | AlertReport,
+    level?: Level,
+    value?: number,
+    threshold?: number,
     labels: Record<string, string> = {},
     message?: string,
   ): void {
-    this.announce(signal, level, value, threshold, labels, message);
+    if (typeof signal === 'object' && signal !== null) this.announce(signal);
+    else
+      this.announce({
+        signal,
+        level: level as Level,
+        value: value as number,
+        threshold: threshold as number,
+        labels,
+        message,
+      });
   }
 
   /** Every announced level goes through here: the hub turns a change into an event. */
-  announce(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void {
+  announce(report: AlertReport): void {
     try {
-      this.hub.set(signal, level, value, threshold, labels, message, details);
+      this.hub.set(report);
     } catch (error) {
       this.internalError('report', error);
     }

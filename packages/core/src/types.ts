@@ -1,6 +1,7 @@
 import type { Attributes, Meter, MeterProvider, TextMapGetter, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
 import type { Signal, SignalFactory } from './contract';
+import type { SignalDefinition } from './definition';
 import type { HeapSnapshot } from './signals/heap';
 
 /** How a request ended. */
@@ -42,6 +43,26 @@ export type SignalName =
   | 'heap_headroom'
   | 'heap_exhaustion'
   | (string & {});
+
+/**
+ * One announced level, as a signal gives it to `ctx.report` (and an
+ * application to `monitor.report`): the alert event is made from it when
+ * the level changed.
+ */
+export interface AlertReport {
+  signal: SignalName;
+  level: Level;
+  /** The measured value that decided the level (seconds, ratio, bytes/s …). */
+  value: number;
+  /** The threshold it was compared with. */
+  threshold: number;
+  /** The subject (`{ queue: 'gen' }`, `{ model: 'llama' }`); none: the process itself. */
+  labels?: Record<string, string>;
+  /** The detail the event's message ends with, after `<signal> <LEVEL> on <subject>:`. */
+  message?: string;
+  /** Extra context, e.g. the glitch attribution snapshot. */
+  details?: Record<string, unknown>;
+}
 
 /** One shape for every alert: a signal changed level. */
 export interface AlertEvent {
@@ -104,6 +125,12 @@ export interface MonitorOptions {
   meterProvider?: MeterProvider;
   tracerProvider?: TracerProvider;
   thresholds?: ThresholdsInput;
+  /**
+   * Signal definitions of your own (`defineSignal` from `@infersignal/core/signals`): their
+   * threshold groups are accepted in `thresholds` and validated with the rest, and each one with a
+   * `create` is registered after core's signals. Give the same list to the rules generator (`signals`).
+   */
+  signals?: readonly SignalDefinition[];
   onAlert?: AlertListener;
   /** Distinct model names kept per signal before new ones fold into `_other` (default 50). */
   maxModels?: number;
@@ -490,7 +517,9 @@ export interface Monitor {
   /**
    * Announces a level the application computed itself (a signal of its
    * own): emits an alert event on change, like every registered signal.
+   * Takes the report as one object, or as positional arguments.
    */
+  report(report: AlertReport): void;
   report(
     signal: SignalName,
     level: Level,

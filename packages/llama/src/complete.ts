@@ -1,6 +1,6 @@
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import { isTimeout, type Outcome, type StreamOutcome, type Ticket } from './glue';
-import { LLAMA_ATTR } from './names';
+import { LLAMA_ATTR } from './definition';
 import type { Slot } from './slot';
 import type { CompleteOptions, CompletionInput, CompletionResult } from './types';
 

@@ -26,7 +26,7 @@ import {
   type Signal,
   type SignalContext,
 } from '@infersignal/core/signals';
-import { LLAMA_ATTR, LLAMA_METRICS } from './names';
+import { LLAMA_ATTR, LLAMA_METRICS } from './definition';
 
 export { ATTR, InferSignalConfigError, ModelHost, QueueFullError };
 export type { DeviceMemoryHandle, ModelRuntime, Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket };
