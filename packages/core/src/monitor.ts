@@ -20,6 +20,7 @@ import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer, seriesCapOf } from './export/producer';
 import { Instruments } from './instruments';
 import { ATTR, METRICS, UNKNOWN_MODEL } from './names';
+import { OPT_IN_NAMES } from './opt-in';
 import { checkOptionKeys, integerOption, nameOption } from './options';
 import { describeValue, fieldOrDefault, rejectValue } from './validate';
 import { GlitchAttributionSignal } from './signals/attribution';
@@ -69,6 +70,7 @@ const OPTION_KEYS = new Set([
   'runtimeMetrics',
   'exportMode',
   'genAi',
+  'optInMetrics',
 ]);
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
 const LABEL_ATTRIBUTE: Record<string, string> = {
@@ -102,6 +104,16 @@ function validateOptions(options: MonitorOptions): void {
     fieldOrDefault(key, options[key], { type: 'boolean' }, undefined);
   if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
     rejectValue('logger', options.logger, 'an object with a warn(message) method');
+  optInSet(options.optInMetrics);
+}
+
+/** `optInMetrics` as a set; each entry must name an opt-in instrument (opt-in.ts). */
+function optInSet(value: MonitorOptions['optInMetrics']): ReadonlySet<string> {
+  if (value === undefined) return new Set();
+  if (!Array.isArray(value)) rejectValue('optInMetrics', value, `an array of ${OPT_IN_NAMES.join(', ')}`);
+  for (const [i, name] of value.entries())
+    if (!OPT_IN_NAMES.includes(name)) rejectValue(`optInMetrics[${i}]`, name, `one of ${OPT_IN_NAMES.join(', ')}`);
+  return new Set(value);
 }
 
 function genAiSettings(value: MonitorOptions['genAi']): { operationName: string; providerName: string } {
@@ -187,6 +199,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
             `${instrument} holds ${cap} series (its cap, from maxQueues and maxModels); records of further attribute sets are dropped`,
           ),
       },
+      optInSet(options.optInMetrics),
     );
     this.own = {
       alerts: this.instruments.counter(METRICS.alerts),

@@ -168,6 +168,13 @@ export interface MonitorOptions {
    * event-loop signal still samples, judges and alerts.
    */
   runtimeMetrics?: boolean;
+  /**
+   * Instruments exported only when named here (`OPT_IN_METRICS`): those no
+   * generated rule, dashboard or runbook step reads, e.g.
+   * `['gen_ai.server.request.duration', 'infersignal.inference.duration']`.
+   * Without them the signals still measure and judge.
+   */
+  optInMetrics?: readonly string[];
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
   /**

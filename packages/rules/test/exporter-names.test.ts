@@ -39,7 +39,7 @@ function samples(name: string, labels: Record<string, string> = {}): { line: str
     .split('\n')
     .filter(
       (line) =>
-        line.startsWith(`${name}{`) &&
+        (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) &&
         Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)),
     )
     .map((line) => ({ line, value: Number(line.slice(line.lastIndexOf(' ') + 1)) }));

@@ -55,8 +55,9 @@ export const modelLoadSignal = defineSignal({
   name: 'model_load',
   metrics,
   buckets: {
-    /** up to 10 minutes */
-    [metrics.modelLoadDuration.name]: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+    // Up to 10 minutes, a decade a bucket: a few loads a process lifetime, judged against their baseline (not a
+    // quantile) and read by their sum and count, so finer buckets would only lengthen every scrape.
+    [metrics.modelLoadDuration.name]: [0.1, 1, 10, 60, 600],
   },
   thresholds: {
     group: 'modelLoad',
