@@ -358,7 +358,7 @@ async function readiness(url: string): Promise<{ status: number; body: ReadyJson
  * How long to wait for a calm server at most: a warning resolves only once its value stayed low for core's
  * `keepFiringSeconds` (10 s), after ρ itself has decayed (the rate's half-life is 2 s here).
  */
-export const CALM_TIMEOUT_MS = 20_000;
+const CALM_TIMEOUT_MS = 20_000;
 
 /**
  * Waits (bounded) until the server is ready, no signal is raised and every queue's utilization is below 0.5:
@@ -550,7 +550,7 @@ function threadBusyNs(pid: number | undefined): number | null {
 }
 
 /** One second of the server's main thread: ms on a CPU, ms runnable but waiting for one. */
-export interface ThreadSecond {
+interface ThreadSecond {
   second: number;
   onCpuMs: number;
   waitMs: number;
@@ -800,10 +800,10 @@ async function runScenario(
 }
 
 /** Fresh attempts an overload run gets when nothing failed in it (see `notOverloaded`). */
-export const NOT_OVERLOADED_RETRIES = 2;
+const NOT_OVERLOADED_RETRIES = 2;
 
 /** An overload scenario's run in which nothing failed: the load did not overload the server. */
-export function notOverloaded(run: RunFigures): boolean {
+function notOverloaded(run: RunFigures): boolean {
   return run.scenario !== 'steady' && run.failureAtSeconds === null;
 }
 
@@ -922,7 +922,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
 }
 
 /** How a capacity figure came about, for the progress line. */
-export function describeCapacity(capacity: CapacityFigure): string {
+function describeCapacity(capacity: CapacityFigure): string {
   const closed = `closed loop ${capacity.closedLoopRps.toFixed(0)}: median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %, the server's 1 / S ${capacity.serviceRps.toFixed(0)}`;
   const sustained = capacity.sustained;
   if (!sustained) return closed;

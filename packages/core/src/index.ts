@@ -32,7 +32,7 @@ export type { ModelLoadErrorInit } from './model-host';
 
 // The thresholds: one validated object for the detectors, the generated rules and the docs.
 export { resolveThresholds } from './config';
-export type { Thresholds, ThresholdsInput } from './config';
+export type { Thresholds, ThresholdsInput } from './thresholds';
 
 // Every metric, attribute and span name, with units, descriptions, buckets and the Prometheus translation.
 export { ATTR, HISTOGRAM_BUCKETS, METRICS, SPANS, prometheusLabel, prometheusName } from './names';

@@ -49,17 +49,6 @@ export { linearFit, type LinearFit } from './detectors/drift';
 // Signal definitions: one object per signal, read by the monitor, the validator, the generators and the docs.
 export { SIGNALS } from './definitions/index';
 export { streamRecords } from './definitions/stream';
-export { memoryGapRecord } from './definitions/device-memory';
 export { defineSignal } from './definition';
-export type {
-  AlertDefinition,
-  AlertingRuleDef,
-  PanelDef,
-  PanelKit,
-  RecordingRuleDef,
-  RuleGroupDef,
-  RuleKit,
-  SignalDefinition,
-  ThresholdField,
-  ThresholdGroup,
-} from './definition';
+// Its parts are reached through it: `SignalDefinition['alerts']`, the kits as the parameters of `rules` and `panels`.
+export type { SignalDefinition } from './definition';

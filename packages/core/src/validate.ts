@@ -57,7 +57,7 @@ export function acceptedText(spec: FieldSpec): string {
 }
 
 /** Whether `spec` accepts `value` (for a door that warns instead of throwing: the environment). */
-export function fieldAccepts(spec: FieldSpec, value: unknown): boolean {
+function fieldAccepts(spec: FieldSpec, value: unknown): boolean {
   switch (spec.type) {
     case 'boolean':
       return typeof value === 'boolean';

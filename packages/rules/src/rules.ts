@@ -6,10 +6,7 @@
  */
 import { stringify } from 'yaml';
 import { prometheusLabel } from '@infersignal/core';
-import {
-  memoryGapRecord as definitionMemoryGapRecord,
-  streamRecords as definitionStreamRecords,
-} from '@infersignal/core/signals';
+import { streamRecords as definitionStreamRecords } from '@infersignal/core/signals';
 import { ruleKit } from './kit';
 import { LABEL, recordBase, specRecordBase } from './names';
 import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
@@ -37,11 +34,6 @@ export { RUNBOOK_ANCHORS } from './rule-parts';
 /** Name of the recorded queue-wait quantile (the dashboard reads the same series). */
 export function queueWaitQuantileRecord(quantile: number): string {
   return recordName([...QUEUE_RECORD_LEVEL, LABEL.model], recordBase('queueWait'), quantileSuffix(quantile));
-}
-
-/** Name of the recorded reserved − allocated gap per process and memory source. */
-export function memoryGapRecord(): string {
-  return definitionMemoryGapRecord({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
 /**

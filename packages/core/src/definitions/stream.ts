@@ -8,18 +8,7 @@
 import { InferSignalConfigError } from '../config-error';
 import { defineSignal, type RuleKit } from '../definition';
 import { ATTR, GEN_AI_ATTRIBUTES } from '../attributes';
-
-/** The stream thresholds (`thresholds.stream`). */
-export interface StreamThresholds {
-  /** Interrupted share (cancelled, error, unavailable, deadline_exceeded) above which the level is WARN. */
-  interruptedRatio: number;
-  /** Interrupted share above which the level is CRITICAL. */
-  interruptedRatioCritical: number;
-  /** Streams that must have ended in the window before the share is judged. */
-  minSamples: number;
-  /** Number of most recent streams in the sliding window. */
-  windowSize: number;
-}
+import type { StreamThresholds } from '../thresholds';
 
 /** Stream outcomes that count as completed; every other outcome is an interruption. */
 const COMPLETED = 'completed';

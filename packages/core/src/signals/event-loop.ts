@@ -6,7 +6,7 @@ import { LoopBlockProbe } from '../detectors/loop-block';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { levelRank, ThresholdDetector } from '../detectors/threshold';
 import { runtimeSignal } from '../definitions/runtime';
-import type { Level } from '../types';
+import type { Level } from '../contract';
 
 const GC_TYPES: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
