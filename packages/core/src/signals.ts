@@ -48,7 +48,6 @@ export { ThresholdDetector, type ThresholdLevels } from './detectors/threshold';
 export { linearFit, type LinearFit } from './detectors/drift';
 // Signal definitions: one object per signal, read by the monitor, the validator, the generators and the docs.
 export { SIGNALS } from './definitions/index';
-export { streamRecords } from './definitions/stream';
 export { defineSignal } from './definition';
 // Its parts are reached through it: `SignalDefinition['alerts']`, the kits as the parameters of `rules` and `panels`.
 export type { SignalDefinition } from './definition';

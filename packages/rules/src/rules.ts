@@ -5,10 +5,8 @@
  * in order, groups run independently).
  */
 import { stringify } from 'yaml';
-import { prometheusLabel } from '@infersignal/core';
-import { streamRecords as definitionStreamRecords } from '@infersignal/core/signals';
 import { ruleKit } from './kit';
-import { LABEL, recordBase, specRecordBase } from './names';
+import { LABEL, recordBase } from './names';
 import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
@@ -226,11 +224,6 @@ function fleetGroup(o: ResolvedOptions): RuleGroup {
       ),
     ],
   };
-}
-
-/** Name of the recorded interrupted-stream share and stream count. */
-export function streamRecords(): { ratio: string; count: string } {
-  return definitionStreamRecords({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
 /** The rule templates still kept here, by signal definition name (the others are the definitions' own). */

@@ -57,7 +57,7 @@ const metrics = {
 } as const;
 
 /** The recorded interrupted share and stream count (the dashboard reads them too). */
-export function streamRecords(k: Pick<RuleKit, 'recordName' | 'recordBase' | 'label'>): {
+function streamRecords(k: Pick<RuleKit, 'recordName' | 'recordBase' | 'label'>): {
   ratio: string;
   count: string;
 } {
