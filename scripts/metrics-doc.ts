@@ -8,18 +8,18 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   ATTR,
-  BUCKETS,
-  DEFAULT_THRESHOLDS,
   HISTOGRAM_BUCKETS,
   METRICS,
   SPANS,
   prometheusName,
-  UNKNOWN_MODEL,
   resolveThresholds,
   type InstrumentSpec,
 } from '../packages/core/src/index';
+import { DEFAULT_THRESHOLDS } from '../packages/core/src/config';
+import { BUCKETS, UNKNOWN_MODEL } from '../packages/core/src/names';
 import { SIGNALS, type SignalDefinition } from '../packages/core/src/signals';
-import { buildRules, type AlertingRule } from '../packages/rules/src/index';
+import { buildRules } from '../packages/rules/src/index';
+import type { AlertingRule } from '../packages/rules/src/rules';
 import { llamaSignal } from '../packages/llama/src/definition';
 import { OPT_IN_METRICS } from '../packages/core/src/opt-in';
 import { metricReaders, readersText } from './metric-readers';

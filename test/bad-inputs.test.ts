@@ -16,7 +16,8 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createMonitor, InferSignalConfigError, type Monitor, type MonitorOptions } from '@infersignal/core';
 import { inferSignal as expressSignal } from '@infersignal/express';
 import { inferSignal as fastifySignal } from '@infersignal/fastify';
-import { resolveStartOptions, start, type StartOptions } from '@infersignal/node';
+import { start, type StartOptions } from '@infersignal/node';
+import { resolveStartOptions } from '../packages/node/src/options';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'infersignal-bad-inputs-'));

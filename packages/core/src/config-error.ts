@@ -10,6 +10,8 @@ export class InferSignalConfigError extends Error {
     readonly field: string,
     /** What is wrong with the field (the message without the field). */
     readonly detail: string,
+    /** What the field accepts, in words (`an integer >= 1`), where the check knows it. */
+    readonly accepted?: string,
   ) {
     super(`infersignal: invalid config "${field}": ${detail}`);
   }

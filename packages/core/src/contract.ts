@@ -1,7 +1,46 @@
 import type { Attributes, Tracer } from '@opentelemetry/api';
-import type { Thresholds } from './config';
+import type { Thresholds } from './thresholds';
 import type { InstrumentSpec } from './attributes';
-import type { AlertReport, Level, SignalName } from './types';
+
+export type Level = 'ok' | 'warn' | 'critical';
+
+export type SignalName =
+  | 'queue_wait'
+  | 'queue_occupancy'
+  | 'queue_age'
+  | 'queue_token_backlog'
+  | 'queue_backpressure'
+  | 'model_load'
+  | 'stream_interruptions'
+  | 'gpu_fragmentation'
+  | 'memory_drift'
+  | 'latency_glitch'
+  | 'latency_anomaly'
+  | 'capacity'
+  | 'event_loop'
+  | 'heap_headroom'
+  | 'heap_exhaustion'
+  | (string & {});
+
+/**
+ * One announced level, as a signal gives it to `ctx.report` (and an
+ * application to `monitor.report`): the alert event is made from it when
+ * the level changed.
+ */
+export interface AlertReport {
+  signal: SignalName;
+  level: Level;
+  /** The measured value that decided the level (seconds, ratio, bytes/s …). */
+  value: number;
+  /** The threshold it was compared with. */
+  threshold: number;
+  /** The subject (`{ queue: 'gen' }`, `{ model: 'llama' }`); none: the process itself. */
+  labels?: Record<string, string>;
+  /** The detail the event's message ends with, after `<signal> <LEVEL> on <subject>:`. */
+  message?: string;
+  /** Extra context, e.g. the glitch attribution snapshot. */
+  details?: Record<string, unknown>;
+}
 
 /**
  * The Signal contract: what every signal of a monitor is, built-in or from

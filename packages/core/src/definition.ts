@@ -35,7 +35,7 @@ export interface ThresholdGroup {
   check?(values: Readonly<Record<string, unknown>>, prefix: string): void;
 }
 
-export type AlertSeverity = 'warning' | 'critical';
+type AlertSeverity = 'warning' | 'critical';
 
 /** One Prometheus alert of the signal. The template gives its expression and text. */
 export interface AlertDefinition {

@@ -6,7 +6,7 @@ import {
   type Meter,
   type Observable,
 } from '@opentelemetry/api';
-import { InferSignalConfigError } from './config';
+import { InferSignalConfigError } from './errors';
 import type {
   CounterRecorder,
   CounterSeries,

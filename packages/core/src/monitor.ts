@@ -11,9 +11,11 @@ import {
 import { performance } from 'node:perf_hooks';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
-import { brand, isBranded } from './brand';
+import { brand } from './brand';
 import { WebhookDelivery } from './alerts/webhook';
-import { InferSignalConfigError, resolveThresholds, type Thresholds } from './config';
+import { resolveThresholds } from './config';
+import type { Thresholds } from './thresholds';
+import { InferSignalConfigError } from './errors';
 import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
 import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer, seriesCapOf } from './export/producer';
@@ -561,11 +563,3 @@ export function createMonitor(options: MonitorOptions = {}): Monitor {
 }
 
 brand(MonitorImpl, 'Monitor');
-
-/**
- * Whether `value` is a monitor from `createMonitor()`, made by any copy of
- * core (the ESM or the CommonJS build, or another installed version).
- */
-export function isMonitor(value: unknown): value is Monitor {
-  return isBranded(value, 'Monitor');
-}

@@ -15,7 +15,7 @@
  * migration). `infersignal.*` names cover what the conventions do not.
  */
 
-export { ATTR, GEN_AI_ATTRIBUTES, UNKNOWN_MODEL } from './attributes';
+export { ATTR, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
 import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
 import { circuitBreakerSignal } from './definitions/circuit-breaker';

@@ -1,6 +1,6 @@
 import type { Attributes, Tracer } from '@opentelemetry/api';
 import type { AlertHub } from './alerts/hub';
-import type { Thresholds } from './config';
+import type { Thresholds } from './thresholds';
 import type {
   CounterRecorder,
   CounterSeries,
@@ -12,7 +12,7 @@ import type {
 } from './contract';
 import { counterSeries, histogramSeries, type Instruments } from './instruments';
 import type { InstrumentSpec } from './attributes';
-import type { AlertReport, Level, SignalName } from './types';
+import type { AlertReport, Level, SignalName } from './contract';
 
 /** What a registration needs from its monitor. */
 export interface RegistrationHost {

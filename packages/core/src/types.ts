@@ -1,6 +1,8 @@
 import type { Attributes, Meter, MeterProvider, TextMapGetter, TracerProvider } from '@opentelemetry/api';
-import type { Thresholds, ThresholdsInput } from './config';
-import type { Signal, SignalFactory } from './contract';
+import type { Thresholds, ThresholdsInput } from './thresholds';
+import type { AlertReport, Level, Signal, SignalFactory, SignalName } from './contract';
+
+export type { AlertReport, Level, SignalName };
 import type { SignalDefinition } from './definition';
 import type { HeapSnapshot } from './signals/heap';
 
@@ -23,46 +25,6 @@ export type StreamOutcome = 'completed' | 'cancelled' | 'error' | 'unavailable' 
  * timeout. Recorded as `error.type` on `infersignal.streams`.
  */
 export type StreamEndReason = 'write_stall';
-
-export type Level = 'ok' | 'warn' | 'critical';
-
-export type SignalName =
-  | 'queue_wait'
-  | 'queue_occupancy'
-  | 'queue_age'
-  | 'queue_token_backlog'
-  | 'queue_backpressure'
-  | 'model_load'
-  | 'stream_interruptions'
-  | 'gpu_fragmentation'
-  | 'memory_drift'
-  | 'latency_glitch'
-  | 'latency_anomaly'
-  | 'capacity'
-  | 'event_loop'
-  | 'heap_headroom'
-  | 'heap_exhaustion'
-  | (string & {});
-
-/**
- * One announced level, as a signal gives it to `ctx.report` (and an
- * application to `monitor.report`): the alert event is made from it when
- * the level changed.
- */
-export interface AlertReport {
-  signal: SignalName;
-  level: Level;
-  /** The measured value that decided the level (seconds, ratio, bytes/s …). */
-  value: number;
-  /** The threshold it was compared with. */
-  threshold: number;
-  /** The subject (`{ queue: 'gen' }`, `{ model: 'llama' }`); none: the process itself. */
-  labels?: Record<string, string>;
-  /** The detail the event's message ends with, after `<signal> <LEVEL> on <subject>:`. */
-  message?: string;
-  /** Extra context, e.g. the glitch attribution snapshot. */
-  details?: Record<string, unknown>;
-}
 
 /** One shape for every alert: a signal changed level. */
 export interface AlertEvent {
@@ -189,7 +151,7 @@ export interface MonitorOptions {
 }
 
 /** `MonitorOptions.genAi`. */
-export interface GenAiOptions {
+interface GenAiOptions {
   operationName?: string;
   providerName?: string;
 }
@@ -344,7 +306,7 @@ export interface LoadOptions {
   resultAttributes?: (result: unknown) => Record<string, string | number | boolean>;
 }
 
-export interface QueueTokensSnapshot {
+interface QueueTokensSnapshot {
   /** Prompt tokens of the requests waiting. */
   waitingPrompt: number;
   /** Max output tokens the requests waiting asked for. */

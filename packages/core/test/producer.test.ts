@@ -17,7 +17,8 @@ import {
   seriesCapOf,
 } from '../src/export/producer';
 import type { SeriesCopy } from '../src/types';
-import { ATTR, createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
+import { ATTR, createMonitor, METRICS, type Monitor } from '../src/index';
+import type { CoreMetricProducerLike as MetricProducer } from '../src/types';
 import { OPT_IN_NAMES } from '../src/opt-in';
 import { collect, TestReader } from './helpers';
 

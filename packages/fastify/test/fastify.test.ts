@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRICS, UNKNOWN_MODEL, createMonitor, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
+import { UNKNOWN_MODEL } from '../../core/src/names';
 import { inferSignal } from '@infersignal/fastify';
 import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
 import { gate, sleep, until } from '../../../test/support/async';

@@ -19,7 +19,7 @@ type ShiftSize = CompleteOptions['contextShiftSize'];
 const TOKEN_BATCH = 16;
 
 /** What a finished generation reports to the model wrapper (which owns the counters). */
-export interface GenerationTally {
+interface GenerationTally {
   contextShifts: number;
   promptTruncated: boolean;
 }

@@ -7,7 +7,7 @@ export type OtlpProtocol = 'http/protobuf' | 'grpc';
 /** The OTLP exporters' temporality preference (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`). */
 export type OtlpTemporality = 'cumulative' | 'delta' | 'lowmemory';
 
-export interface PrometheusOptions {
+interface PrometheusOptions {
   /** Interface to bind. Default `127.0.0.1` (or `OTEL_EXPORTER_PROMETHEUS_HOST`); set `0.0.0.0` deliberately to expose it. */
   host?: string;
   /** Port (default 9464 or `OTEL_EXPORTER_PROMETHEUS_PORT`); 0: the OS picks a free one, `prometheus.ready` tells which. */
@@ -30,7 +30,7 @@ export interface PrometheusOptions {
   withoutScopeInfo?: boolean;
 }
 
-export interface OtlpOptions {
+interface OtlpOptions {
   /**
    * Base URL of the collector, for both signals (default: `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT` as given,
    * else `OTEL_EXPORTER_OTLP_ENDPOINT`, else localhost:4318 / :4317).
@@ -130,7 +130,7 @@ export interface PrometheusEndpoint {
 
 export type MetricsHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-export interface ExportStats {
+interface ExportStats {
   /** Metric exports that failed (collector down, timed out, rejected). */
   metricsDropped: number;
   /** Span export batches that failed. */

@@ -5,7 +5,7 @@
  */
 import { LABEL } from './names';
 import { SEL, type Layout } from './dashboard-layout';
-import type { MetricKey } from '@infersignal/core';
+import type { MetricKey } from './names';
 import type { ResolvedOptions } from './options';
 
 const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;

@@ -11,7 +11,7 @@ import { percentileName } from './duration';
 import { alertingRules, buildRules } from './rules';
 import { resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 
-export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard-layout';
+export type { Dashboard } from './dashboard-layout';
 
 function variable(name: string, label: string, query: string, multi: boolean): Record<string, unknown> {
   return {

@@ -4,7 +4,10 @@
  * naming, windows and runbook location.
  */
 import { prometheusLabel } from '@infersignal/core';
-import type { PanelKit, RuleKit, SignalDefinition } from '@infersignal/core/signals';
+import type { SignalDefinition } from '@infersignal/core/signals';
+
+type RuleKit = Parameters<NonNullable<SignalDefinition['rules']>>[0];
+type PanelKit = Parameters<NonNullable<SignalDefinition['panels']>>[0];
 import { SEL, type Layout } from './dashboard-layout';
 import { formatDuration, humanPercent, humanSeconds, percentileName } from './duration';
 import { prometheusNameFor, specRecordBase } from './names';

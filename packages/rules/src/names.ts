@@ -15,7 +15,10 @@
  *   an app's own SDK: dots to underscores, `_total` on counters, no unit
  *   suffix.
  */
-import { ATTR, METRICS, prometheusLabel, prometheusName, type InstrumentSpec, type MetricKey } from '@infersignal/core';
+import { ATTR, METRICS, prometheusLabel, prometheusName, type InstrumentSpec } from '@infersignal/core';
+
+/** A key of core's METRICS. */
+export type MetricKey = keyof typeof METRICS;
 
 export type Naming = 'collector' | 'otel-js';
 export const NAMINGS: readonly Naming[] = ['collector', 'otel-js'];

@@ -24,7 +24,7 @@ export const DEFAULT_RUNBOOK_URL = 'https://github.com/infersignal/infersignal/b
  * judge a 30 s sliding window; Prometheus sees scraped samples and needs a
  * longer hold to avoid paging on one busy scrape.
  */
-export const DEFAULT_FOR_SECONDS = 300;
+const DEFAULT_FOR_SECONDS = 300;
 
 export interface GeneratorOptions {
   /** Threshold input (same schema and validation as `createMonitor({ thresholds })`). */

@@ -4,7 +4,9 @@
  * event expression. Shared by the request-level groups (rules.ts) and the
  * capacity / runtime / connection groups (rules-runtime.ts).
  */
-import { SIGNALS, type AlertDefinition, type SignalDefinition } from '@infersignal/core/signals';
+import { SIGNALS, type SignalDefinition } from '@infersignal/core/signals';
+
+type AlertDefinition = NonNullable<SignalDefinition['alerts']>[number];
 import { LABEL } from './names';
 import type { ResolvedOptions } from './options';
 
@@ -42,12 +44,6 @@ export const by = (...labels: string[]): string => `by (${labels.join(', ')})`;
  */
 export const REPLICA_KEYS = ['job', 'instance', 'namespace', 'pod'];
 export const QUEUE_KEYS = [...REPLICA_KEYS, LABEL.queue];
-export const MODEL_KEYS = [...REPLICA_KEYS, LABEL.model];
-export const PROCESS_KEYS = [...REPLICA_KEYS, LABEL.memorySource];
-/** Event-loop and GC gauges carry no attribute: they are per process. */
-export const INSTANCE_KEYS = REPLICA_KEYS;
-/** Connection and TLS instruments are per process and instrumented server. */
-export const SERVER_KEYS = [...REPLICA_KEYS, LABEL.server];
 /** The fleet: every replica of a job (a fleet alert aggregates the replicas away, and says so). */
 export const FLEET_QUEUE_KEYS = ['job', LABEL.queue];
 
@@ -57,8 +53,6 @@ export const FLEET_QUEUE_KEYS = ['job', LABEL.queue];
  * the name lists the labels that tell a series' subject.
  */
 export const QUEUE_RECORD_LEVEL = ['job', LABEL.queue];
-export const MODEL_RECORD_LEVEL = ['job', LABEL.model];
-export const PROCESS_RECORD_LEVEL = ['job', 'instance', LABEL.memorySource];
 
 /** `{{ $labels.instance }}` in an annotation: the replica, as the alert names it. */
 export const REPLICA = '{{ $labels.instance }}';

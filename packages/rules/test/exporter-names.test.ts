@@ -7,7 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRICS } from '@infersignal/core';
-import { LABEL, RULE_METRICS, buildDashboard, buildRules, panelQueries, alertingRules } from '@infersignal/rules';
+import { buildDashboard, buildRules } from '@infersignal/rules';
+import { LABEL, RULE_METRICS } from '../src/names';
+import { panelQueries } from '../src/dashboard';
+import { alertingRules } from '../src/rules';
 import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
 import {
   RUNTIME_THRESHOLDS,

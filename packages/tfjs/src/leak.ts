@@ -1,9 +1,9 @@
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
+  fieldOrDefault,
   SlidingWindow,
   checkOptionKeys,
   linearFit,
-  nameOption,
   type Signal,
   type SignalContext,
 } from '@infersignal/core/signals';
@@ -169,7 +169,12 @@ export function createTensorLeakDetector(
   if (typeof numTensors !== 'function')
     throw new InferSignalConfigError('numTensors', 'must be a function returning tf.memory().numTensors');
   const settings = leakSettings(options);
-  const model = nameOption('options.model', options.model);
+  const model = fieldOrDefault<string | undefined>(
+    'options.model',
+    options.model,
+    { type: 'string', maxLength: 128 },
+    undefined,
+  );
   if (model === undefined) throw new InferSignalConfigError('options.model', 'must name the model the alert is about');
   let signal = signals.get(monitor);
   if (signal === undefined) {

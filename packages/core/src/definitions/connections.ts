@@ -8,13 +8,7 @@
 import { ATTR } from '../attributes';
 import { InferSignalConfigError } from '../config-error';
 import { defineSignal } from '../definition';
-
-export interface ConnectionThresholds {
-  /** Open connections / capacity above which the `connections` signal is WARN. */
-  saturationWarn: number;
-  /** Open connections / capacity above which it is CRITICAL. */
-  saturationCritical: number;
-}
+import type { ConnectionThresholds } from '../thresholds';
 
 const metrics = {
   connectionsOpen: {

@@ -6,19 +6,7 @@
  */
 import { ATTR } from '../attributes';
 import { defineSignal, type RuleKit } from '../definition';
-
-export interface DeviceMemoryThresholds {
-  /** Fragmentation (1 − allocated / reserved) above which the level is WARN. */
-  fragmentation: number;
-  /** How long (s) fragmentation must stay high before it is reported. */
-  fragmentationForSeconds: number;
-  /** Samples in the drift (leak-trend) window. */
-  driftWindowSamples: number;
-  /** Minimum growth over the window, relative to reserved, of the reserved − allocated gap or of allocated itself. */
-  driftMinGrowth: number;
-  /** Minimum R² of the linear fit for the growth to count as a trend rather than noise. */
-  driftMinR2: number;
-}
+import type { DeviceMemoryThresholds } from '../thresholds';
 
 const metrics = {
   memoryAllocated: {
@@ -54,7 +42,7 @@ const metrics = {
 } as const;
 
 /** The recorded reserved − allocated gap per process and memory source (the dashboard reads it too). */
-export function memoryGapRecord(k: Pick<RuleKit, 'recordName' | 'recordBase' | 'label'>): string {
+function memoryGapRecord(k: Pick<RuleKit, 'recordName' | 'recordBase' | 'label'>): string {
   return k.recordName(
     ['job', 'instance', k.label(ATTR.memorySource)],
     k.recordBase(metrics.memoryReserved),

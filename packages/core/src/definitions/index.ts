@@ -139,13 +139,3 @@ export const SIGNALS: readonly SignalDefinition[] = [
   circuitBreakerSignal,
   internalSignal,
 ];
-
-export {
-  circuitBreakerSignal,
-  connectionsSignal,
-  internalSignal,
-  deviceMemorySignal,
-  modelLoadSignal,
-  runtimeSignal,
-  streamSignal,
-};

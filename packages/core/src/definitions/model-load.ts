@@ -6,23 +6,7 @@
  */
 import { ATTR } from '../attributes';
 import { defineSignal } from '../definition';
-
-export interface ModelLoadThresholds {
-  /** A load slower than spikeFactor × baseline is a spike. */
-  spikeFactor: number;
-  /**
-   * Loads the healthy baseline is learnt from (their median), the recent loads it may fall to, and the
-   * consecutive spikes at one level after which that level is re-learnt as the new baseline.
-   */
-  baselineSamples: number;
-  /** Fixed baseline (s) per model; when set, it replaces the learnt baseline. */
-  baselineSeconds: Record<string, number>;
-  /**
-   * A load shorter than this (s) is never a spike, whatever its ratio: sub-second loads are dominated by CPU
-   * scheduling, not storage, and no readiness deadline is at stake. 0 turns the floor off.
-   */
-  minSpikeSeconds: number;
-}
+import type { ModelLoadThresholds } from '../thresholds';
 
 const metrics = {
   modelLoadDuration: {

@@ -8,32 +8,8 @@
 import { ATTR } from '../attributes';
 import { defineSignal, type ThresholdGroup } from '../definition';
 import { InferSignalConfigError } from '../config-error';
-
-export interface EventLoopThresholds {
-  /** Event-loop delay P99 (s) for WARN. */
-  delayWarnSeconds: number;
-  /** Event-loop delay P99 (s) for CRITICAL. */
-  delayCriticalSeconds: number;
-  /** Sampling period (ms) of the event-loop monitor. */
-  sampleIntervalMs: number;
-  /** Let the event-loop level raise the queues' backpressure level (from the second blocked sample period in a row). */
-  backpressure: boolean;
-}
-
-export interface HeapThresholds {
-  /** Live share (old-generation bytes in use after a major GC / the old-generation limit) above which the level is WARN. */
-  liveWarn: number;
-  /** Live share above which the level is CRITICAL. */
-  liveCritical: number;
-  /** Consecutive major GCs the live share must stay above a bound before that level is reported. */
-  majorGcs: number;
-  /** Projected seconds until the live set reaches the share at which V8 may abort (the leak precursor) for WARN. */
-  exhaustionWarnSeconds: number;
-  /** Projected seconds to heap exhaustion for CRITICAL. */
-  exhaustionCriticalSeconds: number;
-  /** Window (s) of major-GC readings the live set's growth trend is fitted over. */
-  trendWindowSeconds: number;
-}
+import type { EventLoopThresholds } from '../thresholds';
+import type { HeapThresholds } from '../thresholds';
 
 const metrics = {
   eventLoopDelayP50: {

@@ -8,18 +8,7 @@
 import { InferSignalConfigError } from '../config-error';
 import { defineSignal, type RuleKit } from '../definition';
 import { ATTR, GEN_AI_ATTRIBUTES } from '../attributes';
-
-/** The stream thresholds (`thresholds.stream`). */
-export interface StreamThresholds {
-  /** Interrupted share (cancelled, error, unavailable, deadline_exceeded) above which the level is WARN. */
-  interruptedRatio: number;
-  /** Interrupted share above which the level is CRITICAL. */
-  interruptedRatioCritical: number;
-  /** Streams that must have ended in the window before the share is judged. */
-  minSamples: number;
-  /** Number of most recent streams in the sliding window. */
-  windowSize: number;
-}
+import type { StreamThresholds } from '../thresholds';
 
 /** Stream outcomes that count as completed; every other outcome is an interruption. */
 const COMPLETED = 'completed';
@@ -68,7 +57,7 @@ const metrics = {
 } as const;
 
 /** The recorded interrupted share and stream count (the dashboard reads them too). */
-export function streamRecords(k: Pick<RuleKit, 'recordName' | 'recordBase' | 'label'>): {
+function streamRecords(k: Pick<RuleKit, 'recordName' | 'recordBase' | 'label'>): {
   ratio: string;
   count: string;
 } {

@@ -1,5 +1,5 @@
 import type { Attributes } from '@opentelemetry/api';
-import { InferSignalConfigError } from '../config';
+import { InferSignalConfigError } from '../errors';
 import { fieldOrDefault, rejectValue } from '../validate';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { DriftDetector, type LinearFit } from '../detectors/drift';

@@ -6,7 +6,7 @@ import { LoopBlockProbe } from '../detectors/loop-block';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { levelRank, ThresholdDetector } from '../detectors/threshold';
 import { runtimeSignal } from '../definitions/runtime';
-import type { Level } from '../types';
+import type { Level } from '../contract';
 
 const GC_TYPES: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
@@ -111,7 +111,7 @@ function threadQueueReader(): { read(): number; close(): void } | undefined {
  * `resolution` ms with a timer of its own, which at rest costs as much CPU
  * as everything else here; the signal's probe timer gives the delays.
  */
-export function nodeLoop(): LoopSource {
+function nodeLoop(): LoopSource {
   let elu: EventLoopUtilization = performance.eventLoopUtilization();
   const queue = threadQueueReader();
   return {

@@ -7,7 +7,7 @@ import { linearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR } from '../attributes';
 import { runtimeSignal } from '../definitions/runtime';
-import type { Level } from '../types';
+import type { Level } from '../contract';
 
 const MiB = 1024 * 1024;
 
@@ -21,7 +21,7 @@ const PROFILER_DRAIN_MS = 10_000;
 const NOT_OLD_GENERATION: ReadonlySet<string> = new Set(['new_space', 'new_large_object_space', 'read_only_space']);
 
 /** Bytes in use in one V8 heap space. */
-export interface HeapSpaceUse {
+interface HeapSpaceUse {
   readonly name: string;
   readonly used: number;
 }

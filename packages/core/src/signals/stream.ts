@@ -120,7 +120,7 @@ export class StreamModel {
  * come and recorded when the stream ends completed, so a stream the client
  * cancelled after its first token does not pull TTFT down.
  */
-export class Stream implements StreamHandle {
+class Stream implements StreamHandle {
   private firstAt = Number.NaN;
   private lastAt = Number.NaN;
   private tokens = 0;
