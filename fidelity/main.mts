@@ -8,8 +8,9 @@
  * names, load or fault, e.g. `slow-reload,stream-drops`: only those run;
  * the doc is written only when every scenario ran).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { keepSections } from './doc-sections';
 import { FAULT_SCENARIOS } from './faults/index';
 import { renderDoc, verdictLine } from './report';
 import { runFidelity, selectScenarios } from './suite';
@@ -55,7 +56,10 @@ writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`JSON result: ${json}`);
 if (scenarios.length > 0) console.log('a subset of the scenarios ran: docs/fidelity.md left as it is');
 else if (!short && !abort.signal.aborted) {
-  writeFileSync(`${ROOT}docs/fidelity.md`, renderDoc(result, process.env.FIDELITY_NOTE?.trim() || undefined));
+  const doc = `${ROOT}docs/fidelity.md`;
+  // Sections other commands write (`<!-- NAME:begin -->` … `<!-- NAME:end -->`, e.g. the fleet suite's) stay.
+  const fresh = renderDoc(result, process.env.FIDELITY_NOTE?.trim() || undefined);
+  writeFileSync(doc, existsSync(doc) ? keepSections(readFileSync(doc, 'utf8'), fresh) : fresh);
   console.log('wrote docs/fidelity.md');
 }
 console.log(verdictLine(result));
