@@ -1,8 +1,8 @@
 /**
  * The fleet fidelity suite: is the page as trustworthy as the in-process
- * alert? Each run starts two replicas of a real server (Fastify, the
- * `@infersignal/fastify` plugin with a shedding queue, `start()` with its
- * defaults: test/support/fleet-replica.ts), measures each replica's
+ * alert? Each run starts two replicas of a real server, each a process of
+ * its own (Fastify, the `@infersignal/fastify` plugin with a shedding queue,
+ * `start()` with its defaults: test/support/fleet-replica.ts), measures each replica's
  * capacity, then a real Prometheus scrapes both every second with the
  * generated rules (`@infersignal/rules`) and a real Alertmanager with the
  * generated config posts to a webhook receiver here. `@infersignal/bench`
@@ -22,16 +22,19 @@
  * to resolve: one FIRING and one RESOLVED per alert and episode, counted
  * from the webhook payloads.
  */
+import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runBench, type BenchResult, type Stage } from '@infersignal/bench';
 import { renderAlertmanagerConfig, renderRules } from '@infersignal/rules';
 import { findBinary, freePort, startPrometheusAndAlertmanager, waitFor } from '../packages/rules/test/helpers/binaries';
-import { startFleetReplica, type FleetReplica } from '../test/support/fleet-replica';
+import { stopper } from './server';
 import { INFER_BODY, measureCapacity, RAMP_LEAD_GOAL_SECONDS, waitForCalm, type CapacityFigure } from './suite';
 
 export type FleetScenarioName = 'healthy-0.3' | 'healthy-0.6' | 'step' | 'ramp' | 'replica-loss';
@@ -53,6 +56,8 @@ export const LOSS_PAGE_GOAL_SECONDS = 5;
 export const FLEET_SCRAPE_INTERVAL = '1s';
 /** Alertmanager's group_wait and group_interval here (the generated defaults are 30 s and 5 m). */
 export const FLEET_GROUP_WAIT = '1s';
+/** The open-loop phase of a long-mode capacity measurement (S is read once, 10 s in). */
+const SUSTAINED_MS = 10_250;
 /** A request without an answer after this long has failed (as a client's deadline). */
 const TIMEOUT_MS = 2000;
 
@@ -168,7 +173,7 @@ export interface FleetResult {
 
 const SETTINGS = {
   long: {
-    healthySeconds: 40,
+    healthySeconds: 30,
     stepIdleSeconds: 10,
     rampSeconds: 90,
     lossBaselineSeconds: 20,
@@ -179,7 +184,7 @@ const SETTINGS = {
     healthySeconds: 12,
     stepIdleSeconds: 3,
     rampSeconds: 40,
-    lossBaselineSeconds: 8,
+    lossBaselineSeconds: 6,
     lossPageBoundSeconds: 15,
     // The test ends at the page: a page resolves tens of seconds after its episode.
     recoveryBoundSeconds: 0,
@@ -244,6 +249,101 @@ export function countAlerts(notifications: readonly FleetNotification[]): FleetA
   return [...counts.values()].map(({ state: _state, ...count }) => count);
 }
 
+const REPLICA_MAIN = fileURLToPath(new URL('../test/support/fleet-replica-process.ts', import.meta.url));
+const ROOT_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
+
+interface ReplicaAlert {
+  signal: string;
+  level: string;
+  at: number;
+  message: string;
+}
+
+/** A replica process (test/support/fleet-replica-process.ts) as the suite drives it. */
+export interface ReplicaChild {
+  url: string;
+  /** `host:port` of its Prometheus exporter: the `instance` label of its series. */
+  metricsTarget: string;
+  metricsUrl: string;
+  pid: number | undefined;
+  /** Its alert events, as they happen (`at`: its clock, the same as ours). */
+  onAlert(listener: (event: ReplicaAlert) => void): () => void;
+  setServiceTime(ms: number): void;
+  /** 503s on /v1/infer since `markSheds()`, and when the first of them was reported. */
+  sheds(): { count: number; firstAt: number | null };
+  /** Starts counting sheds from now; returns the count until now. */
+  markSheds(): number;
+  stop(): Promise<void>;
+}
+
+export function startReplicaChild(serviceTimeMs: number, readyTimeoutMs = 60_000): Promise<ReplicaChild> {
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  const child = fork(REPLICA_MAIN, [], {
+    execArgv: ['--import', tsx],
+    env: {
+      ...process.env,
+      TSX_TSCONFIG_PATH: ROOT_TSCONFIG,
+      SERVICE_MS: String(serviceTimeMs),
+      QUEUE_CAPACITY: String(FLEET_QUEUE_CAPACITY),
+    },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = stopper(child, exited);
+  const listeners = new Set<(event: ReplicaAlert) => void>();
+  let shedCount = 0;
+  let baseline = 0;
+  let firstAt: number | null = null;
+  return new Promise((resolve, reject) => {
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      void stop().then(() => reject(new Error(`fleet replica: ${why}\n${stderr}`)));
+    };
+    const timer = setTimeout(() => fail('no ready message'), readyTimeoutMs);
+    const early = (code: number | null, signal: string | null) =>
+      fail(`exited during start-up (${signal ?? `code ${code}`})`);
+    child.once('exit', early);
+    child.on('message', (message: Record<string, unknown>) => {
+      switch (message?.type) {
+        case 'alert':
+          for (const listener of listeners) listener(message as unknown as ReplicaAlert);
+          break;
+        case 'shed':
+          shedCount = Number(message.count);
+          if (firstAt === null && shedCount > baseline) firstAt = Date.now();
+          break;
+        case 'error':
+          fail(String(message.message));
+          break;
+        case 'ready':
+          clearTimeout(timer);
+          child.off('exit', early);
+          resolve({
+            url: String(message.url),
+            metricsTarget: String(message.metricsTarget),
+            metricsUrl: String(message.metricsUrl),
+            pid: child.pid,
+            onAlert(listener) {
+              listeners.add(listener);
+              return () => listeners.delete(listener);
+            },
+            setServiceTime: (ms) => child.send({ type: 'service', ms }),
+            sheds: () => ({ count: shedCount - baseline, firstAt }),
+            markSheds() {
+              const before = shedCount - baseline;
+              baseline = shedCount;
+              firstAt = null;
+              return before;
+            },
+            stop,
+          });
+      }
+    });
+  });
+}
+
 /** The webhook receiver: every notification, on the run's clock once `zero` is set. */
 function startReceiver(): Promise<{
   url: string;
@@ -289,7 +389,7 @@ function rampStages(perReplicaCapacity: number, seconds: number, to: number): St
 
 /** Load on both replicas at once, each its share; stops at the stages' end or at `stop()`. */
 function loadBoth(
-  replicas: readonly FleetReplica[],
+  replicas: readonly ReplicaChild[],
   stagesOf: (index: number) => Stage[],
   signal?: AbortSignal,
 ): { done: Promise<{ startedAt: number; results: BenchResult[] }>; stop(): void } {
@@ -354,21 +454,29 @@ export async function runFleetScenario(
   const dir = mkdtempSync(join(tmpdir(), 'infersignal-fleet-fidelity-'));
   cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
   try {
-    const replicas = await Promise.all(
-      [0, 1].map(() => startFleetReplica({ serviceTimeMs: FLEET_SERVICE_MS, capacity: FLEET_QUEUE_CAPACITY })),
-    );
-    for (const replica of replicas) cleanup.push(() => replica.close());
+    const starts = [0, 1].map(() => startReplicaChild(FLEET_SERVICE_MS));
+    // Both are stopped, whichever failed to start.
+    cleanup.push(() => Promise.allSettled(starts.map((start) => start.then((replica) => replica.stop()))));
+    const replicas = await Promise.all(starts);
     const [a, b] = replicas;
 
-    // Capacity, measured on the run's own replicas (closed loop, as the single-process suite's first phase).
+    // Capacity, measured on the run's own replicas as the single-process suite does: closed-loop windows, then
+    // (long mode) an open-loop phase at 0.6× of that figure, whose S bounds it too: on a busy machine a replica's
+    // timer runs late and its S grows, and 0.6× of a figure it no longer reaches is not healthy. (Not its main
+    // thread's time: a timer, not the CPU, serves the requests, and a thread waiting for a CPU would count as busy.)
     const capacities = await Promise.all(
       replicas.map((replica) =>
-        measureCapacity(replica.url, { windows: 5, windowMs: options.short ? 600 : 1500, signal: options.signal }),
+        measureCapacity(replica.url, {
+          windows: 5,
+          // Short: windows too short for the capacity detector to raise, so no calm to wait for.
+          windowMs: options.short ? 400 : 1500,
+          sustainedMs: options.short ? 0 : SUSTAINED_MS,
+          signal: options.signal,
+        }),
       ),
     );
     const replicaCapacity: [number, number] = [capacities[0].rps, capacities[1].rps];
-    const measurementSheds = replicas.map((replica) => replica.sheds);
-    for (const replica of replicas) replica.resetShed();
+    const measurementSheds = replicas.map((replica) => replica.markSheds());
     const fleetCapacity = replicaCapacity[0] + replicaCapacity[1];
     // A balancer splits evenly: each replica gets half the fleet's load, sized by the fleet's capacity.
     const half = fleetCapacity / 2;
@@ -423,7 +531,7 @@ export async function runFleetScenario(
     const inProcess: InProcessAlert[] = [];
     replicas.forEach((replica, i) => {
       cleanup.push(
-        replica.monitor.onAlert((event) => {
+        replica.onAlert((event) => {
           if (event.level === 'ok') return;
           inProcess.push({
             replica: i === 0 ? 'a' : 'b',
@@ -471,7 +579,12 @@ export async function runFleetScenario(
         let ended = false;
         void ramp.done.finally(() => (ended = true));
         await until(
-          () => ended || replicas.some((r) => r.firstShedAt !== null && Date.now() - r.firstShedAt > 8000),
+          () =>
+            ended ||
+            replicas.some((r) => {
+              const first = r.sheds().firstAt;
+              return first !== null && Date.now() - first > 8000;
+            }),
           settings.rampSeconds * 1000 + 5000,
           options.signal,
         );
@@ -493,21 +606,23 @@ export async function runFleetScenario(
         await sleep(settings.lossBaselineSeconds * 1000);
         let warnAt: number | null = null;
         let warn: string | null = null;
+        const lossAt = Date.now();
         cleanup.push(
-          a.monitor.onAlert((event) => {
-            if (warnAt === null && event.level !== 'ok') {
+          a.onAlert((event) => {
+            // Stamped by the replica: one raised before the loss but delivered after it is not the loss's.
+            if (warnAt === null && event.level !== 'ok' && event.at >= lossAt) {
               warnAt = event.at;
               warn = `${event.signal} ${event.level.toUpperCase()}`;
             }
           }),
         );
-        const lossAt = Date.now();
-        a.serviceTimeMs = FLEET_SERVICE_MS * 2;
-        const namesA = (n: FleetNotification) => n.status === 'firing' && n.instance === a.metricsTarget;
+        a.setServiceTime(FLEET_SERVICE_MS * 2);
+        const namesA = (n: FleetNotification) =>
+          n.status === 'firing' && n.instance === a.metricsTarget && n.atSeconds >= seconds(lossAt);
         await until(() => notifications().some(namesA), settings.lossPageBoundSeconds * 1000, options.signal);
         // A few more evaluations: does anything name the healthy replica, or say fleet-wide?
-        await sleep(5000);
-        a.serviceTimeMs = FLEET_SERVICE_MS;
+        await sleep(options.short ? 3000 : 5000);
+        a.setServiceTime(FLEET_SERVICE_MS);
         if (settings.recoveryBoundSeconds > 0) {
           recovery = { atSeconds: seconds(Date.now()), allResolvedAtSeconds: null };
           await sleep(PAGE_PIPELINE_MS);
