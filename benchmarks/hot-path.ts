@@ -5,6 +5,10 @@
  * attribute objects, on a real MeterProvider with a reader attached.
  *
  *   pnpm bench:hot-path        (tsx benchmarks/hot-path.ts)
+ *   BENCH_BASELINE=/path/to/other/checkout pnpm bench:hot-path
+ *                              A/B of two builds: both export modes also run
+ *                              on that checkout's built core (`@baseline`),
+ *                              interleaved with the rest; prints, writes no docs
  *
  * Variants, interleaved in rotated order each round (tinybench):
  * - bare OTel: 5 histogram records + 4 counter adds and the 5 clock reads
@@ -42,6 +46,7 @@ import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@op
 import { ATTR, HISTOGRAM_BUCKETS, METRICS, createMonitor, type Monitor, type QueueTracker } from '@infersignal/core';
 import client from 'prom-client';
 import { Bench } from 'tinybench';
+import { BASELINE, importFrom } from './lib/baseline';
 import { ROUNDS, SMOKE, TASK_MS } from './lib/env';
 import { DropSpanExporter, histogramCount, PullReader } from './lib/otel';
 import { printVerdict, table, writeSection, type Goal } from './lib/report';
@@ -142,7 +147,12 @@ function droppingTracerProvider() {
   };
 }
 
-function inferSignal(exportMode: 'api' | 'producer', clock?: () => number, traces = false) {
+function inferSignal(
+  exportMode: 'api' | 'producer',
+  clock?: () => number,
+  traces = false,
+  create: typeof createMonitor = createMonitor,
+) {
   let monitor: Monitor;
   let reader: PullReader;
   const tracing = traces ? droppingTracerProvider() : undefined;
@@ -155,7 +165,7 @@ function inferSignal(exportMode: 'api' | 'producer', clock?: () => number, trace
     };
     reader = new PullReader([producer]);
     const provider = new MeterProvider({ readers: [reader] });
-    monitor = box.monitor = createMonitor({
+    monitor = box.monitor = create({
       meterProvider: provider,
       exportMode,
       ...(tracing ? { traces: 'outliers', tracerProvider: tracing.provider } : { traces: false }),
@@ -165,7 +175,7 @@ function inferSignal(exportMode: 'api' | 'producer', clock?: () => number, trace
     });
   } else {
     reader = new PullReader();
-    monitor = createMonitor({
+    monitor = create({
       meterProvider: new MeterProvider({ readers: [reader] }),
       exportMode,
       traces: false,
@@ -331,6 +341,12 @@ const api = inferSignal('api');
 const producer = inferSignal('producer');
 const outliers = inferSignal('producer', undefined, true);
 const prom = promClient();
+/** The other checkout's core, for the A/B mode: the same two export modes on its build. */
+const baselineCore = BASELINE
+  ? await importFrom<{ createMonitor: typeof createMonitor }>(BASELINE, '@infersignal/core')
+  : undefined;
+const apiBaseline = baselineCore && inferSignal('api', undefined, false, baselineCore.createMonitor);
+const producerBaseline = baselineCore && inferSignal('producer', undefined, false, baselineCore.createMonitor);
 const OUTLIERS = 'InferSignal (producer export) + outlier traces';
 /**
  * The tracing setup a server with traces has, registered only while the
@@ -356,6 +372,12 @@ const tasks: Array<{ name: string; run: () => void; options?: typeof withTracing
   { name: 'InferSignal (producer export)', run: producer.run },
   { name: OUTLIERS, run: outliers.run, options: withTracingSetup },
   { name: 'prom-client equivalent', run: prom.run },
+  ...(apiBaseline && producerBaseline
+    ? [
+        { name: 'InferSignal (API export) @baseline', run: apiBaseline.run },
+        { name: 'InferSignal (producer export) @baseline', run: producerBaseline.run },
+      ]
+    : []),
 ];
 /** ns per request, per task, per round. */
 const perRequest = new Map<string, number[]>(tasks.map((t) => [t.name, []]));
@@ -371,6 +393,28 @@ for (let round = 0; round < ROUNDS; round++) {
   console.log(
     `round ${round + 1}/${ROUNDS}: ${tasks.map((t) => `${t.name} ${fmtNs(perRequest.get(t.name)!.at(-1)!)}`).join(', ')}`,
   );
+}
+
+if (BASELINE !== undefined) {
+  // Per round, this tree's export over the baseline's, each already over the round's bare OTel calls.
+  const base = perRequest.get('bare OTel calls')!;
+  for (const mode of ['API export', 'producer export']) {
+    const here = roundRatios(perRequest.get(`InferSignal (${mode})`)!, base);
+    const there = roundRatios(perRequest.get(`InferSignal (${mode}) @baseline`)!, base);
+    const ab = roundRatios(
+      perRequest.get(`InferSignal (${mode})`)!,
+      perRequest.get(`InferSignal (${mode}) @baseline`)!,
+    );
+    console.log(
+      `${mode}: this tree ${fmtRatio(ab)} the baseline's; over bare OTel ${fmtRatio(here)} here, ${fmtRatio(there)} on the baseline`,
+    );
+  }
+  const aa = roundRatios(perRequest.get('bare OTel, histograms only')!, base);
+  console.log(`context: bare OTel histograms only over all bare calls ${fmtRatio(aa)} (the same work each round)`);
+  console.log('baseline run (BENCH_BASELINE): no verdict, docs/benchmarks.md left alone');
+  await Promise.all([api.monitor.close(), producer.monitor.close(), outliers.monitor.close()]);
+  await Promise.all([apiBaseline!.monitor.close(), producerBaseline!.monitor.close()]);
+  process.exit(0);
 }
 
 // The SDK really recorded: every request of every variant is in its reader.
