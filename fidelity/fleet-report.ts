@@ -129,6 +129,7 @@ function row(run: FleetRunFigures): string[] {
     timing,
     perAlert(run),
     episode,
+    [run.worstWait.a, run.worstWait.b].map((w) => (w ? `${w.waitMs} ms (s ${w.second})` : '—')).join(' / '),
     run.met ? 'met' : `**not met**: ${esc(run.misses.join('; '))}`,
   ];
 }
@@ -169,6 +170,9 @@ export function renderFleetSection(result: FleetResult, note?: string): string {
     '  loss (any signal, from its monitor’s alert events).',
     '- **Flaps**: FIRING and RESOLVED per alert (its name and subject), counted from the webhook payloads',
     '  (each alert of a group notification says whether it resolved); an episode should give one of each.',
+    '- **Worst wait for a CPU**: the longest a replica’s main thread was runnable but waiting for a CPU in',
+    '  one second of the run (Linux schedstat): a replica’s requests wait that long whatever its load, and a',
+    '  second of it is a stall its detectors see as queue wait.',
     '',
     `Run: ${result.startedAt}, ${result.repeats} run(s) of each scenario, ${(result.wallSeconds / 60).toFixed(1)} min; ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}.`,
   ];
@@ -191,6 +195,7 @@ export function renderFleetSection(result: FleetResult, note?: string): string {
           'timing',
           'per alert',
           'episode',
+          'worst wait for a CPU (a / b)',
           'goal',
         ],
         result.runs.filter((r) => r.scenario === summary.scenario).map(row),

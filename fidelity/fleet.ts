@@ -35,7 +35,15 @@ import { runBench, type BenchResult, type Stage } from '@infersignal/bench';
 import { renderAlertmanagerConfig, renderRules } from '@infersignal/rules';
 import { findBinary, freePort, startPrometheusAndAlertmanager, waitFor } from '../packages/rules/test/helpers/binaries';
 import { stopper } from './server';
-import { INFER_BODY, measureCapacity, RAMP_LEAD_GOAL_SECONDS, waitForCalm, type CapacityFigure } from './suite';
+import {
+  INFER_BODY,
+  measureCapacity,
+  RAMP_LEAD_GOAL_SECONDS,
+  threadSchedNs,
+  waitForCalm,
+  type CapacityFigure,
+  type ThreadSecond,
+} from './suite';
 
 export type FleetScenarioName = 'healthy-0.3' | 'healthy-0.6' | 'step' | 'ramp' | 'replica-loss';
 export const FLEET_SCENARIOS: readonly FleetScenarioName[] = [
@@ -144,6 +152,13 @@ export interface FleetRunFigures {
   /** The most FIRINGs of one alert in the run (0 without a page). */
   flaps: number;
   inProcess: InProcessAlert[];
+  /**
+   * Each replica's main thread, second by second on the run's clock (ms on a CPU, ms runnable but waiting
+   * for one; Linux schedstat, empty elsewhere): whether a slow second was the machine's.
+   */
+  threads: { a: ThreadSecond[]; b: ThreadSecond[] };
+  /** The worst second of waiting for a CPU of each replica. */
+  worstWait: { a: ThreadSecond | null; b: ThreadSecond | null };
   notifications: FleetNotification[];
   capacities: CapacityFigure[];
   /** 503s each replica answered while its capacity was measured (none expected: 3 users, one served at a time). */
@@ -527,6 +542,10 @@ export async function runFleetScenario(
 
     // The run's clock starts here.
     const zero = Date.now();
+    const threads = replicas.map((replica) => sampleThread(replica.pid));
+    cleanup.push(() => {
+      for (const thread of threads) thread.stop();
+    });
     const seconds = (at: number) => (at - zero) / 1000;
     const inProcess: InProcessAlert[] = [];
     replicas.forEach((replica, i) => {
@@ -679,6 +698,8 @@ export async function runFleetScenario(
       alerts,
       flaps: Math.max(0, ...alerts.map((count) => count.firing)),
       inProcess,
+      threads: { a: threads[0].stop(), b: threads[1].stop() },
+      worstWait: { a: worst(threads[0].stop()), b: worst(threads[1].stop()) },
       notifications: all,
       capacities,
       measurementSheds,
@@ -688,6 +709,34 @@ export async function runFleetScenario(
   } finally {
     for (const fn of cleanup.reverse()) await fn();
   }
+}
+
+/** Samples a process's main thread once a second until stopped (stop() may be called again). */
+function sampleThread(pid: number | undefined): { stop(): ThreadSecond[] } {
+  const seconds: ThreadSecond[] = [];
+  let last = threadSchedNs(pid);
+  let second = 0;
+  const timer = setInterval(() => {
+    const now = threadSchedNs(pid);
+    second++;
+    if (now && last)
+      seconds.push({
+        second,
+        onCpuMs: Math.round((now.onCpuNs - last.onCpuNs) / 1e6),
+        waitMs: Math.round((now.waitNs - last.waitNs) / 1e6),
+      });
+    last = now;
+  }, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      return seconds;
+    },
+  };
+}
+
+function worst(seconds: readonly ThreadSecond[]): ThreadSecond | null {
+  return seconds.reduce<ThreadSecond | null>((w, s) => (!w || s.waitMs > w.waitMs ? s : w), null);
 }
 
 /** What a run missed of its scenario's goal (empty: met). */
@@ -784,6 +833,8 @@ export function describeFleetRun(run: FleetRunFigures): string {
   }
   if (run.alerts.length)
     parts.push(`per alert: ${run.alerts.map((c) => `${c.alert} ${c.firing}↑${c.resolved}↓`).join('; ')}`);
+  const wait = (w: ThreadSecond | null) => (w ? `${w.waitMs} ms in second ${w.second}` : '—');
+  parts.push(`worst wait for a CPU: a ${wait(run.worstWait.a)}, b ${wait(run.worstWait.b)}`);
   if (run.recovery)
     parts.push(
       `episode ended at ${run.recovery.atSeconds.toFixed(1)} s, ${run.recovery.allResolvedAtSeconds === null ? 'not all resolved within the bound' : `all resolved at ${run.recovery.allResolvedAtSeconds.toFixed(1)} s`}`,
