@@ -6,12 +6,13 @@
  * default 5), FLEET_SHORT=1 (one short run of each; prints, writes no doc),
  * FLEET_SCENARIOS (comma-separated names: only those run, and the doc is
  * left as it is), FLEET_NOTE (a sentence on the run's conditions, printed in
- * the doc).
+ * the doc), FLEET_FROM_JSON (a result file of an earlier run: rewrites the
+ * section from it, with FLEET_NOTE, and runs nothing).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { replaceSection } from './doc-sections';
-import { FLEET_SCENARIOS, runFleet, type FleetScenarioName } from './fleet';
+import { FLEET_SCENARIOS, runFleet, type FleetResult, type FleetScenarioName } from './fleet';
 import { FLEET_SECTION, fleetVerdictLine, renderFleetSection } from './fleet-report';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -22,6 +23,17 @@ function intEnv(name: string): number | undefined {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${raw}`);
   return value;
+}
+
+const fromJson = process.env.FLEET_FROM_JSON?.trim();
+if (fromJson) {
+  const saved = JSON.parse(readFileSync(fromJson, 'utf8')) as FleetResult;
+  const doc = `${ROOT}docs/fidelity.md`;
+  const section = renderFleetSection(saved, process.env.FLEET_NOTE?.trim() || undefined);
+  writeFileSync(doc, replaceSection(readFileSync(doc, 'utf8'), FLEET_SECTION, section));
+  console.log(`wrote the fleet section of docs/fidelity.md from ${fromJson}`);
+  console.log(fleetVerdictLine(saved));
+  process.exit(0);
 }
 
 const short = process.env.FLEET_SHORT === '1';
