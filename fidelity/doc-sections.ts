@@ -1,33 +1,50 @@
 /**
- * Sections of a generated doc that another command writes: each between
- * `<!-- NAME:begin -->` and `<!-- NAME:end -->` lines. A command that
- * rewrites the whole file keeps them (`keepSections`); the command that owns
- * one replaces only its own (`replaceSection`).
+ * Named blocks of a generated markdown file: `<!-- NAME:begin -->` …
+ * `<!-- NAME:end -->`. The fidelity suite writes each scenario's section as
+ * one (`scenario-<name>`), so a run of a subset replaces only the sections of
+ * the scenarios it ran; blocks another tool writes into the same file (the
+ * fleet suite's `fleet`) are kept as they are whenever the file is
+ * rewritten.
  */
 
-const BLOCK = /<!-- ([\w-]+):begin -->\n[\s\S]*?\n<!-- \1:end -->/g;
+const BLOCK = /<!-- ([\w.-]+):begin -->\n?([\s\S]*?)\n?<!-- \1:end -->/g;
 
-/** The marked blocks of `text`, by name, markers included. */
-export function sectionsOf(text: string): Map<string, string> {
-  return new Map([...text.matchAll(BLOCK)].map((match) => [match[1], match[0]]));
+export interface Block {
+  name: string;
+  /** The text between the markers, without them. */
+  body: string;
+}
+
+/** Every block of `text`, in order. */
+export function readBlocks(text: string): Block[] {
+  return [...text.matchAll(BLOCK)].map((m) => ({ name: m[1]!, body: m[2]! }));
+}
+
+/** `body` between the markers of block `name`. */
+export function block(name: string, body: string): string {
+  return `<!-- ${name}:begin -->\n${body}\n<!-- ${name}:end -->`;
 }
 
 /**
- * `fresh` with every marked block of `old`: a block `fresh` also has is
- * replaced by the old one, the others are appended at the end, in their order.
+ * `fresh`, then every block of `previous` that `fresh` does not have and
+ * `keep` accepts, in their order: a rewrite that leaves other writers'
+ * blocks intact.
  */
-export function keepSections(old: string, fresh: string): string {
-  let text = fresh;
-  for (const [name, block] of sectionsOf(old)) {
-    const own = sectionsOf(text).get(name);
-    text = own ? text.replace(own, () => block) : `${text.trimEnd()}\n\n${block}\n`;
-  }
-  return text;
+export function keepForeignBlocks(fresh: string, previous: string, keep: (name: string) => boolean): string {
+  const have = new Set(readBlocks(fresh).map((b) => b.name));
+  const kept = readBlocks(previous).filter((b) => !have.has(b.name) && keep(b.name));
+  if (kept.length === 0) return fresh;
+  return `${fresh.trimEnd()}\n\n${kept.map((b) => block(b.name, b.body)).join('\n\n')}\n`;
 }
 
-/** `text` with the block `name` holding `body` (between its markers), appended if it had none. */
+/** `text` with block `name` holding `body` (appended at the end where it had none): how the fleet suite writes its own. */
 export function replaceSection(text: string, name: string, body: string): string {
-  const block = `<!-- ${name}:begin -->\n${body.trim()}\n<!-- ${name}:end -->`;
-  const own = sectionsOf(text).get(name);
-  return own ? text.replace(own, () => block) : `${text.trimEnd()}\n\n${block}\n`;
+  const fresh = block(name, body.trim());
+  let found = false;
+  const replaced = text.replace(BLOCK, (whole, blockName: string) => {
+    if (blockName !== name) return whole;
+    found = true;
+    return fresh;
+  });
+  return found ? replaced : `${text.trimEnd()}\n\n${fresh}\n`;
 }

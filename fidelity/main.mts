@@ -5,15 +5,20 @@
  * FIDELITY_STEADY_SECONDS (default 600), FIDELITY_SHORT=1 (one short run
  * of each; prints, writes no doc), FIDELITY_NOTE (a sentence on the run's
  * conditions, printed in the doc), FIDELITY_SCENARIOS (comma-separated
- * names, load or fault, e.g. `slow-reload,stream-drops`: only those run;
- * the doc is written only when every scenario ran).
+ * names, load, fault or `heap-leak`, e.g. `slow-reload,stream-drops`: only
+ * those run, and only their sections of the doc and its verdict line are
+ * rewritten), FIDELITY_HEAP_NODES (Node lines of the heap-leak cells,
+ * default 20), FIDELITY_HEAP_HEALTHY_SECONDS (each healthy heap run,
+ * default 600), FIDELITY_HEAP_LIFE_BOUND (s: cells expected to live longer
+ * are left out, default 450), FIDELITY_HEAP_CONCURRENCY (leak cells at
+ * once, default 3), FIDELITY_FROM_JSON (a saved result under .tmp/fidelity:
+ * runs nothing, writes that result's sections of the doc again).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { keepSections } from './doc-sections';
 import { FAULT_SCENARIOS } from './faults/index';
 import { renderDoc, verdictLine } from './report';
-import { runFidelity, selectScenarios } from './suite';
+import { runFidelity, selectScenarios, type FidelityResult } from './suite';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -37,6 +42,18 @@ try {
   console.error(`FIDELITY_SCENARIOS: ${(error as Error).message}`);
   process.exit(2);
 }
+// FIDELITY_FROM_JSON=path: no run; the doc's sections of that saved result are written again with this code's report
+// (after a change to the report, or with a corrected FIDELITY_NOTE).
+const fromJson = process.env.FIDELITY_FROM_JSON?.trim();
+if (fromJson) {
+  const saved = JSON.parse(readFileSync(fromJson, 'utf8')) as FidelityResult;
+  const doc = `${ROOT}docs/fidelity.md`;
+  const previous = existsSync(doc) ? readFileSync(doc, 'utf8') : '';
+  writeFileSync(doc, renderDoc(saved, process.env.FIDELITY_NOTE?.trim() || undefined, previous));
+  console.log(`wrote the sections of ${fromJson} into docs/fidelity.md`);
+  console.log(verdictLine(saved));
+  process.exit(0);
+}
 const abort = new AbortController();
 process.once('SIGINT', () => abort.abort());
 process.once('SIGTERM', () => abort.abort());
@@ -47,6 +64,12 @@ const result = await runFidelity({
   steadySeconds: intEnv('FIDELITY_STEADY_SECONDS'),
   scenarios,
   faults: FAULT_SCENARIOS,
+  heapLeak: {
+    nodes: process.env.FIDELITY_HEAP_NODES?.split(',').map((n) => n.trim()) ?? ['20'],
+    healthySeconds: intEnv('FIDELITY_HEAP_HEALTHY_SECONDS'),
+    lifeBoundSeconds: intEnv('FIDELITY_HEAP_LIFE_BOUND'),
+    concurrency: intEnv('FIDELITY_HEAP_CONCURRENCY'),
+  },
   log: (line) => console.log(line),
   signal: abort.signal,
 });
@@ -54,12 +77,15 @@ mkdirSync(`${ROOT}.tmp/fidelity`, { recursive: true });
 const json = `${ROOT}.tmp/fidelity/fidelity-${result.startedAt.replace(/[:.]/g, '-')}.json`;
 writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`JSON result: ${json}`);
-if (scenarios.length > 0) console.log('a subset of the scenarios ran: docs/fidelity.md left as it is');
-else if (!short && !abort.signal.aborted) {
+if (!short && !abort.signal.aborted) {
+  // A subset rewrites its own sections and the verdict; the other sections and other writers' blocks stay.
   const doc = `${ROOT}docs/fidelity.md`;
-  // Sections other commands write (`<!-- NAME:begin -->` … `<!-- NAME:end -->`, e.g. the fleet suite's) stay.
-  const fresh = renderDoc(result, process.env.FIDELITY_NOTE?.trim() || undefined);
-  writeFileSync(doc, existsSync(doc) ? keepSections(readFileSync(doc, 'utf8'), fresh) : fresh);
-  console.log('wrote docs/fidelity.md');
+  const previous = existsSync(doc) ? readFileSync(doc, 'utf8') : '';
+  writeFileSync(doc, renderDoc(result, process.env.FIDELITY_NOTE?.trim() || undefined, previous));
+  console.log(
+    scenarios.length > 0
+      ? `wrote the sections of ${scenarios.join(', ')} into docs/fidelity.md`
+      : 'wrote docs/fidelity.md',
+  );
 }
 console.log(verdictLine(result));

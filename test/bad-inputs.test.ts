@@ -48,6 +48,22 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
   ['eventLoop as a string', { eventLoop: 'false' }, config('eventLoop', 'must be true or false, got "false"')],
   ['heap as a number', { heap: 1 }, config('heap', 'must be true or false, got 1')],
   [
+    'an opt-in metric that is exported by default',
+    { optInMetrics: ['infersignal.queue.wait.duration'] },
+    config(
+      'optInMetrics[0]',
+      'must be one of gen_ai.server.request.duration, infersignal.inference.duration, infersignal.queue.service.time.p90, nodejs.eventloop.delay.p50, infersignal.heap.live, infersignal.heap.live.limit, got "infersignal.queue.wait.duration"',
+    ),
+  ],
+  [
+    'optInMetrics a string',
+    { optInMetrics: 'gen_ai.server.request.duration' },
+    config(
+      'optInMetrics',
+      'must be an array of gen_ai.server.request.duration, infersignal.inference.duration, infersignal.queue.service.time.p90, nodejs.eventloop.delay.p50, infersignal.heap.live, infersignal.heap.live.limit, got "gen_ai.server.request.duration"',
+    ),
+  ],
+  [
     'runtimeMetrics as a string',
     { runtimeMetrics: 'yes' },
     config('runtimeMetrics', 'must be true or false, got "yes"'),
@@ -70,7 +86,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
     { eventloop: false },
     config(
       'eventloop',
-      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi)',
+      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, signals, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi, optInMetrics)',
     ),
   ],
   [
@@ -127,8 +143,12 @@ const queueCases: [string, Record<string, unknown>, string][] = [
   [
     'an unknown key',
     { size: 3 },
-    config('options.size', 'queue "gen": unknown option, got 3 (expected one of capacity, concurrency, maxWaiting)'),
+    config(
+      'options.size',
+      'queue "gen": unknown option, got 3 (expected one of capacity, concurrency, maxWaiting, tokens)',
+    ),
   ],
+  ['tokens as a string', { tokens: 'yes' }, config('options.tokens', 'queue "gen": must be true or false, got "yes"')],
 ];
 
 const startCases: [string, Record<string, unknown>, string][] = [
@@ -286,7 +306,7 @@ describe('bad inputs through the adapters', () => {
 
 // --- the environment ------------------------------------------------------------
 
-const PROMETHEUS_DEFAULT = { host: '127.0.0.1', port: 9464, path: '/metrics', mount: false, withoutScopeInfo: false };
+const PROMETHEUS_DEFAULT = { host: '127.0.0.1', port: 9464, path: '/metrics', mount: false, withoutScopeInfo: true };
 
 /** [variables, the one warning, what the resolved options hold after it] */
 const envCases: [Record<string, string>, string, (resolved: ReturnType<typeof resolveStartOptions>) => void][] = [
@@ -444,6 +464,21 @@ const cliCases: [string[], number, string][] = [
     [...k8s, '--readiness-path', 'healthz'],
     1,
     'infersignal-rules kubernetes: invalid --readiness-path: must be a path starting with "/", got "healthz"',
+  ],
+  [
+    [...k8s, '--engine-type', 'node llama'],
+    1,
+    'infersignal-rules kubernetes: invalid --engine-type: must be a Kubernetes label value: 1 to 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit, got "node llama"',
+  ],
+  [
+    [...k8s, '--queue-name', ''],
+    1,
+    'infersignal-rules kubernetes: invalid --queue-name: must be a non-empty string of at most 256 characters without control characters, got ""',
+  ],
+  [
+    [...k8s, '--model', 'a\nb'],
+    1,
+    'infersignal-rules kubernetes: invalid --model: must be a non-empty string of at most 256 characters without control characters, got "a\\nb"',
   ],
   [
     [...k8s, '--prometheus-url', 'ftp://prometheus'],

@@ -91,7 +91,9 @@ describe('fault scenarios, judging', () => {
     expect(selectScenarios(['stream-drops', 'step'], FAULT_SCENARIOS)).toEqual({
       load: ['step'],
       faults: [streamDrops],
+      heapLeak: false,
     });
+    expect(selectScenarios(['heap-leak'], FAULT_SCENARIOS)).toEqual({ load: [], faults: [], heapLeak: true });
     expect(selectScenarios(undefined, FAULT_SCENARIOS).faults).toEqual(FAULT_SCENARIOS);
     expect(() => selectScenarios(['slow-reloads'], FAULT_SCENARIOS)).toThrow(
       /unknown fidelity scenario slow-reloads: choose from .*slow-reload/,

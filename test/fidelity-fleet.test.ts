@@ -15,7 +15,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { findBinary, skipReason } from '../packages/rules/test/helpers/binaries';
 import { countAlerts, describeFleetRun, parseNotification, runFleet, type FleetRunFigures } from '../fidelity/fleet';
-import { keepSections, replaceSection, sectionsOf } from '../fidelity/doc-sections';
+import { keepForeignBlocks, readBlocks, replaceSection } from '../fidelity/doc-sections';
 
 const missing = !findBinary('prometheus')
   ? 'prometheus'
@@ -85,9 +85,9 @@ describe('reading the webhook', () => {
 describe('docs sections another command writes', () => {
   it('a rewrite keeps them; the owner replaces only its own', () => {
     const old = 'old body\n\n<!-- fleet:begin -->\nfleet table\n<!-- fleet:end -->\n';
-    const kept = keepSections(old, '# new body\n');
+    const kept = keepForeignBlocks('# new body\n', old, (name) => name === 'fleet');
     expect(kept).toBe('# new body\n\n<!-- fleet:begin -->\nfleet table\n<!-- fleet:end -->\n');
-    expect(sectionsOf(kept).get('fleet')).toContain('fleet table');
+    expect(readBlocks(kept)).toEqual([{ name: 'fleet', body: 'fleet table' }]);
     const replaced = replaceSection(kept, 'fleet', 'new $& table');
     expect(replaced).toBe('# new body\n\n<!-- fleet:begin -->\nnew $& table\n<!-- fleet:end -->\n');
     expect(replaceSection('# doc\n', 'fleet', 'x')).toBe('# doc\n\n<!-- fleet:begin -->\nx\n<!-- fleet:end -->\n');

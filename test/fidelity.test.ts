@@ -23,7 +23,8 @@ let result: FidelityResult;
 
 beforeAll(async () => {
   // The load scenarios; each fault scenario has its own test file.
-  result = await runFidelity({ short: true, scenarios: SCENARIOS });
+  // (halving is a long-mode scenario: its queue fills at a fifth of the capacity, too slow for a short run.)
+  result = await runFidelity({ short: true, scenarios: SCENARIOS.filter((s) => s !== 'halving') });
   // Every alert of the run, for a look after a red test.
   const dir = fileURLToPath(new URL('../.tmp/fidelity/', import.meta.url));
   mkdirSync(dir, { recursive: true });

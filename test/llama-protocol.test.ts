@@ -54,6 +54,17 @@ describe('examples/llama-completions speaks the model-server protocol', () => {
       signal,
     });
   const scrape = async () => (await fetch(server.metricsUrl)).text();
+  /** The queue's token backlog in a scrape: prompt tokens waiting, output tokens owed. */
+  const backlog = (text: string) => {
+    const value = (type: string) =>
+      Number(
+        new RegExp(
+          `^infersignal_queue_tokens_pending\\{(?=[^}]*infersignal_queue_name="llama:tiny-llama")(?=[^}]*gen_ai_token_type="${type}")[^}]*\\} (\\S+)$`,
+          'm',
+        ).exec(text)?.[1],
+      );
+    return { input: value('input'), output: value('output') };
+  };
   const events = async (response: Response) =>
     (await response.text())
       .split('\n\n')
@@ -158,15 +169,22 @@ describe('examples/llama-completions speaks the model-server protocol', () => {
     expect(read(await scrape(), engine)).toMatchObject({ queued: 0, running: 2 });
     const waiting = [1, 2, 3].map((i) => post('/v1/completions', { prompt: `w${i}`, max_tokens: 2 }));
     await until(() => server.model.queue.waiting === 3, 5000, 'three waiting');
-    const loaded = read(await scrape(), engine);
+    const loadedText = await scrape();
+    const loaded = read(loadedText, engine);
     expect(loaded).toMatchObject({ queued: 3, running: 2 });
+    // The LLM queue's token backlog in the same scrape: the three prompts waiting (the model's tokenizer);
+    // the holders run without a token cost, so nothing is owed yet.
+    const prompts = [1, 2, 3].reduce((sum, i) => sum + server.model.model.tokenize(`w${i}`).length, 0);
+    expect(backlog(loadedText)).toEqual({ input: prompts, output: 0 });
     // The picker's view of this replica: 3 of 5 waiting.
     expect(saturation(loaded, DEFAULT_THRESHOLDS.saturation)).toBeCloseTo(3 / 5, 10);
     held[0]!.open();
     held[1]!.open();
     expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([200, 200, 200]);
     await Promise.all(holders);
-    expect(read(await scrape(), engine)).toEqual({ queued: 0, running: 0, kv: 0 });
+    const drained = await scrape();
+    expect(read(drained, engine)).toEqual({ queued: 0, running: 0, kv: 0 });
+    expect(backlog(drained)).toEqual({ input: 0, output: 0 });
   });
 
   it('KV utilization counts the tokens of running generations only: > 0 while they run, 0 after', async () => {
@@ -181,6 +199,10 @@ describe('examples/llama-completions speaks the model-server protocol', () => {
     expect(running.running).toBe(2);
     expect(running.kv).toBeGreaterThan(0);
     expect(running.kv).toBeLessThanOrEqual(1);
+    // Output tokens owed: 2 × max_tokens less what the streams have produced so far (some, not all).
+    const owed = backlog(text).output;
+    expect(owed).toBeGreaterThan(0);
+    expect(owed).toBeLessThan(2 * 200);
     if (promtool) {
       const check = spawnSync(promtool, ['check', 'metrics'], { input: text, encoding: 'utf8' });
       expect(`${check.stdout}${check.stderr}`).toBe('');

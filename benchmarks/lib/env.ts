@@ -73,6 +73,8 @@ function checkBuilt(): void {
   }
   const packages = join(dirname(BENCH_TSCONFIG), '..', 'packages');
   for (const name of readdirSync(packages)) {
+    // A package with no sources (infersignal-otel-sdk: dependencies only) has nothing to build.
+    if (!existsSync(join(packages, name, 'src'))) continue;
     const built = join(packages, name, 'dist', 'index.js');
     const newest = newestMtime(join(packages, name, 'src'));
     if (existsSync(built) && newest > statSync(built).mtimeMs)

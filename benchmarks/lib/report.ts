@@ -109,7 +109,8 @@ const PREAMBLE = `# Benchmarks
 Each suite in \`benchmarks/\` is one command (\`pnpm bench:<suite>\`; \`pnpm bench\` runs all but install-size) that rewrites its own section here with its latest run; its method is in its file's header.
 Every figure is a ratio against a baseline measured **in the same run**, variants in interleaved rotated rounds, median and (range) or (IQR, from 8 rounds) over the rounds: on shared machines absolute numbers move, the ratios are what the goals are about.
 The suites run the **built** packages (\`dist/\`, what users install). Server costs are the server process's own CPU per request, so the load generator's CPU is not counted.
-Knobs: \`BENCH_SECONDS\`, \`BENCH_ROUNDS\`, \`BENCH_TASK_MS\`, \`BENCH_FRAMEWORKS\` / \`BENCH_VARIANTS\` (server subsets: print only), \`--node 24\`, \`BENCH_NOTE\` (the run's conditions), \`BENCH_BASELINE=<checkout>\` (server: an A/B of two builds), \`BENCH_SMOKE=1\` (tiny, writes nothing).
+Knobs: \`BENCH_SECONDS\`, \`BENCH_ROUNDS\`, \`BENCH_TASK_MS\`, \`BENCH_FRAMEWORKS\` / \`BENCH_VARIANTS\` (server subsets: print only), \`--node 24\`,
+\`BENCH_NOTE\` (the run's conditions), \`BENCH_BASELINE=<checkout>\` (server and hot-path: an A/B of two builds in one run, print only), \`BENCH_SMOKE=1\` (tiny, writes nothing).
 `;
 
 /** A sentence about this run's conditions (a machine shared with other work), printed in each block it writes. */

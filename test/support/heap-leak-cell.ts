@@ -129,3 +129,75 @@ export function runLeakCell(options: LeakCellOptions): Promise<LeakCell> {
     });
   });
 }
+
+export interface HealthyCellOptions {
+  node: string;
+  limitMiB: number;
+  /** How long it runs (s). */
+  seconds: number;
+  /** The steady cache it holds, a 64th of it replaced every 100 ms. */
+  cacheMiBs: number;
+  garbageMiBs: number;
+}
+
+export interface HealthyCell {
+  version: string;
+  code: number | null;
+  /** Every alert it raised (none, for a healthy process). */
+  alerts: { signal: string; level: string; message: string; seconds: number }[];
+  /** The monitor's heap snapshot at the end. */
+  heap: Record<string, unknown> | null;
+  stderr: string;
+}
+
+/**
+ * The healthy variant of the leak child to its end: a steady cache under
+ * garbage, so major GCs come and the heap is a sawtooth over a steady live
+ * set. Backstop: the run's length and two minutes.
+ */
+export function runHealthyCell(options: HealthyCellOptions): Promise<HealthyCell> {
+  const node = nodeBinary(options.node);
+  if (node === undefined) return Promise.reject(new Error(`no Node ${options.node} binary here`));
+  return new Promise((resolve, reject) => {
+    const child = spawn(node, [`--max-old-space-size=${options.limitMiB}`, '--import', TSX, CHILD], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        TSX_TSCONFIG_PATH: ROOT_TSCONFIG,
+        LIVE_S: String(options.seconds),
+        CACHE_MIBS: String(options.cacheMiBs),
+        GARBAGE_MIBS: String(options.garbageMiBs),
+      },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (data: Buffer) => {
+      stdout += data.toString();
+    });
+    child.stderr.on('data', (data: Buffer) => {
+      stderr = (stderr + data.toString()).slice(-5000);
+    });
+    const backstop = setTimeout(() => child.kill('SIGKILL'), (options.seconds + 120) * 1000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(backstop);
+      const lines = stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const start = (lines.find((l) => 'start' in l) as { start: number } | undefined)?.start ?? Number.NaN;
+      resolve({
+        version: options.node,
+        code,
+        stderr,
+        alerts: lines
+          .filter((l) => 'alert' in l)
+          .map((l) => {
+            const { alert, at } = l as { alert: { signal: string; level: string; message: string }; at: number };
+            return { signal: alert.signal, level: alert.level, message: alert.message, seconds: (at - start) / 1000 };
+          }),
+        heap: (lines.find((l) => 'done' in l)?.done as Record<string, unknown> | undefined) ?? null,
+      });
+    });
+  });
+}

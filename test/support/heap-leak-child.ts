@@ -27,6 +27,8 @@ const liveSeconds = process.env.LIVE_S === undefined ? undefined : Number(proces
 const cacheMiBs = Number(process.env.CACHE_MIBS ?? 0);
 const STEP_MS = 10;
 const CACHE_CHUNKS = 64;
+/** Garbage objects per array (~1 MiB). */
+const GARBAGE_CHUNK = 16_384;
 
 // A pipe on Linux is written synchronously; writeSync makes sure of it, so the last alert before the abort is out.
 const say = (line: unknown): void => {
@@ -61,10 +63,14 @@ function step(): void {
   const now = Date.now();
   const seconds = (now - last) / 1000;
   last = now;
-  const garbage: { i: number; v: number }[] = [];
+  // In arrays of GARBAGE_CHUNK objects, each dropped for the next: a late step (a starved process) owes seconds of
+  // garbage, and one array holding all of it would be a live spike no service has, enough to abort a small heap.
   const garbageObjects = Math.round((garbageMiBs * MiB * seconds) / BYTES_PER_OBJECT);
-  for (let i = 0; i < garbageObjects; i++) garbage.push({ i, v: i * 0.5 });
-  sink = garbage;
+  for (let made = 0; made < garbageObjects; ) {
+    const garbage: { i: number; v: number }[] = [];
+    for (let i = 0; i < GARBAGE_CHUNK && made < garbageObjects; i++, made++) garbage.push({ i, v: i * 0.5 });
+    sink = garbage;
+  }
   if (cacheMiBs > 0 && ++steps % 10 === 0) cache[(steps / 10) % CACHE_CHUNKS] = objects(cacheMiBs / CACHE_CHUNKS);
   if (now >= leakFrom && liveSeconds === undefined) {
     owed += (leakMiBs * MiB * seconds) / BYTES_PER_OBJECT;

@@ -215,7 +215,14 @@ function monitorMetrics(monitor: Monitor, name: string, attributes: Attributes):
     entered(to, toAttributes, threshold, message) {
       breaker.state = to;
       registered.transitions.add(1, toAttributes);
-      registered.ctx.report(BREAKER_SIGNAL, STATE_LEVEL[to], STATE_VALUE[to], threshold, labels, message);
+      registered.ctx.report({
+        signal: BREAKER_SIGNAL,
+        level: STATE_LEVEL[to],
+        value: STATE_VALUE[to],
+        threshold,
+        labels,
+        message,
+      });
     },
     call(callAttributes) {
       registered.calls.add(1, callAttributes);

@@ -1,7 +1,7 @@
 import type { Attributes, Tracer } from '@opentelemetry/api';
 import type { Thresholds } from './config';
-import type { InstrumentSpec } from './names';
-import type { Level, SignalName } from './types';
+import type { InstrumentSpec } from './attributes';
+import type { AlertReport, Level, SignalName } from './types';
 
 /**
  * The Signal contract: what every signal of a monitor is, built-in or from
@@ -122,23 +122,15 @@ export interface SignalContext {
   /** `recordSeconds` into a series resolved once. */
   recordSecondsIn(series: HistogramSeries, seconds: number): void;
   /**
-   * Announces the level of `signal` for one subject (`labels`, e.g.
-   * `{ queue: 'gen' }`): a change becomes an alert event for the
+   * Announces the level of `report.signal` for one subject (`report.labels`,
+   * e.g. `{ queue: 'gen' }`): a change becomes an alert event for the
    * listeners and webhooks, and the level is exported and counted in
-   * `monitor.level()` until it returns to ok. `message` is the detail the
-   * event's message ends with, after `<signal> <LEVEL> on <subject>:`
-   * (the subject is written from `labels`, so it need not repeat it).
+   * `monitor.level()` until it returns to ok. `report.message` is the detail
+   * the event's message ends with, after `<signal> <LEVEL> on <subject>:`
+   * (the subject is written from the labels, so it need not repeat it).
    * Never throws.
    */
-  report(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void;
+  report(report: AlertReport): void;
   /** The level last announced for (signal, labels); ok when none was. */
   announced(signal: SignalName, labels: Record<string, string>): Level;
   /** A model or route label capped to the monitor's cardinality limit (`_other` past it). */

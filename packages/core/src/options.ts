@@ -98,7 +98,7 @@ export function queueSettings(options: unknown, prefix: string, queue?: string):
 }
 
 function checkQueueSettings(options: unknown, prefix: string): QueueOptions & { capacity: number } {
-  checkOptionKeys(options, ['capacity', 'concurrency', 'maxWaiting'], prefix);
+  checkOptionKeys(options, ['capacity', 'concurrency', 'maxWaiting', 'tokens'], prefix);
   const o = options as QueueOptions;
   const concurrency =
     o.concurrency === undefined ? undefined : integerOption(`${prefix}.concurrency`, o.concurrency, 1);
@@ -117,7 +117,8 @@ function checkQueueSettings(options: unknown, prefix: string): QueueOptions & { 
     );
   else if (concurrency !== undefined)
     checkAtLeast(`${prefix}.capacity`, capacity, `${prefix}.concurrency`, concurrency);
-  return { capacity, concurrency, maxWaiting };
+  if (o.tokens === undefined) return { capacity, concurrency, maxWaiting };
+  return { capacity, concurrency, maxWaiting, tokens: booleanOption(`${prefix}.tokens`, o.tokens, false) };
 }
 
 function isTracker(value: unknown): value is QueueTracker {

@@ -54,7 +54,7 @@ export { ThresholdDetector, worstLevel, type ThresholdLevels } from './detectors
 export { DriftDetector, linearFit, type LinearFit } from './detectors/drift';
 export { FixedHistogram } from './aggregates/histogram';
 export { EVENT_LOOP_RULE } from './signals/event-loop';
-export type { Admission, LoadOptions, QueueSnapshot, SignalName } from './types';
+export type { Admission, AlertReport, LoadOptions, QueueSnapshot, SignalName } from './types';
 export type { InstrumentType } from './names';
 export type {
   AnomalyThresholds,
@@ -68,3 +68,20 @@ export type {
   QueueThresholds,
   StreamThresholds,
 } from './config';
+// Signal definitions: one object per signal, read by the monitor, the validator, the generators and the docs.
+export { SIGNALS } from './definitions/index';
+export { streamRecords } from './definitions/stream';
+export { memoryGapRecord } from './definitions/device-memory';
+export { defineSignal } from './definition';
+export type {
+  AlertDefinition,
+  AlertingRuleDef,
+  PanelDef,
+  PanelKit,
+  RecordingRuleDef,
+  RuleGroupDef,
+  RuleKit,
+  SignalDefinition,
+  ThresholdField,
+  ThresholdGroup,
+} from './definition';

@@ -1,6 +1,7 @@
 import type { Attributes, Meter, MeterProvider, TextMapGetter, TracerProvider } from '@opentelemetry/api';
 import type { Thresholds, ThresholdsInput } from './config';
 import type { Signal, SignalFactory } from './contract';
+import type { SignalDefinition } from './definition';
 import type { HeapSnapshot } from './signals/heap';
 
 /** How a request ended. */
@@ -29,6 +30,7 @@ export type SignalName =
   | 'queue_wait'
   | 'queue_occupancy'
   | 'queue_age'
+  | 'queue_token_backlog'
   | 'queue_backpressure'
   | 'model_load'
   | 'stream_interruptions'
@@ -41,6 +43,26 @@ export type SignalName =
   | 'heap_headroom'
   | 'heap_exhaustion'
   | (string & {});
+
+/**
+ * One announced level, as a signal gives it to `ctx.report` (and an
+ * application to `monitor.report`): the alert event is made from it when
+ * the level changed.
+ */
+export interface AlertReport {
+  signal: SignalName;
+  level: Level;
+  /** The measured value that decided the level (seconds, ratio, bytes/s …). */
+  value: number;
+  /** The threshold it was compared with. */
+  threshold: number;
+  /** The subject (`{ queue: 'gen' }`, `{ model: 'llama' }`); none: the process itself. */
+  labels?: Record<string, string>;
+  /** The detail the event's message ends with, after `<signal> <LEVEL> on <subject>:`. */
+  message?: string;
+  /** Extra context, e.g. the glitch attribution snapshot. */
+  details?: Record<string, unknown>;
+}
 
 /** One shape for every alert: a signal changed level. */
 export interface AlertEvent {
@@ -103,6 +125,12 @@ export interface MonitorOptions {
   meterProvider?: MeterProvider;
   tracerProvider?: TracerProvider;
   thresholds?: ThresholdsInput;
+  /**
+   * Signal definitions of your own (`defineSignal` from `@infersignal/core/signals`): their
+   * threshold groups are accepted in `thresholds` and validated with the rest, and each one with a
+   * `create` is registered after core's signals. Give the same list to the rules generator (`signals`).
+   */
+  signals?: readonly SignalDefinition[];
   onAlert?: AlertListener;
   /** Distinct model names kept per signal before new ones fold into `_other` (default 50). */
   maxModels?: number;
@@ -140,6 +168,13 @@ export interface MonitorOptions {
    * event-loop signal still samples, judges and alerts.
    */
   runtimeMetrics?: boolean;
+  /**
+   * Instruments exported only when named here (`OPT_IN_METRICS`): those no
+   * generated rule, dashboard or runbook step reads, e.g.
+   * `['gen_ai.server.request.duration', 'infersignal.inference.duration']`.
+   * Without them the signals still measure and judge.
+   */
+  optInMetrics?: readonly string[];
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
   /**
@@ -166,6 +201,11 @@ export interface QueueOptions {
   concurrency?: number;
   /** Max requests waiting in `run()`'s FIFO before it rejects (default capacity − concurrency). */
   maxWaiting?: number;
+  /**
+   * An LLM queue: export its token backlog (`Ticket.setTokens`, `Ticket.produced`) from the start, at 0
+   * until a request says its tokens (default false; a queue whose requests say them exports it from then).
+   */
+  tokens?: boolean;
 }
 
 /** Answer of `admit()`: shed or not, with a Retry-After hint. */
@@ -190,6 +230,21 @@ export interface Ticket {
    * output text here.
    */
   setAttributes(attributes: Attributes): void;
+  /**
+   * The request's token cost on an LLM queue: its prompt tokens and the
+   * most output tokens it may produce (`max_tokens`; 0 or omitted: not
+   * bounded, so not counted as owed). While it waits its prompt counts in
+   * the queue's waiting prompt tokens; once it runs, `maxOutput` less the
+   * tokens `produced()` counts as owed. Call at arrival; a later call
+   * replaces the cost.
+   */
+  setTokens(prompt: number, maxOutput?: number): void;
+  /**
+   * `n` output tokens generated for this running request: lowers what it
+   * still owes and feeds the queue's output rate. Call as tokens come (no
+   * allocation); tokens before `start()` or after `end()` are ignored.
+   */
+  produced(n: number): void;
   /**
    * Where the request's incoming trace context can be read (HTTP headers
    * with `traceparent`, gRPC metadata), for its span: if a span is made and
@@ -289,6 +344,21 @@ export interface LoadOptions {
   resultAttributes?: (result: unknown) => Record<string, string | number | boolean>;
 }
 
+export interface QueueTokensSnapshot {
+  /** Prompt tokens of the requests waiting. */
+  waitingPrompt: number;
+  /** Max output tokens the requests waiting asked for. */
+  waitingOutput: number;
+  /** Output tokens still owed to the requests running (max output − produced). */
+  owedOutput: number;
+  /** Share of their max output recent completed requests produced (1 until 8 completed): scales the drain's work. */
+  usedShare: number;
+  /** Output tokens per second while requests ran, over capacity.rateWindowSeconds; null before any. */
+  outputRate: number | null;
+  /** Expected output work / rate: 0 when none waits, null while the rate is unknown (see QueueTokens). */
+  drainSeconds: number | null;
+}
+
 export interface QueueSnapshot {
   level: Level;
   waiting: number;
@@ -302,6 +372,8 @@ export interface QueueSnapshot {
   pendingWaitSeconds: number;
   /** Admission sheds (backpressure CRITICAL, held by queue.shedHoldSeconds and the hysteresis). */
   shedding: boolean;
+  /** An LLM queue's token backlog (QueueOptions.tokens, Ticket.setTokens), read now; absent on other queues. */
+  tokens?: QueueTokensSnapshot;
   completed: number;
   /** Forward-looking capacity estimate (signals/capacity.ts): utilization ρ = λ·S / c. */
   utilization: number;
@@ -445,7 +517,9 @@ export interface Monitor {
   /**
    * Announces a level the application computed itself (a signal of its
    * own): emits an alert event on change, like every registered signal.
+   * Takes the report as one object, or as positional arguments.
    */
+  report(report: AlertReport): void;
   report(
     signal: SignalName,
     level: Level,

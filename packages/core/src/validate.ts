@@ -5,7 +5,7 @@
  * value with the same one line: the dotted field, what was given (NaN as
  * NaN, a string quoted) and what is accepted.
  */
-import { InferSignalConfigError } from './config';
+import { InferSignalConfigError } from './config-error';
 import { describeValue } from './describe';
 
 export { describeValue };

@@ -144,6 +144,19 @@ describe('queue levels crossed on the request path', () => {
     }
   });
 
+  it('queue_age has no hold: with queue.forSeconds 2 the WARN comes on the first arrival past 1 s, not 2 s later', () => {
+    const m = (t = setup({ thresholds: { queue: { forSeconds: 2 } } }));
+    const queue = m.monitor.queue('held', { capacity: 100 });
+    queue.enqueue();
+    m.advance(900);
+    queue.enqueue();
+    expect(m.alerts).toHaveLength(0);
+    m.advance(200);
+    queue.enqueue();
+    // A hold would count the same second again: the oldest request has waited 1.1 s already.
+    expect(m.alerts.map((a) => `${a.signal}:${a.level}:${a.value}`)).toEqual(['queue_age:warn:1.1']);
+  });
+
   it('without arrivals the tick still judges: a stuck queue raises queue_age at the tick', () => {
     const m = (t = setup());
     const queue = m.monitor.queue('stuck', { capacity: 100 });

@@ -11,6 +11,7 @@ import { gate, sleep, until } from '../../../test/support/async';
 import { readEventsThenAbort, serve, type Running } from '../../../test/support/http';
 // The client side and the assertions both adapters share; the servers are built here.
 import * as cases from '../../../test/support/adapter-cases';
+import { OPT_IN_NAMES } from '../../core/src/opt-in';
 
 const OUTCOME = ATTR.outcome;
 
@@ -35,6 +36,8 @@ describe.each([
     const { provider, reader } = createMeterProvider();
     const warnings: string[] = [];
     monitor = createMonitor({
+      // The shared cases read every request histogram, the opt-in ones too.
+      optInMetrics: OPT_IN_NAMES,
       meterProvider: provider,
       detectorIntervalMs: 0,
       traces: false,

@@ -7,6 +7,7 @@ import { gate, sleep, until } from '../../../test/support/async';
 import { readEventsThenAbort } from '../../../test/support/http';
 // The client side and the assertions both adapters share; the servers are built here.
 import * as cases from '../../../test/support/adapter-cases';
+import { OPT_IN_NAMES } from '../../core/src/opt-in';
 
 let app: FastifyInstance | undefined;
 let monitor: Monitor | undefined;
@@ -22,6 +23,8 @@ function setup(): { app: FastifyInstance; monitor: Monitor; reader: TestReader; 
   const { provider, reader } = createMeterProvider();
   const warnings: string[] = [];
   monitor = createMonitor({
+    // The shared cases read every request histogram, the opt-in ones too.
+    optInMetrics: OPT_IN_NAMES,
     meterProvider: provider,
     detectorIntervalMs: 0,
     traces: false,

@@ -430,16 +430,17 @@ class ServerTracker implements ServerInstrumentation {
     const level = this.detector.update(ratio, performance.now());
     if (level === this.reported) return;
     this.reported = level;
-    this.ctx.report(
-      SIGNAL,
+    this.ctx.report({
+      signal: SIGNAL,
       level,
-      ratio,
-      level === 'critical' ? this.critical : this.warn,
-      this.labels,
-      level === 'ok'
-        ? undefined
-        : `server ${this.name}: ${this.open} of ${capacity} connections open (${Math.round(ratio * 100)} %), ${this.rejected} rejected at the limit so far`,
-    );
+      value: ratio,
+      threshold: level === 'critical' ? this.critical : this.warn,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : `server ${this.name}: ${this.open} of ${capacity} connections open (${Math.round(ratio * 100)} %), ${this.rejected} rejected at the limit so far`,
+    });
   }
 
   stop(): void {
@@ -448,7 +449,7 @@ class ServerTracker implements ServerInstrumentation {
     // A stopped server must not leave its alert active for ever.
     if (this.reported !== 'ok') {
       this.reported = 'ok';
-      this.ctx.report(SIGNAL, 'ok', 0, this.warn, this.labels);
+      this.ctx.report({ signal: SIGNAL, level: 'ok', value: 0, threshold: this.warn, labels: this.labels });
     }
   }
 

@@ -1,6 +1,6 @@
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import { isTimeout, type Outcome, type StreamOutcome, type Ticket } from './glue';
-import { LLAMA_ATTR } from './names';
+import { LLAMA_ATTR } from './definition';
 import type { Slot } from './slot';
 import type { CompleteOptions, CompletionInput, CompletionResult } from './types';
 
@@ -67,6 +67,8 @@ export async function generate(
   const lastToken = options.maxTokens !== undefined && options.maxTokens > 0 ? options.maxTokens : Infinity;
   const onToken = (tokens: Token[]) => {
     handedOut += tokens.length;
+    // What the request still owes (its token backlog) is exact at every callback, not batched.
+    ticket.produced(tokens.length);
     unrecorded += tokens.length;
     if (unrecorded >= TOKEN_BATCH || unrecorded === handedOut || handedOut >= lastToken) {
       stream.token(unrecorded);

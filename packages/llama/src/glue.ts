@@ -26,7 +26,7 @@ import {
   type Signal,
   type SignalContext,
 } from '@infersignal/core/signals';
-import { LLAMA_ATTR, LLAMA_METRICS } from './names';
+import { LLAMA_ATTR, LLAMA_METRICS } from './definition';
 
 export { ATTR, InferSignalConfigError, ModelHost, QueueFullError };
 export type { DeviceMemoryHandle, ModelRuntime, Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket };
@@ -49,10 +49,12 @@ export function sequenceQueue(monitor: Monitor, settings: QueueSettings, existin
       );
     return existing;
   }
+  // An LLM queue: its token backlog (prompt tokens waiting, output tokens owed) is exported from the start.
   return monitor.queue(settings.name, {
     concurrency: settings.concurrency,
     capacity: settings.capacity,
     maxWaiting: settings.maxWaiting,
+    tokens: true,
   });
 }
 

@@ -1,7 +1,7 @@
 export { createLlamaModel } from './model';
 export { LlamaLoadError, LlamaModelReleasedError } from './errors';
 export type { LlamaLoadFailureReason } from './errors';
-export { LLAMA_ATTR, LLAMA_METRICS } from './names';
+export { LLAMA_ATTR, LLAMA_METRICS, llamaSignal } from './definition';
 export type {
   CompleteOptions,
   CompletionInput,

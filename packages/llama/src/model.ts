@@ -146,6 +146,7 @@ class MonitoredModel implements MonitoredLlamaModel {
 
   async complete(input: CompletionInput, options: CompleteOptions = {}): Promise<CompletionResult> {
     const ticket = this.admit();
+    this.tokenCost(ticket, input, options.maxTokens);
     const signal = options.signal;
     try {
       return await this.host.use(
@@ -182,6 +183,25 @@ class MonitoredModel implements MonitoredLlamaModel {
     } catch (error) {
       ticket.end(error instanceof LlamaModelReleasedError ? 'unavailable' : outcomeOf(error, signal));
       throw error;
+    }
+  }
+
+  /**
+   * The request's prompt tokens (the serving model's tokenizer) and its max_tokens, for the queue's token
+   * backlog; a failure to tokenize is counted, never thrown (the generation reports its own).
+   */
+  private tokenCost(ticket: Ticket, input: CompletionInput, maxTokens: number | undefined): void {
+    try {
+      const model = this.host.current.model;
+      const prompt =
+        typeof input === 'string'
+          ? model.tokenize(input).length
+          : Array.isArray(input)
+            ? input.length
+            : input.tokenize(model.tokenizer).length;
+      ticket.setTokens(prompt, maxTokens);
+    } catch (error) {
+      this.hooks.internalError('llama.promptTokens', error);
     }
   }
 

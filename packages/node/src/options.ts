@@ -88,6 +88,7 @@ const KNOWN_KEYS = new Set([
   'eventLoop',
   'heap',
   'runtimeMetrics',
+  'optInMetrics',
 ]);
 const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo']);
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
@@ -160,7 +161,7 @@ function resolvePrometheus(
       DEFAULT_PROMETHEUS_PORT,
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
-    withoutScopeInfo: o.withoutScopeInfo === true,
+    withoutScopeInfo: o.withoutScopeInfo !== false,
   };
 }
 

@@ -70,7 +70,7 @@ describe('start() options', () => {
       port: 9464,
       path: '/metrics',
       mount: false,
-      withoutScopeInfo: false,
+      withoutScopeInfo: true,
     });
     expect(defaults.otlp).toBeUndefined();
     expect(defaults.traces).toBe(false);

@@ -61,6 +61,9 @@ const KUBERNETES: Options = {
   'prometheus-url': { type: 'string' },
   'min-replicas': { type: 'string' },
   'max-replicas': { type: 'string' },
+  'engine-type': { type: 'string' },
+  'queue-name': { type: 'string' },
+  model: { type: 'string' },
 };
 
 const COMMANDS: Record<string, { options: Options; about: string }> = {
@@ -100,7 +103,10 @@ Options:
                             @opentelemetry/exporter-prometheus in your own SDK)
   alertmanager: --webhook-url URL | --webhook-url-file FILE, --channel, --group-wait, --group-interval, --repeat-interval
   kubernetes:   --out-dir DIR, --app, --namespace, --image, --port, --metrics-port, --readiness-path,
-                --prometheus-url, --min-replicas, --max-replicas
+                --prometheus-url, --min-replicas, --max-replicas,
+                --engine-type TYPE   pod label llm-d.ai/engine-type and the picker's engine config (default infersignal)
+                --queue-name NAME    the queue the picker reads and KEDA / the HPA scale on (default: every queue)
+                --model NAME         the model whose KV cache the picker reads and whose TTFT KEDA scales on
 `;
 
 class UsageError extends Error {}
@@ -132,6 +138,9 @@ const FLAG_OF: Record<string, string> = {
   prometheusUrl: '--prometheus-url',
   minReplicas: '--min-replicas',
   maxReplicas: '--max-replicas',
+  engineType: '--engine-type',
+  queueName: '--queue-name',
+  model: '--model',
 };
 
 /** One line of a config error as the CLI shows it: flags by their name, threshold fields with their file. */
@@ -279,6 +288,9 @@ export async function runRulesCli(argv: readonly string[], io: CliIo = processIo
           prometheusUrl: str(values, 'prometheus-url'),
           minReplicas: num(values, 'min-replicas'),
           maxReplicas: num(values, 'max-replicas'),
+          engineType: str(values, 'engine-type'),
+          queueName: str(values, 'queue-name'),
+          model: str(values, 'model'),
         });
         for (const [name, text] of Object.entries(files)) await output(io, join(dir, name), text);
         break;

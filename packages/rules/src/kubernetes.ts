@@ -8,8 +8,10 @@
  * pod's engine-type label names an engine config that maps the protocol's
  * three gauges to InferSignal's names), and two autoscaling options on the
  * same thresholds: KEDA ScaledObject (Prometheus triggers: queue wait,
- * occupancy, the picker's saturation, TTFT P95) and an HPA on custom metrics
- * served by prometheus-adapter.
+ * occupancy, the picker's saturation, TTFT P95, an LLM queue's token backlog)
+ * and an HPA on custom metrics served by prometheus-adapter. A named queue
+ * and model (`queueName`, `model`) narrow the engine config, the triggers and
+ * the adapter's queries to their series.
  */
 import { stringify } from 'yaml';
 import { LABEL, recordBase } from './names';
@@ -40,10 +42,55 @@ export interface KubernetesOptions extends GeneratorOptions {
   selectorLabels?: Record<string, string>;
   /** Value of the pod label `llm-d.ai/engine-type`, the name of the picker's engine config (default `infersignal`). */
   engineType?: string;
-  /** The queue whose waiting and in-flight gauges the picker reads (default: the first one the server exports). */
+  /**
+   * The queue the picker reads (waiting, in flight) and the autoscalers scale on (wait, occupancy, token
+   * backlog). Default: every queue (the picker takes the first series; the triggers take the worst).
+   */
   queueName?: string;
-  /** The model whose KV-cache utilization the picker reads (default: the first one the server exports). */
+  /** The model whose KV-cache utilization the picker reads and whose TTFT KEDA scales on (default: every model). */
   model?: string;
+}
+
+/** A Kubernetes label value (the pod label `llm-d.ai/engine-type`): at most 63 characters, alphanumeric at both ends. */
+const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** The engine type, queue and model as given, validated: one-line errors naming the field. */
+function fleetNames(options: KubernetesOptions): { engineType: string; queueName?: string; model?: string } {
+  const engineType = options.engineType ?? 'infersignal';
+  if (typeof engineType !== 'string' || !LABEL_VALUE.test(engineType))
+    rejectValue(
+      'engineType',
+      engineType,
+      'a Kubernetes label value: 1 to 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit',
+    );
+  const labelValue = (field: string, value: unknown): string | undefined => {
+    if (value === undefined) return undefined;
+    // Written into PromQL selectors and engine-config specs: one line, printable.
+    if (typeof value !== 'string' || value === '' || value.length > 256 || hasControl(value))
+      rejectValue(field, value, 'a non-empty string of at most 256 characters without control characters');
+    return value;
+  };
+  return {
+    engineType,
+    queueName: labelValue('queueName', options.queueName),
+    model: labelValue('model', options.model),
+  };
+}
+
+function hasControl(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
+/** `{job="app", label="value", …}` of the given matchers (undefined values left out). */
+function matchers(pairs: [string, string | undefined][]): string {
+  const parts = pairs
+    .filter(([, value]) => value !== undefined)
+    .map(([label, value]) => `${label}=${JSON.stringify(value)}`);
+  return parts.length === 0 ? '' : `{${parts.join(', ')}}`;
 }
 
 /** The pod label the endpoint picker reads to choose a replica's engine config. */
@@ -66,11 +113,12 @@ export function engineConfig(options: KubernetesOptions = {}): {
   kvUsageSpec: string;
 } {
   const { metric } = resolveOptions(options, [...GENERATOR_OPTION_KEYS, ...KUBERNETES_OPTION_KEYS]).names;
+  const { engineType, queueName, model } = fleetNames(options);
   return {
-    name: options.engineType ?? 'infersignal',
-    queuedRequestsSpec: selector(metric('queueWaiting'), LABEL.queue, options.queueName),
-    runningRequestsSpec: selector(metric('queueInFlight'), LABEL.queue, options.queueName),
-    kvUsageSpec: selector(metric('kvCacheUtilization'), LABEL.model, options.model),
+    name: engineType,
+    queuedRequestsSpec: selector(metric('queueWaiting'), LABEL.queue, queueName),
+    runningRequestsSpec: selector(metric('queueInFlight'), LABEL.queue, queueName),
+    kvUsageSpec: selector(metric('kvCacheUtilization'), LABEL.model, model),
   };
 }
 
@@ -111,11 +159,10 @@ const KUBERNETES_OPTION_KEYS = [
 function saturationQuery(
   waiting: string,
   kv: string,
-  app: string,
   s: { queueDepthThreshold: number; kvCacheUtilThreshold: number },
 ): string {
-  const term = (name: string, threshold: number, label: string) =>
-    `label_replace(max by (namespace, pod) (${name}{job="${app}"}) / ${threshold}, "term", "${label}", "", "")`;
+  const term = (series: string, threshold: number, label: string) =>
+    `label_replace(max by (namespace, pod) (${series}) / ${threshold}, "term", "${label}", "", "")`;
   return `avg(max by (namespace, pod) (${term(waiting, s.queueDepthThreshold, 'queue')} or ${term(kv, s.kvCacheUtilThreshold, 'kv')}))`;
 }
 
@@ -150,6 +197,16 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
   const selectorLabels = options.selectorLabels ?? { release: 'kube-prometheus-stack' };
   const labels = { 'app.kubernetes.io/name': app, 'app.kubernetes.io/part-of': 'infersignal' };
   const engine = engineConfig(options);
+  const { queueName, model } = fleetNames(options);
+  // The series the triggers read: this app's, narrowed to the named queue and model.
+  const ofQueue = matchers([
+    ['job', app],
+    [LABEL.queue, queueName],
+  ]);
+  const ofModel = matchers([
+    ['job', app],
+    [LABEL.model, model],
+  ]);
   const meta = (name: string, extra: Record<string, string> = {}) => ({
     name,
     namespace,
@@ -250,7 +307,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
           metricType: 'Value',
           metadata: {
             serverAddress: prometheusUrl,
-            query: `max(${waitRecord}{job="${app}"})`,
+            query: `max(${waitRecord}${ofQueue})`,
             threshold: String(t.queue.waitWarnSeconds),
             activationThreshold: String(t.queue.waitWarnSeconds / 2),
           },
@@ -260,7 +317,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
           metricType: 'Value',
           metadata: {
             serverAddress: prometheusUrl,
-            query: `max(${occupancy}{job="${app}"})`,
+            query: `max(${occupancy}${ofQueue})`,
             threshold: String(t.queue.occupancyWarn),
             activationThreshold: String(t.queue.occupancyWarn / 2),
           },
@@ -271,7 +328,11 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
           metricType: 'Value',
           metadata: {
             serverAddress: prometheusUrl,
-            query: saturationQuery(metric('queueWaiting'), metric('kvCacheUtilization'), app, t.saturation),
+            query: saturationQuery(
+              `${metric('queueWaiting')}${ofQueue}`,
+              `${metric('kvCacheUtilization')}${ofModel}`,
+              t.saturation,
+            ),
             threshold: '1',
             activationThreshold: '0.5',
           },
@@ -281,9 +342,21 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
           metricType: 'Value',
           metadata: {
             serverAddress: prometheusUrl,
-            query: `histogram_quantile(0.95, sum by (le) (rate(${o.names.bucket('timeToFirstToken')}{job="${app}"}[${o.rateWindow}])))`,
+            query: `histogram_quantile(0.95, sum by (le) (rate(${o.names.bucket('timeToFirstToken')}${ofModel}[${o.rateWindow}])))`,
             threshold: String(t.saturation.timeToFirstTokenSeconds),
             activationThreshold: String(t.saturation.timeToFirstTokenSeconds / 2),
+          },
+        },
+        {
+          // An LLM queue's token backlog: scale out before its warning (the time its known output work takes
+          // at the measured rate). A server without an LLM queue has no such series: KEDA reads 0.
+          type: 'prometheus',
+          metricType: 'Value',
+          metadata: {
+            serverAddress: prometheusUrl,
+            query: `max(${metric('queueTokensDrainTime')}${ofQueue})`,
+            threshold: String(t.queue.tokenDrainWarnSeconds),
+            activationThreshold: String(t.queue.tokenDrainWarnSeconds / 2),
           },
         },
       ],
@@ -292,19 +365,20 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
 
   // prometheus-adapter exposes per-pod series through the custom metrics API.
   const waitPerPod = `${recordBase('queueWait')}_${quantileSuffix(t.queue.waitQuantile)}`;
+  const onlyQueue = queueName === undefined ? '' : `,${LABEL.queue}=${JSON.stringify(queueName)}`;
   const adapterRules = {
     rules: [
       {
         seriesQuery: `${occupancy}{namespace!="",pod!=""}`,
         resources: { overrides: { namespace: { resource: 'namespace' }, pod: { resource: 'pod' } } },
         name: { matches: '^(.*)$', as: '$1' },
-        metricsQuery: 'max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)',
+        metricsQuery: `max(<<.Series>>{<<.LabelMatchers>>${onlyQueue}}) by (<<.GroupBy>>)`,
       },
       {
         seriesQuery: `${metric('queueWait')}_bucket{namespace!="",pod!=""}`,
         resources: { overrides: { namespace: { resource: 'namespace' }, pod: { resource: 'pod' } } },
         name: { matches: '^(.*)_bucket$', as: waitPerPod },
-        metricsQuery: `histogram_quantile(${t.queue.waitQuantile}, sum(rate(<<.Series>>{<<.LabelMatchers>>}[${o.rateWindow}])) by (le, <<.GroupBy>>))`,
+        metricsQuery: `histogram_quantile(${t.queue.waitQuantile}, sum(rate(<<.Series>>{<<.LabelMatchers>>${onlyQueue}}[${o.rateWindow}])) by (le, <<.GroupBy>>))`,
       },
     ],
   };

@@ -47,7 +47,12 @@ export function metricNames(naming: Naming): MetricNames {
  * naming, so what reads the recorded series never changes with it.
  */
 export function recordBase(key: MetricKey): string {
-  return prometheusName(METRICS[key] as InstrumentSpec).replace(/_total$/, '');
+  return specRecordBase(METRICS[key] as InstrumentSpec);
+}
+
+/** `recordBase` of an instrument spec (a signal definition's). */
+export function specRecordBase(spec: InstrumentSpec): string {
+  return prometheusName(spec).replace(/_total$/, '');
 }
 
 /** Label names, as the exporter writes the OTel attribute keys. */
@@ -62,6 +67,8 @@ export const LABEL = {
   /** The instrumented HTTP(S) server (`instrumentServer`'s `name`). */
   server: prometheusLabel(ATTR.server),
   errorType: prometheusLabel(ATTR.errorType),
+  /** `input` / `output` on the token backlog gauge. */
+  tokenType: prometheusLabel(ATTR.tokenType),
   breakerName: prometheusLabel(ATTR.breakerName),
   /** GC kind of `v8js.gc.duration` (core names the attribute on the instrument only). */
   gcType: prometheusLabel(METRICS.gcDuration.attributes[0]),
@@ -72,6 +79,7 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'queueWait',
   'queueOccupancy',
   'queueWaitOldest',
+  'queueTokensDrainTime',
   'backpressureLevel',
   'modelLoadSpikes',
   'streams',
@@ -91,6 +99,3 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'breakerState',
   'signalLevel',
 ];
-
-/** Stream outcomes that count as completed; every other outcome is an interruption (core's StreamOutcome). */
-export const COMPLETED_OUTCOME = 'completed';

@@ -5,23 +5,22 @@
  * in order, groups run independently).
  */
 import { stringify } from 'yaml';
-import { METRICS } from '@infersignal/core';
-import { COMPLETED_OUTCOME, LABEL, recordBase } from './names';
+import { prometheusLabel } from '@infersignal/core';
+import {
+  memoryGapRecord as definitionMemoryGapRecord,
+  streamRecords as definitionStreamRecords,
+} from '@infersignal/core/signals';
+import { ruleKit } from './kit';
+import { LABEL, recordBase, specRecordBase } from './names';
 import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
   FLEET_QUEUE_KEYS,
-  MODEL_KEYS,
-  MODEL_RECORD_LEVEL,
-  PROCESS_KEYS,
-  PROCESS_RECORD_LEVEL,
   QUEUE_KEYS,
   QUEUE_RECORD_LEVEL,
   REPLICA,
-  REPLICA_KEYS,
   alert,
   by,
-  eventExpr,
   onReplica,
   recordName,
   signalLevel,
@@ -30,7 +29,7 @@ import {
   type RuleFile,
   type RuleGroup,
 } from './rule-parts';
-import { breakerGroup, capacityGroup, connectionsGroup, runtimeGroup } from './rules-runtime';
+import { capacityGroup } from './rules-runtime';
 
 export type { Severity, RecordingRule, AlertingRule, RuleGroup, RuleFile } from './rule-parts';
 export { RUNBOOK_ANCHORS } from './rule-parts';
@@ -42,11 +41,7 @@ export function queueWaitQuantileRecord(quantile: number): string {
 
 /** Name of the recorded reserved − allocated gap per process and memory source. */
 export function memoryGapRecord(): string {
-  return recordName(
-    PROCESS_RECORD_LEVEL,
-    recordBase('memoryReserved'),
-    `minus_${METRICS.memoryAllocated.name.split('.').pop()}`,
-  );
+  return definitionMemoryGapRecord({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
 /**
@@ -79,6 +74,8 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
   const occupancy = `max ${by(...QUEUE_KEYS)} (${metric('queueOccupancy')})`;
   const oldest = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitOldest')})`;
   const ageLevel = signalLevel(o, 'queue_age', [LABEL.queue]);
+  const drain = `max ${by(...QUEUE_KEYS)} (${metric('queueTokensDrainTime')})`;
+  const tokenLevel = signalLevel(o, 'queue_token_backlog', [LABEL.queue]);
   const held = (what: string) =>
     `the in-process ${what} detector (same thresholds, window, hysteresis and keep) raised its level`;
   return {
@@ -165,6 +162,28 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
       ),
       alert(
         o,
+        'InferSignalQueueTokenBacklogHigh',
+        'queue_token_backlog',
+        'warning',
+        `${drain} and ${on} (${tokenLevel} >= 1)`,
+        level,
+        `LLM token backlog takes longer than ${humanSeconds(q.tokenDrainWarnSeconds)} to drain`,
+        `${queueWhere}: the output tokens owed to the running requests and asked for by the waiting ones (max_tokens scaled by the share recent requests used) take {{ $value | humanizeDuration }} at the output rate the queue has been serving at, more than ${humanSeconds(q.tokenDrainWarnSeconds)} (thresholds.queue.tokenDrainWarnSeconds): ${held('queue_token_backlog')} to WARN. A request arriving now waits behind that work: the queue holds more tokens than it can serve soon.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueueTokenBacklogCritical',
+        'queue_token_backlog',
+        'critical',
+        `${drain} and ${on} (${tokenLevel} >= 2)`,
+        level,
+        `LLM token backlog takes longer than ${humanSeconds(q.tokenDrainCriticalSeconds)} to drain`,
+        `${queueWhere}: the token backlog takes {{ $value | humanizeDuration }} to drain at the measured output rate, more than ${humanSeconds(q.tokenDrainCriticalSeconds)} (thresholds.queue.tokenDrainCriticalSeconds): ${held('queue_token_backlog')} to CRITICAL. Scale out, lower max_tokens or shed before the waiting requests time out.`,
+        keep,
+      ),
+      alert(
+        o,
         'InferSignalBackpressureCritical',
         'queue_backpressure',
         'critical',
@@ -217,145 +236,27 @@ function fleetGroup(o: ResolvedOptions): RuleGroup {
   };
 }
 
-function modelLoadGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const keys = [...MODEL_KEYS, LABEL.loadKind];
-  return {
-    name: 'infersignal.model_load',
-    rules: [
-      alert(
-        o,
-        'InferSignalModelLoadSpike',
-        'model_load',
-        'warning',
-        eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow),
-        undefined,
-        'Model load slower than its baseline',
-        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's healthy baseline (thresholds.modelLoad.spikeFactor) and at least ${o.thresholds.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds): storage, cache or device contention.`,
-      ),
-    ],
-  };
-}
-
 /** Name of the recorded interrupted-stream share and stream count. */
 export function streamRecords(): { ratio: string; count: string } {
-  return {
-    ratio: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'interrupted_ratio'),
-    count: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'increase'),
-  };
+  return definitionStreamRecords({ recordName, recordBase: specRecordBase, label: prometheusLabel });
 }
 
-function streamGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const s = o.thresholds.stream;
-  const hold = holdFor(o, 0);
-  const records = streamRecords();
-  const streams = metric('streams');
-  const guard = `and on (job, instance, ${LABEL.model}) ${records.count} >= ${s.minSamples}`;
-  const where = `{{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }})`;
-  return {
-    name: 'infersignal.stream',
-    rules: [
-      { record: records.count, expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}[${o.streamWindow}]))` },
-      {
-        record: records.ratio,
-        expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}{${LABEL.outcome}!="${COMPLETED_OUTCOME}"}[${o.streamWindow}])) / ${records.count}`,
-      },
-      alert(
-        o,
-        'InferSignalStreamInterruptions',
-        'stream_interruptions',
-        'warning',
-        `${records.ratio} > ${s.interruptedRatio} ${guard}`,
-        hold,
-        `Interrupted streams above ${humanPercent(s.interruptedRatio)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted (cancelled, error, unavailable, deadline exceeded) over ${o.streamWindow}, above ${humanPercent(s.interruptedRatio)} (thresholds.stream.interruptedRatio), with at least ${s.minSamples} streams (thresholds.stream.minSamples).`,
-      ),
-      alert(
-        o,
-        'InferSignalStreamInterruptionsCritical',
-        'stream_interruptions',
-        'critical',
-        `${records.ratio} > ${s.interruptedRatioCritical} ${guard}`,
-        hold,
-        `Interrupted streams above ${humanPercent(s.interruptedRatioCritical)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted over ${o.streamWindow}, above ${humanPercent(s.interruptedRatioCritical)} (thresholds.stream.interruptedRatioCritical), with at least ${s.minSamples} streams.`,
-      ),
-    ],
-  };
-}
+/** The rule templates still kept here, by signal definition name (the others are the definitions' own). */
+const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
+  queue: queueGroup,
+  capacity: capacityGroup,
+  fleet: fleetGroup,
+};
 
-function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const d = o.thresholds.deviceMemory;
-  const gap = memoryGapRecord();
-  const reserved = `sum ${by(...PROCESS_KEYS)} (${metric('memoryReserved')})`;
-  const where = `replica ${REPLICA} ({{ $labels.job }}, source {{ $labels.${LABEL.memorySource} }})`;
-  return {
-    name: 'infersignal.device_memory',
-    rules: [
-      { record: gap, expr: `${reserved} - sum ${by(...PROCESS_KEYS)} (${metric('memoryAllocated')})` },
-      alert(
-        o,
-        'InferSignalGpuFragmentation',
-        'gpu_fragmentation',
-        'warning',
-        `max ${by(...PROCESS_KEYS)} (${metric('memoryFragmentation')}) > ${d.fragmentation}`,
-        holdFor(o, d.fragmentationForSeconds),
-        `Device memory fragmentation above ${humanPercent(d.fragmentation)}`,
-        `Fragmentation (1 - allocated / reserved) of ${where} is {{ $value | humanizePercentage }}, above ${humanPercent(d.fragmentation)} (thresholds.deviceMemory.fragmentation): the allocator holds memory no tensor uses; large allocations may fail although memory looks free.`,
-      ),
-      alert(
-        o,
-        'InferSignalMemoryDrift',
-        'memory_drift',
-        'warning',
-        `deriv(${gap}[${o.driftWindow}]) * ${o.driftWindowSeconds} / ${reserved} > ${d.driftMinGrowth}`,
-        holdFor(o, 0),
-        'Reserved-minus-allocated device memory keeps growing',
-        `The reserved - allocated gap of ${where} grew by {{ $value | humanizePercentage }} of reserved memory over ${o.driftWindow} (linear fit), above ${humanPercent(d.driftMinGrowth)} (thresholds.deviceMemory.driftMinGrowth): a leak precursor.`,
-      ),
-    ],
-  };
-}
-
-function internalGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const keys = [...REPLICA_KEYS, LABEL.errorSource];
-  return {
-    name: 'infersignal.internal',
-    rules: [
-      alert(
-        o,
-        'InferSignalInternalErrors',
-        'internal_errors',
-        'warning',
-        eventExpr(metric('internalErrors'), keys, o.eventWindow),
-        undefined,
-        'InferSignal caught internal errors',
-        `InferSignal in replica ${REPLICA} ({{ $labels.job }}) caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`,
-      ),
-    ],
-  };
-}
-
-/** The rule groups for the given thresholds and options. */
+/** The rule groups for the given thresholds and options: one per signal definition that has rules. */
 export function buildRules(options: GeneratorOptions = {}): RuleFile {
   const o = resolveOptions(options);
-  return {
-    groups: [
-      queueGroup(o),
-      capacityGroup(o),
-      fleetGroup(o),
-      modelLoadGroup(o),
-      streamGroup(o),
-      deviceMemoryGroup(o),
-      runtimeGroup(o),
-      connectionsGroup(o),
-      breakerGroup(o),
-      internalGroup(o),
-    ],
-  };
+  const groups: RuleGroup[] = [];
+  for (const signal of o.signals) {
+    const group = signal.rules ? signal.rules(ruleKit(o, signal)) : TEMPLATES[signal.name]?.(o);
+    if (group) groups.push(group);
+  }
+  return { groups };
 }
 
 /** Every alerting rule of a rule file, in order. */

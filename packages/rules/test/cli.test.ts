@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { renderDashboard, renderRules, runRulesCli } from '@infersignal/rules';
+import { parse, parseAllDocuments } from 'yaml';
+import { buildKubernetesManifests, renderDashboard, renderRules, runRulesCli } from '@infersignal/rules';
 
 const dir = mkdtempSync(join(tmpdir(), 'infersignal-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -102,6 +102,60 @@ describe('runRulesCli', () => {
     ]);
     expect(readFileSync(join(out, 'keda-scaledobject.yaml'), 'utf8')).toContain('maxReplicaCount: 4');
     expect((await cli('kubernetes')).code).toBe(2);
+  });
+
+  it('kubernetes --engine-type --queue-name --model: the pod label, the engine config, the triggers and the adapter read that queue and model', async () => {
+    const out = join(dir, 'k8s-named');
+    const run = await cli(
+      'kubernetes',
+      '--out-dir',
+      out,
+      '--app',
+      'llama',
+      '--engine-type',
+      'node-llama',
+      '--queue-name',
+      'llama:tiny',
+      '--model',
+      'tiny',
+    );
+    expect(run.code).toBe(0);
+    const files = buildKubernetesManifests({
+      app: 'llama',
+      engineType: 'node-llama',
+      queueName: 'llama:tiny',
+      model: 'tiny',
+    });
+    for (const [name, text] of Object.entries(files)) expect(readFileSync(join(out, name), 'utf8')).toBe(text);
+    const read = (name: string) => parseAllDocuments(files[name]!).map((d) => d.toJS() as any);
+    const [deployment] = read('deployment.yaml');
+    expect(deployment.spec.template.metadata.labels['llm-d.ai/engine-type']).toBe('node-llama');
+    const picker = parse(read('inference-pool.yaml')[1].data['epp-config.yaml']) as any;
+    const extractor = picker.plugins.find((p: any) => p.type === 'core-metrics-extractor');
+    expect(extractor.parameters.engineConfigs).toEqual([
+      {
+        name: 'node-llama',
+        queuedRequestsSpec: 'infersignal_queue_waiting{infersignal_queue_name="llama:tiny"}',
+        runningRequestsSpec: 'infersignal_queue_in_flight{infersignal_queue_name="llama:tiny"}',
+        kvUsageSpec: 'infersignal_kv_cache_utilization_ratio{gen_ai_request_model="tiny"}',
+      },
+    ]);
+    const queue = '{job="llama", infersignal_queue_name="llama:tiny"}';
+    const model = '{job="llama", gen_ai_request_model="tiny"}';
+    expect(read('keda-scaledobject.yaml')[0].spec.triggers.map((t: any) => t.metadata.query)).toEqual([
+      `max(job_queue_model:infersignal_queue_wait_duration_seconds:p95${queue})`,
+      `max(infersignal_queue_occupancy_ratio${queue})`,
+      `avg(max by (namespace, pod) (label_replace(max by (namespace, pod) (infersignal_queue_waiting${queue}) / 5, "term", "queue", "", "") or label_replace(max by (namespace, pod) (infersignal_kv_cache_utilization_ratio${model}) / 0.8, "term", "kv", "", "")))`,
+      `histogram_quantile(0.95, sum by (le) (rate(gen_ai_server_time_to_first_token_seconds_bucket${model}[1m])))`,
+      `max(infersignal_queue_tokens_drain_time_seconds${queue})`,
+    ]);
+    const adapter = parse(read('hpa-prometheus-adapter.yaml')[0].data['config.yaml']) as any;
+    for (const rule of adapter.rules)
+      expect(rule.metricsQuery).toContain('<<.LabelMatchers>>,infersignal_queue_name="llama:tiny"}');
+    // Without the flags: every queue and model, the default engine type.
+    const plain = buildKubernetesManifests({ app: 'llama' });
+    expect(plain['keda-scaledobject.yaml']).not.toContain('infersignal_queue_name=');
+    expect(plain['deployment.yaml']).toContain('llm-d.ai/engine-type: infersignal');
   });
 
   it('fails with exit 1 and the field name on invalid thresholds, exit 2 on usage errors', async () => {

@@ -127,7 +127,7 @@ describe('examples/kubernetes', () => {
     },
   );
 
-  it('KEDA ScaledObject and HPA scale on the queue-wait quantile and occupancy at the warning thresholds', () => {
+  it('KEDA ScaledObject and HPA scale on the queue-wait quantile, occupancy and token backlog at the warning thresholds', () => {
     const [scaled] = docs(generated['keda-scaledobject.yaml']);
     expect(scaled).toMatchObject({
       apiVersion: 'keda.sh/v1alpha1',
@@ -147,6 +147,7 @@ describe('examples/kubernetes', () => {
         'histogram_quantile(0.95, sum by (le) (rate(gen_ai_server_time_to_first_token_seconds_bucket{job="inference-server"}[1m])))',
         '1',
       ],
+      ['prometheus', 'max(infersignal_queue_tokens_drain_time_seconds{job="inference-server"})', '30'],
     ]);
     const [adapter, hpa] = docs(generated['hpa-prometheus-adapter.yaml']);
     expect(adapter.kind).toBe('ConfigMap');

@@ -36,7 +36,7 @@ function samples(name: string, labels: Record<string, string> = {}): { line: str
     .split('\n')
     .filter(
       (line) =>
-        line.startsWith(`${name}{`) &&
+        (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) &&
         Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)),
     )
     .map((line) => ({ line, value: Number(line.slice(line.lastIndexOf(' ') + 1)) }));
@@ -139,7 +139,9 @@ describe('generated names against a real exporter scrape', () => {
     expect(streams.some((line) => line.includes(`${LABEL.outcome}="cancelled"`))).toBe(true);
     const oldest = text.split('\n').find((line) => line.startsWith(`${metricName('queueWaitOldest')}{`));
     expect(oldest).toContain(`${LABEL.queue}="default"`);
-    expect(alertingRules(buildRules()).length).toBe(29);
+    const owed = samples(metricName('queueTokensPending'), { [LABEL.queue]: 'llm', [LABEL.tokenType]: 'output' });
+    expect(owed.map((s) => s.value)).toEqual([0]);
+    expect(alertingRules(buildRules()).length).toBe(31);
   });
 
   it('the capacity, runtime, connection and breaker series carry the values the rules compare', () => {

@@ -213,6 +213,39 @@ const tests = [
     ],
   },
   {
+    name: 'token backlog: pages per replica on the in-process queue_token_backlog level, with the drain time shown; a long drain the detector did not raise does not',
+    interval: '15s',
+    input_series: [
+      gauge('queueTokensDrainTime', 'a', 'llama:tiny', `12x${STEPS}`),
+      level('queue_token_backlog', 'a', 'llama:tiny', `0x${STEPS}`),
+      gauge('queueTokensDrainTime', 'b', 'llama:tiny', `45x${STEPS}`),
+      level('queue_token_backlog', 'b', 'llama:tiny', `1x${STEPS}`),
+      gauge('queueTokensDrainTime', 'a', 'llm2', `150x${STEPS}`),
+      level('queue_token_backlog', 'a', 'llm2', `2x${STEPS}`),
+    ],
+    alert_rule_test: [
+      check('1m', 'InferSignalQueueTokenBacklogHigh', [
+        expected('InferSignalQueueTokenBacklogHigh', onReplica('b', 'llama:tiny'), 45),
+        expected('InferSignalQueueTokenBacklogHigh', onReplica('a', 'llm2'), 150),
+      ]),
+      check('1m', 'InferSignalQueueTokenBacklogCritical', [
+        expected('InferSignalQueueTokenBacklogCritical', onReplica('a', 'llm2'), 150),
+      ]),
+    ],
+  },
+  {
+    name: 'token backlog: a 90s drain while the in-process level is ok (no request waited through a tick) does not page',
+    interval: '15s',
+    input_series: [
+      gauge('queueTokensDrainTime', 'c', 'llm3', `90x${STEPS}`),
+      level('queue_token_backlog', 'c', 'llm3', `0x${STEPS}`),
+    ],
+    alert_rule_test: [
+      check('1m', 'InferSignalQueueTokenBacklogHigh'),
+      check('1m', 'InferSignalQueueTokenBacklogCritical'),
+    ],
+  },
+  {
     name: 'queue age: 8s old while the in-process queue_age level is ok (a request the detector judged) does not page',
     interval: '15s',
     input_series: [gauge('queueWaitOldest', 'c', 'q4', `8x${STEPS}`), level('queue_age', 'c', 'q4', `0x${STEPS}`)],

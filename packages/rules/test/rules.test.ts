@@ -218,6 +218,8 @@ describe('buildRules', () => {
       'InferSignalQueueAgeHigh',
       'InferSignalQueueOccupancyCritical',
       'InferSignalQueueOccupancyHigh',
+      'InferSignalQueueTokenBacklogCritical',
+      'InferSignalQueueTokenBacklogHigh',
       'InferSignalQueueWaitCritical',
       'InferSignalQueueWaitHigh',
       'InferSignalTimeToSaturationLow',

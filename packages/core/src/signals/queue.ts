@@ -19,6 +19,7 @@ import type {
 } from '../types';
 import { CapacityModel } from './capacity';
 import { QueueAge } from './queue-age';
+import { QueueTokens } from './queue-tokens';
 import { requestDurationAttributes } from './gen-ai';
 import type { GlitchAttribution } from './attribution';
 import type { RequestTail, RequestTraces, TracedRequest } from './request-trace';
@@ -127,6 +128,10 @@ class RequestTicket implements Ticket, TracedRequest {
   ended = false;
   /** Its service time has gone to the capacity model (at slot release in run(), else at end). */
   private served = false;
+  /** Token cost (setTokens) and output tokens produced, for the queue's token backlog. */
+  private promptTokens = 0;
+  private maxOutput = 0;
+  private producedTokens = 0;
 
   constructor(
     private readonly queue: Queue,
@@ -149,8 +154,14 @@ class RequestTicket implements Ticket, TracedRequest {
     const q = this.queue;
     try {
       q.left(this);
-      if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
       const now = q.ctx.clock();
+      const tokens = q.tokens;
+      if (tokens !== undefined) {
+        tokens.advance(now, q.inFlight);
+        tokens.owed += this.owed();
+        tokens.runningMax += this.maxOutput;
+      }
+      if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
       q.ctx.recordSecondsIn(this.slot.waitSeries, wait);
@@ -170,6 +181,12 @@ class RequestTicket implements Ticket, TracedRequest {
       const attributes = known ? this.slot.outcomeAttributes[outcome] : this.slot.outcomeAttributes.error;
       const series = this.slot.outcomeSeries[known ? outcome : 'error'];
       if (this.started) {
+        if (q.tokens !== undefined) {
+          q.tokens.advance(now, q.inFlight);
+          q.tokens.owed -= this.owed();
+          q.tokens.runningMax -= this.maxOutput;
+          if (outcome === 'completed' && this.maxOutput > 0) q.tokens.completed(this.producedTokens, this.maxOutput);
+        }
         q.inFlight--;
         const inference = (now - this.startedAt) / 1000;
         q.ctx.recordSecondsIn(series.inference, inference);
@@ -192,6 +209,54 @@ class RequestTicket implements Ticket, TracedRequest {
 
   stream(): StreamHandle {
     return this.queue.streamOf(this.slot.model, this.arrival);
+  }
+
+  /** Output tokens this request still owes while it runs. */
+  private owed(): number {
+    return this.maxOutput > this.producedTokens ? this.maxOutput - this.producedTokens : 0;
+  }
+
+  /** Its prompt and max output, while it waits (left() takes them out again). */
+  waitingTokens(sign: 1 | -1): void {
+    const tokens = this.queue.tokens;
+    if (tokens === undefined) return;
+    tokens.waitingPrompt += sign * this.promptTokens;
+    tokens.waitingOutput += sign * this.maxOutput;
+  }
+
+  setTokens(prompt: number, maxOutput = 0): void {
+    if (this.ended) return;
+    const q = this.queue;
+    try {
+      const tokens = q.tokenBacklog();
+      if (this.started) {
+        const before = this.owed();
+        tokens.runningMax -= this.maxOutput;
+        this.maxOutput = tokenCount(maxOutput);
+        tokens.runningMax += this.maxOutput;
+        tokens.owed += this.owed() - before;
+        this.promptTokens = tokenCount(prompt);
+      } else {
+        this.waitingTokens(-1);
+        this.promptTokens = tokenCount(prompt);
+        this.maxOutput = tokenCount(maxOutput);
+        this.waitingTokens(1);
+      }
+    } catch (error) {
+      q.ctx.internalError('ticket.setTokens', error);
+    }
+  }
+
+  produced(n: number): void {
+    if (!this.started || this.ended || !(n > 0) || !Number.isFinite(n)) return;
+    const q = this.queue;
+    const tokens = q.tokens;
+    if (tokens === undefined) return;
+    // No clock read: the tokens join the busy stretch they came in when it is next accounted.
+    tokens.produced(n);
+    const before = this.owed();
+    this.producedTokens += n;
+    tokens.owed -= before - this.owed();
   }
 
   /**
@@ -241,6 +306,9 @@ export class Queue implements QueueTracker {
   private readonly ageDetector: ThresholdDetector;
   /** Arrival stamps of the waiting requests: the oldest one's age and the waits still accruing. */
   readonly age: QueueAge;
+  /** An LLM queue's token backlog: made with the queue (`tokens: true`) or when a request first says its tokens. */
+  tokens: QueueTokens | undefined;
+  private tokenDetector: ThresholdDetector | undefined;
   /**
    * Occupancy and age bounds precomputed for the request path: waiting + in
    * flight at which occupancy is over WARN / CRITICAL (the counts the
@@ -300,10 +368,11 @@ export class Queue implements QueueTracker {
     this.warnCount = firstCountOver(t.queue.occupancyWarn, this.capacity);
     this.criticalCount = firstCountOver(t.queue.occupancyCritical, this.capacity);
     this.criticalHoldCount = firstCountOver(t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS), this.capacity);
+    // No hold: the age is already how long the oldest request has waited, and a hold would count that time
+    // twice (with a 2 s hold an age WARN at 1 s came at 3 s, after a client's 2 s timeout).
     this.ageDetector = new ThresholdDetector({
       warn: t.queue.ageWarnSeconds,
       critical: t.queue.ageCriticalSeconds,
-      forSeconds: t.queue.forSeconds,
       keepFiringSeconds: t.queue.keepFiringSeconds,
     });
     this.ageWarnMs = t.queue.ageWarnSeconds * 1000;
@@ -326,6 +395,7 @@ export class Queue implements QueueTracker {
       bothDirections: t.anomaly.bothDirections,
     });
     this.labels = { queue: name };
+    if (options.tokens) this.tokenBacklog();
     // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
     const explicit = options.concurrency !== undefined;
     this.capacity_ = new CapacityModel(
@@ -365,6 +435,50 @@ export class Queue implements QueueTracker {
   left(ticket: RequestTicket): void {
     this.waiting--;
     this.age.leave(ticket.seq, ticket.arrival);
+    ticket.waitingTokens(-1);
+  }
+
+  /** The token backlog, made on first use. */
+  tokenBacklog(): QueueTokens {
+    if (this.tokens === undefined) {
+      const t = this.ctx.thresholds;
+      this.tokenDetector = new ThresholdDetector({
+        warn: t.queue.tokenDrainWarnSeconds,
+        critical: t.queue.tokenDrainCriticalSeconds,
+        forSeconds: t.queue.forSeconds,
+        keepFiringSeconds: t.queue.keepFiringSeconds,
+      });
+      this.tokens = new QueueTokens(t.capacity.rateWindowSeconds);
+    }
+    return this.tokens;
+  }
+
+  /** The token backlog's drain time through its detector, announced as `queue_token_backlog`. */
+  private judgeTokens(now: number): void {
+    const tokens = this.tokens;
+    const detector = this.tokenDetector;
+    if (tokens === undefined || detector === undefined) return;
+    const t = this.ctx.thresholds.queue;
+    tokens.advance(now, this.inFlight);
+    const drain = tokens.drainSeconds(this.waiting);
+    // NaN (no output rate yet) keeps the level.
+    const level = detector.update(drain, now);
+    const bound = level === 'critical' ? t.tokenDrainCriticalSeconds : t.tokenDrainWarnSeconds;
+    const share = tokens.usedShare();
+    const work = `${tokens.owed} output tokens owed to ${this.inFlight} running + ${tokens.waitingOutput} asked by ${this.waiting} waiting (${tokens.waitingPrompt} prompt tokens)${share < 1 ? `, ${(share * 100).toFixed(0)} % of max_tokens expected as recent requests used` : ''}`;
+    this.ctx.report({
+      signal: 'queue_token_backlog',
+      level,
+      value: Number.isNaN(drain) ? 0 : drain,
+      threshold: bound,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : detector.keeping
+            ? `token backlog drains in ${seconds(drain)}, back under ${t.tokenDrainWarnSeconds} s; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `token backlog drains in ${seconds(drain)} > ${bound} s at ${tokens.rate().toFixed(1)} tokens/s: ${work}`,
+    });
   }
 
   /**
@@ -491,14 +605,14 @@ export class Queue implements QueueTracker {
       if (t.capacity.backpressure && this.capacity_.estimate.level === 'critical')
         why.push(`utilization ${this.capacity_.estimate.utilization.toFixed(2)}`);
       if (this.env.externalLevel() === 'critical') why.push('the event loop');
-      this.ctx.report(
-        'queue_backpressure',
-        'critical',
-        2,
-        2,
-        this.labels,
-        `admission sheds (${why.join(', ')} CRITICAL); it serves again once that has cleared by its hysteresis, after at least ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds)`,
-      );
+      this.ctx.report({
+        signal: 'queue_backpressure',
+        level: 'critical',
+        value: 2,
+        threshold: 2,
+        labels: this.labels,
+        message: `admission sheds (${why.join(', ')} CRITICAL); it serves again once that has cleared by its hysteresis, after at least ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds)`,
+      });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
     }
@@ -507,14 +621,14 @@ export class Queue implements QueueTracker {
   private stopShedding(now: number): void {
     this.shedding = false;
     try {
-      this.ctx.report(
-        'queue_backpressure',
-        'ok',
-        levelRank(this.liveLevel()),
-        2,
-        this.labels,
-        `admission serves again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding`,
-      );
+      this.ctx.report({
+        signal: 'queue_backpressure',
+        level: 'ok',
+        value: levelRank(this.liveLevel()),
+        threshold: 2,
+        labels: this.labels,
+        message: `admission serves again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding`,
+      });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
     }
@@ -533,18 +647,19 @@ export class Queue implements QueueTracker {
     const level = this.occupancyDetector.update(occupancy, now);
     this.occupancyAnnounced = level;
     const what = `${this.waiting} waiting + ${this.inFlight} in flight of capacity ${this.capacity} (${(occupancy * 100).toFixed(0)} %)`;
-    this.ctx.report(
-      'queue_occupancy',
+    this.ctx.report({
+      signal: 'queue_occupancy',
       level,
-      occupancy,
-      level === 'critical' ? t.occupancyCritical : t.occupancyWarn,
-      this.labels,
-      level === 'ok'
-        ? undefined
-        : this.occupancyDetector.keeping
-          ? `${what}, back under ${(t.occupancyWarn * 100).toFixed(0)} %; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
-          : `${what}${level === 'critical' ? '; admission sheds at this level' : ''}`,
-    );
+      value: occupancy,
+      threshold: level === 'critical' ? t.occupancyCritical : t.occupancyWarn,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : this.occupancyDetector.keeping
+            ? `${what}, back under ${(t.occupancyWarn * 100).toFixed(0)} %; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `${what}${level === 'critical' ? '; admission sheds at this level' : ''}`,
+    });
   }
 
   /** The oldest waiting request's age through its detector, announced as `queue_age`. */
@@ -554,18 +669,19 @@ export class Queue implements QueueTracker {
     const level = this.ageDetector.update(age, now);
     this.ageAnnounced = level;
     const bound = level === 'critical' ? t.ageCriticalSeconds : t.ageWarnSeconds;
-    this.ctx.report(
-      'queue_age',
+    this.ctx.report({
+      signal: 'queue_age',
       level,
-      age,
-      bound,
-      this.labels,
-      level === 'ok'
-        ? undefined
-        : this.ageDetector.keeping
-          ? `oldest waiting request ${ms(age)}, back under ${ms(t.ageWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
-          : `oldest waiting request ${ms(age)} > ${ms(bound)}; ${this.waiting} waiting have waited ${(this.age.total(now) / 1000).toFixed(1)} s in all`,
-    );
+      value: age,
+      threshold: bound,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : this.ageDetector.keeping
+            ? `oldest waiting request ${ms(age)}, back under ${ms(t.ageWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `oldest waiting request ${ms(age)} > ${ms(bound)}; ${this.waiting} waiting have waited ${(this.age.total(now) / 1000).toFixed(1)} s in all`,
+    });
   }
 
   reject<Carrier>(model?: string, carrier?: Carrier, getter?: TextMapGetter<Carrier>): void {
@@ -670,55 +786,58 @@ export class Queue implements QueueTracker {
     const waitLevel = this.waitDetector.update(waitValue, now, recent);
     const ctx = this.ctx;
     const p = Math.round(t.queue.waitQuantile * 100);
-    ctx.report(
-      'queue_wait',
-      waitLevel,
-      waitValue,
-      waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
-      this.labels,
-      waitLevel === 'ok'
-        ? undefined
-        : this.waitDetector.keeping
-          ? `queue wait P${p} ${ms(waitValue)}, back under ${ms(t.queue.waitWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.queue.keepFiringSeconds} s (queue.keepFiringSeconds)`
-          : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
-    );
+    ctx.report({
+      signal: 'queue_wait',
+      level: waitLevel,
+      value: waitValue,
+      threshold: waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
+      labels: this.labels,
+      message:
+        waitLevel === 'ok'
+          ? undefined
+          : this.waitDetector.keeping
+            ? `queue wait P${p} ${ms(waitValue)}, back under ${ms(t.queue.waitWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.queue.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
+    });
     this.judgeOccupancy(now);
     this.judgeAge(now);
+    this.judgeTokens(now);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
-    ctx.report(
-      'capacity',
-      c.level,
-      c.utilization,
-      c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
-      this.labels,
-      c.level === 'ok' ? undefined : capacityMessage(c, this.env.loopUtilization()),
-      c.level === 'ok'
-        ? undefined
-        : {
-            loopUtilization: finiteOrNull(this.env.loopUtilization()),
-            arrivalRate: c.arrivalRate,
-            serviceTime: c.serviceTime,
-            concurrency: c.concurrency,
-            headroom: c.headroom,
-            predictedWait: c.predictedWait,
-            timeToSaturation: c.timeToSaturation,
-          },
-    );
+    ctx.report({
+      signal: 'capacity',
+      level: c.level,
+      value: c.utilization,
+      threshold: c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
+      labels: this.labels,
+      message: c.level === 'ok' ? undefined : capacityMessage(c, this.env.loopUtilization()),
+      details:
+        c.level === 'ok'
+          ? undefined
+          : {
+              loopUtilization: finiteOrNull(this.env.loopUtilization()),
+              arrivalRate: c.arrivalRate,
+              serviceTime: c.serviceTime,
+              concurrency: c.concurrency,
+              headroom: c.headroom,
+              predictedWait: c.predictedWait,
+              timeToSaturation: c.timeToSaturation,
+            },
+    });
 
     const glitch = this.glitch.evaluate(now);
     const glitchLevel: Level = glitch.deltaL > t.glitch.deltaSeconds ? 'warn' : 'ok';
     if (glitchLevel === 'warn' && ctx.announced('latency_glitch', this.labels) === 'ok') {
       const attribution = this.env.attributeGlitch(now, t.glitch.windowSeconds * 1000);
-      ctx.report(
-        'latency_glitch',
-        glitchLevel,
-        glitch.deltaL,
-        t.glitch.deltaSeconds,
-        this.labels,
-        `P99 glitch: max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
-        {
+      ctx.report({
+        signal: 'latency_glitch',
+        level: glitchLevel,
+        value: glitch.deltaL,
+        threshold: t.glitch.deltaSeconds,
+        labels: this.labels,
+        message: `P99 glitch: max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
+        details: {
           p99: glitch.p99,
           max: glitch.max,
           samples: glitch.count,
@@ -726,15 +845,15 @@ export class Queue implements QueueTracker {
           rule: attribution.rule,
           factors: attribution.factors,
         },
-      );
+      });
     } else if (glitchLevel === 'ok') {
-      ctx.report(
-        'latency_glitch',
-        'ok',
-        Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL,
-        t.glitch.deltaSeconds,
-        this.labels,
-      );
+      ctx.report({
+        signal: 'latency_glitch',
+        level: 'ok',
+        value: Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL,
+        threshold: t.glitch.deltaSeconds,
+        labels: this.labels,
+      });
     }
 
     if (!Number.isNaN(this.waitQuantile)) {
@@ -743,20 +862,35 @@ export class Queue implements QueueTracker {
       // stall that is over (one paused second keeps a 10 s P95 high for 10 s), and would outlast the hold.
       const level = this.anomaly.update(waitValue, now);
       const z = this.anomaly.z;
-      ctx.report(
-        'latency_anomaly',
+      ctx.report({
+        signal: 'latency_anomaly',
         level,
-        z,
-        t.anomaly.zScore,
-        this.labels,
-        level === 'ok'
-          ? undefined
-          : `queue wait P${p} ${ms(waitValue)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
-        level === 'ok' ? undefined : { waitQuantile: waitValue, baseline },
-      );
+        value: z,
+        threshold: t.anomaly.zScore,
+        labels: this.labels,
+        message:
+          level === 'ok'
+            ? undefined
+            : `queue wait P${p} ${ms(waitValue)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
+        details: level === 'ok' ? undefined : { waitQuantile: waitValue, baseline },
+      });
     }
     // A shedding queue that no request reaches any more ends its shedding here, once it may.
     if (this.shedding && this.shedEnds(now)) this.stopShedding(now);
+  }
+
+  private tokensSnapshot(tokens: QueueTokens, now: number) {
+    tokens.advance(now, this.inFlight);
+    const rate = tokens.rate();
+    const drain = tokens.drainSeconds(this.waiting);
+    return {
+      waitingPrompt: tokens.waitingPrompt,
+      waitingOutput: tokens.waitingOutput,
+      owedOutput: tokens.owed,
+      usedShare: tokens.usedShare(),
+      outputRate: Number.isNaN(rate) ? null : rate,
+      drainSeconds: Number.isNaN(drain) ? null : drain,
+    };
   }
 
   snapshot(): QueueSnapshot {
@@ -771,10 +905,20 @@ export class Queue implements QueueTracker {
       oldestWaitSeconds: this.age.oldest(now) / 1000,
       pendingWaitSeconds: this.age.total(now) / 1000,
       shedding: this.shedding,
+      ...(this.tokens === undefined ? {} : { tokens: this.tokensSnapshot(this.tokens, now) }),
       completed: this.completed,
       ...capacitySnapshot(this.capacity_.estimate),
     };
   }
+}
+
+/** A token count as given: a non-negative integer, anything else 0. */
+function tokenCount(value: number): number {
+  return Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+function seconds(value: number): string {
+  return Number.isFinite(value) ? `${value.toFixed(1)} s` : 'an unknown time';
 }
 
 /** The least count n of `capacity` with n / capacity > ratio: where the occupancy detector first raises. */

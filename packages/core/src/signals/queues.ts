@@ -13,6 +13,9 @@ const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
 interface Entry {
   readonly queue: Queue;
   readonly attributes: Attributes;
+  /** The token backlog's `gen_ai.token.type` series. */
+  readonly input: Attributes;
+  readonly output: Attributes;
 }
 
 /**
@@ -33,6 +36,8 @@ export class QueueSignal implements Signal {
     | 'occupancy'
     | 'waitOldest'
     | 'waitPending'
+    | 'tokensPending'
+    | 'tokensDrainTime'
     | 'backpressure'
     | 'arrivalRate'
     | 'completionRate'
@@ -70,6 +75,8 @@ export class QueueSignal implements Signal {
       occupancy: ctx.gauge(METRICS.queueOccupancy),
       waitOldest: ctx.gauge(METRICS.queueWaitOldest),
       waitPending: ctx.gauge(METRICS.queueWaitPending),
+      tokensPending: ctx.gauge(METRICS.queueTokensPending),
+      tokensDrainTime: ctx.gauge(METRICS.queueTokensDrainTime),
       backpressure: ctx.gauge(METRICS.backpressureLevel),
       arrivalRate: ctx.gauge(METRICS.queueArrivalRate),
       completionRate: ctx.gauge(METRICS.queueCompletionRate),
@@ -93,7 +100,12 @@ export class QueueSignal implements Signal {
         `more than ${this.maxQueues} queues; raise maxQueues or reuse queues`,
       );
     const queue = new Queue(name, queueSettings(options, 'options', name), this.env);
-    this.entries.set(name, { queue, attributes: { [ATTR.queue]: name } });
+    this.entries.set(name, {
+      queue,
+      attributes: { [ATTR.queue]: name },
+      input: { [ATTR.queue]: name, [ATTR.tokenType]: 'input' },
+      output: { [ATTR.queue]: name, [ATTR.tokenType]: 'output' },
+    });
     return queue;
   }
 
@@ -125,13 +137,21 @@ export class QueueSignal implements Signal {
     const g = this.gauges;
     // Read from the waiting requests' arrival stamps now, so a scrape sees a stuck queue's age as it is.
     const now = this.ctx.clock();
-    for (const { queue, attributes } of this.entries.values()) {
+    for (const { queue, attributes, input, output } of this.entries.values()) {
       observer.observe(g.waiting, queue.waiting, attributes);
       observer.observe(g.inFlight, queue.inFlight, attributes);
       observer.observe(g.capacity, queue.capacity, attributes);
       observer.observe(g.occupancy, queue.occupancy, attributes);
       observer.observe(g.waitOldest, queue.age.oldest(now) / 1000, attributes);
       observer.observe(g.waitPending, queue.age.total(now) / 1000, attributes);
+      const tokens = queue.tokens;
+      if (tokens !== undefined) {
+        tokens.advance(now, queue.inFlight);
+        observer.observe(g.tokensPending, tokens.waitingPrompt, input);
+        observer.observe(g.tokensPending, tokens.owed, output);
+        const drain = tokens.drainSeconds(queue.waiting);
+        if (!Number.isNaN(drain)) observer.observe(g.tokensDrainTime, drain, attributes);
+      }
       observer.observe(g.backpressure, LEVEL_VALUE[queue.level()], attributes);
       const c = queue.capacity_.estimate;
       observer.observe(g.arrivalRate, c.arrivalRate, attributes);

@@ -254,6 +254,13 @@ export async function exerciseEverySignal(monitor: Monitor): Promise<void> {
   stream.token(4);
   stream.end('completed');
   monitor.stream('llama').end('cancelled');
+  // An LLM queue: its token backlog gauges (prompt tokens waiting, output tokens owed, drain time).
+  const llm = monitor.queue('llm', { tokens: true });
+  const generation = llm.enqueue('llama');
+  generation.setTokens(12, 8);
+  generation.start();
+  generation.produced(3);
+  generation.end();
   let allocated = 600;
   const memory = monitor.deviceMemory({
     allocated: () => (allocated -= 10),
