@@ -47,7 +47,8 @@ const TITLE = [
 ].join('');
 const TEXT = [
   '{{ range .Alerts }}',
-  '*{{ .Annotations.summary }}* ({{ .Labels.alertname }}, {{ .Labels.severity }})',
+  // A group can hold firing and resolved alerts at once: each says which it is.
+  '*{{ .Annotations.summary }}* ({{ .Labels.alertname }}, {{ .Labels.severity }}{{ if eq .Status "resolved" }}, resolved{{ end }})',
   '{{ .Annotations.description }}',
   'Runbook: {{ .Annotations.runbook_url }}',
   '{{ end }}',
