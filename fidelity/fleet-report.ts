@@ -51,7 +51,7 @@ export interface FleetSummary {
   flaps: number[];
 }
 
-export function summarizeFleet(result: FleetResult): FleetSummary[] {
+function summarizeFleet(result: FleetResult): FleetSummary[] {
   return FLEET_SCENARIOS.map((scenario) => {
     const runs = result.runs.filter((r) => r.scenario === scenario);
     return {

@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { runBench, type BenchResult, type Stage } from '@infersignal/bench';
+import { runBench, type BenchConfig, type BenchResult } from '@infersignal/bench';
 import { renderAlertmanagerConfig, renderRules } from '@infersignal/rules';
 import { findBinary, freePort, startPrometheusAndAlertmanager, waitFor } from '../packages/rules/test/helpers/binaries';
 import { stopper } from './server';
@@ -44,6 +44,8 @@ import {
   type CapacityFigure,
   type ThreadSecond,
 } from './suite';
+
+type Stage = NonNullable<BenchConfig['stages']>[number];
 
 export type FleetScenarioName = 'healthy-0.3' | 'healthy-0.6' | 'step' | 'ramp' | 'replica-loss';
 export const FLEET_SCENARIOS: readonly FleetScenarioName[] = [
@@ -291,7 +293,7 @@ export interface ReplicaChild {
   stop(): Promise<void>;
 }
 
-export function startReplicaChild(serviceTimeMs: number, readyTimeoutMs = 60_000): Promise<ReplicaChild> {
+function startReplicaChild(serviceTimeMs: number, readyTimeoutMs = 60_000): Promise<ReplicaChild> {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const child = fork(REPLICA_MAIN, [], {
     execArgv: ['--import', tsx],
@@ -455,7 +457,7 @@ async function until(
   return check();
 }
 
-export async function runFleetScenario(
+async function runFleetScenario(
   scenario: FleetScenarioName,
   repeat: number,
   options: { short: boolean; log: (line: string) => void; signal?: AbortSignal },
@@ -740,7 +742,7 @@ function worst(seconds: readonly ThreadSecond[]): ThreadSecond | null {
 }
 
 /** What a run missed of its scenario's goal (empty: met). */
-export function judge(run: Omit<FleetRunFigures, 'met' | 'misses'>): string[] {
+function judge(run: Omit<FleetRunFigures, 'met' | 'misses'>): string[] {
   const misses: string[] = [];
   const episode = (): void => {
     // Without the episode's end (the short mode), only the FIRINGs so far can be judged.

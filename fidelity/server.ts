@@ -43,7 +43,7 @@ function labelsOfMessage(message: string): Record<string, string> {
  * Stops a server child once however often it is called: SIGTERM, then
  * SIGKILL if it has not exited within 5 s; `exited` settles on its exit.
  */
-function stopper(child: ChildProcess, exited: Promise<void>): () => Promise<void> {
+export function stopper(child: ChildProcess, exited: Promise<void>): () => Promise<void> {
   let stopping: Promise<void> | undefined;
   return () => {
     stopping ??= (async () => {

@@ -550,7 +550,7 @@ function threadBusyNs(pid: number | undefined): number | null {
 }
 
 /** One second of the server's main thread: ms on a CPU, ms runnable but waiting for one. */
-interface ThreadSecond {
+export interface ThreadSecond {
   second: number;
   onCpuMs: number;
   waitMs: number;
