@@ -147,6 +147,13 @@ function droppingTracerProvider() {
   };
 }
 
+/**
+ * The request and inference histograms are opt-in (no rule or panel reads them): asked for here, so core
+ * makes the five records the bare variants make. A baseline checkout older than the option records them anyway.
+ */
+const optIn = (create: typeof createMonitor) =>
+  create === createMonitor ? { optInMetrics: [METRICS.requestDuration.name, METRICS.inferenceDuration.name] } : {};
+
 function inferSignal(
   exportMode: 'api' | 'producer',
   clock?: () => number,
@@ -166,6 +173,7 @@ function inferSignal(
     reader = new PullReader([producer]);
     const provider = new MeterProvider({ readers: [reader] });
     monitor = box.monitor = create({
+      ...optIn(create),
       meterProvider: provider,
       exportMode,
       ...(tracing ? { traces: 'outliers', tracerProvider: tracing.provider } : { traces: false }),
@@ -176,6 +184,7 @@ function inferSignal(
   } else {
     reader = new PullReader();
     monitor = create({
+      ...optIn(create),
       meterProvider: new MeterProvider({ readers: [reader] }),
       exportMode,
       traces: false,

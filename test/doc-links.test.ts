@@ -117,8 +117,8 @@ describe('markdown links', () => {
   });
 
   it("every signal core can raise has a row in the runbook's table of in-process signals", () => {
-    // The union core's AlertEvent.signal is typed with (types.ts): the names core itself reports.
-    const types = readFileSync(join(ROOT, 'packages/core/src/types.ts'), 'utf8');
+    // The union core's AlertEvent.signal is typed with (contract.ts): the names core itself reports.
+    const types = readFileSync(join(ROOT, 'packages/core/src/contract.ts'), 'utf8');
     const union = /export type SignalName =([^;]*);/.exec(types)?.[1] ?? '';
     const names = [...union.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]);
     expect(names.length).toBeGreaterThan(8);
