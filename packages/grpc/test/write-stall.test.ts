@@ -219,9 +219,10 @@ describe.each(MODES)('gRPC write stall (%s)', (mode) => {
   it('a client that reads slowly but steadily is never cut off, though the stream lasts longer than the timeout', async () => {
     const t = setupMonitor();
     cleanup.push(() => t.close());
-    // 128 × 64 KiB read 20 ms apart: the handler is held back by flow control for well over a second, but
-    // HTTP/2 takes a message every few tens of ms, far inside the 1 s timeout.
-    const writeStallTimeoutMs = 1000;
+    // 128 × 64 KiB read 40 ms apart: the handler is held back by flow control for about 5 s, but HTTP/2
+    // takes a message every few tens of ms, far inside the 3 s timeout (room for a process a busy machine
+    // pauses for a second or two).
+    const writeStallTimeoutMs = 3000;
     const tokens = 128;
     const { client, results } = await start(mode, t, tokens, writeStallTimeoutMs);
     const call: grpc.ClientReadableStream<unknown> = client.Generate({ model: 'tiny', prompt: 'hi' });
@@ -230,7 +231,7 @@ describe.each(MODES)('gRPC write stall (%s)', (mode) => {
     call.on('data', () => {
       received++;
       call.pause();
-      setTimeout(() => call.resume(), 20);
+      setTimeout(() => call.resume(), 40);
     });
     expect((await status).code).toBe(grpc.status.OK);
     // The status can come before the client has read what it holds.
