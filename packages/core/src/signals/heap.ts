@@ -329,7 +329,9 @@ export interface ExhaustionEstimate {
  * counts once it rests on MIN_READINGS readings over MIN_SPAN_SECONDS,
  * rose by MIN_GROWTH_SHARE of the limit, fits a line (R² ≥ MIN_R2) and
  * the live set is past `floorBytes`: a healthy heap's sawtooth comes back
- * to the same live set after each collection and has no such line.
+ * to the same live set after each collection and has no such line. A rise
+ * at a fill's rate (FILL_SECONDS) is no trend: the readings start again
+ * from where it got to.
  */
 export class LeakTrend {
   private readonly readings = new SlidingWindow(READINGS);
@@ -337,7 +339,7 @@ export class LeakTrend {
 
   constructor(
     readonly limitBytes: number,
-    /** Below this live set nothing is projected (a warming process grows from nothing). */
+    /** Below this live set nothing is projected (TREND_FLOOR_SHARE of the limit, from the signal). */
     readonly floorBytes: number,
     private readonly windowMs: number,
   ) {}
