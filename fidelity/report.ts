@@ -18,7 +18,7 @@ import type { FaultRunFigures, FaultScenarioName } from './faults/types';
 import { block, keepForeignBlocks, readBlocks } from './doc-sections';
 import { HEAP_LEAD_GOAL, type HeapLeakFigures, type HeapLeakRun } from './heap-leak';
 
-export interface ScenarioSummary {
+interface ScenarioSummary {
   scenario: ScenarioName | FaultScenarioName | typeof HEAP_LEAK;
   runs: number;
   met: number;
@@ -58,7 +58,7 @@ function summary(
 }
 
 /** One summary per scenario that ran (all of them, unless a subset was chosen), load scenarios first. */
-export function summarize(result: FidelityResult): ScenarioSummary[] {
+function summarize(result: FidelityResult): ScenarioSummary[] {
   const load = SCENARIOS.map((scenario) =>
     summary(
       scenario,

@@ -11,7 +11,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ThresholdsInput } from '@infersignal/core';
-import type { AlertLike } from '@infersignal/bench';
+import type { BenchConfig } from '@infersignal/bench';
+
+type AlertLike = Parameters<Parameters<NonNullable<BenchConfig['subscribeAlerts']>>[0]>[0];
 
 const SERVER_MAIN = fileURLToPath(new URL('../examples/fastify-onnx/src/main.ts', import.meta.url));
 const ROOT_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
@@ -28,7 +30,7 @@ export interface AlertServer {
 const ALERT_LINE = /^\[alert\] (\S+) (\w+) -> (\w+): (.*)$/;
 
 /** `capacity WARN on queue "infer", model "m": …` → `{ queue: 'infer', model: 'm' }`; `on this process` → `{}`. */
-export function labelsOfMessage(message: string): Record<string, string> {
+function labelsOfMessage(message: string): Record<string, string> {
   const on = / on (.*?): /.exec(message);
   const labels: Record<string, string> = {};
   if (!on) return labels;

@@ -28,9 +28,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { ThresholdsInput } from '@infersignal/core';
-import { runBench, type AlertRecord, type BenchResult, type Stage, type TimelinePoint } from '@infersignal/bench';
+import { runBench, type BenchConfig, type BenchResult } from '@infersignal/bench';
 import { subjectOf } from '../examples/demo/src/precursors';
-import type { FaultRunFigures, FaultScenario } from './faults/types';
+import type { FaultRunFigures, FaultScenario, JudgedAlert } from './faults/types';
+
+type AlertRecord = BenchResult['alerts'][number];
+type Stage = NonNullable<BenchConfig['stages']>[number];
+type TimelinePoint = BenchResult['timeline'][number];
 import { runHeapLeak, type HeapLeakFigures, type HeapLeakOptions } from './heap-leak';
 import { startAlertServer, type AlertServer } from './server';
 
@@ -136,28 +140,6 @@ export interface CapacityFigure {
      */
     mainThreadBusy: number | null;
   } | null;
-}
-
-/** One alert rise, on the scenario's clock, judged against the first failure. */
-export interface JudgedAlert {
-  signal: string;
-  level: string;
-  /** `queue "infer"`, `model "m"`, `device "d"`; null for a process-wide signal. */
-  subject: string | null;
-  atSeconds: number;
-  /** Offered load when it was seen, as a multiple of the measured capacity. */
-  offeredFactor: number | null;
-  /**
-   * `true`: about a failing resource, raised no later than the first failure (a true precursor).
-   * `late`: about a failing resource, raised after it.
-   * `false`: in a run where nothing failed, or about a subject that did not fail.
-   * `process`: a process-wide signal (no subject) in a run that failed: neither true nor false.
-   * `shedding`: the queue's shedding (`queue_backpressure`), announced by the first request it turns
-   *   away: the failure itself, never its precursor.
-   */
-  verdict: 'true' | 'late' | 'false' | 'process' | 'shedding';
-  /** What the server said about it (the alert event's message), where the sighting carried one. */
-  message?: string;
 }
 
 export interface RunFigures {
@@ -376,7 +358,7 @@ async function readiness(url: string): Promise<{ status: number; body: ReadyJson
  * How long to wait for a calm server at most: a warning resolves only once its value stayed low for core's
  * `keepFiringSeconds` (10 s), after ρ itself has decayed (the rate's half-life is 2 s here).
  */
-export const CALM_TIMEOUT_MS = 20_000;
+const CALM_TIMEOUT_MS = 20_000;
 
 /**
  * Waits (bounded) until the server is ready, no signal is raised and every queue's utilization is below 0.5:
@@ -818,10 +800,10 @@ async function runScenario(
 }
 
 /** Fresh attempts an overload run gets when nothing failed in it (see `notOverloaded`). */
-export const NOT_OVERLOADED_RETRIES = 2;
+const NOT_OVERLOADED_RETRIES = 2;
 
 /** An overload scenario's run in which nothing failed: the load did not overload the server. */
-export function notOverloaded(run: RunFigures): boolean {
+function notOverloaded(run: RunFigures): boolean {
   return run.scenario !== 'steady' && run.failureAtSeconds === null;
 }
 
@@ -940,7 +922,7 @@ export async function runFidelity(options: FidelityOptions = {}): Promise<Fideli
 }
 
 /** How a capacity figure came about, for the progress line. */
-export function describeCapacity(capacity: CapacityFigure): string {
+function describeCapacity(capacity: CapacityFigure): string {
   const closed = `closed loop ${capacity.closedLoopRps.toFixed(0)}: median of ${capacity.windows.length} windows, spread ${(capacity.spread * 100).toFixed(0)} %, the server's 1 / S ${capacity.serviceRps.toFixed(0)}`;
   const sustained = capacity.sustained;
   if (!sustained) return closed;

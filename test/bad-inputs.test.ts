@@ -16,7 +16,8 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createMonitor, InferSignalConfigError, type Monitor, type MonitorOptions } from '@infersignal/core';
 import { inferSignal as expressSignal } from '@infersignal/express';
 import { inferSignal as fastifySignal } from '@infersignal/fastify';
-import { resolveStartOptions, start, type StartOptions } from '@infersignal/node';
+import { start, type StartOptions } from '@infersignal/node';
+import { resolveStartOptions } from '../packages/node/src/options';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'infersignal-bad-inputs-'));
@@ -48,6 +49,22 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
   ['eventLoop as a string', { eventLoop: 'false' }, config('eventLoop', 'must be true or false, got "false"')],
   ['heap as a number', { heap: 1 }, config('heap', 'must be true or false, got 1')],
   [
+    'an opt-in metric that is exported by default',
+    { optInMetrics: ['infersignal.queue.wait.duration'] },
+    config(
+      'optInMetrics[0]',
+      'must be one of gen_ai.server.request.duration, infersignal.inference.duration, infersignal.queue.service.time.p90, nodejs.eventloop.delay.p50, infersignal.heap.live, infersignal.heap.live.limit, got "infersignal.queue.wait.duration"',
+    ),
+  ],
+  [
+    'optInMetrics a string',
+    { optInMetrics: 'gen_ai.server.request.duration' },
+    config(
+      'optInMetrics',
+      'must be an array of gen_ai.server.request.duration, infersignal.inference.duration, infersignal.queue.service.time.p90, nodejs.eventloop.delay.p50, infersignal.heap.live, infersignal.heap.live.limit, got "gen_ai.server.request.duration"',
+    ),
+  ],
+  [
     'runtimeMetrics as a string',
     { runtimeMetrics: 'yes' },
     config('runtimeMetrics', 'must be true or false, got "yes"'),
@@ -70,7 +87,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
     { eventloop: false },
     config(
       'eventloop',
-      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi)',
+      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, signals, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi, optInMetrics)',
     ),
   ],
   [
@@ -290,7 +307,7 @@ describe('bad inputs through the adapters', () => {
 
 // --- the environment ------------------------------------------------------------
 
-const PROMETHEUS_DEFAULT = { host: '127.0.0.1', port: 9464, path: '/metrics', mount: false, withoutScopeInfo: false };
+const PROMETHEUS_DEFAULT = { host: '127.0.0.1', port: 9464, path: '/metrics', mount: false, withoutScopeInfo: true };
 
 /** [variables, the one warning, what the resolved options hold after it] */
 const envCases: [Record<string, string>, string, (resolved: ReturnType<typeof resolveStartOptions>) => void][] = [

@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { block, keepForeignBlocks, readBlocks } from '../fidelity/doc-sections';
 import { ageFinding, renderDoc } from '../fidelity/report';
-import { goalMet, type FidelityResult, type JudgedAlert, type RunFigures } from '../fidelity/suite';
+import type { JudgedAlert } from '../fidelity/faults/types';
+import { goalMet, type FidelityResult, type RunFigures } from '../fidelity/suite';
 import type { HeapLeakFigures } from '../fidelity/heap-leak';
 
 function alert(signal: string, level: string, atSeconds: number, verdict: JudgedAlert['verdict']): JudgedAlert {

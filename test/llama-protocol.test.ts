@@ -8,8 +8,9 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DEFAULT_THRESHOLDS } from '@infersignal/core';
-import { buildKubernetesManifests, engineConfig } from '@infersignal/rules';
+import { DEFAULT_THRESHOLDS } from '../packages/core/src/config';
+import { buildKubernetesManifests } from '@infersignal/rules';
+import { engineConfig } from '../packages/rules/src/kubernetes';
 import { startServer, type RunningServer } from '../examples/llama-completions/src/server';
 import { findBinary } from '../packages/rules/test/helpers/binaries';
 import { gate, until } from './support/async';

@@ -8,8 +8,8 @@
  * requests to the other. Two real servers on 127.0.0.1:0 with the generated model, a bounded request count.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_THRESHOLDS } from '@infersignal/core';
-import { engineConfig } from '@infersignal/rules';
+import { DEFAULT_THRESHOLDS } from '../packages/core/src/config';
+import { engineConfig } from '../packages/rules/src/kubernetes';
 import { startServer, type RunningServer } from '../examples/llama-completions/src/server';
 import { pool, sleep, until } from './support/async';
 import { read, saturation, type Reading } from './support/picker';

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { runBench, writeReport, writeResult, type BenchResult, type LeadTime } from '@infersignal/bench';
+import { runBench, writeReport, writeResult, type BenchResult } from '@infersignal/bench';
 import { startQueueServer } from '../packages/bench/test/helpers';
 
 /**
@@ -53,7 +53,7 @@ async function visit(file: string): Promise<Visit> {
   return { page, errors, requests, url };
 }
 
-function headline(r: BenchResult): LeadTime {
+function headline(r: BenchResult): BenchResult['leadTimes'][number] {
   return [...r.leadTimes].filter((l) => l.leadSeconds !== null).sort((a, b) => b.leadSeconds! - a.leadSeconds!)[0];
 }
 

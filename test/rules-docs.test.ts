@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { DEFAULT_THRESHOLDS } from '@infersignal/core';
+import { DEFAULT_THRESHOLDS } from '../packages/core/src/config';
 import { buildRules } from '@infersignal/rules';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -77,13 +77,13 @@ class ToyCacheSignal implements Signal {
     const level: Level =
       this.fill > THRESHOLDS.fillCritical ? 'critical' : this.fill > THRESHOLDS.fillWarn ? 'warn' : 'ok';
     this.announcedLevel = level;
-    this.ctx.report(
-      'toy_fill',
+    this.ctx.report({
+      signal: 'toy_fill',
       level,
-      this.fill,
-      level === 'critical' ? THRESHOLDS.fillCritical : THRESHOLDS.fillWarn,
-      this.labels,
-    );
+      value: this.fill,
+      threshold: level === 'critical' ? THRESHOLDS.fillCritical : THRESHOLDS.fillWarn,
+      labels: this.labels,
+    });
   }
 
   observe(observer: GaugeObserver): void {

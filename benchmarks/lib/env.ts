@@ -60,7 +60,7 @@ export const TASK_MS = positive('BENCH_TASK_MS', SMOKE ? 40 : 400);
  * benchmarks/tsconfig.json has no `paths`, so `@infersignal/*` resolves to
  * dist; every process a suite starts gets the same file through this env.
  */
-export const BENCH_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
+const BENCH_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
 export const CHILD_ENV: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: BENCH_TSCONFIG };
 
 /** Throws unless `@infersignal/*` resolves to a dist/ that is newer than its sources. */

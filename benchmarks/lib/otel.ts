@@ -5,7 +5,6 @@
  * collection costs and none pays for I/O the others do not do.
  */
 import {
-  AggregationTemporality,
   MetricReader,
   type MetricProducer,
   type PushMetricExporter,
@@ -24,23 +23,6 @@ export class PullReader extends MetricReader {
   }
   protected override async onForceFlush(): Promise<void> {}
   protected override async onShutdown(): Promise<void> {}
-}
-
-/** Counts data points and drops them (what a remote exporter costs minus the network). */
-export class DropMetricExporter implements PushMetricExporter {
-  exports = 0;
-  points = 0;
-  export(metrics: ResourceMetrics, done: (result: ExportResult) => void): void {
-    this.exports++;
-    for (const scope of metrics.scopeMetrics)
-      for (const metric of scope.metrics) this.points += metric.dataPoints.length;
-    done({ code: SUCCESS } as ExportResult);
-  }
-  selectAggregationTemporality(): AggregationTemporality {
-    return AggregationTemporality.CUMULATIVE;
-  }
-  async forceFlush(): Promise<void> {}
-  async shutdown(): Promise<void> {}
 }
 
 export class DropSpanExporter implements SpanExporter {

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { SMOKE } from './env';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const BENCH_DIR = fileURLToPath(new URL('../', import.meta.url));
+const BENCH_DIR = fileURLToPath(new URL('../', import.meta.url));
 const DOC = `${ROOT}docs/benchmarks.md`;
 
 /** Suites in the order their sections appear in the doc. */
@@ -36,7 +36,7 @@ export interface Goal {
 }
 
 /** Version of an installed package, looked up in benchmarks/, the root, then each package's node_modules. */
-export function packageVersion(name: string): string {
+function packageVersion(name: string): string {
   if (name.startsWith('@infersignal/')) {
     const own = `${ROOT}packages/${name.slice('@infersignal/'.length)}/package.json`;
     if (existsSync(own)) return (JSON.parse(readFileSync(own, 'utf8')) as { version: string }).version;
@@ -54,12 +54,12 @@ export function packageVersion(name: string): string {
   return '?';
 }
 
-export function machine(): string {
+function machine(): string {
   const cpu = cpus();
   return `${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`;
 }
 
-export function versions(names: readonly string[]): string {
+function versions(names: readonly string[]): string {
   return names.map((name) => `${name} ${packageVersion(name)}`).join(', ');
 }
 
@@ -109,15 +109,16 @@ const PREAMBLE = `# Benchmarks
 Each suite in \`benchmarks/\` is one command (\`pnpm bench:<suite>\`; \`pnpm bench\` runs all but install-size) that rewrites its own section here with its latest run; its method is in its file's header.
 Every figure is a ratio against a baseline measured **in the same run**, variants in interleaved rotated rounds, median and (range) or (IQR, from 8 rounds) over the rounds: on shared machines absolute numbers move, the ratios are what the goals are about.
 The suites run the **built** packages (\`dist/\`, what users install). Server costs are the server process's own CPU per request, so the load generator's CPU is not counted.
-Knobs: \`BENCH_SECONDS\`, \`BENCH_ROUNDS\`, \`BENCH_TASK_MS\`, \`BENCH_FRAMEWORKS\` / \`BENCH_VARIANTS\` (server subsets: print only), \`--node 24\`, \`BENCH_NOTE\` (the run's conditions), \`BENCH_BASELINE=<checkout>\` (server: an A/B of two builds), \`BENCH_SMOKE=1\` (tiny, writes nothing).
+Knobs: \`BENCH_SECONDS\`, \`BENCH_ROUNDS\`, \`BENCH_TASK_MS\`, \`BENCH_FRAMEWORKS\` / \`BENCH_VARIANTS\` (server subsets: print only), \`--node 24\`,
+\`BENCH_NOTE\` (the run's conditions), \`BENCH_BASELINE=<checkout>\` (server and hot-path: an A/B of two builds in one run, print only), \`BENCH_SMOKE=1\` (tiny, writes nothing).
 `;
 
 /** A sentence about this run's conditions (a machine shared with other work), printed in each block it writes. */
 const RUN_NOTE = process.env.BENCH_NOTE?.trim();
 
 /** A suite's section may not grow past this many lines, nor any of its lines past LINE_LIMIT characters. */
-export const SECTION_LINE_LIMIT = 100;
-export const LINE_LIMIT = 300;
+const SECTION_LINE_LIMIT = 100;
+const LINE_LIMIT = 300;
 
 function skeleton(): string {
   return `${PREAMBLE}\n${SUITES.map((s) => `<!-- suite:${s} -->\n## ${s}\nNot run yet: \`pnpm bench:${s}\`.\n<!-- /suite:${s} -->`).join('\n')}\n`;
@@ -152,7 +153,7 @@ function wrapOnce(a: string, b: string): string[] {
  * the command and the machine it last ran on, the method in a line or two,
  * this run's results, its verdict, notes.
  */
-export function renderSection(suite: SuiteName, options: SectionOptions): string {
+function renderSection(suite: SuiteName, options: SectionOptions): string {
   const node = options.everyLineInOneRun ? '' : ' (`--node 24` for Node 24)';
   const lines = [
     `<!-- suite:${suite} -->`,

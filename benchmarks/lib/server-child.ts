@@ -182,7 +182,8 @@ async function setup(variant: Variant): Promise<Telemetry> {
     // the plugin's requests export (2, 3 and 5 attributes: the request
     // duration carries the GenAI conventions' operation and provider with
     // core's defaults), nothing else.
-    const { METRICS, ATTR, HISTOGRAM_BUCKETS, UNKNOWN_MODEL } = await import('@infersignal/core');
+    const { METRICS, ATTR, HISTOGRAM_BUCKETS } = await import('@infersignal/core');
+    const { UNKNOWN_MODEL } = await import('../../packages/core/src/names');
     const { meter, metricsUrl } = await prometheusMeter('otel-calls');
     const histogram = (name: string) =>
       meter.createHistogram(name, { unit: 's', advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[name]!] } });

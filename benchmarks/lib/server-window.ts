@@ -34,7 +34,7 @@ export interface Sample {
 }
 
 /** One scrape, read to the end, as Prometheus does it. */
-export async function scrapeOnce(url: string): Promise<void> {
+async function scrapeOnce(url: string): Promise<void> {
   const res = await fetch(url);
   await res.text();
   if (!res.ok) throw new Error(`scrape of ${url}: HTTP ${res.status}`);
@@ -51,10 +51,10 @@ export async function scrapeOnce(url: string): Promise<void> {
  * on Node 20 still spent ~20 % there after 48 000 requests), WARM_UP_CHUNKS at least,
  * WARM_UP_MAX_CHUNKS at most.
  */
-export const WARM_UP_CHUNKS = SMOKE ? 1 : Number(process.env.BENCH_WARM_UP ?? 2);
-export const WARM_UP_MAX_CHUNKS = SMOKE ? 1 : 6;
-export const HELPER_SETTLED = 0.05;
-export const HELPER_PLATEAU = 0.03;
+const WARM_UP_CHUNKS = SMOKE ? 1 : Number(process.env.BENCH_WARM_UP ?? 2);
+const WARM_UP_MAX_CHUNKS = SMOKE ? 1 : 6;
+const HELPER_SETTLED = 0.05;
+const HELPER_PLATEAU = 0.03;
 /** Warms a fresh server up (above); returns how many chunks it took. */
 export async function warmUp(server: ServerHandle): Promise<number> {
   const chunk = WINDOW_REQUESTS[server.framework] * 2;

@@ -75,9 +75,9 @@ export const CPU_PROFILE_ENV = 'BENCH_CPU_PROFILE';
 export const PACKAGES_FROM_ENV = 'INFERSIGNAL_BENCH_PACKAGES_FROM';
 
 /** The server child every tool forks (lib/server-child.ts). */
-export const SERVER_CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
+const SERVER_CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 
-export interface ServerWindow {
+interface ServerWindow {
   /** Server CPU (user + system) over the window, µs. */
   cpuUs: number;
   /** Of it, in the kernel (system time: socket reads and writes, loopback TCP, wake-ups of the load generator), µs. */
@@ -122,7 +122,7 @@ export interface ServerHandle {
 }
 
 /** The child's next message of `type`; rejects on its error message or its exit. */
-export function nextMessage(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMessage> {
+function nextMessage(child: ChildProcess, type: ChildMessage['type']): Promise<ChildMessage> {
   return new Promise((resolve, reject) => {
     const onMessage = (message: ChildMessage) => {
       if (message.type === 'error') {
@@ -215,14 +215,14 @@ function pin(): { line: string; serverCpus: string | null } {
  * (Node 24), luck for the life of the process that moved its
  * ratio by up to 0.2×. A server under steady load is not shrunk.
  */
-export const YOUNG_GENERATION_FLAGS = ['--min-semi-space-size=16', '--max-semi-space-size=16'];
+const YOUNG_GENERATION_FLAGS = ['--min-semi-space-size=16', '--max-semi-space-size=16'];
 
 /**
  * Node/V8 flags for every server process: YOUNG_GENERATION_FLAGS, or
  * BENCH_SERVER_FLAGS (space separated; empty for V8's defaults) to try a
  * runtime setting on all variants alike.
  */
-export const SERVER_V8_FLAGS: readonly string[] =
+const SERVER_V8_FLAGS: readonly string[] =
   process.env.BENCH_SERVER_FLAGS === undefined
     ? YOUNG_GENERATION_FLAGS
     : process.env.BENCH_SERVER_FLAGS.split(/\s+/).filter(Boolean);

@@ -3,10 +3,14 @@
  * events on it, and judging them against a healthy phase and the failure.
  */
 import { performance } from 'node:perf_hooks';
-import type { AlertRecord } from '@infersignal/bench';
+import type { BenchResult } from '@infersignal/bench';
+
 import type { AlertServer } from '../server';
-import { ARRIVAL_TOLERANCE_MS, judgeAlerts, type JudgedAlert } from '../suite';
+import { ARRIVAL_TOLERANCE_MS, judgeAlerts } from '../suite';
+import type { JudgedAlert } from './types';
 import type { FaultRunFigures, FaultScenario } from './types';
+
+type AlertRecord = BenchResult['alerts'][number];
 
 /** Milliseconds since the run started. */
 export type RunClock = () => number;

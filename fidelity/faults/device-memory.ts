@@ -40,18 +40,18 @@ import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
  * shortened as the load scenarios shorten their rate windows, so the signal
  * follows a fault that lasts seconds. The fragmentation bound is core's default (0.65).
  */
-export const DEVICE_MEMORY_THRESHOLDS: ThresholdsInput = {
+const DEVICE_MEMORY_THRESHOLDS: ThresholdsInput = {
   deviceMemory: { driftWindowSamples: 20 },
 };
 
-export const DEVICE_PLAN: DevicePlan = { totalMiB: 8192, weightsMiB: 2048, activationMiB: 512, sampleMs: 250 };
+const DEVICE_PLAN: DevicePlan = { totalMiB: 8192, weightsMiB: 2048, activationMiB: 512, sampleMs: 250 };
 
 export const DEVICE_SUBJECT = 'device "gpu0"';
 
 export type DeviceFault = 'fragmentation' | 'leak';
 
 /** Odd repeats fragment, even ones leak. */
-export const deviceFaultOf = (repeat: number): DeviceFault => (repeat % 2 === 1 ? 'fragmentation' : 'leak');
+const deviceFaultOf = (repeat: number): DeviceFault => (repeat % 2 === 1 ? 'fragmentation' : 'leak');
 
 interface Settings {
   rate: number;

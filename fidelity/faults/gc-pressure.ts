@@ -11,21 +11,26 @@
  * Everything here is real: V8, its collector, the event loop, the signals
  * measuring them; only the leak is written for the test.
  */
-import type { AlertRecord } from '@infersignal/bench';
-import { DEFAULT_THRESHOLDS, type ThresholdsInput } from '@infersignal/core';
-import { EVENT_LOOP_RULE } from '@infersignal/core/signals';
+import type { BenchResult } from '@infersignal/bench';
+
+import { resolveThresholds, type ThresholdsInput } from '@infersignal/core';
+
+import { EVENT_LOOP_RULE } from '../../packages/core/src/signals/event-loop';
 import { benchFaultRun, precursorMessage, runFaultBench, startFaultServer } from '../fault-server-process';
 import { faultFigures } from './common';
-import type { JudgedAlert } from '../suite';
+import type { JudgedAlert } from './types';
 import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
+
+type AlertRecord = BenchResult['alerts'][number];
+const DEFAULT_THRESHOLDS = resolveThresholds();
 
 /**
  * Core's defaults: heap_headroom WARN at 70 % of the old generation live after two major GCs in a row; the event
  * loop is judged on the longest single block of each 1 s period (WARN at 100 ms).
  */
-export const GC_PRESSURE_THRESHOLDS: ThresholdsInput = {};
+const GC_PRESSURE_THRESHOLDS: ThresholdsInput = {};
 
-export const OLD_SPACE_MIB = 96;
+const OLD_SPACE_MIB = 96;
 
 export interface MajorGcFigures {
   healthy: { count: number; longestMs: number };
@@ -89,7 +94,7 @@ export interface GcRunFigures extends FaultRunFigures {
  * bench saw, not only the first per level: an earlier rise may have been a
  * neighbour's doing.
  */
-export function eventLoopRaisedFrom(records: readonly AlertRecord[], fromSeconds: number): number | null {
+function eventLoopRaisedFrom(records: readonly AlertRecord[], fromSeconds: number): number | null {
   let raised = false;
   for (const record of [...records].sort((a, b) => a.atMs - b.atMs)) {
     if (record.signal !== 'event_loop') continue;

@@ -33,7 +33,7 @@ const MODEL = 'matmul-chain';
  * Latency of the healthy model store (ms): several times this model's session build, so storage dominates a
  * load, and the 3.5× step (over 1.4 s) is past core's 1 s floor for a spike.
  */
-export const STORAGE_MS = 400;
+const STORAGE_MS = 400;
 /**
  * A reload that has not answered within this many baseline reload times has failed: a rollout deadline with
  * room above the alert's 3× for a reload's jitter.

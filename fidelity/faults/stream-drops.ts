@@ -21,8 +21,8 @@ import type { FaultRunFigures, FaultRunOptions, FaultScenario } from './types';
 
 const MODEL = 'matmul-chain';
 /** Share of streams cut in the healthy phase, and at the storm's end. */
-export const HEALTHY_CUT_SHARE = 0.002;
-export const STORM_CUT_SHARE = 0.2;
+const HEALTHY_CUT_SHARE = 0.002;
+const STORM_CUT_SHARE = 0.2;
 /** The SLO: more than this share of the last SLO_WINDOW streams to end did not complete. */
 export const SLO_CUT_SHARE = 0.05;
 export const SLO_WINDOW = 100;

@@ -5,7 +5,28 @@
  * failure (documented in `failureDefinition`) and the resources it is about;
  * alerts are judged with `judgeAlerts` from ../suite against them.
  */
-import type { JudgedAlert } from '../suite';
+
+/** One alert rise, on the scenario's clock, judged against the first failure. */
+export interface JudgedAlert {
+  signal: string;
+  level: string;
+  /** `queue "infer"`, `model "m"`, `device "d"`; null for a process-wide signal. */
+  subject: string | null;
+  atSeconds: number;
+  /** Offered load when it was seen, as a multiple of the measured capacity. */
+  offeredFactor: number | null;
+  /**
+   * `true`: about a failing resource, raised no later than the first failure (a true precursor).
+   * `late`: about a failing resource, raised after it.
+   * `false`: in a run where nothing failed, or about a subject that did not fail.
+   * `process`: a process-wide signal (no subject) in a run that failed: neither true nor false.
+   * `shedding`: the queue's shedding (`queue_backpressure`), announced by the first request it turns
+   *   away: the failure itself, never its precursor.
+   */
+  verdict: 'true' | 'late' | 'false' | 'process' | 'shedding';
+  /** What the server said about it (the alert event's message), where the sighting carried one. */
+  message?: string;
+}
 
 export type FaultScenarioName = 'slow-reload' | 'stream-drops' | 'device-memory' | 'gc-pressure';
 

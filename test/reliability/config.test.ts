@@ -7,13 +7,8 @@
 import * as fc from 'fast-check';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_THRESHOLDS,
-  InferSignalConfigError,
-  createMonitor,
-  type Monitor,
-  type MonitorOptions,
-} from '@infersignal/core';
+import { InferSignalConfigError, createMonitor, type Monitor, type MonitorOptions } from '@infersignal/core';
+import { DEFAULT_THRESHOLDS } from '../../packages/core/src/config';
 import { inferSignal as expressSignal } from '@infersignal/express';
 import { inferSignal as fastifySignal } from '@infersignal/fastify';
 import { createGpuSampler } from '@infersignal/gpu';

@@ -12,7 +12,9 @@ import * as ort from 'onnxruntime-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
 import { inferSignal } from '@infersignal/fastify';
-import { ModelLoadError, createSession, type MonitoredSession, type OrtRuntime } from '@infersignal/onnx';
+import { ModelLoadError } from '@infersignal/core';
+import { createSession, type MonitoredSession } from '@infersignal/onnx';
+import type { OrtRuntime } from '../../packages/onnx/src/types';
 import {
   CHAIN_DIM,
   fixture,

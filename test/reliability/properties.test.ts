@@ -5,13 +5,10 @@
 import * as fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS, type Level } from '@infersignal/core';
-import {
-  FixedHistogram,
-  P99GlitchDetector,
-  SlidingWindow,
-  ThresholdDetector,
-  ZScoreDetector,
-} from '@infersignal/core/signals';
+import { SlidingWindow, ThresholdDetector } from '@infersignal/core/signals';
+import { FixedHistogram } from '../../packages/core/src/aggregates/histogram';
+import { P99GlitchDetector } from '../../packages/core/src/detectors/p99-glitch';
+import { ZScoreDetector } from '../../packages/core/src/detectors/zscore';
 import { figure, monitorWithReader, type Exported } from './helpers';
 
 const cleanup: Array<() => unknown> = [];

@@ -5,7 +5,8 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { expect } from 'vitest';
-import { ATTR, METRICS, UNKNOWN_MODEL, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, type Monitor } from '@infersignal/core';
+import { UNKNOWN_MODEL } from '../../packages/core/src/names';
 import { pool, sleep, until, withUnhandledRejections } from './async';
 import { collect, type TestReader } from './otel';
 

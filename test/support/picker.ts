@@ -5,7 +5,7 @@
  * and score a replica's saturation as max(queued / queueDepthThreshold, kv / kvCacheUtilThreshold).
  */
 
-export interface Sample {
+interface Sample {
   labels: Record<string, string>;
   value: number;
 }
@@ -87,7 +87,7 @@ export function parseSpec(spec: string): { name: string; labels: Record<string, 
 }
 
 /** The value a spec selects: the first sample of its family whose labels include the spec's; undefined when none. */
-export function select(families: Map<string, Family>, spec: string): number | undefined {
+function select(families: Map<string, Family>, spec: string): number | undefined {
   const { name, labels } = parseSpec(spec);
   const family = families.get(name);
   const sample = family?.samples.find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v));

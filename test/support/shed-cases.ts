@@ -1,7 +1,7 @@
 // The shed answer through an adapter: the client side and the assertions both adapters share.
 import { expect } from 'vitest';
 import { ATTR, METRICS, type Monitor } from '@infersignal/core';
-import { HTTP_SHED_BODY, type ShedResponseOption } from '@infersignal/http';
+import { HTTP_SHED_BODY, type ShedResponseOption } from '../../packages/http/src/shed';
 import { until } from './async';
 import { collect, type TestReader } from './otel';
 

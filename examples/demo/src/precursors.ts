@@ -129,7 +129,7 @@ export function seriesName(signal: string, labels: Record<string, string> | unde
 }
 
 /** Splits the samples into unbroken runs per series (samples sorted by time). */
-export function alertRuns(samples: readonly TimedSample[]): Omit<AlertRun, 'verdict' | 'leadSeconds'>[] {
+function alertRuns(samples: readonly TimedSample[]): Omit<AlertRun, 'verdict' | 'leadSeconds'>[] {
   const sorted = [...samples].sort((a, b) => a.atMs - b.atMs);
   const open = new Map<string, Omit<AlertRun, 'verdict' | 'leadSeconds'>>();
   const done: Omit<AlertRun, 'verdict' | 'leadSeconds'>[] = [];

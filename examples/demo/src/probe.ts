@@ -55,7 +55,7 @@ export function quantile(values: readonly number[], q: number): number {
 const median = (values: readonly number[]): number => quantile(values, 0.5);
 
 /** (max − min) / median: how far apart the windows are. */
-export function spreadOf(values: readonly number[]): number {
+function spreadOf(values: readonly number[]): number {
   const m = median(values);
   return m > 0 ? (Math.max(...values) - Math.min(...values)) / m : Infinity;
 }

@@ -4,12 +4,15 @@
  * the server's snapshots), the bench's lead times (from its scrape of
  * /metrics), the warnings standing at the first failure, and the headline.
  */
-import type { BenchResult, ErrorCounts, StageResult } from '@infersignal/bench';
+import type { BenchResult } from '@infersignal/bench';
+
 import { describeRun, judgePrecursors, type AlertRun, type PrecursorVerdict, type RunVerdict } from './precursors';
 import type { SnapshotSample } from './snapshots';
 
+type StageResult = BenchResult['total'];
+
 /** Lanes always shown, in this order, whether or not they ever left ok. */
-export const LANE_SERIES = [
+const LANE_SERIES = [
   'capacity[infer]',
   'queue_wait[infer]',
   'queue_occupancy[infer]',
@@ -19,7 +22,7 @@ export const LANE_SERIES = [
 ] as const;
 
 /** Signals the demo injects on purpose rather than as a consequence of load. */
-export const INJECTED_SIGNALS: ReadonlySet<string> = new Set(['model_load']);
+const INJECTED_SIGNALS: ReadonlySet<string> = new Set(['model_load']);
 
 export interface ReloadEvent {
   atMs: number;
@@ -54,7 +57,7 @@ function fixed(value: number, digits: number): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '-';
 }
 
-function failures(e: ErrorCounts): number {
+function failures(e: StageResult['errors']): number {
   return e.timeout + e.shed + e.server + e.client + e.connection + e.cutOff + e.dropped;
 }
 
@@ -178,7 +181,7 @@ function lanes(facts: DemoFacts): string[] {
 export const FAILING_QUEUES: readonly string[] = ['infer', 'onnx:matmul-chain'];
 
 /** Every alert run of the ramp judged against the first failure, on the ramp's clock. */
-export function judgeRun(facts: Pick<DemoFacts, 'ramp' | 'snapshots' | 'rampOffsetMs'>): PrecursorVerdict {
+function judgeRun(facts: Pick<DemoFacts, 'ramp' | 'snapshots' | 'rampOffsetMs'>): PrecursorVerdict {
   const samples = facts.snapshots.map((s) => ({ atMs: s.atMs - facts.rampOffsetMs, active: s.active }));
   const first = facts.ramp.stages[0];
   return judgePrecursors(samples, facts.ramp.firstFailure?.atMs ?? null, {
@@ -189,7 +192,7 @@ export function judgeRun(facts: Pick<DemoFacts, 'ramp' | 'snapshots' | 'rampOffs
 }
 
 /** Name of the stage a ramp time falls in (`1.1× stage`). */
-export function stageAt(facts: Pick<DemoFacts, 'ramp'>, atMs: number): string {
+function stageAt(facts: Pick<DemoFacts, 'ramp'>, atMs: number): string {
   const stage = facts.ramp.stages.find((s) => atMs >= s.startMs && atMs < s.startMs + s.durationMs);
   return stage ? `${stage.name.split(' ')[0].replace(/x$/, '×')} stage` : 'after the ramp';
 }

@@ -18,7 +18,7 @@ const ROOT_TSCONFIG = fileURLToPath(new URL('../../../tsconfig.json', import.met
 /** Lines of server output kept for a failure report. */
 const MAX_LINES = 200;
 
-export interface ServerInfo {
+interface ServerInfo {
   url: string;
   metricsUrl: string;
   /** Capacity of the server's `infer` queue. */

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { seriesName, subjectOf, type ActiveSeries } from './precursors';
 
-export interface QueueValues {
+interface QueueValues {
   utilization: number;
   waitP95Seconds: number;
   occupancy: number;
@@ -15,7 +15,7 @@ export interface QueueValues {
 }
 
 /** One signal above ok, keyed like the report's lanes: `capacity[infer]`, `event_loop`. */
-export type ActiveSignal = ActiveSeries;
+type ActiveSignal = ActiveSeries;
 
 export interface SnapshotSample {
   /** ms since the poller's origin. */

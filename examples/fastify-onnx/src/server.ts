@@ -25,6 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type * as ort from 'onnxruntime-node';
 import {
+  ModelLoadError,
   QueueFullError,
   RequestEndedError,
   type AlertListener,
@@ -34,7 +35,7 @@ import {
 } from '@infersignal/core';
 import { inferSignal, readinessHandler, type InferSignalRequest } from '@infersignal/fastify';
 import { start, type InferSignal } from '@infersignal/node';
-import { ModelLoadError, createSession, type MonitoredSession } from '@infersignal/onnx';
+import { createSession, type MonitoredSession } from '@infersignal/onnx';
 import { DEFAULT_MODEL_PATH, DIM, MAX_ROWS, generateTokens, inputTensor, summarize } from './model';
 
 export interface ServerOptions {

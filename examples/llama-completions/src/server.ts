@@ -23,8 +23,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { getLlama, type Llama } from 'node-llama-cpp';
-import { QueueFullError, type AlertListener, type Monitor, type ThresholdsInput } from '@infersignal/core';
-import { LlamaLoadError, createLlamaModel, type MonitoredLlamaModel } from '@infersignal/llama';
+import {
+  ModelLoadError,
+  QueueFullError,
+  type AlertListener,
+  type Monitor,
+  type ThresholdsInput,
+} from '@infersignal/core';
+import { createLlamaModel, type MonitoredLlamaModel } from '@infersignal/llama';
 import { start } from '@infersignal/node';
 import { writeGguf, type GgufDefect } from '../../../scripts/make-gguf';
 
@@ -278,7 +284,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           seconds: info.modelSeconds + info.contextSeconds,
         });
       } catch (e) {
-        if (!(e instanceof LlamaLoadError)) throw e;
+        if (!(e instanceof ModelLoadError)) throw e;
         return reply
           .code(422)
           .send({ reloaded: false, reason: e.reason, detail: e.detail, serving: served.loadInfo.generation });

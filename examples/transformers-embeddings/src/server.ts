@@ -23,10 +23,16 @@ import { fileURLToPath } from 'node:url';
 import { env } from '@huggingface/transformers';
 import * as transformers from '@huggingface/transformers';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { QueueFullError, type AlertListener, type Monitor, type ThresholdsInput } from '@infersignal/core';
+import {
+  ModelLoadError,
+  QueueFullError,
+  type AlertListener,
+  type Monitor,
+  type ThresholdsInput,
+} from '@infersignal/core';
 import { readinessHandler } from '@infersignal/fastify';
 import { start } from '@infersignal/node';
-import { PipelineLoadError, createPipeline, type MonitoredPipeline } from '@infersignal/transformers';
+import { createPipeline, type MonitoredPipeline } from '@infersignal/transformers';
 
 /** The committed tiny models' folder (scripts/make-transformers-models.py). */
 export const DEFAULT_MODEL_DIR = fileURLToPath(
@@ -194,7 +200,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           const info = await model.reload(request.body?.modelId);
           return { model: modelName, generation: info.generation, modelId: info.modelId, seconds: info.seconds };
         } catch (error) {
-          if (error instanceof PipelineLoadError)
+          if (error instanceof ModelLoadError)
             return reply.code(500).send({ error: 'reload failed', reason: error.reason, message: error.message });
           throw error;
         }

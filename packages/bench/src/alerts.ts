@@ -14,15 +14,15 @@ const LEVEL_LABEL = prometheusLabel(ATTR.level);
  * suffixed form some exporter versions give a unit-1 gauge.
  */
 const LEVEL_BARE = METRICS.signalLevel.name.replace(/\./g, '_');
-export const LEVEL_METRICS: ReadonlySet<string> = new Set([
+const LEVEL_METRICS: ReadonlySet<string> = new Set([
   prometheusName(METRICS.signalLevel),
   LEVEL_BARE,
   `${LEVEL_BARE}_ratio`,
 ]);
-export const ALERT_METRICS: ReadonlySet<string> = new Set([prometheusName(METRICS.alerts)]);
+const ALERT_METRICS: ReadonlySet<string> = new Set([prometheusName(METRICS.alerts)]);
 export const WATCHED_METRICS: ReadonlySet<string> = new Set([...LEVEL_METRICS, ...ALERT_METRICS]);
 
-export function levelNumber(level: string): number {
+function levelNumber(level: string): number {
   const n = LEVEL_NAMES.indexOf(level);
   return Math.max(n, 0);
 }

@@ -11,16 +11,16 @@ export const BREAKER_METRICS = {
   calls: METRICS.breakerCalls,
 } as const;
 
-export const BREAKER_ATTR = {
+const BREAKER_ATTR = {
   name: ATTR.breakerName,
   to: ATTR.breakerTo,
   result: ATTR.breakerResult,
 } as const;
 
 /** The level a breaker announces to its monitor. */
-export const BREAKER_SIGNAL = 'circuit_breaker';
+const BREAKER_SIGNAL = 'circuit_breaker';
 
-export type BreakerState = 'closed' | 'halfOpen' | 'open';
+type BreakerState = 'closed' | 'halfOpen' | 'open';
 const STATE_VALUE: Record<BreakerState, number> = { closed: 0, halfOpen: 1, open: 2 };
 const STATE_LEVEL: Record<BreakerState, Level> = { closed: 'ok', halfOpen: 'warn', open: 'critical' };
 
@@ -215,7 +215,14 @@ function monitorMetrics(monitor: Monitor, name: string, attributes: Attributes):
     entered(to, toAttributes, threshold, message) {
       breaker.state = to;
       registered.transitions.add(1, toAttributes);
-      registered.ctx.report(BREAKER_SIGNAL, STATE_LEVEL[to], STATE_VALUE[to], threshold, labels, message);
+      registered.ctx.report({
+        signal: BREAKER_SIGNAL,
+        level: STATE_LEVEL[to],
+        value: STATE_VALUE[to],
+        threshold,
+        labels,
+        message,
+      });
     },
     call(callAttributes) {
       registered.calls.add(1, callAttributes);

@@ -21,7 +21,7 @@ export interface CalibrationOptions
   backend?: () => Promise<unknown>;
 }
 
-export interface CalibrationStep {
+interface CalibrationStep {
   injectedRate: number;
   calls: number;
   failures: number;

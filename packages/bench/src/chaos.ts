@@ -34,12 +34,12 @@ export class ChaosError extends Error {
 // `instanceof` holds for instances made by the other build (ESM / CommonJS) of this package too.
 brand(ChaosError, 'bench.ChaosError');
 
-export interface ChaosDecision {
+interface ChaosDecision {
   fail: boolean;
   delayMs: number;
 }
 
-export interface ChaosStats {
+interface ChaosStats {
   calls: number;
   failures: number;
   delayed: number;

@@ -11,7 +11,7 @@ export function parseDuration(text: string, field: string): number {
 }
 
 /** `10:5s,100:5s,500:5s` (rates) or `vu10:5s` (virtual users). */
-export function parseStages(text: string): Stage[] {
+function parseStages(text: string): Stage[] {
   return text.split(',').map((part, i) => {
     const [load, time] = part.split(':');
     if (!load || !time)

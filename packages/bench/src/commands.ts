@@ -13,7 +13,7 @@ export interface CliIo {
 }
 
 /** A subcommand: gets the arguments after its name, returns the exit code. */
-export type CommandHandler = (argv: string[], io: CliIo) => Promise<number>;
+type CommandHandler = (argv: string[], io: CliIo) => Promise<number>;
 
 const defaultIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
@@ -135,11 +135,6 @@ const commands = new Map<string, { handler: CommandHandler; summary: string }>([
     },
   ],
 ]);
-
-/** Adds or replaces a subcommand of the `infersignal` CLI (other packages route theirs here). */
-export function registerCommand(name: string, handler: CommandHandler, summary = ''): void {
-  commands.set(name, { handler, summary });
-}
 
 function usage(): string {
   const width = Math.max(...[...commands.keys()].map((k) => k.length));

@@ -37,7 +37,7 @@ function positive(field: string, value: unknown, integer = false): number {
   return value;
 }
 
-export function inferKind(url: URL): TargetKind {
+function inferKind(url: URL): TargetKind {
   if (url.protocol === 'grpc:') return 'grpc';
   if (url.pathname.endsWith('/chat/completions')) return 'openai-chat';
   if (url.pathname.endsWith('/completions')) return 'openai-completions';

@@ -49,12 +49,7 @@ const SPIKES = new Set(names(METRICS.modelLoadSpikes));
 const WAIT_SUM = new Set(names(METRICS.queueWait, '_sum'));
 const WAIT_COUNT = new Set(names(METRICS.queueWait, '_count'));
 
-export const SAMPLED_METRICS: ReadonlySet<string> = new Set([
-  ...GAUGE_BY_NAME.keys(),
-  ...SPIKES,
-  ...WAIT_SUM,
-  ...WAIT_COUNT,
-]);
+const SAMPLED_METRICS: ReadonlySet<string> = new Set([...GAUGE_BY_NAME.keys(), ...SPIKES, ...WAIT_SUM, ...WAIT_COUNT]);
 /** Everything the scraper keeps from an exposition: levels and alerts, plus the sampled values. */
 export const SCRAPED_METRICS: ReadonlySet<string> = new Set([...WATCHED_METRICS, ...SAMPLED_METRICS]);
 

@@ -1,7 +1,7 @@
 import net from 'node:net';
 
 /** Loopback hosts: the bench drives these without `allowRemote`. */
-export function isLoopback(hostname: string): boolean {
+function isLoopback(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return true;
   if (net.isIPv4(host)) return host.startsWith('127.');

@@ -1,21 +1,13 @@
+/**
+ * `@infersignal/bench`: drive a server with staged load (`runBench`), keep and render the result, and the
+ * circuit breaker that protects a backend. Everything else is the
+ * `infersignal` command's. The parts of a config or a result are reached through them:
+ * `BenchConfig['stages'][number]`, `BenchResult['alerts'][number]`.
+ */
 export { runBench } from './runner';
 export { formatReport, writeResult } from './report';
-export { renderReportHtml, renderReportSvg, writeReport, readResult, SAMPLE_KEYS } from './report/index';
-export type { ReportFormat, ReportRun } from './report/index';
-export { exportK6 } from './k6';
-export { LatencyHistogram } from './histogram';
-export { parseExposition } from './prometheus';
-export type { PromSample } from './prometheus';
-export { AlertTimeline, leadTimes } from './alerts';
-export { isLoopback } from './guard';
-export { BenchConfigError, DEFAULTS as BENCH_DEFAULTS } from './config';
-export { chaos, ChaosError, CHAOS_DEFAULTS } from './chaos';
-export type { Chaos, ChaosOptions, ChaosDecision, ChaosStats } from './chaos';
-export { createBreaker, BREAKER_METRICS, BREAKER_ATTR, BREAKER_SIGNAL } from './breaker';
-export type { Breaker, BreakerOptions, BreakerState, BreakerTransition } from './breaker';
-export { calibrateBreaker } from './calibrate';
-export type { CalibrationOptions, CalibrationResult, CalibrationStep } from './calibrate';
-export { runCli, registerCommand } from './commands';
-export type { CliIo, CommandHandler } from './commands';
-export { parseBenchArgs, parseStages, parseDuration } from './cli-args';
-export type * from './types';
+export { writeReport, readResult } from './report/index';
+export type { ReportRun } from './report/index';
+export { createBreaker } from './breaker';
+export type { Breaker, BreakerOptions } from './breaker';
+export type { BenchConfig, BenchResult } from './types';

@@ -2,7 +2,7 @@ import { LatencyHistogram } from './histogram';
 import type { Job, JobOutcome } from './transport';
 import type { ErrorCounts, FirstFailure, StageResult, TimelinePoint } from './types';
 
-export function emptyErrors(): ErrorCounts {
+function emptyErrors(): ErrorCounts {
   return { timeout: 0, shed: 0, server: 0, client: 0, connection: 0, cutOff: 0, dropped: 0 };
 }
 

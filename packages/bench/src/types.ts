@@ -128,7 +128,7 @@ export interface LatencySummary {
   max: number;
 }
 
-export interface StreamSummary {
+interface StreamSummary {
   completed: number;
   cutOff: number;
   /** Time to first token, ms, from the scheduled send. */
@@ -227,7 +227,7 @@ export interface LeadTime {
 }
 
 /** The settings a run resolved (defaults filled in), for the report's configuration table. */
-export interface RunSettings {
+interface RunSettings {
   method: string;
   arrival: 'constant' | 'poisson';
   seed: number;

@@ -7,7 +7,9 @@ import {
   type ResourceMetrics,
 } from '@opentelemetry/sdk-metrics';
 import { createMonitor } from '@infersignal/core';
-import { BREAKER_METRICS, calibrateBreaker, createBreaker } from '@infersignal/bench';
+import { createBreaker } from '@infersignal/bench';
+import { BREAKER_METRICS } from '../src/breaker';
+import { calibrateBreaker } from '../src/calibrate';
 
 function points(metrics: ResourceMetrics[], name: string) {
   return metrics

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { chaos, ChaosError, CHAOS_DEFAULTS, runBench } from '@infersignal/bench';
+import { runBench } from '@infersignal/bench';
+import { chaos, ChaosError, CHAOS_DEFAULTS } from '../src/chaos';
 import { listen, type TestServer } from './helpers';
 
 let server: TestServer | null = null;

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatReport, runBench, runCli, writeResult, type BenchResult } from '@infersignal/bench';
+import { formatReport, runBench, writeResult, type BenchResult } from '@infersignal/bench';
+import { runCli } from '../src/commands';
 import { refusedEndpoint } from '../../../test/support/http';
 import { listen, sleep, type TestServer } from './helpers';
 

@@ -1,6 +1,6 @@
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { exportK6 } from '@infersignal/bench';
+import { exportK6 } from '../src/k6';
 
 /**
  * Runs the generated script as a classic script: the two k6 imports and the

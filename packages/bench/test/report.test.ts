@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderReportHtml, renderReportSvg, runBench, type BenchResult } from '@infersignal/bench';
+import { runBench, type BenchResult } from '@infersignal/bench';
+import { renderReportHtml, renderReportSvg } from '../src/report/index';
 import { startQueueServer } from './helpers';
 import { findAll, parseXml, textOf, XmlError, type XmlElement } from './report-xml';
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { LatencyHistogram, parseExposition, AlertTimeline, leadTimes } from '@infersignal/bench';
+import { AlertTimeline, leadTimes } from '../src/alerts';
+import { LatencyHistogram } from '../src/histogram';
+import { parseExposition } from '../src/prometheus';
 import { ResponseParser, type ResponseSink } from '../src/http/response-parser';
 import { SseReader } from '../src/sse';
 import { seededRandom } from '../src/rng';

@@ -39,8 +39,3 @@ export function brand(cls: abstract new (...args: any[]) => unknown, name: strin
     },
   });
 }
-
-/** Whether `value` is an instance of the class branded `name`, from any copy of the package. */
-export function isBranded(value: unknown, name: string): boolean {
-  return carries(value, brandKey(name));
-}

@@ -1,7 +1,46 @@
 import type { Attributes, Tracer } from '@opentelemetry/api';
-import type { Thresholds } from './config';
-import type { InstrumentSpec } from './names';
-import type { Level, SignalName } from './types';
+import type { Thresholds } from './thresholds';
+import type { InstrumentSpec } from './attributes';
+
+export type Level = 'ok' | 'warn' | 'critical';
+
+export type SignalName =
+  | 'queue_wait'
+  | 'queue_occupancy'
+  | 'queue_age'
+  | 'queue_token_backlog'
+  | 'queue_backpressure'
+  | 'model_load'
+  | 'stream_interruptions'
+  | 'gpu_fragmentation'
+  | 'memory_drift'
+  | 'latency_glitch'
+  | 'latency_anomaly'
+  | 'capacity'
+  | 'event_loop'
+  | 'heap_headroom'
+  | 'heap_exhaustion'
+  | (string & {});
+
+/**
+ * One announced level, as a signal gives it to `ctx.report` (and an
+ * application to `monitor.report`): the alert event is made from it when
+ * the level changed.
+ */
+export interface AlertReport {
+  signal: SignalName;
+  level: Level;
+  /** The measured value that decided the level (seconds, ratio, bytes/s …). */
+  value: number;
+  /** The threshold it was compared with. */
+  threshold: number;
+  /** The subject (`{ queue: 'gen' }`, `{ model: 'llama' }`); none: the process itself. */
+  labels?: Record<string, string>;
+  /** The detail the event's message ends with, after `<signal> <LEVEL> on <subject>:`. */
+  message?: string;
+  /** Extra context, e.g. the glitch attribution snapshot. */
+  details?: Record<string, unknown>;
+}
 
 /**
  * The Signal contract: what every signal of a monitor is, built-in or from
@@ -122,23 +161,15 @@ export interface SignalContext {
   /** `recordSeconds` into a series resolved once. */
   recordSecondsIn(series: HistogramSeries, seconds: number): void;
   /**
-   * Announces the level of `signal` for one subject (`labels`, e.g.
-   * `{ queue: 'gen' }`): a change becomes an alert event for the
+   * Announces the level of `report.signal` for one subject (`report.labels`,
+   * e.g. `{ queue: 'gen' }`): a change becomes an alert event for the
    * listeners and webhooks, and the level is exported and counted in
-   * `monitor.level()` until it returns to ok. `message` is the detail the
-   * event's message ends with, after `<signal> <LEVEL> on <subject>:`
-   * (the subject is written from `labels`, so it need not repeat it).
+   * `monitor.level()` until it returns to ok. `report.message` is the detail
+   * the event's message ends with, after `<signal> <LEVEL> on <subject>:`
+   * (the subject is written from the labels, so it need not repeat it).
    * Never throws.
    */
-  report(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void;
+  report(report: AlertReport): void;
   /** The level last announced for (signal, labels); ok when none was. */
   announced(signal: SignalName, labels: Record<string, string>): Level;
   /** A model or route label capped to the monitor's cardinality limit (`_other` past it). */

@@ -26,3 +26,5 @@ export class RequestEndedError extends Error {
 
 brand(QueueFullError, 'QueueFullError');
 brand(RequestEndedError, 'RequestEndedError');
+
+export { InferSignalConfigError } from './config-error';

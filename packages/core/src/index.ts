@@ -4,50 +4,36 @@
  */
 
 // The monitor: queues, streams, model loads, device memory, alerts, snapshot, export.
-export { createMonitor, isMonitor } from './monitor';
+export { createMonitor } from './monitor';
 export type {
   AlertEvent,
   AlertListener,
   DeviceMemoryHandle,
-  DeviceMemoryOptions,
-  GenAiOptions,
   Level,
-  Logger,
   Monitor,
   MonitorOptions,
   Outcome,
   QueueOptions,
   QueueTracker,
-  RequestTraceOptions,
   SeriesCopy,
   Snapshot,
   StreamHandle,
   StreamOutcome,
   Ticket,
-  WebhookOptions,
-  WebhookSink,
 } from './types';
-/** The `@opentelemetry/sdk-metrics` MetricProducer of `monitor.metricProducer` (producer export), matched structurally. */
-export type { CoreMetricProducerLike as MetricProducer } from './types';
 
 // What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field);
 // `instanceof` holds across the ESM and CommonJS builds (a `Symbol.for` brand).
-export { QueueFullError, RequestEndedError } from './errors';
-export { InferSignalConfigError } from './config';
+export { InferSignalConfigError, QueueFullError, RequestEndedError } from './errors';
+// What a runtime wrapper (onnx, tfjs, llama, transformers) throws when a load or reload fails, and for a call
+// after release(): one pair for every runtime, `runtime` and `reason` saying which and why.
+export { ModelLoadError, ModelReleasedError } from './model-host';
+export type { ModelLoadErrorInit } from './model-host';
 
 // The thresholds: one validated object for the detectors, the generated rules and the docs.
-export { DEFAULT_THRESHOLDS, resolveThresholds } from './config';
-export type { Thresholds, ThresholdsInput } from './config';
+export { resolveThresholds } from './config';
+export type { Thresholds, ThresholdsInput } from './thresholds';
 
 // Every metric, attribute and span name, with units, descriptions, buckets and the Prometheus translation.
-export {
-  ATTR,
-  BUCKETS,
-  HISTOGRAM_BUCKETS,
-  METRICS,
-  SPANS,
-  UNKNOWN_MODEL,
-  prometheusLabel,
-  prometheusName,
-} from './names';
-export type { InstrumentSpec, MetricKey } from './names';
+export { ATTR, HISTOGRAM_BUCKETS, METRICS, SPANS, prometheusLabel, prometheusName } from './names';
+export type { InstrumentSpec } from './names';

@@ -6,7 +6,7 @@ import {
   type Meter,
   type Observable,
 } from '@opentelemetry/api';
-import { InferSignalConfigError } from './config';
+import { InferSignalConfigError } from './errors';
 import type {
   CounterRecorder,
   CounterSeries,
@@ -17,12 +17,13 @@ import type {
 } from './contract';
 import { AggregateCounter, AggregateHistogram, MAX_SERIES, type SeriesDropListener } from './export/producer';
 import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec, type InstrumentType } from './names';
+import { OPT_IN_METRICS } from './opt-in';
 
 export type ExportMode = 'api' | 'producer';
 
 /** A gauge as the monitor holds it: the spec a signal asked for and the OTel observable behind it. */
 interface ObservedGauge extends Gauge {
-  /** Undefined where the gauge is not exported (a runtime gauge with `runtimeMetrics: false`). */
+  /** Undefined where the gauge is not exported (a runtime gauge with `runtimeMetrics: false`, an opt-in one not asked for). */
   readonly observable: Observable | undefined;
 }
 
@@ -74,9 +75,12 @@ export class Instruments {
     private readonly runtimeMetrics = true,
     /** Series kept per aggregate instrument (see seriesCapOf), and who is told when one is dropped. */
     private readonly series: { cap: number; onDrop?: SeriesDropListener } = { cap: MAX_SERIES },
+    /** Opt-in instruments asked for (opt-in.ts); the others of that list are made but not exported. */
+    private readonly optIn: ReadonlySet<string> = new Set(),
   ) {}
 
   private exported(spec: InstrumentSpec): boolean {
+    if (Object.hasOwn(OPT_IN_METRICS, spec.name) && !this.optIn.has(spec.name)) return false;
     return this.runtimeMetrics || !RUNTIME_NAMES.has(spec.name);
   }
 

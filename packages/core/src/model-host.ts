@@ -10,7 +10,7 @@ import { HotSwap } from './model-swap';
 import type { LoadOptions, Monitor } from './types';
 
 /** One load as the runtime sees it. */
-export interface ModelLoad {
+interface ModelLoad {
   readonly model: string;
   readonly kind: 'load' | 'reload';
   /** 1 for the first load, +1 per successful reload. */

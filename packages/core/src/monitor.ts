@@ -11,14 +11,17 @@ import {
 import { performance } from 'node:perf_hooks';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
-import { brand, isBranded } from './brand';
+import { brand } from './brand';
 import { WebhookDelivery } from './alerts/webhook';
-import { InferSignalConfigError, resolveThresholds, type Thresholds } from './config';
+import { resolveThresholds } from './config';
+import type { Thresholds } from './thresholds';
+import { InferSignalConfigError } from './errors';
 import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
 import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer, seriesCapOf } from './export/producer';
 import { Instruments } from './instruments';
 import { ATTR, METRICS, UNKNOWN_MODEL } from './names';
+import { OPT_IN_NAMES } from './opt-in';
 import { checkOptionKeys, integerOption, nameOption } from './options';
 import { describeValue, fieldOrDefault, rejectValue } from './validate';
 import { GlitchAttributionSignal } from './signals/attribution';
@@ -33,6 +36,7 @@ import { Registration, type RegistrationHost } from './registration';
 import { SCOPE } from './version';
 import type {
   AlertListener,
+  AlertReport,
   DeviceMemoryHandle,
   DeviceMemoryOptions,
   Level,
@@ -54,6 +58,7 @@ const OPTION_KEYS = new Set([
   'meterProvider',
   'tracerProvider',
   'thresholds',
+  'signals',
   'onAlert',
   'maxModels',
   'maxQueues',
@@ -66,6 +71,7 @@ const OPTION_KEYS = new Set([
   'runtimeMetrics',
   'exportMode',
   'genAi',
+  'optInMetrics',
 ]);
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
 const LABEL_ATTRIBUTE: Record<string, string> = {
@@ -99,6 +105,16 @@ function validateOptions(options: MonitorOptions): void {
     fieldOrDefault(key, options[key], { type: 'boolean' }, undefined);
   if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
     rejectValue('logger', options.logger, 'an object with a warn(message) method');
+  optInSet(options.optInMetrics);
+}
+
+/** `optInMetrics` as a set; each entry must name an opt-in instrument (opt-in.ts). */
+function optInSet(value: MonitorOptions['optInMetrics']): ReadonlySet<string> {
+  if (value === undefined) return new Set();
+  if (!Array.isArray(value)) rejectValue('optInMetrics', value, `an array of ${OPT_IN_NAMES.join(', ')}`);
+  for (const [i, name] of value.entries())
+    if (!OPT_IN_NAMES.includes(name)) rejectValue(`optInMetrics[${i}]`, name, `one of ${OPT_IN_NAMES.join(', ')}`);
+  return new Set(value);
 }
 
 function genAiSettings(value: MonitorOptions['genAi']): { operationName: string; providerName: string } {
@@ -145,7 +161,13 @@ class MonitorImpl implements Monitor, RegistrationHost {
 
   constructor(options: MonitorOptions) {
     validateOptions(options);
-    this.thresholds = resolveThresholds(options.thresholds);
+    const signals = options.signals ?? [];
+    if (!Array.isArray(signals))
+      throw new InferSignalConfigError(
+        'signals',
+        `must be an array of signal definitions, got ${describeValue(signals)}`,
+      );
+    this.thresholds = resolveThresholds(options.thresholds, 'thresholds', signals);
     this.serviceName = options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'inference';
     this.maxModels = integerOption('maxModels', options.maxModels, 50);
     this.genAi = genAiSettings(options.genAi);
@@ -178,6 +200,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
             `${instrument} holds ${cap} series (its cap, from maxQueues and maxModels); records of further attribute sets are dropped`,
           ),
       },
+      optInSet(options.optInMetrics),
     );
     this.own = {
       alerts: this.instruments.counter(METRICS.alerts),
@@ -234,6 +257,10 @@ class MonitorImpl implements Monitor, RegistrationHost {
     this.streams = this.register((ctx) => new StreamSignal(ctx));
     this.loads = this.register((ctx) => new ModelLoadSignal(ctx));
     this.memory = this.register((ctx) => new DeviceMemorySignal(ctx));
+    for (const definition of signals) {
+      const create = definition.create;
+      if (create) this.register((ctx) => create(ctx));
+    }
 
     const intervalMs = options.detectorIntervalMs ?? 1000;
     if (intervalMs > 0) {
@@ -341,29 +368,39 @@ class MonitorImpl implements Monitor, RegistrationHost {
     return sink;
   }
 
+  report(report: AlertReport): void;
   report(
     signal: SignalName,
     level: Level,
     value: number,
     threshold: number,
+    labels?: Record<string, string>,
+    message?: string,
+  ): void;
+  report(
+    signal: SignalName | AlertReport,
+    level?: Level,
+    value?: number,
+    threshold?: number,
     labels: Record<string, string> = {},
     message?: string,
   ): void {
-    this.announce(signal, level, value, threshold, labels, message);
+    if (typeof signal === 'object' && signal !== null) this.announce(signal);
+    else
+      this.announce({
+        signal,
+        level: level as Level,
+        value: value as number,
+        threshold: threshold as number,
+        labels,
+        message,
+      });
   }
 
   /** Every announced level goes through here: the hub turns a change into an event. */
-  announce(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void {
+  announce(report: AlertReport): void {
     try {
-      this.hub.set(signal, level, value, threshold, labels, message, details);
+      this.hub.set(report);
     } catch (error) {
       this.internalError('report', error);
     }
@@ -526,11 +563,3 @@ export function createMonitor(options: MonitorOptions = {}): Monitor {
 }
 
 brand(MonitorImpl, 'Monitor');
-
-/**
- * Whether `value` is a monitor from `createMonitor()`, made by any copy of
- * core (the ESM or the CommonJS build, or another installed version).
- */
-export function isMonitor(value: unknown): value is Monitor {
-  return isBranded(value, 'Monitor');
-}

@@ -15,72 +15,19 @@
  * migration). `infersignal.*` names cover what the conventions do not.
  */
 
-export type InstrumentType = 'histogram' | 'counter' | 'updowncounter' | 'gauge';
-
-export interface InstrumentSpec {
-  readonly name: string;
-  readonly type: InstrumentType;
-  readonly unit: string;
-  readonly description: string;
-  /** Attribute keys the instrument carries. */
-  readonly attributes: readonly string[];
-  /** Threshold path in the config this instrument feeds (for docs and rules). */
-  readonly feeds?: string;
-}
-
-export const ATTR = {
-  /** OTel GenAI semconv: the model a request targets (`UNKNOWN_MODEL` when nothing names it). */
-  model: 'gen_ai.request.model',
-  /** OTel GenAI semconv, required on gen_ai.server.*: `chat`, `text_completion`, `embeddings`, … (monitor option `genAi.operationName`). */
-  operationName: 'gen_ai.operation.name',
-  /** OTel GenAI semconv, required on gen_ai.server.*: who serves the model (monitor option `genAi.providerName`). */
-  providerName: 'gen_ai.provider.name',
-  queue: 'infersignal.queue.name',
-  outcome: 'infersignal.outcome',
-  /** Span attribute: seconds between arrival and the start of inference (the metric's value for this request). */
-  queueWait: 'infersignal.queue.wait.duration',
-  /** Span attribute: why a request's span was kept (slow, failed, cancelled, shed, baseline, all). */
-  traceReason: 'infersignal.trace.reason',
-  loadKind: 'infersignal.model.load.kind',
-  signal: 'infersignal.signal',
-  level: 'infersignal.level',
-  /** Set only when an operation failed: a low-cardinality class of the failure (see `errorTypeOf` per metric). */
-  errorType: 'error.type',
-  errorSource: 'infersignal.error.source',
-  exportSignal: 'infersignal.export.signal',
-  memorySource: 'infersignal.memory.source',
-  deviceIndex: 'infersignal.device.index',
-  deviceUuid: 'infersignal.device.uuid',
-  httpRoute: 'http.route',
-  breakerName: 'infersignal.breaker.name',
-  breakerTo: 'infersignal.breaker.to',
-  breakerResult: 'infersignal.breaker.result',
-  /** RPC semconv: `grpc`. */
-  rpcSystemName: 'rpc.system.name',
-  /** RPC semconv: the fully-qualified method, `pkg.Service/Method` (the older conventions: the method name only). */
-  rpcMethod: 'rpc.method',
-  /** RPC semconv: the status code's name, `OK`, `CANCELLED`, … */
-  rpcResponseStatusCode: 'rpc.response.status_code',
-  /** Older RPC conventions (semantic-conventions v1.37), emitted only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup. */
-  rpcSystem: 'rpc.system',
-  /** Older RPC conventions: the fully-qualified service. */
-  rpcService: 'rpc.service',
-  /** Older RPC conventions: the status code as an integer. */
-  rpcGrpcStatusCode: 'rpc.grpc.status_code',
-  /** The name given to an instrumented HTTP(S) server (`instrumentServer`, default `http` / `https`). */
-  server: 'infersignal.server.name',
-  /** OTel GenAI semconv (as on gen_ai.client.token.usage): `input` (prompt) or `output` tokens. */
-  tokenType: 'gen_ai.token.type',
-  /** V8JS semconv: the heap space of `v8js.memory.heap.used` (`old_space`, `new_space`, `code_space`, …). */
-  heapSpace: 'v8js.heap.space.name',
-} as const;
+export { ATTR, UNKNOWN_MODEL } from './attributes';
+export type { InstrumentSpec, InstrumentType } from './attributes';
+import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
+import { circuitBreakerSignal } from './definitions/circuit-breaker';
+import { connectionsSignal } from './definitions/connections';
+import { internalSignal } from './definitions/internal';
+import { deviceMemorySignal } from './definitions/device-memory';
+import { modelLoadSignal } from './definitions/model-load';
+import { runtimeSignal } from './definitions/runtime';
+import { streamSignal } from './definitions/stream';
 
 const m = ATTR.model;
-/** The attributes the GenAI conventions require (and `gen_ai.request.model`) on every gen_ai.server.* metric. */
-const genAi = [ATTR.operationName, ATTR.providerName, m] as const;
-
-/** `gen_ai.request.model` of a request nothing named (no adapter `model` option, no model argument). */
-export const UNKNOWN_MODEL = '_unknown';
+const genAi = GEN_AI_ATTRIBUTES;
 
 export const METRICS = {
   queueWait: {
@@ -245,150 +192,9 @@ export const METRICS = {
     attributes: [ATTR.queue],
     feeds: 'capacity.saturationWarnSeconds',
   },
-  eventLoopDelayP50: {
-    name: 'nodejs.eventloop.delay.p50',
-    type: 'gauge',
-    unit: 's',
-    description: 'Event-loop delay median over the last sample period (the lateness of a probe timer due every 20 ms).',
-    attributes: [],
-  },
-  eventLoopDelayP99: {
-    name: 'nodejs.eventloop.delay.p99',
-    type: 'gauge',
-    unit: 's',
-    description: 'Event-loop delay P99 over the last sample period.',
-    attributes: [],
-    feeds: 'eventLoop.delayWarnSeconds / eventLoop.delayCriticalSeconds',
-  },
-  eventLoopDelayMax: {
-    name: 'nodejs.eventloop.delay.max',
-    type: 'gauge',
-    unit: 's',
-    description: 'Event-loop delay maximum over the last sample period.',
-    attributes: [],
-  },
-  eventLoopUtilization: {
-    name: 'nodejs.eventloop.utilization',
-    type: 'gauge',
-    unit: '1',
-    description: 'Share of the last sample period the event loop was busy (performance.eventLoopUtilization).',
-    attributes: [],
-  },
-  gcDuration: {
-    name: 'v8js.gc.duration',
-    type: 'histogram',
-    unit: 's',
-    description: 'Garbage-collection pause durations (PerformanceObserver gc entries).',
-    attributes: ['v8js.gc.type'],
-  },
-  heapUsed: {
-    name: 'v8js.memory.heap.used',
-    type: 'gauge',
-    unit: 'By',
-    description:
-      'Bytes in use per V8 heap space (space_used_size of v8.getHeapSpaceStatistics()), read at collection. The V8JS conventions make it an UpDownCounter; observed here as a gauge (the same Prometheus gauge).',
-    attributes: [ATTR.heapSpace],
-  },
-  heapLive: {
-    name: 'infersignal.heap.live',
-    type: 'gauge',
-    unit: 'By',
-    description:
-      'Old-generation bytes in use right after the last major GC (mark-compact): the live set the collector could not free. ' +
-      "From half the WARN share of the limit up, V8's own figures at the collection's end (a v8.GCProfiler); below it, read in the GC observer's callback, which counts what the process allocated since (a profiler writes every scavenge's statistics inside its pause, so it runs only where a few points matter). " +
-      'Every space but the young generation and read-only space.',
-    attributes: [],
-  },
-  heapLiveLimit: {
-    name: 'infersignal.heap.live.limit',
-    type: 'gauge',
-    unit: 'By',
-    description:
-      "The old-generation limit the live set is judged against: --max-old-space-size where the process was given it, else V8's heap_size_limit less its young-generation reserve.",
-    attributes: [],
-  },
-  heapLiveRatio: {
-    name: 'infersignal.heap.live.ratio',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'infersignal.heap.live / infersignal.heap.live.limit: how full the heap stays after the collector did its best. The process dies of heap exhaustion at 1, a busy one sooner (V8 gives up when mark-compacts free too little).',
-    attributes: [],
-    feeds: 'heap.liveWarn / heap.liveCritical',
-  },
-  heapExhaustionTime: {
-    name: 'infersignal.heap.exhaustion.time',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Seconds until the live set reaches 80 % of infersignal.heap.live.limit (where V8 may abort with "ineffective mark-compacts near heap limit") at the least-squares trend of the live set over heap.trendWindowSeconds, carried forward between major GCs. Absent unless the live set rises: a line (R² ≥ 0.8) through at least two major GCs 3 s or more apart that rises by 10 % of the limit, the live set past half of heap.liveWarn.',
-    attributes: [],
-    feeds: 'heap.exhaustionWarnSeconds / heap.exhaustionCriticalSeconds',
-  },
-  modelLoadDuration: {
-    name: 'infersignal.model.load.duration',
-    type: 'histogram',
-    unit: 's',
-    description: 'Duration of a model load or reload, by outcome (success, error).',
-    attributes: [m, ATTR.loadKind, ATTR.outcome],
-    feeds: 'modelLoad.spikeFactor',
-  },
-  modelLoadBaseline: {
-    name: 'infersignal.model.load.baseline',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Current baseline load duration of the model: the healthy median learnt from its first loads (lower if recent loads are faster), or the configured one.',
-    attributes: [m],
-  },
-  modelLoadSpikes: {
-    name: 'infersignal.model.load.spikes',
-    type: 'counter',
-    unit: '{load}',
-    description: 'Loads that took more than spikeFactor × the baseline and at least minSpikeSeconds.',
-    attributes: [m, ATTR.loadKind],
-    feeds: 'modelLoad.spikeFactor / modelLoad.minSpikeSeconds',
-  },
-  timeToFirstToken: {
-    name: 'gen_ai.server.time_to_first_token',
-    type: 'histogram',
-    unit: 's',
-    description:
-      'Time from arrival of a streaming request to its first output token; successful responses only (recorded when the stream ends completed).',
-    attributes: genAi,
-  },
-  timePerOutputToken: {
-    name: 'gen_ai.server.time_per_output_token',
-    type: 'histogram',
-    unit: 's',
-    description:
-      'Mean time between output tokens after the first, one sample per completed stream of at least two tokens.',
-    attributes: genAi,
-  },
-  streams: {
-    name: 'infersignal.streams',
-    type: 'counter',
-    unit: '{stream}',
-    description:
-      'Streams that ended, by outcome (completed, cancelled, error, unavailable, deadline_exceeded). `error.type` only when the writer ended the stream itself: `write_stall` (the peer accepted nothing for the write-stall timeout; outcome cancelled).',
-    attributes: [m, ATTR.outcome, ATTR.errorType],
-    feeds: 'stream.interruptedRatio',
-  },
-  streamTokens: {
-    name: 'infersignal.stream.tokens',
-    type: 'counter',
-    unit: '{token}',
-    description: 'Output tokens (or events) sent on streams.',
-    attributes: [m],
-  },
-  streamInterruptedRatio: {
-    name: 'infersignal.stream.interrupted.ratio',
-    type: 'gauge',
-    unit: '1',
-    description: 'Share of interrupted streams over the sliding window (0 until minSamples streams ended).',
-    attributes: [m],
-    feeds: 'stream.interruptedRatio',
-  },
+  ...runtimeSignal.metrics,
+  ...modelLoadSignal.metrics,
+  ...streamSignal.metrics,
   kvCacheUtilization: {
     name: 'infersignal.kv_cache.utilization',
     type: 'gauge',
@@ -398,36 +204,7 @@ export const METRICS = {
     attributes: [m],
     feeds: 'saturation.kvCacheUtilThreshold',
   },
-  memoryAllocated: {
-    name: 'infersignal.device.memory.allocated',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory in live allocations (tensors) of this process.',
-    attributes: [ATTR.memorySource],
-  },
-  memoryReserved: {
-    name: 'infersignal.device.memory.reserved',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory held by this process (allocator pools included).',
-    attributes: [ATTR.memorySource],
-  },
-  memoryFragmentation: {
-    name: 'infersignal.device.memory.fragmentation',
-    type: 'gauge',
-    unit: '1',
-    description: '1 − allocated / reserved.',
-    attributes: [ATTR.memorySource],
-    feeds: 'deviceMemory.fragmentation',
-  },
-  memoryGapGrowth: {
-    name: 'infersignal.device.memory.gap.growth',
-    type: 'gauge',
-    unit: 'By/s',
-    description: 'Least-squares slope of (reserved − allocated) over the drift window.',
-    attributes: [ATTR.memorySource],
-    feeds: 'deviceMemory.driftMinGrowth',
-  },
+  ...deviceMemorySignal.metrics,
   gpuMemoryUsed: {
     name: 'infersignal.gpu.memory.used',
     type: 'gauge',
@@ -486,132 +263,9 @@ export const METRICS = {
       'Duration of a gRPC server call in the older RPC conventions (semantic-conventions v1.37), emitted beside rpc.server.call.duration only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup.',
     attributes: [ATTR.rpcSystem, ATTR.rpcService, ATTR.rpcMethod, ATTR.rpcGrpcStatusCode],
   },
-  breakerState: {
-    name: 'infersignal.breaker.state',
-    type: 'gauge',
-    unit: '{state}',
-    description: 'Circuit breaker state: 0 closed, 1 half-open, 2 open (@infersignal/bench createBreaker).',
-    attributes: [ATTR.breakerName],
-  },
-  breakerTransitions: {
-    name: 'infersignal.breaker.transitions',
-    type: 'counter',
-    unit: '{transition}',
-    description: 'Circuit breaker state changes, by the state entered.',
-    attributes: [ATTR.breakerName, ATTR.breakerTo],
-  },
-  breakerCalls: {
-    name: 'infersignal.breaker.calls',
-    type: 'counter',
-    unit: '{call}',
-    description: 'Calls through the circuit breaker, by result (success, failure, timeout, reject).',
-    attributes: [ATTR.breakerName, ATTR.breakerResult],
-  },
-  connectionsOpen: {
-    name: 'infersignal.connections.open',
-    type: 'gauge',
-    unit: '{connection}',
-    description: 'Open TCP connections of an instrumented HTTP(S) server (accepted since it was instrumented).',
-    attributes: [ATTR.server],
-  },
-  connectionsCapacity: {
-    name: 'infersignal.connections.capacity',
-    type: 'gauge',
-    unit: '{connection}',
-    description:
-      'Connections the server is sized for: the configured capacity, else server.maxConnections; not observed when neither is set.',
-    attributes: [ATTR.server],
-  },
-  connectionsOpened: {
-    name: 'infersignal.connections.opened',
-    type: 'counter',
-    unit: '{connection}',
-    description: 'Connections accepted (its rate is the connection churn).',
-    attributes: [ATTR.server],
-  },
-  connectionsRejected: {
-    name: 'infersignal.connections.rejected',
-    type: 'counter',
-    unit: '{connection}',
-    description:
-      'Connections the server closed at accept because server.maxConnections was reached (net.Server `drop`).',
-    attributes: [ATTR.server],
-  },
-  connectionsRequests: {
-    name: 'infersignal.connections.requests',
-    type: 'histogram',
-    unit: '{request}',
-    description: 'Requests served per connection, recorded when a connection that served at least one request closes.',
-    attributes: [ATTR.server],
-  },
-  connectionsReuseRatio: {
-    name: 'infersignal.connections.reuse.ratio',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'Keep-alive reuse: share of the last reuseWindow requests that arrived on a connection which had already served one.',
-    attributes: [ATTR.server],
-  },
-  tlsHandshakeDuration: {
-    name: 'infersignal.tls.handshake.duration',
-    type: 'histogram',
-    unit: 's',
-    description:
-      'TLS handshake time, from TCP accept (`connection`) to `secureConnection`; successful handshakes only.',
-    attributes: [ATTR.server],
-  },
-  tlsHandshakeFailures: {
-    name: 'infersignal.tls.handshake.failures',
-    type: 'counter',
-    unit: '{handshake}',
-    description:
-      'TLS handshakes that failed (`tlsClientError`), by error code (e.g. ERR_SSL_HTTP_REQUEST, ERR_TLS_HANDSHAKE_TIMEOUT, ECONNRESET).',
-    attributes: [ATTR.server, ATTR.errorType],
-  },
-  tlsSessionReuseRatio: {
-    name: 'infersignal.tls.session.reuse.ratio',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'Share of the last reuseWindow successful TLS handshakes that resumed a session (tlsSocket.isSessionReused()).',
-    attributes: [ATTR.server],
-  },
-  signalLevel: {
-    name: 'infersignal.signal.level',
-    type: 'gauge',
-    unit: '{level}',
-    description: 'Current level of each signal: 0 ok, 1 warn, 2 critical.',
-    attributes: [ATTR.signal, ATTR.queue, m],
-  },
-  alerts: {
-    name: 'infersignal.alerts',
-    type: 'counter',
-    unit: '{alert}',
-    description: 'Alert events emitted (level changes), by signal and level.',
-    attributes: [ATTR.signal, ATTR.level],
-  },
-  internalErrors: {
-    name: 'infersignal.internal.errors',
-    type: 'counter',
-    unit: '{error}',
-    description: 'Errors caught inside InferSignal (its own or a user callback), never thrown into the request path.',
-    attributes: [ATTR.errorSource],
-  },
-  exportDropped: {
-    name: 'infersignal.export.dropped',
-    type: 'counter',
-    unit: '{export}',
-    description:
-      'OTLP exports that failed (collector down, timed out or refusing) and were dropped, by signal (metrics, traces); counted by @infersignal/node.',
-    attributes: [ATTR.exportSignal],
-  },
-  webhookDropped: {
-    name: 'infersignal.webhook.dropped',
-    type: 'counter',
-    unit: '{alert}',
-    description: 'Alert deliveries dropped by the webhook sink (queue full or retries exhausted).',
-    attributes: [],
-  },
+  ...circuitBreakerSignal.metrics,
+  ...connectionsSignal.metrics,
+  ...internalSignal.metrics,
 } as const satisfies Record<string, InstrumentSpec>;
 
 export type MetricKey = keyof typeof METRICS;
@@ -634,21 +288,21 @@ export const BUCKETS = {
   /** gen_ai.server.request.duration: the GenAI conventions' boundaries */
   requestDuration: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
   /** gen_ai.server.time_to_first_token: the GenAI conventions' boundaries */
-  timeToFirstToken: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+  timeToFirstToken: streamSignal.buckets[streamSignal.metrics.timeToFirstToken.name],
   /** gen_ai.server.time_per_output_token: the GenAI conventions' boundaries */
-  timePerOutputToken: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
+  timePerOutputToken: streamSignal.buckets[streamSignal.metrics.timePerOutputToken.name],
   /** rpc.server.call.duration: the RPC conventions' boundaries (as http.server.request.duration) */
   rpcCall: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
   /** rpc.server.duration (older conventions, milliseconds) */
   rpcCallMs: [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000],
   /** GC pauses: the semantic conventions' advice for v8js.gc.duration, so every exporter of it agrees. */
-  gc: [0.01, 0.1, 1, 10],
+  gc: runtimeSignal.buckets[runtimeSignal.metrics.gcDuration.name],
   /** model load: up to 10 minutes */
-  modelLoad: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+  modelLoad: modelLoadSignal.buckets[modelLoadSignal.metrics.modelLoadDuration.name],
   /** TLS handshakes: loopback ~1–5 ms, a slow client or an overloaded server (RSA signing on a blocked loop) seconds. */
-  tlsHandshake: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  tlsHandshake: connectionsSignal.buckets[connectionsSignal.metrics.tlsHandshakeDuration.name],
   /** Requests per connection (a count, not seconds). */
-  requestsPerConnection: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+  requestsPerConnection: connectionsSignal.buckets[connectionsSignal.metrics.connectionsRequests.name],
 } as const;
 
 /** Which bucket set each histogram uses (the node package turns this into Views). */

@@ -3,12 +3,12 @@
  * validation: the same keys for the same things, an InferSignalConfigError
  * naming the dotted field (`options.queue.capacity`), unknown keys refused.
  */
-import { InferSignalConfigError } from './config';
+import { InferSignalConfigError } from './errors';
 import { checkAtLeast, describeValue, fieldOrDefault, rejectValue } from './validate';
 import type { Monitor, QueueOptions, QueueTracker } from './types';
 
 /** A queue described by its settings: made (or found) with `monitor.queue(name, settings)`. */
-export interface QueueSpec extends QueueOptions {
+interface QueueSpec extends QueueOptions {
   /** Queue name; each adapter has its default (`http`, `grpc`, `onnx:<model>` …). */
   name?: string;
 }
@@ -26,7 +26,7 @@ export type QueueOption = string | QueueTracker | QueueSpec;
  * throws gives the adapter's default; a throw is counted as an internal error.
  * Labels are capped by the monitor (`_other` past `maxModels`).
  */
-export type ModelOption<Args extends unknown[]> = string | ((...args: Args) => string | undefined);
+type ModelOption<Args extends unknown[]> = string | ((...args: Args) => string | undefined);
 
 /** The base every adapter's options extend (the runtime wrappers take `queue` only: they name their model). */
 export interface AdapterOptions<Args extends unknown[] = unknown[]> {

@@ -1,6 +1,6 @@
 import type { Attributes, Tracer } from '@opentelemetry/api';
 import type { AlertHub } from './alerts/hub';
-import type { Thresholds } from './config';
+import type { Thresholds } from './thresholds';
 import type {
   CounterRecorder,
   CounterSeries,
@@ -11,8 +11,8 @@ import type {
   SignalContext,
 } from './contract';
 import { counterSeries, histogramSeries, type Instruments } from './instruments';
-import type { InstrumentSpec } from './names';
-import type { Level, SignalName } from './types';
+import type { InstrumentSpec } from './attributes';
+import type { AlertReport, Level, SignalName } from './contract';
 
 /** What a registration needs from its monitor. */
 export interface RegistrationHost {
@@ -25,15 +25,7 @@ export interface RegistrationHost {
   readonly instruments: Instruments;
   readonly hub: AlertHub;
   badDuration(): void;
-  announce(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void;
+  announce(report: AlertReport): void;
   label(kind: 'model' | 'route', value: unknown): string;
   internalError(source: string, error: unknown): void;
   remove(signal: Signal): void;
@@ -91,16 +83,8 @@ export class Registration implements SignalContext {
     else this.monitor.badDuration();
   }
 
-  report(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): void {
-    this.monitor.announce(signal, level, value, threshold, labels, message, details);
+  report(report: AlertReport): void {
+    this.monitor.announce(report);
   }
 
   announced(signal: SignalName, labels: Record<string, string>): Level {

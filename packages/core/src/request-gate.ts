@@ -1,6 +1,13 @@
 import type { TextMapGetter } from '@opentelemetry/api';
-import { InferSignalConfigError } from './config';
-import { booleanOption, checkModelOption, checkOptionKeys, resolveQueue, type AdapterOptions } from './options';
+import { InferSignalConfigError } from './errors';
+import {
+  ADAPTER_OPTION_KEYS,
+  booleanOption,
+  checkModelOption,
+  checkOptionKeys,
+  resolveQueue,
+  type AdapterOptions,
+} from './options';
 import type { Monitor, QueueOptions, QueueTracker, Ticket } from './types';
 
 /** What the adapter itself says about its gate. */
@@ -9,7 +16,7 @@ export interface RequestGateSettings {
   readonly source: string;
   /** Queue made when `options.queue` does not name one. */
   readonly queue: string;
-  /** Every option the adapter takes (AdapterOptions' keys and its own); others are refused. */
+  /** The adapter's own options besides AdapterOptions' (`queue`, `model`, `shed`, `autoStart`); others are refused. */
   readonly keys: Iterable<string>;
   /** Settings of a queue the gate makes, under the user's (e.g. concurrency 1 for a runtime session). */
   readonly queueDefaults?: QueueOptions;
@@ -67,7 +74,7 @@ class Gate implements RequestGate {
     settings: RequestGateSettings,
   ) {
     this.source = settings.source;
-    checkOptionKeys(options, settings.keys);
+    checkOptionKeys(options, [...ADAPTER_OPTION_KEYS, ...settings.keys]);
     checkModelOption('options.model', options.model);
     this.modelOption = options.model;
     this.shedding = booleanOption('options.shed', options.shed, false);

@@ -1,6 +1,9 @@
 import type { Attributes, Meter, MeterProvider, TextMapGetter, TracerProvider } from '@opentelemetry/api';
-import type { Thresholds, ThresholdsInput } from './config';
-import type { Signal, SignalFactory } from './contract';
+import type { Thresholds, ThresholdsInput } from './thresholds';
+import type { AlertReport, Level, Signal, SignalFactory, SignalName } from './contract';
+
+export type { AlertReport, Level, SignalName };
+import type { SignalDefinition } from './definition';
 import type { HeapSnapshot } from './signals/heap';
 
 /** How a request ended. */
@@ -22,26 +25,6 @@ export type StreamOutcome = 'completed' | 'cancelled' | 'error' | 'unavailable' 
  * timeout. Recorded as `error.type` on `infersignal.streams`.
  */
 export type StreamEndReason = 'write_stall';
-
-export type Level = 'ok' | 'warn' | 'critical';
-
-export type SignalName =
-  | 'queue_wait'
-  | 'queue_occupancy'
-  | 'queue_age'
-  | 'queue_token_backlog'
-  | 'queue_backpressure'
-  | 'model_load'
-  | 'stream_interruptions'
-  | 'gpu_fragmentation'
-  | 'memory_drift'
-  | 'latency_glitch'
-  | 'latency_anomaly'
-  | 'capacity'
-  | 'event_loop'
-  | 'heap_headroom'
-  | 'heap_exhaustion'
-  | (string & {});
 
 /** One shape for every alert: a signal changed level. */
 export interface AlertEvent {
@@ -104,6 +87,12 @@ export interface MonitorOptions {
   meterProvider?: MeterProvider;
   tracerProvider?: TracerProvider;
   thresholds?: ThresholdsInput;
+  /**
+   * Signal definitions of your own (`defineSignal` from `@infersignal/core/signals`): their
+   * threshold groups are accepted in `thresholds` and validated with the rest, and each one with a
+   * `create` is registered after core's signals. Give the same list to the rules generator (`signals`).
+   */
+  signals?: readonly SignalDefinition[];
   onAlert?: AlertListener;
   /** Distinct model names kept per signal before new ones fold into `_other` (default 50). */
   maxModels?: number;
@@ -141,6 +130,13 @@ export interface MonitorOptions {
    * event-loop signal still samples, judges and alerts.
    */
   runtimeMetrics?: boolean;
+  /**
+   * Instruments exported only when named here (`OPT_IN_METRICS`): those no
+   * generated rule, dashboard or runbook step reads, e.g.
+   * `['gen_ai.server.request.duration', 'infersignal.inference.duration']`.
+   * Without them the signals still measure and judge.
+   */
+  optInMetrics?: readonly string[];
   /** Where the one-time warnings go (default `console.warn`). */
   logger?: Logger;
   /**
@@ -155,7 +151,7 @@ export interface MonitorOptions {
 }
 
 /** `MonitorOptions.genAi`. */
-export interface GenAiOptions {
+interface GenAiOptions {
   operationName?: string;
   providerName?: string;
 }
@@ -310,7 +306,7 @@ export interface LoadOptions {
   resultAttributes?: (result: unknown) => Record<string, string | number | boolean>;
 }
 
-export interface QueueTokensSnapshot {
+interface QueueTokensSnapshot {
   /** Prompt tokens of the requests waiting. */
   waitingPrompt: number;
   /** Max output tokens the requests waiting asked for. */
@@ -483,7 +479,9 @@ export interface Monitor {
   /**
    * Announces a level the application computed itself (a signal of its
    * own): emits an alert event on change, like every registered signal.
+   * Takes the report as one object, or as positional arguments.
    */
+  report(report: AlertReport): void;
   report(
     signal: SignalName,
     level: Level,

@@ -5,7 +5,7 @@
  * value with the same one line: the dotted field, what was given (NaN as
  * NaN, a string quoted) and what is accepted.
  */
-import { InferSignalConfigError } from './config';
+import { InferSignalConfigError } from './config-error';
 import { describeValue } from './describe';
 
 export { describeValue };
@@ -23,7 +23,7 @@ export type FieldSpec =
 
 /** Throws the one-line error: `field` must be `accepted`, got `value`. */
 export function rejectValue(field: string, value: unknown, accepted: string): never {
-  throw new InferSignalConfigError(field, `must be ${accepted}, got ${describeValue(value)}`);
+  throw new InferSignalConfigError(field, `must be ${accepted}, got ${describeValue(value)}`, accepted);
 }
 
 /** What `spec` accepts, in words (the "must be …" of the message). */
@@ -57,7 +57,7 @@ export function acceptedText(spec: FieldSpec): string {
 }
 
 /** Whether `spec` accepts `value` (for a door that warns instead of throwing: the environment). */
-export function fieldAccepts(spec: FieldSpec, value: unknown): boolean {
+function fieldAccepts(spec: FieldSpec, value: unknown): boolean {
   switch (spec.type) {
     case 'boolean':
       return typeof value === 'boolean';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertEvent } from '../src/index';
-import { AnomalyDetector, ZScoreDetector, type AnomalyRule } from '../src/signals';
+import { AnomalyDetector, ZScoreDetector, type AnomalyRule } from '../src/detectors/zscore';
 import type { TestMonitor } from '../../../test/support/monitor';
 import { setup } from './helpers';
 

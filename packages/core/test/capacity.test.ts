@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_THRESHOLDS, METRICS } from '../src/index';
+import { DEFAULT_THRESHOLDS } from '../src/config';
+import { METRICS } from '../src/index';
 import { erlangC, predictedWaitMMc } from '../src/signals/capacity';
 import { setup } from './helpers';
 import { seededRandom } from '../../../test/support/random';

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createMonitor, DEFAULT_THRESHOLDS, InferSignalConfigError, resolveThresholds } from '../src/index';
-import { acceptedText, checkField, describeValue } from '../src/signals';
+import { DEFAULT_THRESHOLDS } from '../src/config';
+import { createMonitor, InferSignalConfigError, resolveThresholds } from '../src/index';
+import { checkField, describeValue } from '../src/signals';
+import { acceptedText } from '../src/validate';
 
 function fieldOf(fn: () => unknown): string {
   try {

@@ -1,13 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  DriftDetector,
-  FixedHistogram,
-  P99GlitchDetector,
-  SlidingWindow,
-  ThresholdDetector,
-  ZScoreDetector,
-} from '../src/signals';
+import { FixedHistogram } from '../src/aggregates/histogram';
+import { DriftDetector } from '../src/detectors/drift';
+import { P99GlitchDetector } from '../src/detectors/p99-glitch';
+import { SlidingWindow } from '../src/detectors/sliding-window';
+import { ThresholdDetector } from '../src/detectors/threshold';
+import { ZScoreDetector } from '../src/detectors/zscore';
 import { selectRank } from '../src/detectors/select';
 import { seededRandom } from '../../../test/support/random';
 

@@ -6,7 +6,8 @@
  */
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { ATTR, BUCKETS, InferSignalConfigError, METRICS, UNKNOWN_MODEL, type Outcome } from '../src/index';
+import { ATTR, InferSignalConfigError, METRICS, type Outcome } from '../src/index';
+import { BUCKETS, UNKNOWN_MODEL } from '../src/names';
 import { setup } from './helpers';
 
 const REQUEST = METRICS.requestDuration.name;

@@ -1,7 +1,8 @@
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS, SPANS } from '../src/index';
-import { ModelHost, ModelLoadError, ModelReleasedError, brand, type ModelRuntime } from '../src/signals';
+import { ModelHost, ModelLoadError, ModelReleasedError, type ModelRuntime } from '../src/model-host';
+import { brand } from '../src/signals';
 import { setup } from './helpers';
 
 type TestMonitor = ReturnType<typeof setup>;

@@ -17,7 +17,9 @@ import {
   seriesCapOf,
 } from '../src/export/producer';
 import type { SeriesCopy } from '../src/types';
-import { ATTR, createMonitor, METRICS, type Monitor, type MetricProducer } from '../src/index';
+import { ATTR, createMonitor, METRICS, type Monitor } from '../src/index';
+import type { CoreMetricProducerLike as MetricProducer } from '../src/types';
+import { OPT_IN_NAMES } from '../src/opt-in';
 import { collect, TestReader } from './helpers';
 
 function drive(monitor: Monitor, advance: (ms: number) => void) {
@@ -55,6 +57,8 @@ describe('producer export mode', () => {
       };
       const reader = new TestReader(exportMode === 'producer' ? { metricProducers: [producer as never] } : undefined);
       box.monitor = createMonitor({
+        // Every instrument exported, the opt-in ones too: this file compares what each records.
+        optInMetrics: OPT_IN_NAMES,
         meterProvider: new MeterProvider({ readers: [reader] }),
         clock: () => now,
         detectorIntervalMs: 0,
@@ -106,6 +110,8 @@ describe('producer export mode', () => {
         ...(exportMode === 'producer' ? { metricProducers: [producer as never] } : {}),
       });
       box.monitor = createMonitor({
+        // Every instrument exported, the opt-in ones too: this file compares what each records.
+        optInMetrics: OPT_IN_NAMES,
         meterProvider: new MeterProvider({ readers: [reader] }),
         clock: () => now,
         detectorIntervalMs: 0,
@@ -175,6 +181,8 @@ describe('producer export mode', () => {
     /** A producer-mode monitor with every (queue, model, outcome) series of `queues` × `models` recorded once. */
     function filled(queues: number, models: number) {
       const monitor = createMonitor({
+        // Every instrument exported, the opt-in ones too: this file compares what each records.
+        optInMetrics: OPT_IN_NAMES,
         meterProvider: new MeterProvider(),
         detectorIntervalMs: 0,
         traces: false,
@@ -362,6 +370,8 @@ describe('series resolved once (what the hot path records into)', () => {
     expect(seriesCapOf(1, 1)).toBe(MAX_SERIES);
     const warnings: string[] = [];
     const monitor = createMonitor({
+      // Every instrument exported, the opt-in ones too: this file compares what each records.
+      optInMetrics: OPT_IN_NAMES,
       meterProvider: new MeterProvider(),
       exportMode: 'producer',
       detectorIntervalMs: 0,
@@ -384,6 +394,8 @@ describe('series resolved once (what the hot path records into)', () => {
   it('api export: a series of an OTel histogram records with its attributes', async () => {
     const reader = new TestReader();
     const monitor = createMonitor({
+      // Every instrument exported, the opt-in ones too: this file compares what each records.
+      optInMetrics: OPT_IN_NAMES,
       meterProvider: new MeterProvider({ readers: [reader] }),
       detectorIntervalMs: 0,
       traces: false,
@@ -505,6 +517,8 @@ describe('label table lookups on the request path', () => {
   it('a monitor past its model cap puts queue and stream records of new models in _other', async () => {
     const reader = new TestReader();
     const monitor = createMonitor({
+      // Every instrument exported, the opt-in ones too: this file compares what each records.
+      optInMetrics: OPT_IN_NAMES,
       meterProvider: new MeterProvider({ readers: [reader] }),
       exportMode: 'api',
       detectorIntervalMs: 0,

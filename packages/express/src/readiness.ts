@@ -13,7 +13,7 @@ export interface ReadinessOptions {
  * overall level is CRITICAL (so the load balancer stops sending work), 200
  * otherwise; the body is `monitor.snapshot()` as JSON either way.
  */
-export function readinessHandler(monitor: Monitor): RequestHandler {
+function readinessHandler(monitor: Monitor): RequestHandler {
   if (typeof monitor?.snapshot !== 'function')
     throw new InferSignalConfigError('monitor', 'must be a monitor from createMonitor()');
   return function inferSignalReadiness(req: Request, res: Response): void {

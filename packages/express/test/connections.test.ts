@@ -8,7 +8,8 @@ import { connect as tlsConnect } from 'node:tls';
 import express from 'express';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS, createMonitor, type AlertEvent, type Monitor } from '@infersignal/core';
-import { inferSignal, instrumentServer } from '@infersignal/express';
+import { inferSignal } from '@infersignal/express';
+import { instrumentServer } from '@infersignal/http';
 import { collect, createMeterProvider } from '../../../test/support/otel';
 import { until } from '../../../test/support/async';
 

@@ -4,13 +4,15 @@ import express5 from 'express';
 import express4 from 'express4';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRICS, UNKNOWN_MODEL, createMonitor, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
+import { UNKNOWN_MODEL } from '../../core/src/names';
 import { inferSignal, inferSignalErrors, readinessRouter, type InferSignalRequest } from '@infersignal/express';
 import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
 import { gate, sleep, until } from '../../../test/support/async';
 import { readEventsThenAbort, serve, type Running } from '../../../test/support/http';
 // The client side and the assertions both adapters share; the servers are built here.
 import * as cases from '../../../test/support/adapter-cases';
+import { OPT_IN_NAMES } from '../../core/src/opt-in';
 
 const OUTCOME = ATTR.outcome;
 
@@ -35,6 +37,8 @@ describe.each([
     const { provider, reader } = createMeterProvider();
     const warnings: string[] = [];
     monitor = createMonitor({
+      // The shared cases read every request histogram, the opt-in ones too.
+      optInMetrics: OPT_IN_NAMES,
       meterProvider: provider,
       detectorIntervalMs: 0,
       traces: false,

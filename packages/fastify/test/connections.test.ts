@@ -2,7 +2,8 @@ import { Agent, get } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS, createMonitor, type AlertEvent, type Monitor } from '@infersignal/core';
-import { inferSignal, instrumentServer } from '@infersignal/fastify';
+import { inferSignal } from '@infersignal/fastify';
+import { instrumentServer } from '@infersignal/http';
 import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
 import { gate, until } from '../../../test/support/async';
 

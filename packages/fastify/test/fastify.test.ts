@@ -1,12 +1,14 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRICS, UNKNOWN_MODEL, createMonitor, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
+import { UNKNOWN_MODEL } from '../../core/src/names';
 import { inferSignal } from '@infersignal/fastify';
 import { collect, createMeterProvider, type TestReader } from '../../../test/support/otel';
 import { gate, sleep, until } from '../../../test/support/async';
 import { readEventsThenAbort } from '../../../test/support/http';
 // The client side and the assertions both adapters share; the servers are built here.
 import * as cases from '../../../test/support/adapter-cases';
+import { OPT_IN_NAMES } from '../../core/src/opt-in';
 
 let app: FastifyInstance | undefined;
 let monitor: Monitor | undefined;
@@ -22,6 +24,8 @@ function setup(): { app: FastifyInstance; monitor: Monitor; reader: TestReader; 
   const { provider, reader } = createMeterProvider();
   const warnings: string[] = [];
   monitor = createMonitor({
+    // The shared cases read every request histogram, the opt-in ones too.
+    optInMetrics: OPT_IN_NAMES,
     meterProvider: provider,
     detectorIntervalMs: 0,
     traces: false,

@@ -11,6 +11,7 @@ import { ATTR, METRICS, createMonitor, type Monitor } from '@infersignal/core';
 import { inferSignal } from '@infersignal/fastify';
 import { collect, createMeterProvider } from '../../../test/support/otel';
 import { until } from '../../../test/support/async';
+import { OPT_IN_NAMES } from '../../core/src/opt-in';
 
 let app: { close(): Promise<unknown> } | undefined;
 let monitor: Monitor | undefined;
@@ -41,7 +42,13 @@ function get(session: ClientHttp2Session, path: string): Promise<{ headers: Inco
 describe('Fastify over HTTP/2', () => {
   it('counts finished responses completed, an SSE stream with its tokens, and a cancelled stream cancelled', async () => {
     const { provider, reader } = createMeterProvider();
-    monitor = createMonitor({ meterProvider: provider, detectorIntervalMs: 0, traces: false, eventLoop: false });
+    monitor = createMonitor({
+      optInMetrics: OPT_IN_NAMES,
+      meterProvider: provider,
+      detectorIntervalMs: 0,
+      traces: false,
+      eventLoop: false,
+    });
     const warnings: Error[] = [];
     const onWarning = (warning: Error) => warnings.push(warning);
     process.on('warning', onWarning);

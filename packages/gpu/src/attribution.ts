@@ -11,7 +11,7 @@ export interface Attributed {
 }
 
 /** Whether a PID exists in this process's PID namespace (Linux /proc). */
-export function pidVisible(pid: number): boolean {
+function pidVisible(pid: number): boolean {
   return existsSync(`/proc/${pid}`);
 }
 

@@ -1,9 +1,2 @@
 export { createGpuSampler } from './sampler';
-export type {
-  DeviceSample,
-  GpuSampler,
-  GpuSamplerOptions,
-  GpuSamplerStats,
-  GpuSamplerStatus,
-  MemoryAttribution,
-} from './types';
+export type { GpuSampler, GpuSamplerOptions } from './types';

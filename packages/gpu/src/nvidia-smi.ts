@@ -38,7 +38,7 @@ export interface SmiApp {
 }
 
 /** Why a query gave no data: the process failed, or printed something that is not the CSV asked for. */
-export class SmiError extends Error {
+class SmiError extends Error {
   override readonly name = 'SmiError';
   constructor(
     readonly kind: 'exit' | 'timeout' | 'spawn' | 'garbage' | 'closed',

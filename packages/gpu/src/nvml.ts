@@ -11,7 +11,7 @@ import type * as Koffi from 'koffi';
  */
 
 /** nvmlReturn_t values this module reacts to (nvml.h). */
-export const NVML_RETURN = {
+const NVML_RETURN = {
   SUCCESS: 0,
   ERROR_UNINITIALIZED: 1,
   ERROR_INVALID_ARGUMENT: 2,
@@ -30,7 +30,7 @@ const INITIAL_PROCESSES = 32;
 const MAX_PROCESSES = 4096;
 const TWO_32 = 2 ** 32;
 
-export class NvmlError extends Error {
+class NvmlError extends Error {
   override readonly name = 'NvmlError';
   constructor(
     readonly fn: string,

@@ -1,4 +1,5 @@
-import { InferSignalConfigError, type Logger } from '@infersignal/core';
+import { InferSignalConfigError } from '@infersignal/core';
+import type { Logger } from './types';
 import { describeValue } from '@infersignal/core/signals';
 import type { GpuSamplerOptions } from './types';
 

@@ -1,7 +1,10 @@
-import type { DeviceMemoryHandle, Logger } from '@infersignal/core';
+import type { DeviceMemoryHandle, MonitorOptions } from '@infersignal/core';
+
+/** Where warnings go: the monitor's logger shape. */
+export type Logger = NonNullable<MonitorOptions['logger']>;
 
 /** Where the figures come from: NVML in-process, the nvidia-smi CLI, or nowhere. */
-export type GpuSamplerStatus = 'nvml' | 'nvidia-smi' | 'unavailable';
+type GpuSamplerStatus = 'nvml' | 'nvidia-smi' | 'unavailable';
 
 /**
  * Whose memory `reserved()` reports: this process's own (NVML per-process

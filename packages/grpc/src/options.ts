@@ -1,7 +1,6 @@
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
-  ADAPTER_OPTION_KEYS,
-  booleanOption,
+  fieldOrDefault,
   createRequestGate,
   type AdapterOptions,
   type RequestGate,
@@ -78,10 +77,10 @@ export interface ResolvedOptions {
 
 const DEFAULT_WRITE_STALL_TIMEOUT_MS = 30_000;
 
-const KEYS = [...ADAPTER_OPTION_KEYS, 'shedStatus', 'modelFromMethod', 'semconvStabilityOptIn', 'writeStallTimeoutMs'];
+const KEYS = ['shedStatus', 'modelFromMethod', 'semconvStabilityOptIn', 'writeStallTimeoutMs'];
 
 /** Whether an `OTEL_SEMCONV_STABILITY_OPT_IN` value asks for the older RPC conventions too. */
-export function wantsOldRpcConventions(optIn: string | undefined): boolean {
+function wantsOldRpcConventions(optIn: string | undefined): boolean {
   return optIn?.split(',').some((entry) => entry.trim() === 'rpc/dup') ?? false;
 }
 
@@ -112,7 +111,7 @@ export function resolveOptions(monitor: Monitor, options: GrpcInstrumentationOpt
     gate,
     shedCode,
     autoStart: gate.autoStart,
-    modelFromMethod: booleanOption('options.modelFromMethod', options.modelFromMethod, false),
+    modelFromMethod: fieldOrDefault('options.modelFromMethod', options.modelFromMethod, { type: 'boolean' }, false),
     oldConventions: wantsOldRpcConventions(optIn ?? process.env.OTEL_SEMCONV_STABILITY_OPT_IN),
     writeStallTimeoutMs: stall,
   };

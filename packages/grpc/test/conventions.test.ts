@@ -4,9 +4,11 @@
  * label of a call nothing named.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, InferSignalConfigError, METRICS, UNKNOWN_MODEL } from '@infersignal/core';
+import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
+import { UNKNOWN_MODEL } from '../../core/src/names';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
-import { GRPC_STATUS, instrumentService } from '../src/index';
+import { instrumentService } from '../src/index';
+import { GRPC_STATUS } from '../src/status';
 import type { GrpcInstrumentationOptions } from '../src/index';
 import { callUnary, Inference, MODES, readStream, SERVICE, setupMonitor, startServer } from './helpers';
 import { inferenceImpl } from './inference-impl';

@@ -1,8 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, BUCKETS, METRICS } from '@infersignal/core';
+import { ATTR, METRICS } from '@infersignal/core';
+import { BUCKETS } from '../../core/src/names';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
-import { GRPC_STATUS } from '../src/index';
+import { GRPC_STATUS } from '../src/status';
 import { inferenceImpl } from './inference-impl';
 import { callUnary, MODES, readStream, SERVICE, setupMonitor, sleep, startServer, until } from './helpers';
 import type { Started } from './helpers';

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, InferSignalConfigError, METRICS, UNKNOWN_MODEL } from '@infersignal/core';
+import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
+import { UNKNOWN_MODEL } from '../../core/src/names';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { callTicket, createServerInterceptor, instrumentService } from '../src/index';
 import { callUnary, Inference, MODES, setupMonitor, startServer } from './helpers';

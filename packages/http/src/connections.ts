@@ -5,10 +5,9 @@ import { performance } from 'node:perf_hooks';
 import { Server as TlsServer, type TLSSocket } from 'node:tls';
 import { ATTR, InferSignalConfigError, METRICS, type Level, type Monitor } from '@infersignal/core';
 import {
+  fieldOrDefault,
   ThresholdDetector,
   checkOptionKeys,
-  integerOption,
-  nameOption,
   type CounterRecorder,
   type Gauge,
   type GaugeObserver,
@@ -71,7 +70,7 @@ export interface ServerInstrumentation {
 }
 
 /** What `instrumentServer` needs of a server: `http.Server` and `https.Server` both fit. */
-export type InstrumentableServer = HttpServer;
+type InstrumentableServer = HttpServer;
 
 const SIGNAL = 'connections';
 const OPTION_KEYS: ReadonlySet<string> = new Set([
@@ -122,7 +121,7 @@ interface Connection {
 }
 
 /** One server's section of the snapshot. */
-export interface ServerSnapshot {
+interface ServerSnapshot {
   tls: boolean;
   level: Level;
   open: number;
@@ -265,7 +264,9 @@ class ServerTracker implements ServerInstrumentation {
     const ctx = (this.ctx = signal.ctx);
     this.tls = server instanceof TlsServer;
     this.configuredCapacity =
-      options.capacity === undefined ? undefined : integerOption('options.capacity', options.capacity, 1);
+      options.capacity === undefined
+        ? undefined
+        : fieldOrDefault('options.capacity', options.capacity, { type: 'integer', min: 1 }, 1);
     // Defaults from the monitor's thresholds (one source: the rules generator reads the same).
     this.warn = ratioOption(options, 'saturationWarn', ctx.thresholds.connections.saturationWarn);
     this.critical = ratioOption(options, 'saturationCritical', ctx.thresholds.connections.saturationCritical);
@@ -274,7 +275,7 @@ class ServerTracker implements ServerInstrumentation {
         'options.saturationCritical',
         `must be >= saturationWarn (${this.warn}), got ${this.critical}`,
       );
-    const window = integerOption('options.reuseWindow', options.reuseWindow, 1000);
+    const window = fieldOrDefault('options.reuseWindow', options.reuseWindow, { type: 'integer', min: 1 }, 1000);
     this.reuse = new ShareWindow(window);
     this.sessionReuse = new ShareWindow(window);
     this.detector = new ThresholdDetector({ warn: this.warn, critical: this.critical, hysteresis: 0.1 });
@@ -430,16 +431,17 @@ class ServerTracker implements ServerInstrumentation {
     const level = this.detector.update(ratio, performance.now());
     if (level === this.reported) return;
     this.reported = level;
-    this.ctx.report(
-      SIGNAL,
+    this.ctx.report({
+      signal: SIGNAL,
       level,
-      ratio,
-      level === 'critical' ? this.critical : this.warn,
-      this.labels,
-      level === 'ok'
-        ? undefined
-        : `server ${this.name}: ${this.open} of ${capacity} connections open (${Math.round(ratio * 100)} %), ${this.rejected} rejected at the limit so far`,
-    );
+      value: ratio,
+      threshold: level === 'critical' ? this.critical : this.warn,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : `server ${this.name}: ${this.open} of ${capacity} connections open (${Math.round(ratio * 100)} %), ${this.rejected} rejected at the limit so far`,
+    });
   }
 
   stop(): void {
@@ -448,7 +450,7 @@ class ServerTracker implements ServerInstrumentation {
     // A stopped server must not leave its alert active for ever.
     if (this.reported !== 'ok') {
       this.reported = 'ok';
-      this.ctx.report(SIGNAL, 'ok', 0, this.warn, this.labels);
+      this.ctx.report({ signal: SIGNAL, level: 'ok', value: 0, threshold: this.warn, labels: this.labels });
     }
   }
 
@@ -482,7 +484,7 @@ class ServerTracker implements ServerInstrumentation {
  */
 export function instrumentServer(
   monitor: Monitor,
-  server: InstrumentableServer,
+  server: HttpServer,
   options: InstrumentServerOptions = {},
 ): ServerInstrumentation {
   if (typeof monitor?.register !== 'function')
@@ -493,7 +495,12 @@ export function instrumentServer(
   checkOptionKeys(options, OPTION_KEYS);
   const existing = trackers.get(server);
   if (existing) return existing;
-  const name = nameOption('options.name', options.name, server instanceof TlsServer ? 'https' : 'http');
+  const name = fieldOrDefault(
+    'options.name',
+    options.name,
+    { type: 'string', maxLength: 128 },
+    server instanceof TlsServer ? 'https' : 'http',
+  );
   if (name.length > 64)
     throw new InferSignalConfigError('options.name', `must be at most 64 characters, got ${describeValue(name)}`);
   const signal = signalOf(monitor);

@@ -9,7 +9,7 @@ export const HTTP_SHED_BODY = JSON.stringify({
 });
 
 /** What a shed request is told. */
-export interface ShedInfo {
+interface ShedInfo {
   /** Value of the Retry-After header: whole seconds, at least 1. */
   readonly retryAfter: string;
   /** The model label the request was counted under, if any. */
@@ -22,10 +22,10 @@ export interface ShedInfo {
  * returning (or resolving) without having answered, is counted as internal
  * error `<source>.shedResponse` and the default 503 is sent.
  */
-export type ShedHandler = (req: IncomingMessage, res: ServerResponse, shed: ShedInfo) => void | Promise<void>;
+type ShedHandler = (req: IncomingMessage, res: ServerResponse, shed: ShedInfo) => void | Promise<void>;
 
 /** The answer's parts; each one left out keeps the default. */
-export interface ShedAnswerOptions {
+interface ShedAnswerOptions {
   /** HTTP status, 400–599. Default 503. */
   status?: number;
   /** Headers written with it, over the defaults (`retry-after`, `content-type: application/json; charset=utf-8`). */

@@ -35,7 +35,7 @@ export interface SseOptions {
 }
 
 /** Why a stream was ended by the writer rather than by the handler or the client. */
-export type SseEndReason = 'write_stall';
+type SseEndReason = 'write_stall';
 
 /** Writer for a `text/event-stream` response that reports to the request's stream handle. */
 export interface SseStream {
@@ -94,7 +94,7 @@ function milliseconds(field: string, value: unknown, fallback: number): number {
 }
 
 /** Checks the writer's options (each field named `options.<field>`) and fills the defaults. */
-export function resolveSseOptions(options: SseOptions | undefined): Required<Omit<SseOptions, 'headers'>> {
+function resolveSseOptions(options: SseOptions | undefined): Required<Omit<SseOptions, 'headers'>> {
   return {
     stallTimeoutMs: milliseconds('options.stallTimeoutMs', options?.stallTimeoutMs, DEFAULT_STALL_TIMEOUT_MS),
     heartbeatMs: milliseconds('options.heartbeatMs', options?.heartbeatMs, 0),

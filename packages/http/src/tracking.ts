@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Monitor, QueueTracker } from '@infersignal/core';
 import {
-  ADAPTER_OPTION_KEYS,
-  booleanOption,
+  fieldOrDefault,
   createRequestGate,
   type AdapterOptions,
   type RequestGate,
@@ -122,9 +121,9 @@ class HttpRequestTracking implements HttpTracking<unknown>, HttpRequestSettings 
     this.gate = createRequestGate(monitor, options, {
       source: settings.source,
       queue: 'http',
-      keys: [...ADAPTER_OPTION_KEYS, 'errorStatus', 'modelFromRoute', 'shedResponse', ...(settings.keys ?? [])],
+      keys: ['errorStatus', 'modelFromRoute', 'shedResponse', ...(settings.keys ?? [])],
     });
-    this.modelFromRoute = booleanOption('options.modelFromRoute', options.modelFromRoute, false);
+    this.modelFromRoute = fieldOrDefault('options.modelFromRoute', options.modelFromRoute, { type: 'boolean' }, false);
     this.routeOf = settings.route;
     this.replyShed = settings.replyShed;
     this.tracker = this.gate.tracker;

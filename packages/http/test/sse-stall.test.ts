@@ -11,7 +11,8 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS, createMonitor } from '@infersignal/core';
-import { createHttpTracking, createSseStream, type SseOptions, type SseStream } from '@infersignal/http';
+import { createHttpTracking, type SseOptions, type SseStream } from '@infersignal/http';
+import { createSseStream } from '../src/sse';
 import { gate, until } from '../../../test/support/async';
 import { testMonitor, type TestMonitor } from '../../../test/support/monitor';
 

@@ -1,6 +1,6 @@
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import { isTimeout, type Outcome, type StreamOutcome, type Ticket } from './glue';
-import { LLAMA_ATTR } from './names';
+import { LLAMA_ATTR } from './definition';
 import type { Slot } from './slot';
 import type { CompleteOptions, CompletionInput, CompletionResult } from './types';
 
@@ -19,7 +19,7 @@ type ShiftSize = CompleteOptions['contextShiftSize'];
 const TOKEN_BATCH = 16;
 
 /** What a finished generation reports to the model wrapper (which owns the counters). */
-export interface GenerationTally {
+interface GenerationTally {
   contextShifts: number;
   promptTruncated: boolean;
 }

@@ -1,4 +1,5 @@
-import { ModelLoadError, ModelReleasedError, brand } from '@infersignal/core/signals';
+import { ModelLoadError, ModelReleasedError } from '@infersignal/core';
+import { brand } from '@infersignal/core/signals';
 
 /** The runtime as errors name it. */
 export const RUNTIME = 'llama.cpp';

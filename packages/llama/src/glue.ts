@@ -13,7 +13,6 @@ import {
   type Monitor,
   type Outcome,
   type QueueTracker,
-  type StreamHandle,
   type StreamOutcome,
   type Ticket,
 } from '@infersignal/core';
@@ -26,10 +25,10 @@ import {
   type Signal,
   type SignalContext,
 } from '@infersignal/core/signals';
-import { LLAMA_ATTR, LLAMA_METRICS } from './names';
+import { LLAMA_ATTR, LLAMA_METRICS } from './definition';
 
 export { ATTR, InferSignalConfigError, ModelHost, QueueFullError };
-export type { DeviceMemoryHandle, ModelRuntime, Monitor, Outcome, QueueTracker, StreamHandle, StreamOutcome, Ticket };
+export type { DeviceMemoryHandle, ModelRuntime, Monitor, Outcome, QueueTracker, StreamOutcome, Ticket };
 
 export interface QueueSettings {
   name: string;
@@ -140,7 +139,7 @@ export function watchAsyncMemory(
 }
 
 /** What the KV-cache instruments read from one served model. */
-export interface KvCacheGauges {
+interface KvCacheGauges {
   readonly attributes: Attributes;
   tokens(): number;
   capacity(): number;

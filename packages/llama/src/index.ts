@@ -1,17 +1,3 @@
 export { createLlamaModel } from './model';
-export { LlamaLoadError, LlamaModelReleasedError } from './errors';
-export type { LlamaLoadFailureReason } from './errors';
-export { LLAMA_ATTR, LLAMA_METRICS } from './names';
-export type {
-  CompleteOptions,
-  CompletionInput,
-  CompletionResult,
-  GgufSource,
-  KvCacheSnapshot,
-  KvCacheWatchOptions,
-  LlamaLoadInfo,
-  LlamaMonitorOptions,
-  MonitoredLlamaModel,
-  SequenceKvCache,
-  VramWatchOptions,
-} from './types';
+export type { GgufSource, LlamaMonitorOptions, MonitoredLlamaModel } from './types';
+export { llamaSignal } from './definition';

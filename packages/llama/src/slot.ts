@@ -4,7 +4,7 @@ import { LlamaLoadError, LlamaModelReleasedError, RUNTIME, classifyLoadFailure }
 import type { ModelRuntime } from './glue';
 import { kvBytesPerToken } from './kv-cache';
 import { LoadFailure, loadLogOf } from './load-log';
-import { LLAMA_ATTR } from './names';
+import { LLAMA_ATTR } from './definition';
 import type { GgufSource, LlamaLoadInfo, LlamaMonitorOptions } from './types';
 
 /** One context sequence with the completion object bound to it; a generation holds it from start to end. */

@@ -16,7 +16,7 @@ import type { DeviceMemoryHandle, QueueTracker } from './glue';
 /** A GGUF file path, or a function returning one (called inside the timed load: a download shows in its duration). */
 export type GgufSource = string | (() => Promise<string> | string);
 
-export interface KvCacheWatchOptions {
+interface KvCacheWatchOptions {
   /** Sampling period (default core's 1000 ms; 0: sampled on `monitor.tick()` only). */
   intervalMs?: number;
   /** Source label (default `llama-kv:<model>`). */
@@ -84,7 +84,7 @@ export interface LlamaLoadInfo {
   kvBytesPerToken: number | null;
 }
 
-export interface SequenceKvCache {
+interface SequenceKvCache {
   /** Tokens the sequence holds (`nextTokenIndex`); a finished generation's tokens stay for prefix reuse. */
   tokens: number;
   capacity: number;

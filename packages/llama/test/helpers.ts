@@ -10,7 +10,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { writeGguf, type GgufOptions } from '../../../scripts/make-gguf';
 import { testMonitor } from '../../../test/support/monitor';
 
-export { gate, sleep, until } from '../../../test/support/async';
+export { gate, until } from '../../../test/support/async';
 
 /** Context settings of every test: 256 tokens per sequence, one thread (on 2 cores, 1 thread is ~300× faster than 4). */
 export const CONTEXT = { contextSize: 256, threads: 1 } as const;

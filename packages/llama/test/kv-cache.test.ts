@@ -1,6 +1,7 @@
 import type { LlamaContextSequence } from 'node-llama-cpp';
 import { describe, expect, it } from 'vitest';
-import { LLAMA_METRICS, type MonitoredLlamaModel } from '@infersignal/llama';
+import type { MonitoredLlamaModel } from '@infersignal/llama';
+import { LLAMA_METRICS } from '../src/definition';
 import { KV_BYTES_PER_TOKEN, MODEL, monitorFor, servedModel } from './helpers';
 
 const SHIFTS = LLAMA_METRICS.kvCacheShifts.name;

@@ -2,7 +2,8 @@ import { statSync } from 'node:fs';
 import { LlamaLogLevel, type Llama } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InferSignalConfigError } from '@infersignal/core';
-import { LlamaLoadError, LlamaModelReleasedError, createLlamaModel } from '@infersignal/llama';
+import { createLlamaModel } from '@infersignal/llama';
+import { LlamaLoadError, LlamaModelReleasedError } from '../src/errors';
 import {
   CONTEXT,
   KV_BYTES_PER_TOKEN,

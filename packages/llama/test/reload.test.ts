@@ -1,6 +1,7 @@
 import type { Llama } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LlamaLoadError, createLlamaModel } from '@infersignal/llama';
+import { createLlamaModel } from '@infersignal/llama';
+import { LlamaLoadError } from '../src/errors';
 import type { GgufDefect } from '../../../scripts/make-gguf';
 import { CONTEXT, MODEL, REQUESTS, cpuLlama, disposeLlama, gate, models, monitorFor, until } from './helpers';
 

@@ -12,7 +12,8 @@ import {
   getStringListFromEnv,
   parseKeyPairsIntoRecord,
 } from '@opentelemetry/core';
-import { acceptedText, type FieldSpec, fieldAccepts } from '@infersignal/core/signals';
+import { InferSignalConfigError } from '@infersignal/core';
+import { checkField, type FieldSpec } from '@infersignal/core/signals';
 
 export class OtelEnv {
   private readonly reported = new Set<string>();
@@ -46,10 +47,14 @@ export class OtelEnv {
    */
   number(name: string, spec: FieldSpec, using?: string): number | undefined {
     if (getStringFromEnv(name) === undefined) return undefined;
-    const value = getNumberFromEnv(name);
-    return value !== undefined && fieldAccepts(spec, value)
-      ? value
-      : this.ignore(name, acceptedText(spec), false, using);
+    // Not a number: checked as the string it is, so the warning says what the spec accepts.
+    const value = getNumberFromEnv(name) ?? getStringFromEnv(name);
+    try {
+      return checkField<number>(name, value, spec);
+    } catch (error) {
+      if (!(error instanceof InferSignalConfigError) || error.accepted === undefined) throw error;
+      return this.ignore(name, error.accepted, false, using);
+    }
   }
 
   /** `true` / `false` (any case); anything else set is ignored with a warning and reads as false. */

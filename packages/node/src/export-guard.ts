@@ -19,7 +19,7 @@ import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import type { StartLogger } from './types';
 
 /** One warning per signal per window: enough to notice, too few to flood logs. */
-export const WARN_INTERVAL_MS = 5 * 60_000;
+const WARN_INTERVAL_MS = 5 * 60_000;
 
 export type ExportSignal = 'metrics' | 'traces';
 

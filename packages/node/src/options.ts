@@ -10,16 +10,16 @@ import { checkField, describeValue, fieldOrDefault, rejectValue } from '@infersi
 import { OtelEnv } from './env';
 import type { OtlpProtocol, OtlpTemporality, StartLogger, StartOptions } from './types';
 
-export const DEFAULT_PROMETHEUS_PORT = 9464;
+const DEFAULT_PROMETHEUS_PORT = 9464;
 /** Loopback: metrics describe the service's internals, so exposing them is a deliberate choice. */
-export const DEFAULT_PROMETHEUS_HOST = '127.0.0.1';
+const DEFAULT_PROMETHEUS_HOST = '127.0.0.1';
 /**
  * 15 s instead of the OTel default 60 s: the signals are early warnings, and
  * a minute of export delay would eat most of their lead time.
  */
-export const DEFAULT_EXPORT_INTERVAL_MS = 15_000;
-export const DEFAULT_EXPORT_TIMEOUT_MS = 10_000;
-export const DEFAULT_CARDINALITY_LIMIT = 2000;
+const DEFAULT_EXPORT_INTERVAL_MS = 15_000;
+const DEFAULT_EXPORT_TIMEOUT_MS = 10_000;
+const DEFAULT_CARDINALITY_LIMIT = 2000;
 
 export interface ResolvedPrometheus {
   host: string;
@@ -88,6 +88,7 @@ const KNOWN_KEYS = new Set([
   'eventLoop',
   'heap',
   'runtimeMetrics',
+  'optInMetrics',
 ]);
 const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo']);
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
@@ -160,7 +161,7 @@ function resolvePrometheus(
       DEFAULT_PROMETHEUS_PORT,
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
-    withoutScopeInfo: o.withoutScopeInfo === true,
+    withoutScopeInfo: o.withoutScopeInfo !== false,
   };
 }
 

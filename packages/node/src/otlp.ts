@@ -22,7 +22,7 @@ import type { OtlpTemporality } from './types';
  * delta for counters and histograms (and, with `delta`, gauges and
  * observable counters); up-down counters stay cumulative.
  */
-export function otlpTemporality(preference: OtlpTemporality): (type: InstrumentType) => AggregationTemporality {
+function otlpTemporality(preference: OtlpTemporality): (type: InstrumentType) => AggregationTemporality {
   if (preference === 'cumulative') return () => AggregationTemporality.CUMULATIVE;
   const delta =
     preference === 'delta'

@@ -8,7 +8,10 @@
  * its exporter, whose `selectAggregationTemporality` is asked at each
  * collection, the way the SDK asks it for its own instruments.
  */
-import type { MetricProducer as CoreMetricProducerLike } from '@infersignal/core';
+import type { Monitor } from '@infersignal/core';
+
+/** Core's producer (`monitor.metricProducer`), the SDK's MetricProducer matched structurally. */
+type CoreMetricProducerLike = NonNullable<Monitor['metricProducer']>;
 import {
   AggregationTemporality,
   InstrumentType,

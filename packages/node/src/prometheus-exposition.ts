@@ -4,8 +4,11 @@
  * pins exact SDK versions (0.223.0 wants sdk-metrics 2.12.0), so depending
  * on it put a second copy of the SDK in most apps' trees. The output is the
  * exporter's: `target_info` for the resource, `otel_scope_name` /
- * `otel_scope_version` labels (unless `withoutScopeInfo`), HELP / UNIT /
- * TYPE once per family.
+ * `otel_scope_version` labels (unless `withoutScopeInfo`), HELP and TYPE
+ * once per family. Two things are left out to keep a scrape small, as a
+ * replica is scraped up to 20 times a second: the `# UNIT` line (not part of
+ * text format 0.0.4, and the name's suffix already carries the unit), and
+ * the description past its first sentence (docs/metrics.md has it whole).
  *
  * A name two scopes export is written once: another scope's metric wins
  * over InferSignal's own (its runtime gauges beside
@@ -378,6 +381,22 @@ function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
   }
 }
 
+/** `# HELP` (the description's first sentence) and `# TYPE` of each family, made once per family and type. */
+const headers = new Map<string, string>();
+const MAX_HEADERS = 4096;
+
+function helpAndType(family: Family): string {
+  const { description } = family.metrics[0].metric.descriptor;
+  const key = `${family.name}\u0000${family.type}\u0000${description}`;
+  let text = headers.get(key);
+  if (text === undefined) {
+    const sentence = /^.*?[.!?](?= |$)/s.exec(description)?.[0] ?? description;
+    text = `# HELP ${family.name} ${escapeText(sentence || 'description missing')}\n# TYPE ${family.name} ${family.type}\n`;
+    if (headers.size < MAX_HEADERS) headers.set(key, text);
+  }
+  return text;
+}
+
 /**
  * The exposition of `resourceMetrics`, each metric named by `nameOf`, as
  * chunks of about `CHUNK_BYTES` bytes: at the cardinality caps the text is
@@ -413,10 +432,7 @@ export function* expositionChunks(
   out.text('# HELP target_info Target metadata\n# TYPE target_info gauge\n');
   out.line('target_info', labelText(resourceMetrics.resource.attributes as Attributes, {}), 1);
   for (const family of families.values()) {
-    const { description, unit } = family.metrics[0].metric.descriptor;
-    out.text(`# HELP ${family.name} ${escapeText(description || 'description missing')}\n`);
-    if (unit) out.text(`# UNIT ${family.name} ${escapeText(unit)}\n`);
-    out.text(`# TYPE ${family.name} ${family.type}\n`);
+    out.text(helpAndType(family));
     yield* points(family, out);
   }
   if (out.pos > 0) yield out.take();

@@ -82,7 +82,7 @@ export function collectorPrometheusName(name: string, unit: string, kind: Promet
   return /^[0-9]/.test(joined) ? `_${joined}` : joined;
 }
 
-export function prometheusKind(metric: MetricData): PrometheusKind {
+function prometheusKind(metric: MetricData): PrometheusKind {
   switch (metric.dataPointType) {
     case DataPointType.SUM:
       return metric.isMonotonic ? 'counter' : 'updowncounter';

@@ -193,6 +193,7 @@ export function start(options: StartOptions = {}): InferSignal {
       eventLoop: options.eventLoop,
       heap: options.heap,
       runtimeMetrics: config.runtimeMetrics,
+      optInMetrics: options.optInMetrics,
     });
     box.monitor = monitor;
   } catch (err) {

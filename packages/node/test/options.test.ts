@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InferSignalConfigError } from '@infersignal/core';
-import { resolveStartOptions, start, type StartOptions } from '@infersignal/node';
+import { start, type StartOptions } from '@infersignal/node';
+import { resolveStartOptions } from '../src/options';
 import { isInstalled, missingPeerMessage, OTLP_PACKAGES } from '../src/optional-peer';
 
 afterEach(() => {
@@ -70,7 +71,7 @@ describe('start() options', () => {
       port: 9464,
       path: '/metrics',
       mount: false,
-      withoutScopeInfo: false,
+      withoutScopeInfo: true,
     });
     expect(defaults.otlp).toBeUndefined();
     expect(defaults.traces).toBe(false);

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HISTOGRAM_BUCKETS, METRICS, prometheusName, type InstrumentSpec } from '@infersignal/core';
-import { collectorPrometheusName, start, type InferSignal, type PrometheusKind } from '@infersignal/node';
+import { start, type InferSignal } from '@infersignal/node';
+import { collectorPrometheusName, type PrometheusKind } from '../src/prometheus-naming';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { findBinary } from '../../rules/test/helpers/binaries';
 import { parseExposition, samples } from './helpers/exposition';
@@ -103,7 +104,13 @@ describe('Prometheus naming', () => {
 describe('Prometheus endpoint', () => {
   it('serves core metrics on loopback with Collector-style names, inference buckets and exact values', async () => {
     const clock = { now: 1_000_000 };
-    const s = startTracked({ serviceName: 'prom-test', prometheus: { port: 0 }, clock: () => clock.now });
+    const s = startTracked({
+      serviceName: 'prom-test',
+      // The scope labels tell core's families from others'; every instrument, the opt-in ones too.
+      prometheus: { port: 0, withoutScopeInfo: false },
+      optInMetrics: ['gen_ai.server.request.duration', 'infersignal.inference.duration'],
+      clock: () => clock.now,
+    });
     const address = await s.prometheus!.ready;
     expect(address).not.toBeNull();
     // Default bind address: loopback, asserted on the bound socket.
@@ -150,7 +157,8 @@ describe('Prometheus endpoint', () => {
     for (const f of coreFamilies) {
       const spec = expectedNames.get(f.name)!;
       expect(f.type).toBe(spec.type === 'updowncounter' ? 'gauge' : spec.type);
-      expect(f.unit).toBe(spec.unit);
+      // Text format 0.0.4 has no UNIT line: the unit is the name's suffix.
+      expect(f.unit).toBeUndefined();
     }
 
     // Queue wait: 4 tickets waited 5, 50, 300, 2000 ms; one started at once.
@@ -266,7 +274,7 @@ describe('Prometheus endpoint', () => {
   it('leaves a runtime family to instrumentation-runtime-node when both export it: one family each', async () => {
     const s = startTracked({
       serviceName: 'p',
-      prometheus: { port: 0 },
+      prometheus: { port: 0, withoutScopeInfo: false },
       thresholds: { eventLoop: { sampleIntervalMs: 20 } },
     });
     const runtime = new RuntimeNodeInstrumentation();
@@ -394,5 +402,24 @@ describe('prometheus.withoutScopeInfo', () => {
     expect(() => start({ prometheus: { withoutScopeInfo: 'yes' as unknown as boolean } })).toThrow(
       /prometheus\.withoutScopeInfo/,
     );
+  });
+});
+
+describe('optInMetrics', () => {
+  it('exports an opt-in instrument only when start() is asked for it', async () => {
+    const bodies: string[] = [];
+    for (const optInMetrics of [undefined, ['gen_ai.server.request.duration']]) {
+      const s = startTracked({ serviceName: 'opt-in', prometheus: { port: 0 }, optInMetrics });
+      const ticket = s.monitor.queue('main').enqueue('llama');
+      ticket.start();
+      ticket.end('completed');
+      bodies.push((await scrape((await s.prometheus!.ready)!.url)).body);
+    }
+    const [without, withIt] = bodies as [string, string];
+    expect(without).not.toContain('gen_ai_server_request_duration_seconds');
+    expect(withIt).toMatch(/^gen_ai_server_request_duration_seconds_count\{[^}]*\} 1$/m);
+    // The other opt-in instruments stay off.
+    expect(withIt).not.toContain('infersignal_inference_duration_seconds');
+    expect(() => start({ optInMetrics: ['infersignal.requests'] })).toThrow(/optInMetrics\[0\]/);
   });
 });

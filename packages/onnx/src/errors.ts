@@ -1,4 +1,5 @@
-import { ModelLoadError as BaseLoadError, ModelReleasedError, brand, messageOf } from '@infersignal/core/signals';
+import { ModelLoadError as BaseLoadError, ModelReleasedError } from '@infersignal/core';
+import { brand, messageOf } from '@infersignal/core/signals';
 /** Why a model did not load, as far as the runtime's message tells. */
 export type LoadFailureReason = 'missing' | 'corrupt' | 'unsupported_opset' | 'provider_unavailable' | 'unknown';
 

@@ -29,7 +29,7 @@ export type ModelSource =
   | (() => Promise<string | Uint8Array | ArrayBuffer> | string | Uint8Array | ArrayBuffer);
 
 /** Device memory sources (from `@infersignal/gpu` or your own). Omit on CPU: nothing is measured then. */
-export interface SessionMemoryOptions {
+interface SessionMemoryOptions {
   /** Bytes in live allocations on the device; undefined when not measurable. */
   allocated?: () => number | undefined;
   /** Bytes this process holds on the device; undefined when not measurable. */

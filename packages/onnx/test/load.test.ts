@@ -2,7 +2,9 @@ import { statSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS, SPANS } from '@infersignal/core';
-import { ModelLoadError, ONNX_ATTR, createSession } from '@infersignal/onnx';
+import { createSession } from '@infersignal/onnx';
+import { ModelLoadError } from '../src/errors';
+import { ONNX_ATTR } from '../src/attributes';
 import { fixture, fixtureBytes, harness, inputs, maxAbsDiff, tinyMlp, type Harness } from './helpers';
 
 let h: Harness;

@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
-import { ModelLoadError, SessionReleasedError, createSession } from '@infersignal/onnx';
+import { createSession } from '@infersignal/onnx';
+import { ModelLoadError, SessionReleasedError } from '../src/errors';
 import {
   CHAIN_DIM,
   fixture,

@@ -27,7 +27,7 @@ export interface AlertmanagerOptions {
   repeatInterval?: string;
 }
 
-export const PLACEHOLDER_WEBHOOK_URL = 'https://hooks.slack.com/services/REPLACE/WITH/YOURS';
+const PLACEHOLDER_WEBHOOK_URL = 'https://hooks.slack.com/services/REPLACE/WITH/YOURS';
 
 export const ALERTMANAGER_RECEIVER = 'infersignal-webhook';
 
@@ -35,7 +35,7 @@ export const ALERTMANAGER_RECEIVER = 'infersignal-webhook';
 const SAME_THING = [LABEL.signal, 'job', 'instance', LABEL.queue, LABEL.model, LABEL.memorySource, LABEL.server];
 
 /** The subject of a notification: the replica (instance, and pod where Kubernetes adds it) and its queue or model. */
-export const ALERTMANAGER_GROUP_BY = ['job', 'instance', 'pod', LABEL.queue, LABEL.model];
+const ALERTMANAGER_GROUP_BY = ['job', 'instance', 'pod', LABEL.queue, LABEL.model];
 
 const TITLE = [
   '[{{ .Status | toUpper }}{{ if eq .Status "firing" }}:{{ .Alerts.Firing | len }}{{ end }}] ',
@@ -47,7 +47,8 @@ const TITLE = [
 ].join('');
 const TEXT = [
   '{{ range .Alerts }}',
-  '*{{ .Annotations.summary }}* ({{ .Labels.alertname }}, {{ .Labels.severity }})',
+  // A group can hold firing and resolved alerts at once: each says which it is.
+  '*{{ .Annotations.summary }}* ({{ .Labels.alertname }}, {{ .Labels.severity }}{{ if eq .Status "resolved" }}, resolved{{ end }})',
   '{{ .Annotations.description }}',
   'Runbook: {{ .Annotations.runbook_url }}',
   '{{ end }}',

@@ -5,7 +5,7 @@
  */
 import { LABEL } from './names';
 
-export interface DashboardTarget {
+interface DashboardTarget {
   refId: string;
   expr: string;
   legendFormat: string;

@@ -1,12 +1,11 @@
 /**
- * Dashboard rows for the capacity model (ρ, headroom, predicted wait, time
- * to saturation), the Node runtime (event loop, GC) and the connections and
- * TLS handshakes of instrumented servers. Same conventions as dashboard.ts:
+ * The dashboard row for the capacity model (ρ, headroom, predicted wait,
+ * time to saturation). Same conventions as dashboard.ts:
  * names from core, threshold lines from the thresholds the rules use.
  */
 import { LABEL } from './names';
 import { SEL, type Layout } from './dashboard-layout';
-import type { MetricKey } from '@infersignal/core';
+import type { MetricKey } from './names';
 import type { ResolvedOptions } from './options';
 
 const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
@@ -63,154 +62,5 @@ export function addCapacityRow(l: Layout, o: ResolvedOptions): void {
     lowIsBad: true,
     targets: [{ expr: perQueue('min', 'queueTimeToSaturation'), legend }],
     fieldConfig: { defaults: { min: 0 } },
-  });
-}
-
-export function addRuntimeRow(l: Layout, o: ResolvedOptions): void {
-  const { metric, bucket } = o.names;
-  const e = o.thresholds.eventLoop;
-  const perInstance = (key: MetricKey) => `max by (instance) (${metric(key)}{${SEL.job}})`;
-  l.row('Runtime: event loop and GC');
-  l.add({
-    title: 'Event-loop delay P99 / max',
-    description:
-      'Per sample period (thresholds.eventLoop.sampleIntervalMs). Lines: thresholds.eventLoop.delayWarnSeconds and delayCriticalSeconds.',
-    w: 6,
-    unit: 's',
-    lines: [e.delayWarnSeconds, e.delayCriticalSeconds],
-    targets: [
-      { expr: perInstance('eventLoopDelayP99'), legend: 'P99 {{instance}}' },
-      { expr: perInstance('eventLoopDelayMax'), legend: 'max {{instance}}' },
-    ],
-  });
-  l.add({
-    title: 'Event-loop utilization',
-    description:
-      'Share of the sample period the loop was busy. Near 100 % with a low delay: busy but keeping up; with a high delay: saturated.',
-    w: 6,
-    unit: 'percentunit',
-    targets: [{ expr: perInstance('eventLoopUtilization'), legend: '{{instance}}' }],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
-  });
-  l.add({
-    title: 'GC time share by type',
-    description: 'Seconds of GC pause per second, by V8 GC kind.',
-    w: 6,
-    unit: 'percentunit',
-    targets: [
-      {
-        expr: `sum by (instance, ${LABEL.gcType}) (${rate(`${metric('gcDuration')}_sum`, SEL.job)})`,
-        legend: `{{${LABEL.gcType}}} {{instance}}`,
-      },
-    ],
-    fieldConfig: { defaults: { min: 0, custom: { stacking: { mode: 'normal' }, fillOpacity: 30 } } },
-  });
-  l.add({
-    title: 'GC pause P99',
-    w: 6,
-    unit: 's',
-    targets: [
-      {
-        expr: `histogram_quantile(0.99, sum by (le, instance) (${rate(bucket('gcDuration'), SEL.job)}))`,
-        legend: 'P99 {{instance}}',
-      },
-    ],
-  });
-  const h = o.thresholds.heap;
-  l.add({
-    title: 'Live heap after major GC / limit',
-    description:
-      'Old-generation bytes in use right after the last major GC, as a share of the old-generation limit (--max-old-space-size, or heap_size_limit less the young generation). A leak climbs collection after collection; a healthy heap comes back to the same share. Lines: thresholds.heap.liveWarn and liveCritical.',
-    w: 6,
-    unit: 'percentunit',
-    lines: [h.liveWarn, h.liveCritical],
-    targets: [{ expr: perInstance('heapLiveRatio'), legend: '{{instance}}' }],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
-  });
-  l.add({
-    title: 'Time to heap exhaustion',
-    description:
-      'Seconds until the live heap reaches 80 % of the old-generation limit (where V8 may abort the process) at its least-squares growth over thresholds.heap.trendWindowSeconds; only while it rises over several major GCs. Line: thresholds.heap.exhaustionWarnSeconds.',
-    w: 6,
-    unit: 's',
-    lines: [h.exhaustionWarnSeconds],
-    lowIsBad: true,
-    targets: [{ expr: `min by (instance) (${metric('heapExhaustionTime')}{${SEL.job}})`, legend: '{{instance}}' }],
-    fieldConfig: { defaults: { min: 0 } },
-  });
-}
-
-export function addConnectionsRow(l: Layout, o: ResolvedOptions): void {
-  const { metric, bucket } = o.names;
-  const t = o.thresholds.connections;
-  const keys = `instance, ${LABEL.server}`;
-  const legend = `{{${LABEL.server}}} {{instance}}`;
-  const sum = (key: MetricKey, filter = '') => `sum by (${keys}) (${metric(key)}{${SEL.job}}${filter})`;
-  l.row('Connections and TLS');
-  l.add({
-    title: 'Open connections vs capacity',
-    description:
-      "Capacity: instrumentServer's capacity option, else server.maxConnections (absent when neither is set).",
-    w: 8,
-    targets: [
-      { expr: sum('connectionsOpen'), legend: `open ${legend}` },
-      { expr: sum('connectionsCapacity'), legend: `capacity ${legend}` },
-    ],
-  });
-  l.add({
-    title: 'Connection saturation (open / capacity)',
-    description: 'Lines: thresholds.connections.saturationWarn and saturationCritical.',
-    w: 8,
-    unit: 'percentunit',
-    lines: [t.saturationWarn, t.saturationCritical],
-    targets: [{ expr: `${sum('connectionsOpen')} / ${sum('connectionsCapacity', ' > 0')}`, legend }],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
-  });
-  l.add({
-    title: 'Connections accepted and rejected',
-    description:
-      'Per second. Rejected: closed at accept because server.maxConnections was reached (the client sees ECONNRESET). Accepted is the connection churn.',
-    w: 8,
-    unit: 'cps',
-    targets: [
-      { expr: `sum by (${keys}) (${rate(metric('connectionsRejected'), SEL.job)})`, legend: `rejected ${legend}` },
-      { expr: `sum by (${keys}) (${rate(metric('connectionsOpened'), SEL.job)})`, legend: `accepted ${legend}` },
-    ],
-  });
-  l.add({
-    title: 'TLS handshake P50 / P95',
-    description:
-      'From TCP accept to secureConnection, successful handshakes only (includes time waiting for a busy event loop).',
-    w: 8,
-    unit: 's',
-    targets: [0.5, 0.95].map((q) => ({
-      expr: `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket('tlsHandshakeDuration'), SEL.job)}))`,
-      legend: `P${q * 100} ${legend}`,
-    })),
-  });
-  l.add({
-    title: 'TLS handshake failures by error.type',
-    description: `Per second. Line: the alert's rate guard (option tlsFailureRate, ${o.tlsFailureRate}/s).`,
-    w: 8,
-    unit: 'cps',
-    lines: [o.tlsFailureRate],
-    targets: [
-      {
-        expr: `sum by (${keys}, ${LABEL.errorType}) (${rate(metric('tlsHandshakeFailures'), SEL.job)})`,
-        legend: `{{${LABEL.errorType}}} ${legend}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'Keep-alive and TLS session reuse',
-    description:
-      'Share of recent requests on an already-used connection, and of recent handshakes that resumed a TLS session. A drop means every request pays a new connection (and a full handshake).',
-    w: 8,
-    unit: 'percentunit',
-    targets: [
-      { expr: `max by (${keys}) (${metric('connectionsReuseRatio')}{${SEL.job}})`, legend: `keep-alive ${legend}` },
-      { expr: `max by (${keys}) (${metric('tlsSessionReuseRatio')}{${SEL.job}})`, legend: `TLS session ${legend}` },
-    ],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
   });
 }

@@ -5,12 +5,13 @@
  */
 import { LABEL } from './names';
 import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
-import { addCapacityRow, addConnectionsRow, addRuntimeRow } from './dashboard-runtime';
+import { panelKit } from './kit';
+import { addCapacityRow } from './dashboard-runtime';
 import { percentileName } from './duration';
-import { alertingRules, buildRules, memoryGapRecord, streamRecords } from './rules';
-import { resolveOptions, type GeneratorOptions } from './options';
+import { alertingRules, buildRules } from './rules';
+import { resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 
-export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard-layout';
+export type { Dashboard } from './dashboard-layout';
 
 function variable(name: string, label: string, query: string, multi: boolean): Record<string, unknown> {
   return {
@@ -30,21 +31,14 @@ function variable(name: string, label: string, query: string, multi: boolean): R
   };
 }
 
-/** The dashboard for the given thresholds and options. */
-export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
-  const o = resolveOptions(options);
+const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
+
+function addQueueRows(l: Layout, o: ResolvedOptions): void {
   const { metric, bucket } = o.names;
   const t = o.thresholds;
-  const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
-  const quantile = (
-    q: number,
-    key: 'queueWait' | 'timeToFirstToken' | 'timePerOutputToken',
-    keys: string,
-    selector: string,
-  ) => `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket(key), selector)}))`;
+  const quantile = (q: number, key: 'queueWait', keys: string, selector: string) =>
+    `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket(key), selector)}))`;
   const quantiles = [...new Set([0.5, t.queue.waitQuantile, 0.99])].sort((a, b) => a - b);
-  const l = new Layout();
-
   l.row('Queue wait');
   l.add({
     type: 'heatmap',
@@ -173,138 +167,23 @@ export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
       },
     ],
   });
+}
 
-  addCapacityRow(l, o);
+/** The rows of the panel templates still kept here, by signal definition name (the others are the definitions' own). */
+const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {
+  queue: addQueueRows,
+  capacity: addCapacityRow,
+};
 
-  l.row('Model load and reload');
-  const load = (suffix: string) => rate(`${metric('modelLoadDuration')}_${suffix}`, SEL.model);
-  l.add({
-    title: 'Load / reload duration and baseline',
-    description: `Mean duration of the loads in each interval; a spike is a load slower than ${t.modelLoad.spikeFactor}x the baseline (thresholds.modelLoad.spikeFactor) and at least ${t.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds).`,
-    w: 12,
-    unit: 's',
-    targets: [
-      {
-        expr: `sum by (${LABEL.model}, ${LABEL.loadKind}) (${load('sum')}) / sum by (${LABEL.model}, ${LABEL.loadKind}) (${load('count')})`,
-        legend: `{{${LABEL.loadKind}}} {{${LABEL.model}}}`,
-      },
-      {
-        expr: `max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}})`,
-        legend: `baseline {{${LABEL.model}}}`,
-      },
-      {
-        expr: `clamp_min(${t.modelLoad.spikeFactor} * max by (${LABEL.model}) (${metric('modelLoadBaseline')}{${SEL.model}}), ${t.modelLoad.minSpikeSeconds})`,
-        legend: `spike line {{${LABEL.model}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { custom: { drawStyle: 'points', pointSize: 6 } } },
-  });
-  l.add({
-    title: 'Load spikes and failures',
-    w: 12,
-    targets: [
-      {
-        expr: `sum by (${LABEL.model}, ${LABEL.loadKind}) (increase(${metric('modelLoadSpikes')}{${SEL.model}}[$__rate_interval]))`,
-        legend: `spikes {{${LABEL.loadKind}}} {{${LABEL.model}}}`,
-      },
-      {
-        expr: `sum by (${LABEL.model}, ${LABEL.outcome}) (increase(${metric('modelLoadDuration')}_count{${SEL.model}, ${LABEL.outcome}!="success"}[$__rate_interval]))`,
-        legend: `failed {{${LABEL.model}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { custom: { drawStyle: 'bars' } } },
-  });
-
-  l.row('Streams');
-  const streams = metric('streams');
-  const records = streamRecords();
-  l.add({
-    title: 'Stream outcome shares',
-    w: 8,
-    unit: 'percentunit',
-    targets: [
-      {
-        expr: `sum by (${LABEL.outcome}) (${rate(streams, SEL.model)}) / ignoring (${LABEL.outcome}) group_left sum (${rate(streams, SEL.model)})`,
-        legend: `{{${LABEL.outcome}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { custom: { stacking: { mode: 'normal' }, fillOpacity: 30 } } },
-  });
-  l.add({
-    title: 'Interrupted share',
-    description: `Prometheus share over ${o.streamWindow} (rules) and the in-process sliding window (last ${t.stream.windowSize} streams). Lines: thresholds.stream.interruptedRatio and interruptedRatioCritical.`,
-    w: 8,
-    unit: 'percentunit',
-    lines: [t.stream.interruptedRatio, t.stream.interruptedRatioCritical],
-    targets: [
-      { expr: `${records.ratio}{${SEL.model}}`, legend: `${o.streamWindow} {{${LABEL.model}}}` },
-      {
-        expr: `max by (${LABEL.model}) (${metric('streamInterruptedRatio')}{${SEL.model}})`,
-        legend: `in-process {{${LABEL.model}}}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'Time to first token and per output token',
-    w: 8,
-    unit: 's',
-    targets: [
-      ...[0.5, 0.95, 0.99].map((q) => ({
-        expr: quantile(q, 'timeToFirstToken', LABEL.model, SEL.model),
-        legend: `TTFT ${percentileName(q)} {{${LABEL.model}}}`,
-      })),
-      { expr: quantile(0.95, 'timePerOutputToken', LABEL.model, SEL.model), legend: `TPOT P95 {{${LABEL.model}}}` },
-    ],
-  });
-
-  l.row('Device memory');
-  const bySource = `instance, ${LABEL.memorySource}`;
-  l.add({
-    title: 'Allocated vs reserved',
-    w: 8,
-    unit: 'bytes',
-    targets: [
-      {
-        expr: `sum by (${bySource}) (${metric('memoryAllocated')}{${SEL.job}})`,
-        legend: `allocated {{instance}} {{${LABEL.memorySource}}}`,
-      },
-      {
-        expr: `sum by (${bySource}) (${metric('memoryReserved')}{${SEL.job}})`,
-        legend: `reserved {{instance}} {{${LABEL.memorySource}}}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'Fragmentation (1 − allocated / reserved)',
-    description: 'Line: thresholds.deviceMemory.fragmentation.',
-    w: 8,
-    unit: 'percentunit',
-    lines: [t.deviceMemory.fragmentation],
-    targets: [
-      {
-        expr: `max by (${bySource}) (${metric('memoryFragmentation')}{${SEL.job}})`,
-        legend: `{{instance}} {{${LABEL.memorySource}}}`,
-      },
-    ],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
-  });
-  l.add({
-    title: 'Reserved − allocated gap and its growth',
-    description: `The gap (left) and its growth rate: Prometheus deriv over ${o.driftWindow} (rules) and the in-process least-squares slope.`,
-    w: 8,
-    unit: 'bytes',
-    targets: [
-      { expr: `${memoryGapRecord()}{${SEL.job}}`, legend: `gap {{instance}} {{${LABEL.memorySource}}}` },
-      { expr: `deriv(${memoryGapRecord()}{${SEL.job}}[${o.driftWindow}])`, legend: `growth/s (deriv) {{instance}}` },
-      {
-        expr: `max by (${bySource}) (${metric('memoryGapGrowth')}{${SEL.job}})`,
-        legend: `growth/s (in-process) {{instance}}`,
-      },
-    ],
-  });
-
-  addRuntimeRow(l, o);
-  addConnectionsRow(l, o);
+/** The dashboard for the given thresholds and options: the rows of each signal definition, then the alerts. */
+export function buildDashboard(options: GeneratorOptions = {}): Dashboard {
+  const o = resolveOptions(options);
+  const { metric, bucket } = o.names;
+  const l = new Layout();
+  for (const signal of o.signals) {
+    if (signal.panels) signal.panels(panelKit(o, signal, l));
+    else TEMPLATES[signal.name]?.(l, o);
+  }
 
   l.row('Alerts');
   const alertNames = [...new Set(alertingRules(buildRules(options)).map((rule) => rule.alert))].join('|');

@@ -1,29 +1,24 @@
-export {
-  buildRules,
-  renderRules,
-  alertingRules,
-  queueWaitQuantileRecord,
-  memoryGapRecord,
-  streamRecords,
-  RUNBOOK_ANCHORS,
-  GENERATED_HEADER,
-} from './rules';
-export type { RuleFile, RuleGroup, AlertingRule, RecordingRule, Severity } from './rules';
-export { buildDashboard, renderDashboard, panelQueries } from './dashboard';
-export type { Dashboard, DashboardPanel, DashboardTarget } from './dashboard';
-export {
-  buildAlertmanagerConfig,
-  renderAlertmanagerConfig,
-  ALERTMANAGER_RECEIVER,
-  PLACEHOLDER_WEBHOOK_URL,
-} from './alertmanager';
+/**
+ * `@infersignal/rules`: the Prometheus rules, Grafana dashboard, Alertmanager configuration and Kubernetes
+ * manifests generated from core's signal definitions, as objects (`build*`) or text (`render*`), and the
+ * `infersignal-rules` command (`runRulesCli`, which `infersignal rules` loads).
+ */
+import { runRulesCli as runCommand } from './cli';
+
+export { buildRules, renderRules } from './rules';
+export type { RuleFile } from './rules';
+export { buildDashboard, renderDashboard } from './dashboard';
+export type { Dashboard } from './dashboard';
+export { buildAlertmanagerConfig, renderAlertmanagerConfig } from './alertmanager';
 export type { AlertmanagerOptions } from './alertmanager';
-export { ENGINE_TYPE_LABEL, buildKubernetesManifests, engineConfig } from './kubernetes';
+export { buildKubernetesManifests } from './kubernetes';
 export type { KubernetesOptions } from './kubernetes';
-export { runRulesCli, USAGE } from './cli';
-export type { CliIo } from './cli';
-export { resolveOptions, DEFAULT_RUNBOOK_URL, DEFAULT_FOR_SECONDS } from './options';
 export type { GeneratorOptions } from './options';
-export { RULE_METRICS, LABEL, NAMINGS, prometheusNameFor, metricNames } from './names';
-export type { Naming, MetricNames } from './names';
-export { parseDuration, formatDuration } from './duration';
+
+/**
+ * The `infersignal-rules` command on its arguments (`['rules', '--out', 'rules.yml']`), writing to stdout and
+ * stderr; resolves to the exit code.
+ */
+export function runRulesCli(argv: readonly string[]): Promise<number> {
+  return runCommand(argv);
+}

@@ -18,7 +18,7 @@ import { LABEL, recordBase } from './names';
 import { quantileSuffix } from './duration';
 import { buildRules, queueWaitQuantileRecord } from './rules';
 import { GENERATOR_OPTION_KEYS, resolveOptions, type GeneratorOptions } from './options';
-import { checkAtLeast, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
+import { fieldOrDefault, rejectValue } from '@infersignal/core/signals';
 
 export interface KubernetesOptions extends GeneratorOptions {
   /** Deployment / Service / job name (default `inference-server`). */
@@ -193,7 +193,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
   // The HPA's minReplicas must be at least 1.
   const minReplicas = fieldOrDefault('minReplicas', options.minReplicas, { type: 'integer', min: 1, max: 10_000 }, 1);
   const maxReplicas = fieldOrDefault('maxReplicas', options.maxReplicas, { type: 'integer', min: 1, max: 10_000 }, 10);
-  checkAtLeast('maxReplicas', maxReplicas, 'minReplicas', minReplicas);
+  if (!(maxReplicas >= minReplicas)) rejectValue('maxReplicas', maxReplicas, `>= minReplicas (${minReplicas})`);
   const selectorLabels = options.selectorLabels ?? { release: 'kube-prometheus-stack' };
   const labels = { 'app.kubernetes.io/name': app, 'app.kubernetes.io/part-of': 'infersignal' };
   const engine = engineConfig(options);

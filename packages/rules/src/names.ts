@@ -15,7 +15,10 @@
  *   an app's own SDK: dots to underscores, `_total` on counters, no unit
  *   suffix.
  */
-import { ATTR, METRICS, prometheusLabel, prometheusName, type InstrumentSpec, type MetricKey } from '@infersignal/core';
+import { ATTR, METRICS, prometheusLabel, prometheusName, type InstrumentSpec } from '@infersignal/core';
+
+/** A key of core's METRICS. */
+export type MetricKey = keyof typeof METRICS;
 
 export type Naming = 'collector' | 'otel-js';
 export const NAMINGS: readonly Naming[] = ['collector', 'otel-js'];
@@ -47,7 +50,12 @@ export function metricNames(naming: Naming): MetricNames {
  * naming, so what reads the recorded series never changes with it.
  */
 export function recordBase(key: MetricKey): string {
-  return prometheusName(METRICS[key] as InstrumentSpec).replace(/_total$/, '');
+  return specRecordBase(METRICS[key] as InstrumentSpec);
+}
+
+/** `recordBase` of an instrument spec (a signal definition's). */
+export function specRecordBase(spec: InstrumentSpec): string {
+  return prometheusName(spec).replace(/_total$/, '');
 }
 
 /** Label names, as the exporter writes the OTel attribute keys. */
@@ -94,6 +102,3 @@ export const RULE_METRICS: readonly MetricKey[] = [
   'breakerState',
   'signalLevel',
 ];
-
-/** Stream outcomes that count as completed; every other outcome is an interruption (core's StreamOutcome). */
-export const COMPLETED_OUTCOME = 'completed';

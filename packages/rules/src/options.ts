@@ -5,7 +5,13 @@
  * at the data.
  */
 import { resolveThresholds, type Thresholds, type ThresholdsInput } from '@infersignal/core';
-import { checkOptionKeys, fieldOrDefault } from '@infersignal/core/signals';
+import {
+  SIGNALS,
+  checkOptionKeys,
+  fieldOrDefault,
+  rejectValue,
+  type SignalDefinition,
+} from '@infersignal/core/signals';
 import { formatDuration, parseDuration } from './duration';
 import { metricNames, NAMINGS, type MetricNames, type Naming } from './names';
 
@@ -18,7 +24,7 @@ export const DEFAULT_RUNBOOK_URL = 'https://github.com/infersignal/infersignal/b
  * judge a 30 s sliding window; Prometheus sees scraped samples and needs a
  * longer hold to avoid paging on one busy scrape.
  */
-export const DEFAULT_FOR_SECONDS = 300;
+const DEFAULT_FOR_SECONDS = 300;
 
 export interface GeneratorOptions {
   /** Threshold input (same schema and validation as `createMonitor({ thresholds })`). */
@@ -67,10 +73,17 @@ export interface GeneratorOptions {
    * replica (default 0.5).
    */
   fleetShare?: number;
+  /**
+   * The signal definitions to generate for (default: core's `SIGNALS`). Add your own definitions
+   * (`[...SIGNALS, mine]`): their thresholds are validated with the rest, and their rules, panels and
+   * alerts join the output.
+   */
+  signals?: readonly SignalDefinition[];
 }
 
 export interface ResolvedOptions {
   thresholds: Thresholds;
+  signals: readonly SignalDefinition[];
   naming: Naming;
   /** Metric names in that naming. */
   names: MetricNames;
@@ -102,6 +115,7 @@ export const GENERATOR_OPTION_KEYS: readonly string[] = [
   'tailSeconds',
   'runbookUrl',
   'fleetShare',
+  'signals',
 ];
 
 export function resolveOptions(
@@ -109,7 +123,9 @@ export function resolveOptions(
   keys: readonly string[] = GENERATOR_OPTION_KEYS,
 ): ResolvedOptions {
   checkOptionKeys(options, keys, 'options');
-  const thresholds = resolveThresholds(options.thresholds ?? {}, 'thresholds');
+  const signals = options.signals ?? SIGNALS;
+  if (!Array.isArray(signals)) rejectValue('signals', signals, 'an array of signal definitions');
+  const thresholds = resolveThresholds(options.thresholds ?? {}, 'thresholds', signals);
   const window = (value: string | undefined, field: string, fallback: string): string => {
     const chosen = value ?? fallback;
     parseDuration(chosen, field);
@@ -130,6 +146,7 @@ export function resolveOptions(
   const naming = fieldOrDefault<Naming>('naming', options.naming, { type: 'enum', values: NAMINGS }, 'collector');
   return {
     thresholds,
+    signals,
     naming,
     names: metricNames(naming),
     forOverride: options.for,

@@ -4,6 +4,9 @@
  * event expression. Shared by the request-level groups (rules.ts) and the
  * capacity / runtime / connection groups (rules-runtime.ts).
  */
+import { SIGNALS, type SignalDefinition } from '@infersignal/core/signals';
+
+type AlertDefinition = NonNullable<SignalDefinition['alerts']>[number];
 import { LABEL } from './names';
 import type { ResolvedOptions } from './options';
 
@@ -41,12 +44,6 @@ export const by = (...labels: string[]): string => `by (${labels.join(', ')})`;
  */
 export const REPLICA_KEYS = ['job', 'instance', 'namespace', 'pod'];
 export const QUEUE_KEYS = [...REPLICA_KEYS, LABEL.queue];
-export const MODEL_KEYS = [...REPLICA_KEYS, LABEL.model];
-export const PROCESS_KEYS = [...REPLICA_KEYS, LABEL.memorySource];
-/** Event-loop and GC gauges carry no attribute: they are per process. */
-export const INSTANCE_KEYS = REPLICA_KEYS;
-/** Connection and TLS instruments are per process and instrumented server. */
-export const SERVER_KEYS = [...REPLICA_KEYS, LABEL.server];
 /** The fleet: every replica of a job (a fleet alert aggregates the replicas away, and says so). */
 export const FLEET_QUEUE_KEYS = ['job', LABEL.queue];
 
@@ -56,8 +53,6 @@ export const FLEET_QUEUE_KEYS = ['job', LABEL.queue];
  * the name lists the labels that tell a series' subject.
  */
 export const QUEUE_RECORD_LEVEL = ['job', LABEL.queue];
-export const MODEL_RECORD_LEVEL = ['job', LABEL.model];
-export const PROCESS_RECORD_LEVEL = ['job', 'instance', LABEL.memorySource];
 
 /** `{{ $labels.instance }}` in an annotation: the replica, as the alert names it. */
 export const REPLICA = '{{ $labels.instance }}';
@@ -85,44 +80,25 @@ export function recordName(levelLabels: string[], base: string, operation: strin
   return `${level.join('_')}:${base}:${operation}`;
 }
 
-/** The anchors in docs/runbook.md the alerts link to, by alert name. */
-export const RUNBOOK_ANCHORS: Record<string, string> = {
-  InferSignalQueueWaitHigh: 'queue-wait',
-  InferSignalQueueWaitCritical: 'queue-wait',
-  InferSignalQueueWaitTailHigh: 'queue-wait-tail',
-  InferSignalQueueOccupancyHigh: 'queue-occupancy',
-  InferSignalQueueOccupancyCritical: 'queue-occupancy',
-  InferSignalQueueAgeHigh: 'queue-age',
-  InferSignalQueueAgeCritical: 'queue-age',
-  InferSignalQueueTokenBacklogHigh: 'queue-token-backlog',
-  InferSignalQueueTokenBacklogCritical: 'queue-token-backlog',
-  InferSignalBackpressureCritical: 'backpressure',
-  InferSignalCapacityUtilizationHigh: 'capacity-utilization',
-  InferSignalCapacityUtilizationCritical: 'capacity-utilization',
-  InferSignalTimeToSaturationLow: 'time-to-saturation',
-  InferSignalFleetOverloaded: 'fleet-overloaded',
-  InferSignalModelLoadSpike: 'model-load-spike',
-  InferSignalStreamInterruptions: 'stream-interruptions',
-  InferSignalStreamInterruptionsCritical: 'stream-interruptions',
-  InferSignalGpuFragmentation: 'gpu-fragmentation',
-  InferSignalMemoryDrift: 'memory-drift',
-  InferSignalEventLoopDelayHigh: 'event-loop-delay',
-  InferSignalEventLoopDelayCritical: 'event-loop-delay',
-  InferSignalHeapLiveHigh: 'heap-headroom',
-  InferSignalHeapLiveCritical: 'heap-headroom',
-  InferSignalHeapExhaustionSoon: 'heap-exhaustion',
-  InferSignalHeapExhaustionCritical: 'heap-exhaustion',
-  InferSignalConnectionsSaturated: 'connections-saturated',
-  InferSignalConnectionsSaturatedCritical: 'connections-saturated',
-  InferSignalConnectionsRejected: 'connections-rejected',
-  InferSignalTlsHandshakeFailures: 'tls-handshake-failures',
-  InferSignalCircuitBreakerOpen: 'circuit-breaker-open',
-  InferSignalInternalErrors: 'internal-errors',
-};
+/** Every alert of the signal definitions, by name. */
+function alertsOf(signals: readonly SignalDefinition[]): Map<string, AlertDefinition> {
+  return new Map(signals.flatMap((signal) => (signal.alerts ?? []).map((a) => [a.name, a] as const)));
+}
 
+const CORE_ALERTS = alertsOf(SIGNALS);
+
+/** The anchors in docs/runbook.md the alerts link to, by alert name (from core's signal definitions). */
+export const RUNBOOK_ANCHORS: Record<string, string> = Object.fromEntries(
+  [...CORE_ALERTS.values()].map((a) => [a.name, a.runbook]),
+);
+
+/**
+ * An alerting rule of a template still kept in this package: its name,
+ * signal and severity must be the ones its signal's definition gives.
+ */
 export function alert(
   options: ResolvedOptions,
-  name: keyof typeof RUNBOOK_ANCHORS,
+  name: string,
   signal: string,
   severity: Severity,
   expr: string,
@@ -131,16 +107,30 @@ export function alert(
   description: string,
   keepFiring?: string,
 ): AlertingRule {
-  const anchor = RUNBOOK_ANCHORS[name];
-  if (anchor === undefined) throw new Error(`infersignal-rules: alert ${name} has no runbook anchor`);
+  const defined = CORE_ALERTS.get(name);
+  if (defined === undefined || defined.signal !== signal || defined.severity !== severity)
+    throw new Error(`infersignal-rules: alert ${name} (${signal}, ${severity}) is not in the signal definitions`);
+  return alertRule(options, defined, expr, hold, summary, description, keepFiring);
+}
+
+/** An alerting rule from its definition (name, severity, signal, anchor) and the template's expression and text. */
+export function alertRule(
+  o: ResolvedOptions,
+  defined: { name: string; signal: string; severity: Severity; runbook: string },
+  expr: string,
+  hold: string | undefined,
+  summary: string,
+  description: string,
+  keepFiring?: string,
+): AlertingRule {
   // Key order is the order people expect to read in the YAML: alert, expr, for, keep_firing_for, labels, annotations.
   return {
-    alert: name,
+    alert: defined.name,
     expr,
     ...(hold !== undefined && hold !== '0s' ? { for: hold } : {}),
     ...(keepFiring !== undefined && keepFiring !== '0s' ? { keep_firing_for: keepFiring } : {}),
-    labels: { severity, [LABEL.signal]: signal },
-    annotations: { summary, description, runbook_url: `${options.runbookUrl}#${anchor}` },
+    labels: { severity: defined.severity, [LABEL.signal]: defined.signal },
+    annotations: { summary, description, runbook_url: `${o.runbookUrl}#${defined.runbook}` },
   };
 }
 

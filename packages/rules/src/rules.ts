@@ -5,23 +5,17 @@
  * in order, groups run independently).
  */
 import { stringify } from 'yaml';
-import { METRICS } from '@infersignal/core';
-import { COMPLETED_OUTCOME, LABEL, recordBase } from './names';
+import { ruleKit } from './kit';
+import { LABEL, recordBase } from './names';
 import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { holdFor, levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 import {
   FLEET_QUEUE_KEYS,
-  MODEL_KEYS,
-  MODEL_RECORD_LEVEL,
-  PROCESS_KEYS,
-  PROCESS_RECORD_LEVEL,
   QUEUE_KEYS,
   QUEUE_RECORD_LEVEL,
   REPLICA,
-  REPLICA_KEYS,
   alert,
   by,
-  eventExpr,
   onReplica,
   recordName,
   signalLevel,
@@ -30,23 +24,14 @@ import {
   type RuleFile,
   type RuleGroup,
 } from './rule-parts';
-import { breakerGroup, capacityGroup, connectionsGroup, runtimeGroup } from './rules-runtime';
+import { capacityGroup } from './rules-runtime';
 
-export type { Severity, RecordingRule, AlertingRule, RuleGroup, RuleFile } from './rule-parts';
+export type { AlertingRule, RuleFile } from './rule-parts';
 export { RUNBOOK_ANCHORS } from './rule-parts';
 
 /** Name of the recorded queue-wait quantile (the dashboard reads the same series). */
 export function queueWaitQuantileRecord(quantile: number): string {
   return recordName([...QUEUE_RECORD_LEVEL, LABEL.model], recordBase('queueWait'), quantileSuffix(quantile));
-}
-
-/** Name of the recorded reserved − allocated gap per process and memory source. */
-export function memoryGapRecord(): string {
-  return recordName(
-    PROCESS_RECORD_LEVEL,
-    recordBase('memoryReserved'),
-    `minus_${METRICS.memoryAllocated.name.split('.').pop()}`,
-  );
 }
 
 /**
@@ -202,7 +187,7 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
 }
 
 /** The signals whose levels a fleet page counts. */
-export const FLEET_SIGNALS = ['capacity', 'queue_wait', 'queue_occupancy'] as const;
+const FLEET_SIGNALS = ['capacity', 'queue_wait', 'queue_occupancy'] as const;
 /** The signals whose per-replica pages a fleet page stands for (inhibited in the Alertmanager config): those, and shedding. */
 export const FLEET_INHIBITS = [...FLEET_SIGNALS, 'queue_backpressure'] as const;
 
@@ -241,145 +226,22 @@ function fleetGroup(o: ResolvedOptions): RuleGroup {
   };
 }
 
-function modelLoadGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const keys = [...MODEL_KEYS, LABEL.loadKind];
-  return {
-    name: 'infersignal.model_load',
-    rules: [
-      alert(
-        o,
-        'InferSignalModelLoadSpike',
-        'model_load',
-        'warning',
-        eventExpr(metric('modelLoadSpikes'), keys, o.eventWindow),
-        undefined,
-        'Model load slower than its baseline',
-        `A {{ $labels.${LABEL.loadKind} }} of {{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }}) in the last ${o.eventWindow} took more than ${o.thresholds.modelLoad.spikeFactor}x the model's healthy baseline (thresholds.modelLoad.spikeFactor) and at least ${o.thresholds.modelLoad.minSpikeSeconds}s (thresholds.modelLoad.minSpikeSeconds): storage, cache or device contention.`,
-      ),
-    ],
-  };
-}
+/** The rule templates still kept here, by signal definition name (the others are the definitions' own). */
+const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
+  queue: queueGroup,
+  capacity: capacityGroup,
+  fleet: fleetGroup,
+};
 
-/** Name of the recorded interrupted-stream share and stream count. */
-export function streamRecords(): { ratio: string; count: string } {
-  return {
-    ratio: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'interrupted_ratio'),
-    count: recordName(MODEL_RECORD_LEVEL, recordBase('streams'), 'increase'),
-  };
-}
-
-function streamGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const s = o.thresholds.stream;
-  const hold = holdFor(o, 0);
-  const records = streamRecords();
-  const streams = metric('streams');
-  const guard = `and on (job, instance, ${LABEL.model}) ${records.count} >= ${s.minSamples}`;
-  const where = `{{ $labels.${LABEL.model} }} on replica ${REPLICA} ({{ $labels.job }})`;
-  return {
-    name: 'infersignal.stream',
-    rules: [
-      { record: records.count, expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}[${o.streamWindow}]))` },
-      {
-        record: records.ratio,
-        expr: `sum ${by(...MODEL_KEYS)} (increase(${streams}{${LABEL.outcome}!="${COMPLETED_OUTCOME}"}[${o.streamWindow}])) / ${records.count}`,
-      },
-      alert(
-        o,
-        'InferSignalStreamInterruptions',
-        'stream_interruptions',
-        'warning',
-        `${records.ratio} > ${s.interruptedRatio} ${guard}`,
-        hold,
-        `Interrupted streams above ${humanPercent(s.interruptedRatio)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted (cancelled, error, unavailable, deadline exceeded) over ${o.streamWindow}, above ${humanPercent(s.interruptedRatio)} (thresholds.stream.interruptedRatio), with at least ${s.minSamples} streams (thresholds.stream.minSamples).`,
-      ),
-      alert(
-        o,
-        'InferSignalStreamInterruptionsCritical',
-        'stream_interruptions',
-        'critical',
-        `${records.ratio} > ${s.interruptedRatioCritical} ${guard}`,
-        hold,
-        `Interrupted streams above ${humanPercent(s.interruptedRatioCritical)}`,
-        `{{ $value | humanizePercentage }} of the streams of ${where} ended interrupted over ${o.streamWindow}, above ${humanPercent(s.interruptedRatioCritical)} (thresholds.stream.interruptedRatioCritical), with at least ${s.minSamples} streams.`,
-      ),
-    ],
-  };
-}
-
-function deviceMemoryGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const d = o.thresholds.deviceMemory;
-  const gap = memoryGapRecord();
-  const reserved = `sum ${by(...PROCESS_KEYS)} (${metric('memoryReserved')})`;
-  const where = `replica ${REPLICA} ({{ $labels.job }}, source {{ $labels.${LABEL.memorySource} }})`;
-  return {
-    name: 'infersignal.device_memory',
-    rules: [
-      { record: gap, expr: `${reserved} - sum ${by(...PROCESS_KEYS)} (${metric('memoryAllocated')})` },
-      alert(
-        o,
-        'InferSignalGpuFragmentation',
-        'gpu_fragmentation',
-        'warning',
-        `max ${by(...PROCESS_KEYS)} (${metric('memoryFragmentation')}) > ${d.fragmentation}`,
-        holdFor(o, d.fragmentationForSeconds),
-        `Device memory fragmentation above ${humanPercent(d.fragmentation)}`,
-        `Fragmentation (1 - allocated / reserved) of ${where} is {{ $value | humanizePercentage }}, above ${humanPercent(d.fragmentation)} (thresholds.deviceMemory.fragmentation): the allocator holds memory no tensor uses; large allocations may fail although memory looks free.`,
-      ),
-      alert(
-        o,
-        'InferSignalMemoryDrift',
-        'memory_drift',
-        'warning',
-        `deriv(${gap}[${o.driftWindow}]) * ${o.driftWindowSeconds} / ${reserved} > ${d.driftMinGrowth}`,
-        holdFor(o, 0),
-        'Reserved-minus-allocated device memory keeps growing',
-        `The reserved - allocated gap of ${where} grew by {{ $value | humanizePercentage }} of reserved memory over ${o.driftWindow} (linear fit), above ${humanPercent(d.driftMinGrowth)} (thresholds.deviceMemory.driftMinGrowth): a leak precursor.`,
-      ),
-    ],
-  };
-}
-
-function internalGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const keys = [...REPLICA_KEYS, LABEL.errorSource];
-  return {
-    name: 'infersignal.internal',
-    rules: [
-      alert(
-        o,
-        'InferSignalInternalErrors',
-        'internal_errors',
-        'warning',
-        eventExpr(metric('internalErrors'), keys, o.eventWindow),
-        undefined,
-        'InferSignal caught internal errors',
-        `InferSignal in replica ${REPLICA} ({{ $labels.job }}) caught errors from {{ $labels.${LABEL.errorSource} }} in the last ${o.eventWindow}. Requests were not affected, but signals may be missing.`,
-      ),
-    ],
-  };
-}
-
-/** The rule groups for the given thresholds and options. */
+/** The rule groups for the given thresholds and options: one per signal definition that has rules. */
 export function buildRules(options: GeneratorOptions = {}): RuleFile {
   const o = resolveOptions(options);
-  return {
-    groups: [
-      queueGroup(o),
-      capacityGroup(o),
-      fleetGroup(o),
-      modelLoadGroup(o),
-      streamGroup(o),
-      deviceMemoryGroup(o),
-      runtimeGroup(o),
-      connectionsGroup(o),
-      breakerGroup(o),
-      internalGroup(o),
-    ],
-  };
+  const groups: RuleGroup[] = [];
+  for (const signal of o.signals) {
+    const group = signal.rules ? signal.rules(ruleKit(o, signal)) : TEMPLATES[signal.name]?.(o);
+    if (group) groups.push(group);
+  }
+  return { groups };
 }
 
 /** Every alerting rule of a rule file, in order. */
@@ -387,7 +249,7 @@ export function alertingRules(file: RuleFile): AlertingRule[] {
   return file.groups.flatMap((group) => group.rules.filter((rule): rule is AlertingRule => 'alert' in rule));
 }
 
-export const GENERATED_HEADER =
+const GENERATED_HEADER =
   'Generated by @infersignal/rules from the InferSignal thresholds. Do not edit by hand: change the thresholds and regenerate.';
 
 /** YAML text of the rules, as `promtool check rules` and Prometheus read it. */

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { buildKubernetesManifests, renderDashboard, renderRules, runRulesCli } from '@infersignal/rules';
+import { buildKubernetesManifests, renderDashboard, renderRules } from '@infersignal/rules';
+import { runRulesCli } from '../src/cli';
 
 const dir = mkdtempSync(join(tmpdir(), 'infersignal-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,7 +4,8 @@
  * are run on a real Prometheus in e2e-prometheus.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { buildDashboard, panelQueries, renderDashboard } from '@infersignal/rules';
+import { buildDashboard, renderDashboard } from '@infersignal/rules';
+import { panelQueries } from '../src/dashboard';
 
 describe('buildDashboard', () => {
   const dashboard = JSON.parse(renderDashboard()) as ReturnType<typeof buildDashboard>;

@@ -12,14 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import {
-  LABEL,
-  buildDashboard,
-  panelQueries,
-  queueWaitQuantileRecord,
-  renderAlertmanagerConfig,
-  renderRules,
-} from '@infersignal/rules';
+import { buildDashboard, renderAlertmanagerConfig, renderRules } from '@infersignal/rules';
+import { LABEL } from '../src/names';
+import { panelQueries } from '../src/dashboard';
+import { queueWaitQuantileRecord } from '../src/rules';
 import { findBinary, freePort, skipReason, startPrometheusAndAlertmanager, waitFor } from './helpers/binaries';
 import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
 

@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { LABEL, renderRules, streamRecords } from '@infersignal/rules';
+import { buildRules, renderRules } from '@infersignal/rules';
+import { LABEL } from '../src/names';
 import { findBinary, freePort, skipReason, startDaemon, waitFor } from './helpers/binaries';
 import { startInstrumentedServer } from './helpers/instrumented';
 
@@ -102,7 +103,17 @@ describe.skipIf(!prometheusBin)(
         const rejected = await query(`${metric('connectionsRejected')}{${LABEL.server}="api"}`);
         expect(rejected.map((s) => Number(s.value[1]))).toEqual([0]);
         // The interrupted share is recorded from the start (0 streams: NaN, not absent), so it needs no special case.
-        const records = streamRecords();
+        const recorded = buildRules()
+          .groups.flatMap((group) => group.rules)
+          .flatMap((rule) => ('record' in rule && rule.record ? [rule.record] : []));
+        const records = {
+          count: recorded.find((name) => /streams[^:]*:increase$/.test(name))!,
+          ratio: recorded.find((name) => name.endsWith(':interrupted_ratio'))!,
+        };
+        expect(records, 'the recorded stream count and interrupted share').toEqual({
+          count: expect.stringMatching(/stream/),
+          ratio: expect.stringMatching(/stream/),
+        });
         await waitFor('the stream count recorded at 0', 10_000, async () => {
           const [count] = await query(`${records.count}{${model}}`);
           return count && Number(count.value[1]) === 0 ? true : undefined;

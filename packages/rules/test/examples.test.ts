@@ -17,16 +17,16 @@ import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
-import { DEFAULT_THRESHOLDS } from '@infersignal/core';
+import { DEFAULT_THRESHOLDS } from '../../core/src/config';
 import {
-  ALERTMANAGER_RECEIVER,
-  ENGINE_TYPE_LABEL,
   buildAlertmanagerConfig,
   buildKubernetesManifests,
   buildRules,
-  engineConfig,
   renderAlertmanagerConfig,
 } from '@infersignal/rules';
+import { engineConfig } from '../src/kubernetes';
+import { ALERTMANAGER_RECEIVER } from '../src/alertmanager';
+import { ENGINE_TYPE_LABEL } from '../src/kubernetes';
 import { findBinary, runTool, skipReason } from './helpers/binaries';
 
 const amtool = findBinary('amtool');

@@ -7,7 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRICS } from '@infersignal/core';
-import { LABEL, RULE_METRICS, buildDashboard, buildRules, panelQueries, alertingRules } from '@infersignal/rules';
+import { buildDashboard, buildRules } from '@infersignal/rules';
+import { LABEL, RULE_METRICS } from '../src/names';
+import { panelQueries } from '../src/dashboard';
+import { alertingRules } from '../src/rules';
 import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
 import {
   RUNTIME_THRESHOLDS,
@@ -36,7 +39,7 @@ function samples(name: string, labels: Record<string, string> = {}): { line: str
     .split('\n')
     .filter(
       (line) =>
-        line.startsWith(`${name}{`) &&
+        (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) &&
         Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)),
     )
     .map((line) => ({ line, value: Number(line.slice(line.lastIndexOf(' ') + 1)) }));

@@ -8,22 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import {
-  DEFAULT_THRESHOLDS,
-  InferSignalConfigError,
-  METRICS,
-  prometheusName,
-  type InstrumentSpec,
-} from '@infersignal/core';
-import {
-  LABEL,
-  DEFAULT_RUNBOOK_URL,
-  RUNBOOK_ANCHORS,
-  alertingRules,
-  buildRules,
-  renderRules,
-  type AlertingRule,
-} from '@infersignal/rules';
+import { InferSignalConfigError, METRICS, prometheusName, type InstrumentSpec } from '@infersignal/core';
+import { DEFAULT_THRESHOLDS } from '../../core/src/config';
+import { buildRules, renderRules } from '@infersignal/rules';
+import { LABEL } from '../src/names';
+import { DEFAULT_RUNBOOK_URL } from '../src/options';
+import { RUNBOOK_ANCHORS, alertingRules, type AlertingRule } from '../src/rules';
 import { findBinary, runTool, skipReason } from './helpers/binaries';
 
 const promtool = findBinary('promtool');

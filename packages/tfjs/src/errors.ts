@@ -1,8 +1,5 @@
-import {
-  ModelLoadError as BaseLoadError,
-  ModelReleasedError as BaseReleasedError,
-  brand,
-} from '@infersignal/core/signals';
+import { ModelLoadError as BaseLoadError, ModelReleasedError as BaseReleasedError } from '@infersignal/core';
+import { brand } from '@infersignal/core/signals';
 
 /** A TF.js model load or reload failed: core's ModelLoadError named for TF.js; the runtime's error is `cause`. */
 export class ModelLoadError extends BaseLoadError {

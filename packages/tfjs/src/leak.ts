@@ -1,9 +1,9 @@
 import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import {
+  fieldOrDefault,
   SlidingWindow,
   checkOptionKeys,
   linearFit,
-  nameOption,
   type Signal,
   type SignalContext,
 } from '@infersignal/core/signals';
@@ -100,16 +100,16 @@ class Detector implements TensorLeakDetector {
     const now = this.slope >= minSlope && fit.r2 >= minR2;
     if (now === this.leaking) return;
     this.leaking = now;
-    this.signal.ctx.report(
-      TENSOR_LEAK_SIGNAL,
-      now ? 'warn' : 'ok',
-      this.slope,
-      minSlope,
-      this.labels,
-      now
+    this.signal.ctx.report({
+      signal: TENSOR_LEAK_SIGNAL,
+      level: now ? 'warn' : 'ok',
+      value: this.slope,
+      threshold: minSlope,
+      labels: this.labels,
+      message: now
         ? `TF.js tensor count grows by ${this.slope.toFixed(2)} tensors per request over the last ${windowSize} requests (model ${this.model}): a handler is not disposing its tensors`
         : `TF.js tensor count is flat again (model ${this.model})`,
-    );
+    });
   }
 
   reset(): void {
@@ -122,7 +122,13 @@ class Detector implements TensorLeakDetector {
     if (!this.signal.detectors.delete(this)) return;
     if (this.leaking) {
       this.leaking = false;
-      this.signal.ctx.report(TENSOR_LEAK_SIGNAL, 'ok', 0, this.settings.minSlope, this.labels);
+      this.signal.ctx.report({
+        signal: TENSOR_LEAK_SIGNAL,
+        level: 'ok',
+        value: 0,
+        threshold: this.settings.minSlope,
+        labels: this.labels,
+      });
     }
   }
 }
@@ -163,7 +169,12 @@ export function createTensorLeakDetector(
   if (typeof numTensors !== 'function')
     throw new InferSignalConfigError('numTensors', 'must be a function returning tf.memory().numTensors');
   const settings = leakSettings(options);
-  const model = nameOption('options.model', options.model);
+  const model = fieldOrDefault<string | undefined>(
+    'options.model',
+    options.model,
+    { type: 'string', maxLength: 128 },
+    undefined,
+  );
   if (model === undefined) throw new InferSignalConfigError('options.model', 'must name the model the alert is about');
   let signal = signals.get(monitor);
   if (signal === undefined) {

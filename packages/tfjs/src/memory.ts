@@ -26,7 +26,7 @@ export interface TfMemoryOptions {
  * unknown unless given (the tensorflow backend does not expose its
  * allocator's pool).
  */
-export function tfMemorySources(tf: Pick<TfRuntime, 'memory'>, reserved?: () => number | undefined) {
+function tfMemorySources(tf: Pick<TfRuntime, 'memory'>, reserved?: () => number | undefined) {
   return {
     allocated(): number | undefined {
       const info = tf.memory() as ReturnType<TfRuntime['memory']> & GpuMemoryInfo;

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
-import { ModelLoadError, fileSystemHandler, loadGraphModel } from '@infersignal/tfjs';
+import { fileSystemHandler, loadGraphModel } from '@infersignal/tfjs';
+import { ModelLoadError } from '../src/errors';
 import {
   GRAPH_WEIGHTS,
   SHIFTED_WEIGHTS,

@@ -30,7 +30,7 @@ export function harness(options: MonitorOptions = {}): Harness {
   };
 }
 
-export { maxAbsDiff, sleep, tinyMlp };
+export { maxAbsDiff, tinyMlp };
 
 const grid = (rows: number, cols: number, f: (i: number, j: number) => number) =>
   Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => f(i, j)));

@@ -1,13 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
-import {
-  TENSOR_LEAK_SIGNAL,
-  createTensorLeakDetector,
-  fileSystemHandler,
-  loadLayersModel,
-  watchTfMemory,
-} from '@infersignal/tfjs';
+import { createTensorLeakDetector, fileSystemHandler, loadLayersModel, watchTfMemory } from '@infersignal/tfjs';
+import { TENSOR_LEAK_SIGNAL } from '../src/leak';
 import { harness, saveTinyMlp, type Harness } from './helpers';
 
 let modelPath: string;

@@ -3,7 +3,8 @@ import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, InferSignalConfigError, METRICS } from '@infersignal/core';
-import { ModelLoadError, ModelReleasedError, fileSystemHandler, loadLayersModel, loadModel } from '@infersignal/tfjs';
+import { fileSystemHandler, loadLayersModel, loadModel } from '@infersignal/tfjs';
+import { ModelLoadError, ModelReleasedError } from '../src/errors';
 import { delayed, harness, maxAbsDiff, saveTinyMlp, taking, tinyMlp, type Harness } from './helpers';
 
 let modelPath: string;

@@ -1,4 +1,5 @@
-import { ModelLoadError, ModelReleasedError, brand } from '@infersignal/core/signals';
+import { ModelLoadError, ModelReleasedError } from '@infersignal/core';
+import { brand } from '@infersignal/core/signals';
 
 /** Why a pipeline did not load, as far as the library's error tells. */
 export type PipelineLoadFailureReason = 'missing' | 'corrupt' | 'unsupported' | 'unknown';

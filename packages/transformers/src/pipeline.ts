@@ -8,8 +8,8 @@ import {
   type Ticket,
 } from '@infersignal/core';
 import {
+  fieldOrDefault,
   ModelHost,
-  booleanOption,
   checkOptionKeys,
   checkQueueOption,
   resolveQueue,
@@ -314,5 +314,5 @@ function validate(name: unknown, task: unknown, modelId: unknown, options: Creat
   )
     throw new InferSignalConfigError('options.pipelineOptions', "must be an object (pipeline()'s options)");
   checkQueueOption(options.queue);
-  if (options.shed !== undefined) booleanOption('options.shed', options.shed, false);
+  if (options.shed !== undefined) fieldOrDefault('options.shed', options.shed, { type: 'boolean' }, false);
 }

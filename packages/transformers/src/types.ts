@@ -2,7 +2,7 @@ import type { AllTasks, PipelineType, PretrainedModelOptions } from '@huggingfac
 import type { QueueTracker } from '@infersignal/core';
 import type { QueueOption } from '@infersignal/core/signals';
 
-export type { AllTasks, PipelineType, PretrainedModelOptions };
+export type { AllTasks, PipelineType };
 
 /** The part of the `@huggingface/transformers` module this package uses. */
 export interface TransformersRuntime {
@@ -73,7 +73,7 @@ export interface RunOptions {
 }
 
 /** Rows and tokens of one call, read from the tokenizer output the pipeline computed. */
-export interface CallUsage {
+interface CallUsage {
   /** Rows of the tokenized input (0 when the pipeline ran no tokenizer in its synchronous part). */
   readonly batch: number;
   /** Tokens of the input, padding excluded. */

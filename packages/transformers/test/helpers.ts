@@ -4,7 +4,7 @@ import * as transformers from '@huggingface/transformers';
 export { transformers };
 
 /** The folder scripts/make-transformers-models.py writes; the library reads model ids under it, never a hub. */
-export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 /** Local folders only: a model id that is not there fails instead of being downloaded. */
 export function offline(): void {
@@ -19,7 +19,7 @@ export const PIPELINE_OPTIONS = { local_files_only: true } as const;
 export { type Harness, harness } from '../../../test/support/model-harness';
 
 // The tiny models of scripts/make-transformers-models.py, recomputed here so every number can be checked.
-export const VOCAB = [
+const VOCAB = [
   '[PAD]',
   '[UNK]',
   '[CLS]',

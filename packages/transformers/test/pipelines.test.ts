@@ -1,6 +1,8 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
-import { PipelineLoadError, TRANSFORMERS_ATTR, createPipeline } from '@infersignal/transformers';
+import { createPipeline } from '@infersignal/transformers';
+import { PipelineLoadError } from '../src/errors';
+import { TRANSFORMERS_ATTR } from '../src/attributes';
 import {
   PIPELINE_OPTIONS,
   continuation,

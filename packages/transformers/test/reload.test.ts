@@ -2,7 +2,8 @@ import { request, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ATTR, METRICS } from '@infersignal/core';
-import { PipelineLoadError, PipelineReleasedError, createPipeline } from '@infersignal/transformers';
+import { createPipeline } from '@infersignal/transformers';
+import { PipelineLoadError, PipelineReleasedError } from '../src/errors';
 import { PIPELINE_OPTIONS, embedding, harness, maxAbsDiff, offline, transformers, type Harness } from './helpers';
 
 let h: Harness;

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { readResult, reportFormat, writeReport } from './render';
 
-export const REPORT_USAGE = `usage: infersignal report <run.json> [other.json] [--out report.html|report.svg]
+const REPORT_USAGE = `usage: infersignal report <run.json> [other.json] [--out report.html|report.svg]
 
 Draws a bench result (written by infersignal bench --json) as one
 self-contained HTML page (chart, per-stage summary, alerts, configuration)

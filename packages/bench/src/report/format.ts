@@ -14,12 +14,7 @@ export function formatAt(ms: number): string {
   return `${(ms / 1000).toFixed(2)} s`;
 }
 
-/** The lead time as the text report writes it (one decimal). */
-export function formatLead(seconds: number): string {
-  return `${Math.abs(seconds).toFixed(1)} s`;
-}
-
-export function formatBytes(bytes: number): string {
+function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let v = bytes;
   let i = 0;
@@ -30,7 +25,7 @@ export function formatBytes(bytes: number): string {
   return `${v >= 100 || i === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`;
 }
 
-export function formatPercent(ratio: number): string {
+function formatPercent(ratio: number): string {
   return `${(ratio * 100).toFixed(ratio < 0.1 ? 1 : 0)} %`;
 }
 

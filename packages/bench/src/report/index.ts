@@ -1,4 +1,3 @@
 export { renderReportHtml, renderReportSvg, writeReport, readResult, reportFormat } from './render';
-export type { ReportFormat, ReportRun } from './render';
-export { reportCommand, REPORT_USAGE } from './command';
-export { SAMPLE_KEYS } from '../gauge-samples';
+export type { ReportRun } from './render';
+export { reportCommand } from './command';

@@ -1,7 +1,7 @@
 import { SAMPLE_KEYS } from '../gauge-samples';
 import type { ValueUnit } from './format';
 
-export interface LaneSeries {
+interface LaneSeries {
   /** Key in a timeline point's `values`. */
   key: string;
   label: string;

@@ -75,7 +75,7 @@ function leadOf(record: AlertRecord, failure: FirstFailure | null): number | nul
 }
 
 /** The lead with the largest value: the earliest warning (or the least late one). */
-export function headlineLead(result: BenchResult): LeadTime | null {
+function headlineLead(result: BenchResult): LeadTime | null {
   let best: LeadTime | null = null;
   for (const lead of result.leadTimes ?? []) {
     if (lead.leadSeconds === null) continue;

@@ -7,7 +7,7 @@ export interface Scale {
 }
 
 /** 1, 2, 5 × 10^k at or above `value`. */
-export function niceCeil(value: number): number {
+function niceCeil(value: number): number {
   if (!(value > 0)) return 1;
   const power = 10 ** Math.floor(Math.log10(value));
   for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= value * (1 - 1e-9)) return step * power;

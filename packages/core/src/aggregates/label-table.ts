@@ -2,7 +2,7 @@ export const OVERFLOW_LABEL = '_other';
 const MAX_LABEL_LENGTH = 128;
 
 /** Makes an arbitrary value a safe label: a string, control characters removed, length-capped. */
-export function sanitizeLabel(value: unknown, fallback = 'unknown'): string {
+function sanitizeLabel(value: unknown, fallback = 'unknown'): string {
   if (value === undefined || value === null || value === '') return fallback;
   let text = typeof value === 'string' ? value : String(value);
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this pattern removes.

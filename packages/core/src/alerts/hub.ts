@@ -1,4 +1,6 @@
-import type { AlertEvent, AlertListener, Level, SignalName } from '../types';
+import type { AlertEvent, AlertListener, AlertReport, Level, SignalName } from '../types';
+
+const NO_LABELS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 interface SignalState {
   level: Level;
@@ -33,15 +35,9 @@ export class AlertHub {
   }
 
   /** Sets a signal's level; emits an event only when the level changed. Returns the event or undefined. */
-  set(
-    signal: SignalName,
-    level: Level,
-    value: number,
-    threshold: number,
-    labels: Record<string, string>,
-    message?: string,
-    details?: Record<string, unknown>,
-  ): AlertEvent | undefined {
+  set(report: AlertReport): AlertEvent | undefined {
+    const { signal, level, value, threshold, message, details } = report;
+    const labels = report.labels ?? NO_LABELS;
     const k = key(signal, labels);
     const state = this.states.get(k);
     const previousLevel = state?.level ?? 'ok';

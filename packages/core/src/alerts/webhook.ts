@@ -4,7 +4,7 @@ const RANK: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
 const COLOR: Record<Level, string> = { ok: '#2eb67d', warn: '#ecb22e', critical: '#e01e5a' };
 
 /** Slack-compatible body (`text` + `attachments`); the raw event rides along under `infersignal`. */
-export function slackBody(event: AlertEvent, service: string): Record<string, unknown> {
+function slackBody(event: AlertEvent, service: string): Record<string, unknown> {
   const labels = Object.entries(event.labels).map(([k, v]) => ({ title: k, value: v, short: true }));
   return {
     text: `[${event.level.toUpperCase()}] ${service}: ${event.message}`,

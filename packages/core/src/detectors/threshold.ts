@@ -1,4 +1,4 @@
-import type { Level } from '../types';
+import type { Level } from '../contract';
 
 export interface ThresholdLevels {
   warn: number;

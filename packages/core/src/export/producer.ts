@@ -30,7 +30,7 @@ const TEMPORALITY_DELTA = 0;
 const TEMPORALITY_CUMULATIVE = 1;
 const VALUE_TYPE_DOUBLE = 1;
 
-export type Temporality = 'cumulative' | 'delta';
+type Temporality = 'cumulative' | 'delta';
 /** The temporality a reader wants for core's aggregate kinds, asked at every collection. */
 export type TemporalitySelector = (instrument: 'histogram' | 'counter') => Temporality;
 const ALWAYS_CUMULATIVE: TemporalitySelector = () => 'cumulative';

@@ -2,7 +2,7 @@ import type { Signal, SignalContext } from '../contract';
 import { SlidingWindow } from '../detectors/sliding-window';
 
 /** A candidate cause of a P99 glitch: its value now and how unusual that is against its own recent ticks. */
-export interface GlitchFactor {
+interface GlitchFactor {
   value: number;
   baseline: number;
   zScore: number;
@@ -34,7 +34,7 @@ const SIGMA_FLOOR: Record<string, number> = {
  * factor with the largest z-score against its own baseline, if that z is
  * at least 2; otherwise `unknown`.
  */
-export class GlitchAttributor {
+class GlitchAttributor {
   private readonly history = new Map<string, SlidingWindow>();
   private latest: Record<string, GlitchFactor> = {};
 

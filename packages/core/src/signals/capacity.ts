@@ -1,8 +1,8 @@
-import type { Thresholds } from '../config';
+import type { Thresholds } from '../thresholds';
 import { linearFit } from '../detectors/drift';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { WarnKeep } from '../detectors/threshold';
-import type { Level } from '../types';
+import type { Level } from '../contract';
 
 export interface CapacityEstimate {
   /** Arrival rate λ, EWMA (requests/s). */

@@ -1,10 +1,11 @@
 import type { Attributes } from '@opentelemetry/api';
-import { InferSignalConfigError } from '../config';
+import { InferSignalConfigError } from '../errors';
 import { fieldOrDefault, rejectValue } from '../validate';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { DriftDetector, type LinearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
-import { ATTR, METRICS } from '../names';
+import { ATTR } from '../attributes';
+import { deviceMemorySignal } from '../definitions/device-memory';
 import { checkOptionKeys, nameOption } from '../options';
 import type { DeviceMemoryHandle, DeviceMemoryOptions, Level, Snapshot } from '../types';
 
@@ -106,7 +107,13 @@ export class DeviceMemory implements DeviceMemoryHandle {
     this.fragmentation = Math.max(0, 1 - this.allocated / this.reserved);
     if (this.judgesFragmentation) {
       this.level = this.fragmentationDetector.update(this.fragmentation, now);
-      ctx.report('gpu_fragmentation', this.level, this.fragmentation, t.fragmentation, this.labels);
+      ctx.report({
+        signal: 'gpu_fragmentation',
+        level: this.level,
+        value: this.fragmentation,
+        threshold: t.fragmentation,
+        labels: this.labels,
+      });
     }
 
     this.drift.update(this.reserved - this.allocated, now);
@@ -121,19 +128,19 @@ export class DeviceMemory implements DeviceMemoryHandle {
     // The gap is reported when it drifts (or nothing does); allocated when only it does.
     const shown = fit.drifting || !live.drifting ? fit : live;
     const what = shown === fit ? 'reserved − allocated gap' : 'allocated memory (live blocks kept, none freed)';
-    ctx.report(
-      'memory_drift',
-      this.drifting ? 'warn' : 'ok',
-      shown.slope,
-      t.driftMinGrowth,
-      this.labels,
-      this.drifting
+    ctx.report({
+      signal: 'memory_drift',
+      level: this.drifting ? 'warn' : 'ok',
+      value: shown.slope,
+      threshold: t.driftMinGrowth,
+      labels: this.labels,
+      message: this.drifting
         ? `${what} grew ${(shown.growth / 2 ** 20).toFixed(1)} MiB over ${shown.count} samples (${(shown.slope / 2 ** 20).toFixed(2)} MiB/s, R² ${shown.r2.toFixed(2)})`
         : undefined,
-      this.drifting
+      details: this.drifting
         ? { growthBytes: shown.growth, r2: shown.r2, samples: shown.count, of: shown === fit ? 'gap' : 'allocated' }
         : undefined,
-    );
+    });
   }
 
   stop(): void {
@@ -157,10 +164,10 @@ export class DeviceMemorySignal implements Signal {
 
   constructor(private readonly ctx: SignalContext) {
     this.gauges = {
-      allocated: ctx.gauge(METRICS.memoryAllocated),
-      reserved: ctx.gauge(METRICS.memoryReserved),
-      fragmentation: ctx.gauge(METRICS.memoryFragmentation),
-      gapGrowth: ctx.gauge(METRICS.memoryGapGrowth),
+      allocated: ctx.gauge(deviceMemorySignal.metrics.memoryAllocated),
+      reserved: ctx.gauge(deviceMemorySignal.metrics.memoryReserved),
+      fragmentation: ctx.gauge(deviceMemorySignal.metrics.memoryFragmentation),
+      gapGrowth: ctx.gauge(deviceMemorySignal.metrics.memoryGapGrowth),
     };
   }
 

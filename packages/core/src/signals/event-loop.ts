@@ -5,8 +5,8 @@ import type { Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } f
 import { LoopBlockProbe } from '../detectors/loop-block';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { levelRank, ThresholdDetector } from '../detectors/threshold';
-import { METRICS } from '../names';
-import type { Level } from '../types';
+import { runtimeSignal } from '../definitions/runtime';
+import type { Level } from '../contract';
 
 const GC_TYPES: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
@@ -111,7 +111,7 @@ function threadQueueReader(): { read(): number; close(): void } | undefined {
  * `resolution` ms with a timer of its own, which at rest costs as much CPU
  * as everything else here; the signal's probe timer gives the delays.
  */
-export function nodeLoop(): LoopSource {
+function nodeLoop(): LoopSource {
   let elu: EventLoopUtilization = performance.eventLoopUtilization();
   const queue = threadQueueReader();
   return {
@@ -202,12 +202,12 @@ export class EventLoopSignal implements Signal {
   ) {
     const t = ctx.thresholds.eventLoop;
     this.loop = loop;
-    this.gcDuration = ctx.histogram(METRICS.gcDuration);
+    this.gcDuration = ctx.histogram(runtimeSignal.metrics.gcDuration);
     this.gauges = {
-      p50: ctx.gauge(METRICS.eventLoopDelayP50),
-      p99: ctx.gauge(METRICS.eventLoopDelayP99),
-      max: ctx.gauge(METRICS.eventLoopDelayMax),
-      utilization: ctx.gauge(METRICS.eventLoopUtilization),
+      p50: ctx.gauge(runtimeSignal.metrics.eventLoopDelayP50),
+      p99: ctx.gauge(runtimeSignal.metrics.eventLoopDelayP99),
+      max: ctx.gauge(runtimeSignal.metrics.eventLoopDelayMax),
+      utilization: ctx.gauge(runtimeSignal.metrics.eventLoopUtilization),
     };
     this.detector = new ThresholdDetector({
       warn: t.delayWarnSeconds,
@@ -299,23 +299,25 @@ export class EventLoopSignal implements Signal {
       );
       this.delayLevel = this.detector.update(judged, now);
       this.backpressureLevel = levelRank(previous) < levelRank(this.delayLevel) ? previous : this.delayLevel;
-      this.ctx.report(
-        'event_loop',
-        this.delayLevel,
-        this.max,
-        this.delayLevel === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds,
-        this.labels,
-        this.delayLevel === 'ok'
-          ? undefined
-          : `the loop was blocked for ${ms(this.max)} at once (${cause(block, blockCpu, blockQueued, starved)}; delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
-        this.delayLevel === 'ok'
-          ? undefined
-          : {
-              blockSeconds: block,
-              blockCpuSeconds: blockCpu,
-              ...(Number.isNaN(blockQueued) ? {} : { blockQueuedSeconds: blockQueued }),
-            },
-      );
+      this.ctx.report({
+        signal: 'event_loop',
+        level: this.delayLevel,
+        value: this.max,
+        threshold: this.delayLevel === 'critical' ? t.delayCriticalSeconds : t.delayWarnSeconds,
+        labels: this.labels,
+        message:
+          this.delayLevel === 'ok'
+            ? undefined
+            : `the loop was blocked for ${ms(this.max)} at once (${cause(block, blockCpu, blockQueued, starved)}; delay P99 ${ms(this.p99)}, busy ${(this.utilization * 100).toFixed(0)} % of the last ${ms(periodMs / 1000)})`,
+        details:
+          this.delayLevel === 'ok'
+            ? undefined
+            : {
+                blockSeconds: block,
+                blockCpuSeconds: blockCpu,
+                ...(Number.isNaN(blockQueued) ? {} : { blockQueuedSeconds: blockQueued }),
+              },
+      });
     } catch (error) {
       this.ctx.internalError('eventLoop.sample', error);
     }

@@ -18,7 +18,7 @@ export function genAiAttributes(ctx: SignalContext, model: string): Attributes {
  * low-cardinality class, as the conventions ask); `_OTHER`, the
  * conventions' fallback, for a plain error.
  */
-export function errorTypeOf(outcome: Outcome): string | undefined {
+function errorTypeOf(outcome: Outcome): string | undefined {
   if (outcome === 'completed') return undefined;
   return outcome === 'error' ? '_OTHER' : outcome;
 }

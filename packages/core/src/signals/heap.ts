@@ -5,8 +5,9 @@ import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { type LinearFit, linearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
-import { ATTR, METRICS } from '../names';
-import type { Level } from '../types';
+import { ATTR } from '../attributes';
+import { runtimeSignal } from '../definitions/runtime';
+import type { Level } from '../contract';
 
 const MiB = 1024 * 1024;
 
@@ -20,7 +21,7 @@ const PROFILER_DRAIN_MS = 10_000;
 const NOT_OLD_GENERATION: ReadonlySet<string> = new Set(['new_space', 'new_large_object_space', 'read_only_space']);
 
 /** Bytes in use in one V8 heap space. */
-export interface HeapSpaceUse {
+interface HeapSpaceUse {
   readonly name: string;
   readonly used: number;
 }
@@ -457,11 +458,11 @@ export class HeapSignal implements Signal {
     this.limit = oldGenerationLimit(this.heapSizeLimit, source.flags());
     this.detector = new LiveHeapDetector({ warn: t.liveWarn, critical: t.liveCritical, majorGcs: t.majorGcs });
     this.gauges = {
-      used: ctx.gauge(METRICS.heapUsed),
-      live: ctx.gauge(METRICS.heapLive),
-      limit: ctx.gauge(METRICS.heapLiveLimit),
-      ratio: ctx.gauge(METRICS.heapLiveRatio),
-      exhaustion: ctx.gauge(METRICS.heapExhaustionTime),
+      used: ctx.gauge(runtimeSignal.metrics.heapUsed),
+      live: ctx.gauge(runtimeSignal.metrics.heapLive),
+      limit: ctx.gauge(runtimeSignal.metrics.heapLiveLimit),
+      ratio: ctx.gauge(runtimeSignal.metrics.heapLiveRatio),
+      exhaustion: ctx.gauge(runtimeSignal.metrics.heapExhaustionTime),
     };
     this.exactFrom = (t.liveWarn / 2) * this.limit.bytes;
     this.trend = new LeakTrend(this.limit.bytes, TREND_FLOOR_SHARE * this.limit.bytes, t.trendWindowSeconds * 1000);
@@ -490,17 +491,18 @@ export class HeapSignal implements Signal {
       this.judgeExhaustion(now, Number.NaN, true);
       this.heapLevel = this.detector.update(this.liveRatio, now);
       const t = this.ctx.thresholds.heap;
-      this.ctx.report(
-        'heap_headroom',
-        this.heapLevel,
-        this.liveRatio,
-        this.heapLevel === 'critical' ? t.liveCritical : t.liveWarn,
-        this.labels,
-        this.heapLevel === 'ok'
-          ? undefined
-          : `the heap holds ${mib(live)} live after a major GC, ${(this.liveRatio * 100).toFixed(0)} % of its ${mib(this.limit.bytes)} old-generation limit (${this.limitText()}); the process dies of heap exhaustion at 100 %, or sooner while it keeps allocating`,
-        this.heapLevel === 'ok' ? undefined : { liveBytes: live, limitBytes: this.limit.bytes },
-      );
+      this.ctx.report({
+        signal: 'heap_headroom',
+        level: this.heapLevel,
+        value: this.liveRatio,
+        threshold: this.heapLevel === 'critical' ? t.liveCritical : t.liveWarn,
+        labels: this.labels,
+        message:
+          this.heapLevel === 'ok'
+            ? undefined
+            : `the heap holds ${mib(live)} live after a major GC, ${(this.liveRatio * 100).toFixed(0)} % of its ${mib(this.limit.bytes)} old-generation limit (${this.limitText()}); the process dies of heap exhaustion at 100 %, or sooner while it keeps allocating`,
+        details: this.heapLevel === 'ok' ? undefined : { liveBytes: live, limitBytes: this.limit.bytes },
+      });
     } catch (error) {
       this.ctx.internalError('heap.gc', error);
     }
@@ -548,24 +550,26 @@ export class HeapSignal implements Signal {
     this.exhaustionLevel = level;
     if (level === 'ok' && current === 'ok') return;
     const limit = this.limit.bytes;
-    this.ctx.report(
-      'heap_exhaustion',
+    this.ctx.report({
+      signal: 'heap_exhaustion',
       level,
-      e.seconds,
-      level === 'critical' ? t.exhaustionCriticalSeconds : t.exhaustionWarnSeconds,
-      this.labels,
-      level === 'ok'
-        ? `the live set no longer rises toward its ${mib(limit)} old-generation limit (${this.limitText()}): ${mib(e.projectedBytes)} live`
-        : `process ${process.pid} leaks JS heap: its live set grows ${mib(e.bytesPerSecond)}/s (least squares over ${e.readings} major GCs in ${e.spanSeconds.toFixed(0)} s) and, at that rate, reaches ${EXHAUSTION_SHARE * 100} % of its ${mib(limit)} old-generation limit (${this.limitText()}), where V8 may abort it with "heap out of memory", in ${e.seconds.toFixed(0)} s; live now about ${mib(e.projectedBytes)} (${((e.projectedBytes / limit) * 100).toFixed(0)} %)`,
-      level === 'ok'
-        ? undefined
-        : {
-            liveBytes: e.projectedBytes,
-            limitBytes: limit,
-            bytesPerSecond: e.bytesPerSecond,
-            exhaustionShare: EXHAUSTION_SHARE,
-          },
-    );
+      value: e.seconds,
+      threshold: level === 'critical' ? t.exhaustionCriticalSeconds : t.exhaustionWarnSeconds,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? `the live set no longer rises toward its ${mib(limit)} old-generation limit (${this.limitText()}): ${mib(e.projectedBytes)} live`
+          : `process ${process.pid} leaks JS heap: its live set grows ${mib(e.bytesPerSecond)}/s (least squares over ${e.readings} major GCs in ${e.spanSeconds.toFixed(0)} s) and, at that rate, reaches ${EXHAUSTION_SHARE * 100} % of its ${mib(limit)} old-generation limit (${this.limitText()}), where V8 may abort it with "heap out of memory", in ${e.seconds.toFixed(0)} s; live now about ${mib(e.projectedBytes)} (${((e.projectedBytes / limit) * 100).toFixed(0)} %)`,
+      details:
+        level === 'ok'
+          ? undefined
+          : {
+              liveBytes: e.projectedBytes,
+              limitBytes: limit,
+              bytesPerSecond: e.bytesPerSecond,
+              exhaustionShare: EXHAUSTION_SHARE,
+            },
+    });
   }
 
   private limitText(): string {

@@ -1,7 +1,8 @@
 import { SpanStatusCode, type Attributes } from '@opentelemetry/api';
 import { LabelTable } from '../aggregates/label-table';
 import type { CounterRecorder, Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
-import { ATTR, METRICS, SPANS } from '../names';
+import { ATTR, SPANS } from '../names';
+import { modelLoadSignal } from '../definitions/model-load';
 import type { Level, LoadOptions, Snapshot } from '../types';
 
 type LoadKind = 'load' | 'reload';
@@ -209,32 +210,32 @@ export class ModelLoads {
         if (relearnt === null) {
           this.signal.spikes.add(1, this.attrs(kind, ''));
           this.level = 'warn';
-          ctx.report(
-            'model_load',
-            'warn',
-            seconds,
+          ctx.report({
+            signal: 'model_load',
+            level: 'warn',
+            value: seconds,
             threshold,
-            this.labels,
-            `${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline`,
-            { kind, baselineSeconds: baseline, ratio: seconds / baseline },
-          );
+            labels: this.labels,
+            message: `${kind} took ${seconds.toFixed(3)} s, ${(seconds / baseline).toFixed(1)}× its ${baseline.toFixed(3)} s baseline`,
+            details: { kind, baselineSeconds: baseline, ratio: seconds / baseline },
+          });
         } else {
           // Judged against the level it completes: ok, and the event that ends the warning says why.
           this.level = 'ok';
-          ctx.report(
-            'model_load',
-            'ok',
-            seconds,
-            Math.max(spikeFactor * relearnt, minSpikeSeconds),
-            this.labels,
-            `${kind} took ${seconds.toFixed(3)} s; the last ${held} loads held one level, ${(relearnt / baseline).toFixed(1)}× the ${baseline.toFixed(3)} s baseline: ${relearnt.toFixed(3)} s is the new baseline (modelLoad.baselineSeconds pins one)`,
-            { kind, baselineSeconds: relearnt, previousBaselineSeconds: baseline, relearnt: true },
-          );
+          ctx.report({
+            signal: 'model_load',
+            level: 'ok',
+            value: seconds,
+            threshold: Math.max(spikeFactor * relearnt, minSpikeSeconds),
+            labels: this.labels,
+            message: `${kind} took ${seconds.toFixed(3)} s; the last ${held} loads held one level, ${(relearnt / baseline).toFixed(1)}× the ${baseline.toFixed(3)} s baseline: ${relearnt.toFixed(3)} s is the new baseline (modelLoad.baselineSeconds pins one)`,
+            details: { kind, baselineSeconds: relearnt, previousBaselineSeconds: baseline, relearnt: true },
+          });
         }
         return;
       }
       this.level = 'ok';
-      ctx.report('model_load', 'ok', seconds, threshold, this.labels);
+      ctx.report({ signal: 'model_load', level: 'ok', value: seconds, threshold, labels: this.labels });
     }
     this.spikesInRow.length = 0;
     this.recent.push(seconds);
@@ -261,15 +262,15 @@ export class ModelLoads {
     if (!(seconds > threshold)) return;
     oldest.announced = true;
     this.level = 'warn';
-    this.ctx.report(
-      'model_load',
-      'warn',
-      seconds,
+    this.ctx.report({
+      signal: 'model_load',
+      level: 'warn',
+      value: seconds,
       threshold,
-      this.labels,
-      `${oldest.kind} still running after ${seconds.toFixed(3)} s, past ${spikeFactor}× its ${baseline.toFixed(3)} s baseline`,
-      { kind: oldest.kind, baselineSeconds: baseline, ratio: seconds / baseline, running: true },
-    );
+      labels: this.labels,
+      message: `${oldest.kind} still running after ${seconds.toFixed(3)} s, past ${spikeFactor}× its ${baseline.toFixed(3)} s baseline`,
+      details: { kind: oldest.kind, baselineSeconds: baseline, ratio: seconds / baseline, running: true },
+    });
   }
 
   /**
@@ -305,9 +306,9 @@ export class ModelLoadSignal implements Signal {
   private readonly models: LabelTable<ModelLoads>;
 
   constructor(readonly ctx: SignalContext) {
-    this.duration = ctx.histogram(METRICS.modelLoadDuration);
-    this.spikes = ctx.counter(METRICS.modelLoadSpikes);
-    this.baseline = ctx.gauge(METRICS.modelLoadBaseline);
+    this.duration = ctx.histogram(modelLoadSignal.metrics.modelLoadDuration);
+    this.spikes = ctx.counter(modelLoadSignal.metrics.modelLoadSpikes);
+    this.baseline = ctx.gauge(modelLoadSignal.metrics.modelLoadBaseline);
     this.models = new LabelTable(ctx.maxModels + 1, (model) => new ModelLoads(model, this));
   }
 

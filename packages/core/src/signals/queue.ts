@@ -466,18 +466,19 @@ export class Queue implements QueueTracker {
     const bound = level === 'critical' ? t.tokenDrainCriticalSeconds : t.tokenDrainWarnSeconds;
     const share = tokens.usedShare();
     const work = `${tokens.owed} output tokens owed to ${this.inFlight} running + ${tokens.waitingOutput} asked by ${this.waiting} waiting (${tokens.waitingPrompt} prompt tokens)${share < 1 ? `, ${(share * 100).toFixed(0)} % of max_tokens expected as recent requests used` : ''}`;
-    this.ctx.report(
-      'queue_token_backlog',
+    this.ctx.report({
+      signal: 'queue_token_backlog',
       level,
-      Number.isNaN(drain) ? 0 : drain,
-      bound,
-      this.labels,
-      level === 'ok'
-        ? undefined
-        : detector.keeping
-          ? `token backlog drains in ${seconds(drain)}, back under ${t.tokenDrainWarnSeconds} s; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
-          : `token backlog drains in ${seconds(drain)} > ${bound} s at ${tokens.rate().toFixed(1)} tokens/s: ${work}`,
-    );
+      value: Number.isNaN(drain) ? 0 : drain,
+      threshold: bound,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : detector.keeping
+            ? `token backlog drains in ${seconds(drain)}, back under ${t.tokenDrainWarnSeconds} s; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `token backlog drains in ${seconds(drain)} > ${bound} s at ${tokens.rate().toFixed(1)} tokens/s: ${work}`,
+    });
   }
 
   /**
@@ -604,14 +605,14 @@ export class Queue implements QueueTracker {
       if (t.capacity.backpressure && this.capacity_.estimate.level === 'critical')
         why.push(`utilization ${this.capacity_.estimate.utilization.toFixed(2)}`);
       if (this.env.externalLevel() === 'critical') why.push('the event loop');
-      this.ctx.report(
-        'queue_backpressure',
-        'critical',
-        2,
-        2,
-        this.labels,
-        `admission sheds (${why.join(', ')} CRITICAL); it serves again once that has cleared by its hysteresis, after at least ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds)`,
-      );
+      this.ctx.report({
+        signal: 'queue_backpressure',
+        level: 'critical',
+        value: 2,
+        threshold: 2,
+        labels: this.labels,
+        message: `admission sheds (${why.join(', ')} CRITICAL); it serves again once that has cleared by its hysteresis, after at least ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds)`,
+      });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
     }
@@ -620,14 +621,14 @@ export class Queue implements QueueTracker {
   private stopShedding(now: number): void {
     this.shedding = false;
     try {
-      this.ctx.report(
-        'queue_backpressure',
-        'ok',
-        levelRank(this.liveLevel()),
-        2,
-        this.labels,
-        `admission serves again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding`,
-      );
+      this.ctx.report({
+        signal: 'queue_backpressure',
+        level: 'ok',
+        value: levelRank(this.liveLevel()),
+        threshold: 2,
+        labels: this.labels,
+        message: `admission serves again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding`,
+      });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
     }
@@ -646,18 +647,19 @@ export class Queue implements QueueTracker {
     const level = this.occupancyDetector.update(occupancy, now);
     this.occupancyAnnounced = level;
     const what = `${this.waiting} waiting + ${this.inFlight} in flight of capacity ${this.capacity} (${(occupancy * 100).toFixed(0)} %)`;
-    this.ctx.report(
-      'queue_occupancy',
+    this.ctx.report({
+      signal: 'queue_occupancy',
       level,
-      occupancy,
-      level === 'critical' ? t.occupancyCritical : t.occupancyWarn,
-      this.labels,
-      level === 'ok'
-        ? undefined
-        : this.occupancyDetector.keeping
-          ? `${what}, back under ${(t.occupancyWarn * 100).toFixed(0)} %; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
-          : `${what}${level === 'critical' ? '; admission sheds at this level' : ''}`,
-    );
+      value: occupancy,
+      threshold: level === 'critical' ? t.occupancyCritical : t.occupancyWarn,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : this.occupancyDetector.keeping
+            ? `${what}, back under ${(t.occupancyWarn * 100).toFixed(0)} %; the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `${what}${level === 'critical' ? '; admission sheds at this level' : ''}`,
+    });
   }
 
   /** The oldest waiting request's age through its detector, announced as `queue_age`. */
@@ -667,18 +669,19 @@ export class Queue implements QueueTracker {
     const level = this.ageDetector.update(age, now);
     this.ageAnnounced = level;
     const bound = level === 'critical' ? t.ageCriticalSeconds : t.ageWarnSeconds;
-    this.ctx.report(
-      'queue_age',
+    this.ctx.report({
+      signal: 'queue_age',
       level,
-      age,
-      bound,
-      this.labels,
-      level === 'ok'
-        ? undefined
-        : this.ageDetector.keeping
-          ? `oldest waiting request ${ms(age)}, back under ${ms(t.ageWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
-          : `oldest waiting request ${ms(age)} > ${ms(bound)}; ${this.waiting} waiting have waited ${(this.age.total(now) / 1000).toFixed(1)} s in all`,
-    );
+      value: age,
+      threshold: bound,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : this.ageDetector.keeping
+            ? `oldest waiting request ${ms(age)}, back under ${ms(t.ageWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `oldest waiting request ${ms(age)} > ${ms(bound)}; ${this.waiting} waiting have waited ${(this.age.total(now) / 1000).toFixed(1)} s in all`,
+    });
   }
 
   reject<Carrier>(model?: string, carrier?: Carrier, getter?: TextMapGetter<Carrier>): void {
@@ -783,56 +786,58 @@ export class Queue implements QueueTracker {
     const waitLevel = this.waitDetector.update(waitValue, now, recent);
     const ctx = this.ctx;
     const p = Math.round(t.queue.waitQuantile * 100);
-    ctx.report(
-      'queue_wait',
-      waitLevel,
-      waitValue,
-      waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
-      this.labels,
-      waitLevel === 'ok'
-        ? undefined
-        : this.waitDetector.keeping
-          ? `queue wait P${p} ${ms(waitValue)}, back under ${ms(t.queue.waitWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.queue.keepFiringSeconds} s (queue.keepFiringSeconds)`
-          : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
-    );
+    ctx.report({
+      signal: 'queue_wait',
+      level: waitLevel,
+      value: waitValue,
+      threshold: waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds,
+      labels: this.labels,
+      message:
+        waitLevel === 'ok'
+          ? undefined
+          : this.waitDetector.keeping
+            ? `queue wait P${p} ${ms(waitValue)}, back under ${ms(t.queue.waitWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.queue.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `queue wait P${p} ${ms(waitValue)} > ${ms(waitLevel === 'critical' ? t.queue.waitCriticalSeconds : t.queue.waitWarnSeconds)} (${this.waiting} waiting)${waitLevel === 'critical' ? '; admission sheds at this level while requests wait' : ''}`,
+    });
     this.judgeOccupancy(now);
     this.judgeAge(now);
     this.judgeTokens(now);
 
     const c = this.capacity_.update(now);
     const ct = t.capacity;
-    ctx.report(
-      'capacity',
-      c.level,
-      c.utilization,
-      c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
-      this.labels,
-      c.level === 'ok' ? undefined : capacityMessage(c, this.env.loopUtilization()),
-      c.level === 'ok'
-        ? undefined
-        : {
-            loopUtilization: finiteOrNull(this.env.loopUtilization()),
-            arrivalRate: c.arrivalRate,
-            serviceTime: c.serviceTime,
-            concurrency: c.concurrency,
-            headroom: c.headroom,
-            predictedWait: c.predictedWait,
-            timeToSaturation: c.timeToSaturation,
-          },
-    );
+    ctx.report({
+      signal: 'capacity',
+      level: c.level,
+      value: c.utilization,
+      threshold: c.level === 'critical' ? ct.utilizationCritical : ct.utilizationWarn,
+      labels: this.labels,
+      message: c.level === 'ok' ? undefined : capacityMessage(c, this.env.loopUtilization()),
+      details:
+        c.level === 'ok'
+          ? undefined
+          : {
+              loopUtilization: finiteOrNull(this.env.loopUtilization()),
+              arrivalRate: c.arrivalRate,
+              serviceTime: c.serviceTime,
+              concurrency: c.concurrency,
+              headroom: c.headroom,
+              predictedWait: c.predictedWait,
+              timeToSaturation: c.timeToSaturation,
+            },
+    });
 
     const glitch = this.glitch.evaluate(now);
     const glitchLevel: Level = glitch.deltaL > t.glitch.deltaSeconds ? 'warn' : 'ok';
     if (glitchLevel === 'warn' && ctx.announced('latency_glitch', this.labels) === 'ok') {
       const attribution = this.env.attributeGlitch(now, t.glitch.windowSeconds * 1000);
-      ctx.report(
-        'latency_glitch',
-        glitchLevel,
-        glitch.deltaL,
-        t.glitch.deltaSeconds,
-        this.labels,
-        `P99 glitch: max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
-        {
+      ctx.report({
+        signal: 'latency_glitch',
+        level: glitchLevel,
+        value: glitch.deltaL,
+        threshold: t.glitch.deltaSeconds,
+        labels: this.labels,
+        message: `P99 glitch: max ${(glitch.max * 1000).toFixed(0)} ms is ${(glitch.deltaL * 1000).toFixed(0)} ms above P99 ${(glitch.p99 * 1000).toFixed(0)} ms; likely cause: ${attribution.cause}`,
+        details: {
           p99: glitch.p99,
           max: glitch.max,
           samples: glitch.count,
@@ -840,15 +845,15 @@ export class Queue implements QueueTracker {
           rule: attribution.rule,
           factors: attribution.factors,
         },
-      );
+      });
     } else if (glitchLevel === 'ok') {
-      ctx.report(
-        'latency_glitch',
-        'ok',
-        Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL,
-        t.glitch.deltaSeconds,
-        this.labels,
-      );
+      ctx.report({
+        signal: 'latency_glitch',
+        level: 'ok',
+        value: Number.isNaN(glitch.deltaL) ? 0 : glitch.deltaL,
+        threshold: t.glitch.deltaSeconds,
+        labels: this.labels,
+      });
     }
 
     if (!Number.isNaN(this.waitQuantile)) {
@@ -857,17 +862,18 @@ export class Queue implements QueueTracker {
       // stall that is over (one paused second keeps a 10 s P95 high for 10 s), and would outlast the hold.
       const level = this.anomaly.update(waitValue, now);
       const z = this.anomaly.z;
-      ctx.report(
-        'latency_anomaly',
+      ctx.report({
+        signal: 'latency_anomaly',
         level,
-        z,
-        t.anomaly.zScore,
-        this.labels,
-        level === 'ok'
-          ? undefined
-          : `queue wait P${p} ${ms(waitValue)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
-        level === 'ok' ? undefined : { waitQuantile: waitValue, baseline },
-      );
+        value: z,
+        threshold: t.anomaly.zScore,
+        labels: this.labels,
+        message:
+          level === 'ok'
+            ? undefined
+            : `queue wait P${p} ${ms(waitValue)} is ${z.toFixed(1)} σ off its recent mean ${ms(baseline)} (floor ${ms(t.anomaly.floorRatio * t.queue.waitWarnSeconds)}, WARN at ${ms(t.queue.waitWarnSeconds)})`,
+        details: level === 'ok' ? undefined : { waitQuantile: waitValue, baseline },
+      });
     }
     // A shedding queue that no request reaches any more ends its shedding here, once it may.
     if (this.shedding && this.shedEnds(now)) this.stopShedding(now);

@@ -1,5 +1,5 @@
 import type { Attributes } from '@opentelemetry/api';
-import { InferSignalConfigError } from '../config';
+import { InferSignalConfigError } from '../errors';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { worstLevel } from '../detectors/threshold';
 import { ATTR, METRICS } from '../names';

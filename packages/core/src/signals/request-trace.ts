@@ -13,7 +13,7 @@ import {
   propagation,
   trace,
 } from '@opentelemetry/api';
-import { InferSignalConfigError } from '../config';
+import { InferSignalConfigError } from '../errors';
 import { describeValue } from '../describe';
 import { selectRank } from '../detectors/select';
 import { ATTR, SPANS } from '../names';

@@ -11,7 +11,8 @@ import type {
   SignalContext,
 } from '../contract';
 import { ThresholdDetector } from '../detectors/threshold';
-import { ATTR, METRICS } from '../names';
+import { ATTR } from '../attributes';
+import { streamSignal } from '../definitions/stream';
 import { genAiAttributes } from './gen-ai';
 import type { Level, Snapshot, StreamEndReason, StreamHandle, StreamOutcome } from '../types';
 
@@ -103,13 +104,13 @@ export class StreamModel {
     const ratio = this.interruptedRatio;
     this.level = this.detector.update(ratio, now);
     const t = this.ctx.thresholds.stream;
-    this.ctx.report(
-      'stream_interruptions',
-      this.level,
-      ratio,
-      this.level === 'critical' ? t.interruptedRatioCritical : t.interruptedRatio,
-      { model: this.model },
-    );
+    this.ctx.report({
+      signal: 'stream_interruptions',
+      level: this.level,
+      value: ratio,
+      threshold: this.level === 'critical' ? t.interruptedRatioCritical : t.interruptedRatio,
+      labels: { model: this.model },
+    });
   }
 }
 
@@ -119,7 +120,7 @@ export class StreamModel {
  * come and recorded when the stream ends completed, so a stream the client
  * cancelled after its first token does not pull TTFT down.
  */
-export class Stream implements StreamHandle {
+class Stream implements StreamHandle {
   private firstAt = Number.NaN;
   private lastAt = Number.NaN;
   private tokens = 0;
@@ -200,11 +201,11 @@ export class StreamSignal implements Signal {
   private readonly models: LabelTable<StreamModel>;
 
   constructor(readonly ctx: SignalContext) {
-    this.timeToFirstToken = ctx.histogram(METRICS.timeToFirstToken);
-    this.timePerOutputToken = ctx.histogram(METRICS.timePerOutputToken);
-    this.streams = ctx.counter(METRICS.streams);
-    this.streamTokens = ctx.counter(METRICS.streamTokens);
-    this.interruptedRatio = ctx.gauge(METRICS.streamInterruptedRatio);
+    this.timeToFirstToken = ctx.histogram(streamSignal.metrics.timeToFirstToken);
+    this.timePerOutputToken = ctx.histogram(streamSignal.metrics.timePerOutputToken);
+    this.streams = ctx.counter(streamSignal.metrics.streams);
+    this.streamTokens = ctx.counter(streamSignal.metrics.streamTokens);
+    this.interruptedRatio = ctx.gauge(streamSignal.metrics.streamInterruptedRatio);
     this.models = new LabelTable(ctx.maxModels + 1, (model) => new StreamModel(model, ctx, this));
   }
 

@@ -104,9 +104,10 @@ export function referenceExposition(resourceMetrics: ResourceMetrics, nameOf: (m
   let out = '# HELP target_info Target metadata\n# TYPE target_info gauge\n';
   out += sample('target_info', resourceMetrics.resource.attributes as Attributes, 1);
   for (const family of families.values()) {
-    const { description, unit } = family.metrics[0].metric.descriptor;
-    out += `# HELP ${family.name} ${escapeText(description || 'description missing')}\n`;
-    if (unit) out += `# UNIT ${family.name} ${escapeText(unit)}\n`;
+    const { description } = family.metrics[0].metric.descriptor;
+    // The first sentence of the description; no UNIT line (text format 0.0.4 has none; the name carries the unit).
+    const sentence = /^.*?[.!?](?= |$)/s.exec(description)?.[0] ?? description;
+    out += `# HELP ${family.name} ${escapeText(sentence || 'description missing')}\n`;
     out += `# TYPE ${family.name} ${family.type}\n`;
     out += points(family);
   }

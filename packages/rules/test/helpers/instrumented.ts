@@ -18,7 +18,8 @@ import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import type { Monitor, ThresholdsInput } from '@infersignal/core';
 import { instrumentServer } from '@infersignal/http';
 import { start } from '@infersignal/node';
-import { metricNames, type MetricNames, type Naming } from '@infersignal/rules';
+import { metricNames, type Naming } from '../../src/names';
+import type { MetricNames } from '../../src/names';
 import { startApp } from '../../../../examples/node-sdk/src/app';
 
 export interface InstrumentedServer {

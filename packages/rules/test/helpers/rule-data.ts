@@ -31,7 +31,7 @@ export function rulesOf(file: RuleFile): Rule[] {
  * series exists only from that detector's first raise, which the exercise
  * does not cause for every signal; any level series proves the name.
  */
-export function dataParts(expr: string): string[] {
+function dataParts(expr: string): string[] {
   return expr.split(/\s+and on \([^)]*\)\s+/).map((part) => part.replace(/\{infersignal_signal=~?"[^"]*"\}/, ''));
 }
 

@@ -28,7 +28,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ATTR, METRICS, type Monitor, type ThresholdsInput } from '@infersignal/core';
 import { instrumentServer, type ServerInstrumentation } from '@infersignal/http';
-import type { MetricNames } from '@infersignal/rules';
+import type { MetricNames } from '../../src/names';
 
 /** What the exercises need of an instrumented server (helpers/instrumented.ts makes one). */
 export interface ExercisedServer {
@@ -67,7 +67,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
  * by openssl in a temp dir: node:crypto makes keys, not X.509 certificates.
  * Null, with the reason printed, when openssl cannot.
  */
-export function selfSigned(): { key: Buffer; cert: Buffer } | null {
+function selfSigned(): { key: Buffer; cert: Buffer } | null {
   const dir = mkdtempSync(join(tmpdir(), 'infersignal-rules-tls-'));
   try {
     execFileSync(

@@ -9,7 +9,7 @@ function g4(value: number): string {
   return String(Number(value.toPrecision(4)));
 }
 
-export function humanizeDuration(seconds: number): string {
+function humanizeDuration(seconds: number): string {
   if (seconds === 0) return '0s';
   if (Math.abs(seconds) >= 1) {
     if (seconds < 0) throw new Error('humanizeDuration of a negative value is not needed by these tests');
@@ -36,7 +36,7 @@ export function humanizeDuration(seconds: number): string {
   return `${g4(value)}${prefix}s`;
 }
 
-export function humanizePercentage(ratio: number): string {
+function humanizePercentage(ratio: number): string {
   return `${g4(ratio * 100)}%`;
 }
 

@@ -1,9 +1,10 @@
-import { ATTR } from './glue';
-
 /**
- * Metric and attribute names this package adds. They belong in core's names file (one place for every
- * name, docs/metrics.md generated from it); they live here until core has them, and move there unchanged.
+ * The llama signal's definition: the metric and attribute names this package adds, in one place. The
+ * signal (glue.ts) records through these specs; docs/metrics.md lists them from this definition.
  */
+import { ATTR } from '@infersignal/core';
+import { defineSignal } from '@infersignal/core/signals';
+
 export const LLAMA_ATTR = {
   /** Why tokens left a sequence's context: `generation` (the context filled while generating) or `prompt` (the prompt did not fit). */
   shiftReason: 'infersignal.kv_cache.shift.reason',
@@ -19,7 +20,7 @@ export const LLAMA_ATTR = {
   contextSize: 'infersignal.llama.context.size',
 } as const;
 
-export const LLAMA_METRICS = {
+const metrics = {
   kvCacheShifts: {
     name: 'infersignal.kv_cache.shifts',
     type: 'counter',
@@ -43,3 +44,8 @@ export const LLAMA_METRICS = {
     attributes: [ATTR.model],
   },
 } as const;
+
+/** The KV-cache gauges and the context-shift counter of a llama.cpp model (`LlamaSignal` in glue.ts). */
+export const llamaSignal = defineSignal({ name: 'llama', metrics });
+
+export const LLAMA_METRICS = llamaSignal.metrics;
