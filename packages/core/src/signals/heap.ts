@@ -298,7 +298,7 @@ const FILL_SECONDS = MIN_SPAN_SECONDS + MIN_LEAD_SECONDS;
  * Fills faster than that are told apart by their rate (FILL_SECONDS), not by
  * the level they reach: a process may well load 40 % of its heap at start.
  */
-export const TREND_FLOOR_SHARE = EXHAUSTION_SHARE * (1 - MIN_LEAD_SECONDS / FILL_SECONDS);
+const TREND_FLOOR_SHARE = EXHAUSTION_SHARE * (1 - MIN_LEAD_SECONDS / FILL_SECONDS);
 /** A trend is a line through the readings, not noise around a flat one (one high reading after two: R² 0.75). */
 const MIN_R2 = 0.8;
 /** Major GCs kept for the fit (a heap near its limit collects several times a second). */
