@@ -293,8 +293,8 @@ const FILL_SECONDS = MIN_SPAN_SECONDS + MIN_LEAD_SECONDS;
  * Share of the limit below which nothing is projected. A leak at just under
  * the fill rate, projected from here, still has MIN_LEAD_SECONDS before it
  * reaches EXHAUSTION_SHARE. A floor tied to the live share's own levels
- * (half of WARN) left a small heap leaking fast no time: a leak that kills
- * a 128 MiB process within 15 s passes 35 % of it only 5 s before the end.
+ * (half of WARN) would leave a small heap leaking fast no time: a leak that
+ * kills a 128 MiB process within 15 s passes 35 % of it 5 s before the end.
  * Fills faster than that are told apart by their rate (FILL_SECONDS), not by
  * the level they reach: a process may well load 40 % of its heap at start.
  */
