@@ -422,6 +422,75 @@ describe('heap_exhaustion: the leak precursor', () => {
     }
   });
 
+  /**
+   * A 128 MiB process on the test's clock: `liveAt(s)` is its live set (MiB) at second s; a major GC every
+   * `gcEvery` s reads it, and the detector ticks every second, with the old generation holding the live set and
+   * 10 MiB of garbage between collections.
+   */
+  async function run128(liveAt: (s: number) => number, seconds: number, gcEvery: number) {
+    const heap = new InjectedHeap(176 * MiB, ['--max-old-space-size=128']);
+    const t = setup({ heap: false });
+    try {
+      t.monitor.register((ctx) => new HeapSignal(ctx, heap));
+      const start = t.now();
+      for (let ms = 100; ms <= seconds * 1000; ms += 100) {
+        t.advance(100);
+        const live = liveAt(ms / 1000);
+        if (ms % Math.round(gcEvery * 1000) === 0) heap.majorGc(live);
+        else heap.holding(live + 10);
+        if (ms % 1000 === 0) t.monitor.tick();
+      }
+      return t.alerts
+        .filter((a) => a.signal.startsWith('heap_'))
+        .map((a) => ({ at: (a.at - start) / 1000, signal: a.signal, level: a.level }));
+    } finally {
+      await t.close();
+    }
+  }
+
+  it('says nothing of a process that fills 40 % of its heap in its first 5 s and then stays', async () => {
+    // 6 MiB of runtime, then 51.2 MiB (40 % of 128) loaded over 5 s: a fill, however like a leak while it lasts.
+    const fill = (s: number) => 6 + 51.2 * Math.min(1, s / 5);
+    for (const gcEvery of [0.5, 1, 2.5]) expect(await run128(fill, 300, gcEvery), `gcEvery ${gcEvery}`).toEqual([]);
+    // A working set filled and settled, then a leak from it: measured from the live set the fill reached.
+    const leakAfter = (s: number) => fill(s) + (s > 60 ? 0.5 * (s - 60) : 0);
+    const alerts = await run128(leakAfter, 140, 2.5);
+    expect(alerts[0]?.signal).toBe('heap_exhaustion');
+    // 57.2 MiB + 0.5 MiB/s reaches 80 % of 128 MiB 90 s after the leak began: announced 30 % of that before.
+    expect(60 + 90 - alerts[0]!.at).toBeGreaterThanOrEqual(0.3 * 90);
+  });
+
+  it('announces a leak that kills a 128 MiB process within 15 s at least 10 s before', async () => {
+    // 7 MiB, then 6.4 MiB/s from 2 s: 80 % of the limit at 16 s; a major GC as the live set grows by half.
+    const live = (s: number) => 7 + 6.4 * Math.max(0, s - 2);
+    const heap = new InjectedHeap(176 * MiB, ['--max-old-space-size=128']);
+    const t = setup({ heap: false });
+    try {
+      t.monitor.register((ctx) => new HeapSignal(ctx, heap));
+      const start = t.now();
+      let nextGc = 10;
+      let diedAt = Number.NaN;
+      for (let ms = 100; ms <= 30_000; ms += 100) {
+        t.advance(100);
+        const s = ms / 1000;
+        if (live(s) >= EXHAUSTION_SHARE * 128) {
+          diedAt = s;
+          break;
+        }
+        if (live(s) >= nextGc) {
+          heap.majorGc(live(s));
+          nextGc = live(s) * 1.5;
+        } else heap.holding(live(s) + 5);
+        if (ms % 1000 === 0) t.monitor.tick();
+      }
+      const first = t.alerts.find((a) => a.signal === 'heap_exhaustion');
+      expect(first?.level).toBe('critical');
+      expect(diedAt - (first!.at - start) / 1000).toBeGreaterThanOrEqual(10);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('carries the trend forward between major GCs, no higher than what the old generation holds', () => {
     const trend = new LeakTrend(100 * MiB, 30 * MiB, 600_000);
     // 40, 50, 60 MiB at 0, 10, 20 s: 1 MiB/s.

@@ -3,7 +3,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { GCProfiler, getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { Gauge, GaugeObserver, Signal, SignalContext } from '../contract';
 import { SlidingWindow } from '../detectors/sliding-window';
-import { linearFit } from '../detectors/drift';
+import { type LinearFit, linearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR } from '../attributes';
 import { runtimeSignal } from '../definitions/runtime';
@@ -272,6 +272,33 @@ const MIN_GROWTH_SHARE = 0.1;
  * enough to be announced does.
  */
 const MIN_SPAN_SECONDS = 3;
+/**
+ * Seconds of readings a fill's rate is judged over: two collections close
+ * together near the limit differ by what each met in flight, a rate no
+ * trend has.
+ */
+const FILL_MIN_SPAN_SECONDS = 1;
+/**
+ * The least warning worth giving, and with MIN_SPAN_SECONDS what bounds the
+ * fastest rise taken for a leak: a live set that would go from nothing to
+ * EXHAUSTION_SHARE of the limit in under FILL_SECONDS is a process filling
+ * its working set (a cache, a tokenizer, a model's weights loaded at
+ * start), not a leak: while it rises the two look alike, and a leak that
+ * fast could not be announced MIN_LEAD_SECONDS ahead once a trend had been
+ * seen over MIN_SPAN_SECONDS anyway.
+ */
+const MIN_LEAD_SECONDS = 10;
+const FILL_SECONDS = MIN_SPAN_SECONDS + MIN_LEAD_SECONDS;
+/**
+ * Share of the limit below which nothing is projected. A leak at just under
+ * the fill rate, projected from here, still has MIN_LEAD_SECONDS before it
+ * reaches EXHAUSTION_SHARE. A floor tied to the live share's own levels
+ * (half of WARN) would leave a small heap leaking fast no time: a leak that
+ * kills a 128 MiB process within 15 s passes 35 % of it 5 s before the end.
+ * Fills faster than that are told apart by their rate (FILL_SECONDS), not by
+ * the level they reach: a process may well load 40 % of its heap at start.
+ */
+const TREND_FLOOR_SHARE = EXHAUSTION_SHARE * (1 - MIN_LEAD_SECONDS / FILL_SECONDS);
 /** A trend is a line through the readings, not noise around a flat one (one high reading after two: R² 0.75). */
 const MIN_R2 = 0.8;
 /** Major GCs kept for the fit (a heap near its limit collects several times a second). */
@@ -303,7 +330,9 @@ export interface ExhaustionEstimate {
  * counts once it rests on MIN_READINGS readings over MIN_SPAN_SECONDS,
  * rose by MIN_GROWTH_SHARE of the limit, fits a line (R² ≥ MIN_R2) and
  * the live set is past `floorBytes`: a healthy heap's sawtooth comes back
- * to the same live set after each collection and has no such line.
+ * to the same live set after each collection and has no such line. A rise
+ * at a fill's rate (FILL_SECONDS) is no trend: the readings start again
+ * from where it got to.
  */
 export class LeakTrend {
   private readonly readings = new SlidingWindow(READINGS);
@@ -311,7 +340,7 @@ export class LeakTrend {
 
   constructor(
     readonly limitBytes: number,
-    /** Below this live set nothing is projected (a warming process grows from nothing). */
+    /** Below this live set nothing is projected (TREND_FLOOR_SHARE of the limit, from the signal). */
     readonly floorBytes: number,
     private readonly windowMs: number,
   ) {}
@@ -321,18 +350,29 @@ export class LeakTrend {
     if (!Number.isFinite(bytes)) return;
     this.readings.push(bytes, at);
     this.last = bytes;
+    // A fill is no trend, and the readings that rose with it would lend their slope to the flat live set after it:
+    // a leak is measured from the live set the process settled at, so the trend starts again from this reading.
+    const fit = this.fit(at);
+    if (fit.spanSeconds >= FILL_MIN_SPAN_SECONDS && fit.slope * FILL_SECONDS >= EXHAUSTION_SHARE * this.limitBytes) {
+      this.readings.clear();
+      this.readings.push(bytes, at);
+    }
   }
 
-  /** The projection at `now` (ms); `usedNow`: old-generation bytes in use now (NaN when unknown). */
-  estimate(now: number, usedNow: number): ExhaustionEstimate {
-    // The window, widened to the last MIN_READINGS readings: a large heap leaking slowly collects seldom.
+  /** The fit over the window, widened to the last MIN_READINGS readings: a large heap leaking slowly collects seldom. */
+  private fit(now: number): LinearFit {
     let since = now - this.windowMs;
     let index = 0;
     const newest = this.readings.length - MIN_READINGS;
     this.readings.forEach((_, at) => {
       if (index++ === newest) since = Math.min(since, at);
     });
-    const fit = linearFit(this.readings, since);
+    return linearFit(this.readings, since);
+  }
+
+  /** The projection at `now` (ms); `usedNow`: old-generation bytes in use now (NaN when unknown). */
+  estimate(now: number, usedNow: number): ExhaustionEstimate {
+    const fit = this.fit(now);
     const e: ExhaustionEstimate = {
       rising: false,
       seconds: Number.POSITIVE_INFINITY,
@@ -425,7 +465,7 @@ export class HeapSignal implements Signal {
       exhaustion: ctx.gauge(runtimeSignal.metrics.heapExhaustionTime),
     };
     this.exactFrom = (t.liveWarn / 2) * this.limit.bytes;
-    this.trend = new LeakTrend(this.limit.bytes, this.exactFrom, t.trendWindowSeconds * 1000);
+    this.trend = new LeakTrend(this.limit.bytes, TREND_FLOOR_SHARE * this.limit.bytes, t.trendWindowSeconds * 1000);
     this.exhaustion = this.trend.estimate(ctx.clock(), Number.NaN);
     this.stop = source.onMajorGc(
       (live, exact) => this.afterMajorGc(live, exact),
