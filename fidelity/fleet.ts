@@ -39,6 +39,7 @@ import {
   INFER_BODY,
   measureCapacity,
   RAMP_LEAD_GOAL_SECONDS,
+  rampStages,
   threadSchedNs,
   waitForCalm,
   type CapacityFigure,
@@ -390,18 +391,6 @@ function startReceiver(): Promise<{
       }),
     ),
   );
-}
-
-function rampStages(perReplicaCapacity: number, seconds: number, to: number): Stage[] {
-  const steps = Math.max(2, Math.round(seconds));
-  return Array.from({ length: steps }, (_, i) => {
-    const factor = 0.3 + (to - 0.3) * (i / (steps - 1));
-    return {
-      name: `${factor.toFixed(2)}x`,
-      rate: Math.max(1, Math.round(factor * perReplicaCapacity)),
-      durationMs: (seconds * 1000) / steps,
-    };
-  });
 }
 
 /** Load on both replicas at once, each its share; stops at the stages' end or at `stop()`. */

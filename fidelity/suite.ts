@@ -606,7 +606,8 @@ function startNeighbour(): { describe: string; stop(): Promise<void> } {
   };
 }
 
-function rampStages(capacity: number, seconds: number, to: number): Stage[] {
+/** A ramp from 0.3× to `to`× of `capacity` (req/s), one rate step per second. */
+export function rampStages(capacity: number, seconds: number, to: number): Stage[] {
   const steps = Math.max(2, Math.round(seconds));
   return Array.from({ length: steps }, (_, i) => {
     const factor = 0.3 + (to - 0.3) * (i / (steps - 1));
