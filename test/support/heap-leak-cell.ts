@@ -66,67 +66,45 @@ export function runLeakCell(options: LeakCellOptions): Promise<LeakCell> {
   if (node === undefined) return Promise.reject(new Error(`no Node ${options.node} binary here`));
   // Expected life: the leak fills ~80 % of the limit; the backstop allows four times that and a minute.
   const backstopMs = 60_000 + 4 * ((0.8 * options.limitMiB) / options.leakMiBs) * 1000;
-  return new Promise((resolve, reject) => {
-    const child = spawn(node, [`--max-old-space-size=${options.limitMiB}`, '--import', TSX, CHILD], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        TSX_TSCONFIG_PATH: ROOT_TSCONFIG,
-        LEAK_MIBS: String(options.leakMiBs),
-        GARBAGE_MIBS: String(options.garbageMiBs),
-        HEALTHY_MS: String(options.healthyMs ?? 2000),
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => {
-      stdout += data.toString();
-    });
-    child.stderr.on('data', (data: Buffer) => {
-      stderr = (stderr + data.toString()).slice(-20_000);
-    });
-    let killed = false;
-    const backstop = setTimeout(() => {
-      killed = true;
-      child.kill('SIGKILL');
-    }, backstopMs);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      const end = Date.now();
-      clearTimeout(backstop);
-      const lines = stdout
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
-      const begun = lines.find((l) => 'leakFrom' in l) as { leakFrom: number } | undefined;
-      const from = begun?.leakFrom ?? Number.NaN;
-      const first = (signal: string): Raised | null => {
-        const line = lines.find((l) => {
-          const alert = l.alert as { signal: string; level: string } | undefined;
-          return alert?.signal === signal && alert.level !== 'ok';
-        }) as { alert: { level: string; message: string }; at: number } | undefined;
-        return line ? { level: line.alert.level, seconds: (line.at - from) / 1000, message: line.alert.message } : null;
-      };
-      const firstExhaustion = first('heap_exhaustion');
-      const firstHeadroom = first('heap_headroom');
-      const diedSeconds = killed ? null : (end - from) / 1000;
-      const earliest = [firstExhaustion, firstHeadroom]
-        .filter((r): r is Raised => r !== null)
-        .reduce<number | null>((min, r) => (min === null || r.seconds < min ? r.seconds : min), null);
-      const leadSeconds = diedSeconds !== null && earliest !== null ? diedSeconds - earliest : null;
-      resolve({
-        version: options.node,
-        exit: killed ? 'killed by the backstop' : `code ${code} signal ${signal}`,
-        abort:
-          /Ineffective mark-compacts near heap limit|Reached heap limit|heap out of memory/.exec(stderr)?.[0] ?? null,
-        diedSeconds,
-        firstExhaustion,
-        firstHeadroom,
-        leadSeconds,
-        leadShare: leadSeconds !== null && diedSeconds ? leadSeconds / diedSeconds : null,
-        stderr,
-      });
-    });
+  return runChild(
+    node,
+    options.limitMiB,
+    {
+      LEAK_MIBS: String(options.leakMiBs),
+      GARBAGE_MIBS: String(options.garbageMiBs),
+      HEALTHY_MS: String(options.healthyMs ?? 2000),
+    },
+    backstopMs,
+    20_000,
+  ).then(({ code, signal, killed, end, lines, stderr }) => {
+    const begun = lines.find((l) => 'leakFrom' in l) as { leakFrom: number } | undefined;
+    const from = begun?.leakFrom ?? Number.NaN;
+    const first = (signal: string): Raised | null => {
+      const line = lines.find((l) => {
+        const alert = l.alert as { signal: string; level: string } | undefined;
+        return alert?.signal === signal && alert.level !== 'ok';
+      }) as { alert: { level: string; message: string }; at: number } | undefined;
+      return line ? { level: line.alert.level, seconds: (line.at - from) / 1000, message: line.alert.message } : null;
+    };
+    const firstExhaustion = first('heap_exhaustion');
+    const firstHeadroom = first('heap_headroom');
+    const diedSeconds = killed ? null : (end - from) / 1000;
+    const earliest = [firstExhaustion, firstHeadroom]
+      .filter((r): r is Raised => r !== null)
+      .reduce<number | null>((min, r) => (min === null || r.seconds < min ? r.seconds : min), null);
+    const leadSeconds = diedSeconds !== null && earliest !== null ? diedSeconds - earliest : null;
+    return {
+      version: options.node,
+      exit: killed ? 'killed by the backstop' : `code ${code} signal ${signal}`,
+      abort:
+        /Ineffective mark-compacts near heap limit|Reached heap limit|heap out of memory/.exec(stderr)?.[0] ?? null,
+      diedSeconds,
+      firstExhaustion,
+      firstHeadroom,
+      leadSeconds,
+      leadShare: leadSeconds !== null && diedSeconds ? leadSeconds / diedSeconds : null,
+      stderr,
+    };
   });
 }
 
@@ -158,16 +136,55 @@ export interface HealthyCell {
 export function runHealthyCell(options: HealthyCellOptions): Promise<HealthyCell> {
   const node = nodeBinary(options.node);
   if (node === undefined) return Promise.reject(new Error(`no Node ${options.node} binary here`));
+  return runChild(
+    node,
+    options.limitMiB,
+    {
+      LIVE_S: String(options.seconds),
+      CACHE_MIBS: String(options.cacheMiBs),
+      GARBAGE_MIBS: String(options.garbageMiBs),
+    },
+    (options.seconds + 120) * 1000,
+    5000,
+  ).then(({ code, lines, stderr }) => {
+    const start = (lines.find((l) => 'start' in l) as { start: number } | undefined)?.start ?? Number.NaN;
+    return {
+      version: options.node,
+      code,
+      stderr,
+      alerts: lines
+        .filter((l) => 'alert' in l)
+        .map((l) => {
+          const { alert, at } = l as { alert: { signal: string; level: string; message: string }; at: number };
+          return { signal: alert.signal, level: alert.level, message: alert.message, seconds: (at - start) / 1000 };
+        }),
+      heap: (lines.find((l) => 'done' in l)?.done as Record<string, unknown> | undefined) ?? null,
+    };
+  });
+}
+
+/**
+ * The child (test/support/heap-leak-child.ts) under `--max-old-space-size=limitMiB`, killed by a backstop
+ * after `backstopMs`: its JSON stdout lines, the tail of its stderr, and how and when it ended.
+ */
+function runChild(
+  node: string,
+  limitMiB: number,
+  env: Record<string, string>,
+  backstopMs: number,
+  stderrKeep: number,
+): Promise<{
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  killed: boolean;
+  end: number;
+  lines: Record<string, unknown>[];
+  stderr: string;
+}> {
   return new Promise((resolve, reject) => {
-    const child = spawn(node, [`--max-old-space-size=${options.limitMiB}`, '--import', TSX, CHILD], {
+    const child = spawn(node, [`--max-old-space-size=${limitMiB}`, '--import', TSX, CHILD], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        TSX_TSCONFIG_PATH: ROOT_TSCONFIG,
-        LIVE_S: String(options.seconds),
-        CACHE_MIBS: String(options.cacheMiBs),
-        GARBAGE_MIBS: String(options.garbageMiBs),
-      },
+      env: { ...process.env, TSX_TSCONFIG_PATH: ROOT_TSCONFIG, ...env },
     });
     let stdout = '';
     let stderr = '';
@@ -175,29 +192,22 @@ export function runHealthyCell(options: HealthyCellOptions): Promise<HealthyCell
       stdout += data.toString();
     });
     child.stderr.on('data', (data: Buffer) => {
-      stderr = (stderr + data.toString()).slice(-5000);
+      stderr = (stderr + data.toString()).slice(-stderrKeep);
     });
-    const backstop = setTimeout(() => child.kill('SIGKILL'), (options.seconds + 120) * 1000);
+    let killed = false;
+    const backstop = setTimeout(() => {
+      killed = true;
+      child.kill('SIGKILL');
+    }, backstopMs);
     child.on('error', reject);
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
+      const end = Date.now();
       clearTimeout(backstop);
       const lines = stdout
         .split('\n')
         .filter((line) => line.startsWith('{'))
         .map((line) => JSON.parse(line) as Record<string, unknown>);
-      const start = (lines.find((l) => 'start' in l) as { start: number } | undefined)?.start ?? Number.NaN;
-      resolve({
-        version: options.node,
-        code,
-        stderr,
-        alerts: lines
-          .filter((l) => 'alert' in l)
-          .map((l) => {
-            const { alert, at } = l as { alert: { signal: string; level: string; message: string }; at: number };
-            return { signal: alert.signal, level: alert.level, message: alert.message, seconds: (at - start) / 1000 };
-          }),
-        heap: (lines.find((l) => 'done' in l)?.done as Record<string, unknown> | undefined) ?? null,
-      });
+      resolve({ code, signal, killed, end, lines, stderr });
     });
   });
 }
