@@ -4,7 +4,6 @@
  * `BenchConfig['stages'][number]`, `BenchResult['alerts'][number]`.
  */
 export { runBench } from './runner';
-export { formatReport, writeResult } from './report';
-export { writeReport, readResult } from './report/index';
-export type { ReportRun } from './report/index';
+export { formatReport } from './report';
+export { writeReport } from './report/index';
 export type { BenchConfig, BenchResult } from './types';
