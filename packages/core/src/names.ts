@@ -129,7 +129,7 @@ export const METRICS = {
     type: 'gauge',
     unit: '{level}',
     description:
-      'Backpressure level of the queue: 0 ok, 1 warn, 2 critical (admission sheds; held for queue.shedHoldSeconds and until its levels cleared by their hysteresis).',
+      'Backpressure level of the queue: 0 ok, 1 warn, 2 critical (a shedding episode: admission turns away the excess, until none for queue.shedHoldSeconds and its levels cleared by their hysteresis).',
     attributes: [ATTR.queue],
   },
   queueArrivalRate: {

@@ -105,9 +105,11 @@ interface QueueThresholds {
   /** Retry-After (s) suggested to shed clients. */
   retryAfterSeconds: number;
   /**
-   * Least time (s) admission keeps shedding once it began; it ends after that only when every level
-   * that raised it has cleared by its hysteresis, so a queue at the bound does not flip between
-   * shedding and serving.
+   * A shedding episode ends once admission has turned no request away for this long (s), counted from
+   * its start too, and every level that raised it has cleared by its hysteresis, so one overload is one
+   * episode and a queue at the bound does not flip between shedding and serving. Within the episode
+   * admission turns away only what would take the queue past its targets (occupancyCritical and
+   * waitCriticalSeconds, each less its hysteresis).
    */
   shedHoldSeconds: number;
   /** Age (s) of the oldest request still waiting for WARN (judged on the request path and the tick). */

@@ -245,7 +245,9 @@ describe('shedding follows the hysteresis', () => {
   it('occupancy hovering at the CRITICAL bound sheds in one stretch, not per request', () => {
     const m = (t = setup());
     const queue = m.monitor.queue('q', { capacity: 20 });
+    // In flight, so the waits stay short and occupancy alone decides.
     const tickets = Array.from({ length: 17 }, () => queue.enqueue());
+    for (const ticket of tickets) ticket.start();
     let changes = 0;
     let admitting = true;
     const admit = () => {
@@ -269,17 +271,36 @@ describe('shedding follows the hysteresis', () => {
     }
     expect(changes).toBe(1);
     expect(admitting).toBe(false);
-    // Down to 80 % (below 85 % less the 5 % hysteresis): shedding ends once it has lasted the hold.
+    // Down to 80 % (85 % less the 5 % hysteresis): the episode still turns away what would take it past 16 of 20.
     extra?.end('cancelled');
     tickets.pop()!.end('cancelled');
     admit();
+    expect(admitting).toBe(false);
+    // At 15 one more fits; the episode goes on (level CRITICAL) and refuses the one after it.
+    tickets.pop()!.end('cancelled');
+    admit();
     expect(admitting).toBe(true);
-    expect(changes).toBe(2);
+    const admitted = queue.enqueue();
+    admit();
+    expect(admitting).toBe(false);
+    expect(queue.level()).toBe('critical');
+    // It ends once none was turned away for queue.shedHoldSeconds (3 s).
+    admitted.end('cancelled');
+    m.advance(2990);
+    m.monitor.tick();
+    expect(queue.level()).toBe('critical');
+    m.advance(10);
+    admit();
+    expect(admitting).toBe(true);
+    expect(queue.level()).toBe('warn');
     expect(m.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
+    expect(m.alerts.find((a) => a.signal === 'queue_backpressure' && a.level === 'ok')?.message).toMatch(
+      /^queue_backpressure recovered on queue "q": admission serves everything again after \d+\.\d s of shedding, which turned away (\d+) of (\d+) requests$/,
+    );
     for (const ticket of tickets) ticket.end('cancelled');
   });
 
-  it('a CRITICAL wait with a queue that empties and refills between ticks keeps shedding, and is held at least shedHoldSeconds', () => {
+  it('a CRITICAL wait: the episode admits while the expected wait fits under it, turns away the rest, and ends once none was turned away for shedHoldSeconds', () => {
     const m = (t = setup({ thresholds: { queue: { shedHoldSeconds: 5 } } }));
     const queue = m.monitor.queue('q', { capacity: 1000 });
     const held = queue.enqueue();
@@ -290,10 +311,12 @@ describe('shedding follows the hysteresis', () => {
       ticket.end();
     }
     m.monitor.tick();
+    // The held request has waited 16 s: a request behind it would wait longer than 450 ms (500 ms less 10 %).
+    expect(queue.admit()).toMatchObject({ admit: false, level: 'critical' });
     held.end('cancelled');
     const answers: boolean[] = [];
     let refill: Ticket | undefined;
-    // 1 s of a queue that drains and refills every 100 ms while the wait level is CRITICAL.
+    // 1 s of a queue that drains and refills every 100 ms: its oldest waits 100 ms at most, so the episode admits.
     for (let ms = 0; ms < 1000; ms += 10) {
       m.advance(10);
       if (ms % 100 === 0) {
@@ -306,17 +329,25 @@ describe('shedding follows the hysteresis', () => {
       }
       answers.push(queue.admit().admit);
     }
-    expect(answers.every((a) => !a)).toBe(true);
-    // Drained at the tick: the wait level falls, but the hold (5 s from the first shed) is not over.
+    expect(answers.every((a) => a)).toBe(true);
+    expect(queue.level()).toBe('critical');
+    // A request left waiting 460 ms: the next is turned away, and the hold (5 s) counts from it.
     refill?.end('cancelled');
-    m.monitor.tick();
+    const slow = queue.enqueue();
+    m.advance(460);
     expect(queue.admit().admit).toBe(false);
-    m.advance(3900);
+    slow.end('cancelled');
     m.monitor.tick();
-    expect(queue.admit().admit).toBe(false); // 4.89 s since the first shed
-    m.advance(110);
+    expect(queue.admit()).toMatchObject({ admit: true, level: 'critical' });
+    m.advance(4990);
     m.monitor.tick();
-    expect(queue.admit().admit).toBe(true);
+    expect(queue.level()).toBe('critical');
+    m.advance(10);
+    m.monitor.tick();
+    expect(queue.level()).not.toBe('critical');
     expect(m.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
+    expect(m.alerts.find((a) => a.signal === 'queue_backpressure' && a.level === 'ok')?.message).toMatch(
+      /admission serves everything again after 6\.\d s of shedding, which turned away 2 of 103 requests$/,
+    );
   });
 });

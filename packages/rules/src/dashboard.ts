@@ -124,7 +124,7 @@ function addQueueRows(l: Layout, o: ResolvedOptions): void {
   l.add({
     title: 'Backpressure level',
     description:
-      '0 OK, 1 WARN, 2 CRITICAL (admit() sheds at CRITICAL, for at least thresholds.queue.shedHoldSeconds and until its levels cleared by their hysteresis).',
+      "0 OK, 1 WARN, 2 CRITICAL (a shedding episode: admit() turns away the requests past the queue's targets, until it has turned none away for thresholds.queue.shedHoldSeconds and its levels cleared by their hysteresis).",
     w: 8,
     lines: [1, 2],
     targets: [

@@ -180,7 +180,7 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         `max ${by(...QUEUE_KEYS)} (${metric('backpressureLevel')}) >= 2`,
         hold,
         'Backpressure level CRITICAL',
-        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s, for at least ${humanSeconds(o.thresholds.queue.shedHoldSeconds)} (thresholds.queue.shedHoldSeconds) and until those levels cleared by their hysteresis.`,
+        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() turns away the requests past the queue's occupancy and wait targets with Retry-After ${o.thresholds.queue.retryAfterSeconds}s, until it has turned none away for ${humanSeconds(o.thresholds.queue.shedHoldSeconds)} (thresholds.queue.shedHoldSeconds) and those levels cleared by their hysteresis.`,
       ),
     ],
   };

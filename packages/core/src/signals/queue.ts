@@ -26,6 +26,8 @@ import type { RequestTail, RequestTraces, TracedRequest } from './request-trace'
 
 /** Share below occupancyCritical (and occupancyWarn) that occupancy must fall to leave that level. */
 const OCCUPANCY_HYSTERESIS = 0.05;
+/** Share below waitCriticalSeconds (and waitWarnSeconds) that the wait must fall to leave that level. */
+const WAIT_HYSTERESIS = 0.1;
 
 const OUTCOMES: readonly Outcome[] = [
   'completed',
@@ -322,9 +324,28 @@ export class Queue implements QueueTracker {
   private readonly ageCriticalMs: number;
   /** Age level last announced, so the request path judges the age only when it crosses a level. */
   private ageAnnounced: Level = 'ok';
-  /** Admission sheds: entered at CRITICAL, left once the level cleared by the hysteresis and the hold passed. */
+  /**
+   * A shedding episode: begun when the level reaches CRITICAL, ended once no
+   * request was turned away for queue.shedHoldSeconds and the levels that
+   * raised it cleared by their hysteresis. Within it admission turns away
+   * only what would take the queue past its targets (admitsDuringEpisode).
+   */
   private shedding = false;
   private shedSince = Number.NaN;
+  /** When the episode last turned a request away (ms). */
+  private lastShed = Number.NaN;
+  /** Requests the episode turned away and let in, for its closing message. */
+  private episodeShed = 0;
+  private episodeAdmitted = 0;
+  /**
+   * Within an episode, the most requests (waiting + in flight) admission
+   * lets in: under occupancyCritical less its hysteresis, so the occupancy
+   * that raised the episode clears, but never fewer than the slots, so the
+   * queue keeps serving at its concurrency.
+   */
+  private readonly episodeCount: number;
+  /** Within an episode, the longest (ms) a request admitted may expect to wait: waitCriticalSeconds less its hysteresis. */
+  private readonly episodeWaitMs: number;
   private waitQuantile = Number.NaN;
   private lastModel: string | undefined;
   private lastSlot: QueueModel | undefined;
@@ -368,6 +389,8 @@ export class Queue implements QueueTracker {
     this.warnCount = firstCountOver(t.queue.occupancyWarn, this.capacity);
     this.criticalCount = firstCountOver(t.queue.occupancyCritical, this.capacity);
     this.criticalHoldCount = firstCountOver(t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS), this.capacity);
+    this.episodeCount = Math.max(Math.min(this.concurrency, this.capacity), this.criticalHoldCount - 1);
+    this.episodeWaitMs = t.queue.waitCriticalSeconds * (1 - WAIT_HYSTERESIS) * 1000;
     // No hold: the age is already how long the oldest request has waited, and a hold would count that time
     // twice (with a 2 s hold an age WARN at 1 s came at 3 s, after a client's 2 s timeout).
     this.ageDetector = new ThresholdDetector({
@@ -382,6 +405,7 @@ export class Queue implements QueueTracker {
     this.waitDetector = new ThresholdDetector({
       warn: t.queue.waitWarnSeconds,
       critical: t.queue.waitCriticalSeconds,
+      hysteresis: WAIT_HYSTERESIS,
       forSeconds: t.queue.forSeconds,
       keepFiringSeconds: t.queue.keepFiringSeconds,
     });
@@ -547,19 +571,42 @@ export class Queue implements QueueTracker {
   }
 
   /**
-   * Shedding ends only when every part that can raise it has cleared by its
-   * hysteresis (occupancy below occupancyCritical less OCCUPANCY_HYSTERESIS,
-   * the wait detector below its CRITICAL, which it leaves 10 % under the
-   * bound) and `queue.shedHoldSeconds` has passed since it began: a level
-   * hovering at a bound sheds in one stretch, not every other second.
+   * An episode ends only when no request was turned away for
+   * `queue.shedHoldSeconds` (counted from its start too) and every part that
+   * can raise it has cleared by its hysteresis (occupancy below
+   * occupancyCritical less OCCUPANCY_HYSTERESIS, the wait detector below its
+   * CRITICAL, which it leaves 10 % under the bound): an overload that lasts
+   * is one episode, however its levels move within it.
    */
   private shedEnds(now: number): boolean {
     const t = this.ctx.thresholds;
-    if (now - this.shedSince < t.queue.shedHoldSeconds * 1000 && now >= this.shedSince) return false;
+    // A clock that went backwards does not keep the episode forever.
+    if (now - this.lastShed < t.queue.shedHoldSeconds * 1000 && now >= this.lastShed) return false;
     if (this.occupancy > t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS)) return false;
     if (this.waitDetector.level === 'critical') return false;
     if (t.capacity.backpressure && this.capacity_.estimate.level === 'critical') return false;
     return this.env.externalLevel() !== 'critical';
+  }
+
+  /**
+   * Within an episode, whether one more request fits the targets: the
+   * queue at most `episodeCount` requests, and the wait it can expect at
+   * most `episodeWaitMs`. That wait is the time the slots take to serve
+   * those ahead of it, (waiting + 1) · S / c with the capacity model's
+   * service time S, and at least the oldest waiting request's age (all
+   * there is before S is known, and what shows a stalled queue at once).
+   * So the queue keeps its slots busy and sheds only the excess, with its
+   * levels held under the bounds they leave CRITICAL at. A CRITICAL event
+   * loop sheds everything: the process, not the queue, is what is short.
+   */
+  private admitsDuringEpisode(now: number): boolean {
+    if (this.waiting + this.inFlight >= this.episodeCount) return false;
+    if (this.env.externalLevel() === 'critical') return false;
+    if (this.waiting === 0) return true;
+    const e = this.capacity_.estimate;
+    const ahead =
+      e.serviceTime > 0 && e.concurrency > 0 ? ((this.waiting + 1) * e.serviceTime * 1000) / e.concurrency : 0;
+    return Math.max(ahead, this.age.oldest(now)) <= this.episodeWaitMs;
   }
 
   retryAfterSeconds(): number {
@@ -570,12 +617,9 @@ export class Queue implements QueueTracker {
 
   admit(): Admission {
     // The request admitted is enqueued next, which judges the levels it moves (watch): nothing to judge here.
-    if (this.shedding) {
-      const now = this.ctx.clock();
-      if (this.shedEnds(now)) this.stopShedding(now);
-    }
-    const level = this.shedding ? 'critical' : this.liveLevel();
-    if (level === 'critical' && !this.shedding) {
+    if (!this.shedding) {
+      const level = this.liveLevel();
+      if (level !== 'critical') return { admit: true, level, retryAfterSeconds: this.retryAfterSeconds() };
       // Shed only at a level already announced: occupancy is judged live, so the
       // decision to shed announces it first (listeners and webhook hear of it
       // before the first 503 is written). The other parts of the level were
@@ -583,19 +627,34 @@ export class Queue implements QueueTracker {
       this.announceShedding();
       this.startShedding(this.ctx.clock());
     }
-    return { admit: !this.shedding, level, retryAfterSeconds: this.retryAfterSeconds() };
+    const now = this.ctx.clock();
+    if (this.shedEnds(now)) {
+      // Every level that can raise an episode has cleared: nothing to start again.
+      this.stopShedding(now);
+      return { admit: true, level: this.liveLevel(), retryAfterSeconds: this.retryAfterSeconds() };
+    }
+    const admit = this.admitsDuringEpisode(now);
+    if (admit) this.episodeAdmitted++;
+    else {
+      this.lastShed = now;
+      this.episodeShed++;
+    }
+    return { admit, level: 'critical', retryAfterSeconds: this.retryAfterSeconds() };
   }
 
   /**
    * Shedding is announced as `queue_backpressure` (the rule on the
    * backpressure gauge has the same name): once when it begins, before the
    * first refusal, and once when it ends. The level that raised it may
-   * lower while the hold keeps shedding; this one stays CRITICAL as long
-   * as requests are turned away.
+   * lower within the episode; this one stays CRITICAL as long as requests
+   * are turned away, and for the hold after the last.
    */
   private startShedding(now: number): void {
     this.shedding = true;
     this.shedSince = now;
+    this.lastShed = now;
+    this.episodeShed = 0;
+    this.episodeAdmitted = 0;
     try {
       const t = this.ctx.thresholds;
       const why: string[] = [];
@@ -611,7 +670,7 @@ export class Queue implements QueueTracker {
         value: 2,
         threshold: 2,
         labels: this.labels,
-        message: `admission sheds (${why.join(', ')} CRITICAL); it serves again once that has cleared by its hysteresis, after at least ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds)`,
+        message: `admission sheds (${why.join(', ')} CRITICAL): it turns away a request that would take the queue past ${this.episodeCount} of ${this.capacity} or wait more than ${ms(this.episodeWaitMs / 1000)}, and serves everything again once it has turned none away for ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds) and those levels cleared by their hysteresis`,
       });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
@@ -627,7 +686,7 @@ export class Queue implements QueueTracker {
         value: levelRank(this.liveLevel()),
         threshold: 2,
         labels: this.labels,
-        message: `admission serves again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding`,
+        message: `admission serves everything again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding, which turned away ${this.episodeShed} of ${this.episodeShed + this.episodeAdmitted} requests`,
       });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
