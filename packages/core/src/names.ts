@@ -106,6 +106,7 @@ export const METRICS = {
     description:
       'Time the requests still waiting have already waited, summed (Σ now − arrival), read at collection; 0 when none waits.',
     attributes: [ATTR.queue],
+    feeds: 'queue.pendingWaitWarnSeconds / queue.pendingWaitCriticalSeconds (per slot)',
   },
   queueTokensPending: {
     name: 'infersignal.queue.tokens.pending',

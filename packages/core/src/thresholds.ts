@@ -117,6 +117,16 @@ interface QueueThresholds {
   /** Age (s) of the oldest request still waiting for CRITICAL. Announced, not shed on: occupancy and wait shed. */
   ageCriticalSeconds: number;
   /**
+   * The time the requests still waiting have already waited, summed, per slot (over the queue's
+   * concurrency: the seconds of waiting each slot has ahead of it already spent), for WARN. Per slot, so
+   * the bound means the same for a queue of 1 slot or 64; it grows with the square of a stall and with
+   * the arrival rate, so a busy queue that stops starting requests passes it before its oldest request
+   * passes ageWarnSeconds. Judged on the tick.
+   */
+  pendingWaitWarnSeconds: number;
+  /** Summed waits of the requests still waiting, per slot (s), for CRITICAL. Announced, not shed on. */
+  pendingWaitCriticalSeconds: number;
+  /**
    * An LLM queue's token backlog, as the time (s) it takes to drain at the output rate the queue has been
    * serving at: output tokens owed to the running requests plus those the waiting ones asked for (each
    * max_tokens scaled by the share of it recent completed requests used), over output tokens per second

@@ -64,6 +64,9 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
   const occupancy = `max ${by(...QUEUE_KEYS)} (${metric('queueOccupancy')})`;
   const oldest = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitOldest')})`;
   const ageLevel = signalLevel(o, 'queue_age', [LABEL.queue]);
+  // Per slot: while requests wait, every slot is busy, so the requests in flight are the slots.
+  const pendingPerSlot = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitPending')} / clamp_min(${metric('queueInFlight')}, 1))`;
+  const pendingLevel = signalLevel(o, 'queue_pending_wait', [LABEL.queue]);
   const drain = `max ${by(...QUEUE_KEYS)} (${metric('queueTokensDrainTime')})`;
   const tokenLevel = signalLevel(o, 'queue_token_backlog', [LABEL.queue]);
   const held = (what: string) =>
@@ -148,6 +151,28 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         level,
         `Oldest waiting request older than ${humanSeconds(q.ageCriticalSeconds)}`,
         `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${humanSeconds(q.ageCriticalSeconds)} (thresholds.queue.ageCriticalSeconds): ${held('queue_age')} to CRITICAL. Requests are not being started: check the runtime behind the queue.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueuePendingWaitHigh',
+        'queue_pending_wait',
+        'warning',
+        `${pendingPerSlot} and ${on} (${pendingLevel} >= 1)`,
+        level,
+        `Waits still accruing above ${humanSeconds(q.pendingWaitWarnSeconds)} per slot`,
+        `${queueWhere}: the requests still waiting have already waited {{ $value | humanizeDuration }} per slot together, more than ${humanSeconds(q.pendingWaitWarnSeconds)} (thresholds.queue.pendingWaitWarnSeconds): ${held('queue_pending_wait')} to WARN. Many requests have each waited a while, which the wait histogram shows only once they start: the queue is falling behind.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueuePendingWaitCritical',
+        'queue_pending_wait',
+        'critical',
+        `${pendingPerSlot} and ${on} (${pendingLevel} >= 2)`,
+        level,
+        `Waits still accruing above ${humanSeconds(q.pendingWaitCriticalSeconds)} per slot`,
+        `${queueWhere}: the requests still waiting have already waited {{ $value | humanizeDuration }} per slot together, more than ${humanSeconds(q.pendingWaitCriticalSeconds)} (thresholds.queue.pendingWaitCriticalSeconds): ${held('queue_pending_wait')} to CRITICAL. Requests are piling up faster than they start: scale out, shed, or check the runtime behind the queue.`,
         keep,
       ),
       alert(

@@ -306,6 +306,7 @@ export class Queue implements QueueTracker {
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
   private readonly ageDetector: ThresholdDetector;
+  private readonly pendingDetector: ThresholdDetector;
   /** Arrival stamps of the waiting requests: the oldest one's age and the waits still accruing. */
   readonly age: QueueAge;
   /** An LLM queue's token backlog: made with the queue (`tokens: true`) or when a request first says its tokens. */
@@ -355,6 +356,7 @@ export class Queue implements QueueTracker {
   /** Utilization, headroom, predicted wait and time to saturation. */
   readonly capacity_: CapacityModel;
   peakInFlight = 0;
+  private readonly explicitConcurrency: boolean;
   private running = 0;
   private readonly fifo: Waiter[] = [];
   readonly labels: Record<string, string>;
@@ -398,6 +400,12 @@ export class Queue implements QueueTracker {
       critical: t.queue.ageCriticalSeconds,
       keepFiringSeconds: t.queue.keepFiringSeconds,
     });
+    this.pendingDetector = new ThresholdDetector({
+      warn: t.queue.pendingWaitWarnSeconds,
+      critical: t.queue.pendingWaitCriticalSeconds,
+      forSeconds: t.queue.forSeconds,
+      keepFiringSeconds: t.queue.keepFiringSeconds,
+    });
     this.ageWarnMs = t.queue.ageWarnSeconds * 1000;
     this.ageCriticalMs = t.queue.ageCriticalSeconds * 1000;
     // Room for every request up to the capacity several times over; past it the age is a lower bound (QueueAge).
@@ -421,12 +429,13 @@ export class Queue implements QueueTracker {
     this.labels = { queue: name };
     if (options.tokens) this.tokenBacklog();
     // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
-    const explicit = options.concurrency !== undefined;
-    this.capacity_ = new CapacityModel(
-      () => (explicit ? this.concurrency : Math.max(1, this.peakInFlight)),
-      t,
-      explicit,
-    );
+    const explicit = (this.explicitConcurrency = options.concurrency !== undefined);
+    this.capacity_ = new CapacityModel(() => this.slots(), t, explicit);
+  }
+
+  /** The slots c: the concurrency given, else the most requests seen in flight. */
+  private slots(): number {
+    return this.explicitConcurrency ? this.concurrency : Math.max(1, this.peakInFlight);
   }
 
   get occupancy(): number {
@@ -743,6 +752,32 @@ export class Queue implements QueueTracker {
     });
   }
 
+  /**
+   * The waits still accruing, summed and shared among the slots, through
+   * its detector, announced as `queue_pending_wait`.
+   */
+  private judgePending(now: number): void {
+    const t = this.ctx.thresholds.queue;
+    const total = this.age.total(now) / 1000;
+    const slots = this.slots();
+    const perSlot = total / slots;
+    const level = this.pendingDetector.update(perSlot, now);
+    const bound = level === 'critical' ? t.pendingWaitCriticalSeconds : t.pendingWaitWarnSeconds;
+    this.ctx.report({
+      signal: 'queue_pending_wait',
+      level,
+      value: perSlot,
+      threshold: bound,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : this.pendingDetector.keeping
+            ? `waits still accruing ${perSlot.toFixed(1)} s per slot, back under ${t.pendingWaitWarnSeconds} s (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `the ${this.waiting} requests still waiting have waited ${total.toFixed(1)} s in all, ${perSlot.toFixed(1)} s per slot of ${slots} > ${bound} s; the oldest ${ms(this.age.oldest(now) / 1000)}`,
+    });
+  }
+
   reject<Carrier>(model?: string, carrier?: Carrier, getter?: TextMapGetter<Carrier>): void {
     try {
       const slot = this.slotOf(model ?? UNKNOWN_MODEL);
@@ -860,6 +895,7 @@ export class Queue implements QueueTracker {
     });
     this.judgeOccupancy(now);
     this.judgeAge(now);
+    this.judgePending(now);
     this.judgeTokens(now);
 
     const c = this.capacity_.update(now);
