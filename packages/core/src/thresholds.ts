@@ -78,7 +78,7 @@ export interface StreamThresholds {
   windowSize: number;
 }
 
-interface QueueThresholds {
+export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
   occupancyWarn: number;
   /** Occupancy above which the level is CRITICAL. */

@@ -1,0 +1,252 @@
+/**
+ * The queue signals: the wait before inference (`queue_wait`), occupancy
+ * (`queue_occupancy`), the oldest waiting request's age (`queue_age`), the
+ * waits still accruing per slot (`queue_pending_wait`), an LLM queue's
+ * token backlog (`queue_token_backlog`) and admission's backpressure
+ * (`queue_backpressure`). Their metrics, thresholds and alerts are read
+ * from here; the rule and panel templates are still @infersignal/rules'
+ * (looked up by the name `queue`).
+ */
+import { ATTR, GEN_AI_ATTRIBUTES } from '../attributes';
+import { defineSignal } from '../definition';
+import { InferSignalConfigError } from '../config-error';
+
+const metrics = {
+  queueWait: {
+    name: 'infersignal.queue.wait.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Time a request waited between arrival and the start of inference.',
+    attributes: [ATTR.queue, ATTR.model],
+    feeds: 'queue.waitWarnSeconds / queue.waitCriticalSeconds',
+  },
+  inferenceDuration: {
+    name: 'infersignal.inference.duration',
+    type: 'histogram',
+    unit: 's',
+    description: 'Time from the start of inference to the end of the request.',
+    attributes: [ATTR.queue, ATTR.model, ATTR.outcome],
+    feeds: 'glitch.deltaSeconds',
+  },
+  requestDuration: {
+    name: 'gen_ai.server.request.duration',
+    type: 'histogram',
+    unit: 's',
+    description:
+      'Time from arrival to the end of the request (queue wait included), every outcome. `error.type` on every outcome but completed: the outcome (cancelled, rejected, timeout, unavailable, deadline_exceeded), `_OTHER` for error.',
+    attributes: [...GEN_AI_ATTRIBUTES, ATTR.errorType, ATTR.queue, ATTR.outcome],
+  },
+  requests: {
+    name: 'infersignal.requests',
+    type: 'counter',
+    unit: '{request}',
+    description: 'Requests that ended, by outcome (completed, cancelled, error, rejected, timeout, …).',
+    attributes: [ATTR.queue, ATTR.model, ATTR.outcome],
+  },
+  queueWaiting: {
+    name: 'infersignal.queue.waiting',
+    type: 'gauge',
+    unit: '{request}',
+    description: 'Requests that arrived and have not started inference.',
+    attributes: [ATTR.queue],
+  },
+  queueInFlight: {
+    name: 'infersignal.queue.in_flight',
+    type: 'gauge',
+    unit: '{request}',
+    description: 'Requests that started inference and have not ended.',
+    attributes: [ATTR.queue],
+  },
+  queueCapacity: {
+    name: 'infersignal.queue.capacity',
+    type: 'gauge',
+    unit: '{request}',
+    description: 'Configured capacity of the queue (waiting + in flight).',
+    attributes: [ATTR.queue],
+  },
+  queueOccupancy: {
+    name: 'infersignal.queue.occupancy',
+    type: 'gauge',
+    unit: '1',
+    description: '(waiting + in flight) / capacity.',
+    attributes: [ATTR.queue],
+    feeds: 'queue.occupancyWarn / queue.occupancyCritical',
+  },
+  queueWaitOldest: {
+    name: 'infersignal.queue.wait.oldest',
+    type: 'gauge',
+    unit: 's',
+    description:
+      'Age of the oldest request still waiting (arrival → now), read at collection; 0 when none waits. Unlike the wait histogram, which records a request when it leaves the queue, it rises while a queue is stuck.',
+    attributes: [ATTR.queue],
+    feeds: 'queue.ageWarnSeconds / queue.ageCriticalSeconds',
+  },
+  queueWaitPending: {
+    name: 'infersignal.queue.wait.pending',
+    type: 'gauge',
+    unit: 's',
+    description:
+      'Time the requests still waiting have already waited, summed (Σ now − arrival), read at collection; 0 when none waits.',
+    attributes: [ATTR.queue],
+    feeds: 'queue.pendingWaitWarnSeconds / queue.pendingWaitCriticalSeconds (per slot)',
+  },
+  queueTokensPending: {
+    name: 'infersignal.queue.tokens.pending',
+    type: 'gauge',
+    unit: '{token}',
+    description:
+      "Token backlog of an LLM queue, read at collection: `gen_ai.token.type` `input`, the prompt tokens of the requests still waiting; `output`, the output tokens still owed to the running requests (their max_tokens less the tokens produced so far; a request without max_tokens owes none). Present at 0 from the queue's creation on a queue made with `tokens: true`.",
+    attributes: [ATTR.queue, ATTR.tokenType],
+  },
+  queueTokensDrainTime: {
+    name: 'infersignal.queue.tokens.drain.time',
+    type: 'gauge',
+    unit: 's',
+    description:
+      "Time an LLM queue's known output work takes at the output rate it has been serving at: the max_tokens of the running and waiting requests, scaled by the share of max_tokens its recent completed requests produced (1 until 8 completed), less the tokens the running ones produced, over output tokens per second while requests ran (over capacity.rateWindowSeconds). 0 when none waits; not observed while no token was produced in the window.",
+    attributes: [ATTR.queue],
+    feeds: 'queue.tokenDrainWarnSeconds / queue.tokenDrainCriticalSeconds',
+  },
+  backpressureLevel: {
+    name: 'infersignal.queue.backpressure.level',
+    type: 'gauge',
+    unit: '{level}',
+    description:
+      'Backpressure level of the queue: 0 ok, 1 warn, 2 critical (a shedding episode: admission turns away the excess, until none for queue.shedHoldSeconds and its levels cleared by their hysteresis).',
+    attributes: [ATTR.queue],
+  },
+} as const;
+
+const positive = { type: 'number', above: 0 } as const;
+const nonNegative = { type: 'number', min: 0 } as const;
+const ratio = { type: 'number', min: 0, max: 1 } as const;
+
+/** Each WARN bound below its CRITICAL one. */
+const ORDERED: readonly (readonly [string, string, boolean])[] = [
+  ['occupancyWarn', 'occupancyCritical', true],
+  ['waitWarnSeconds', 'waitCriticalSeconds', true],
+  ['ageWarnSeconds', 'ageCriticalSeconds', false],
+  ['pendingWaitWarnSeconds', 'pendingWaitCriticalSeconds', true],
+  ['tokenDrainWarnSeconds', 'tokenDrainCriticalSeconds', true],
+];
+
+export const queueSignal = defineSignal({
+  name: 'queue',
+  metrics,
+  thresholds: {
+    group: 'queue',
+    fields: {
+      occupancyWarn: { default: 0.7, accepts: ratio },
+      occupancyCritical: { default: 0.85, accepts: ratio },
+      waitQuantile: { default: 0.95, accepts: { type: 'number', above: 0, below: 1 } },
+      waitWarnSeconds: { default: 0.2, accepts: positive },
+      waitCriticalSeconds: { default: 0.5, accepts: positive },
+      waitWindowSeconds: { default: 30, accepts: positive },
+      forSeconds: { default: 0, accepts: nonNegative },
+      keepFiringSeconds: { default: 10, accepts: nonNegative },
+      retryAfterSeconds: { default: 1, accepts: positive },
+      shedHoldSeconds: { default: 3, accepts: nonNegative },
+      ageWarnSeconds: { default: 1, accepts: positive },
+      ageCriticalSeconds: { default: 5, accepts: positive },
+      pendingWaitWarnSeconds: { default: 10, accepts: positive },
+      pendingWaitCriticalSeconds: { default: 60, accepts: positive },
+      tokenDrainWarnSeconds: { default: 30, accepts: positive },
+      tokenDrainCriticalSeconds: { default: 120, accepts: positive },
+    },
+    check(values, prefix) {
+      for (const [warn, critical, shown] of ORDERED) {
+        if ((values[warn] as number) < (values[critical] as number)) continue;
+        throw new InferSignalConfigError(
+          `${prefix}.queue.${warn}`,
+          `must be below queue.${critical} (${values[critical]})${shown ? `, got ${values[warn]}` : ''}`,
+        );
+      }
+    },
+  },
+  alerts: [
+    {
+      name: 'InferSignalQueueWaitHigh',
+      signal: 'queue_wait',
+      severity: 'warning',
+      runbook: 'queue-wait',
+      doc: '`max by (R, queue) (job_queue_model:infersignal_queue_wait_duration_seconds:p95) and level(queue_wait) >= 1`',
+    },
+    {
+      name: 'InferSignalQueueWaitCritical',
+      signal: 'queue_wait',
+      severity: 'critical',
+      runbook: 'queue-wait',
+      doc: 'same, `level(queue_wait) >= 2`',
+    },
+    {
+      name: 'InferSignalQueueWaitTailHigh',
+      signal: 'queue_wait',
+      severity: 'warning',
+      runbook: 'queue-wait-tail',
+      doc: '`job_queue_model:infersignal_queue_wait_duration_seconds:p99 > 0.3`',
+    },
+    {
+      name: 'InferSignalQueueOccupancyHigh',
+      signal: 'queue_occupancy',
+      severity: 'warning',
+      runbook: 'queue-occupancy',
+      doc: '`max by (R, queue) (infersignal_queue_occupancy_ratio) and level(queue_occupancy) >= 1`',
+    },
+    {
+      name: 'InferSignalQueueOccupancyCritical',
+      signal: 'queue_occupancy',
+      severity: 'critical',
+      runbook: 'queue-occupancy',
+      doc: 'same, `level(queue_occupancy) >= 2`',
+    },
+    {
+      name: 'InferSignalQueueAgeHigh',
+      signal: 'queue_age',
+      severity: 'warning',
+      runbook: 'queue-age',
+      doc: '`max by (R, queue) (infersignal_queue_wait_oldest_seconds) and level(queue_age) >= 1`',
+    },
+    {
+      name: 'InferSignalQueueAgeCritical',
+      signal: 'queue_age',
+      severity: 'critical',
+      runbook: 'queue-age',
+      doc: 'same, `level(queue_age) >= 2`',
+    },
+    {
+      name: 'InferSignalQueuePendingWaitHigh',
+      signal: 'queue_pending_wait',
+      severity: 'warning',
+      runbook: 'queue-pending-wait',
+      doc: '`max by (R, queue) (infersignal_queue_wait_pending_seconds / clamp_min(infersignal_queue_in_flight, 1)) and level(queue_pending_wait) >= 1`',
+    },
+    {
+      name: 'InferSignalQueuePendingWaitCritical',
+      signal: 'queue_pending_wait',
+      severity: 'critical',
+      runbook: 'queue-pending-wait',
+      doc: 'same, `level(queue_pending_wait) >= 2`',
+    },
+    {
+      name: 'InferSignalQueueTokenBacklogHigh',
+      signal: 'queue_token_backlog',
+      severity: 'warning',
+      runbook: 'queue-token-backlog',
+      doc: '`max by (R, queue) (infersignal_queue_tokens_drain_time_seconds) and level(queue_token_backlog) >= 1`',
+    },
+    {
+      name: 'InferSignalQueueTokenBacklogCritical',
+      signal: 'queue_token_backlog',
+      severity: 'critical',
+      runbook: 'queue-token-backlog',
+      doc: 'same, `level(queue_token_backlog) >= 2`',
+    },
+    {
+      name: 'InferSignalBackpressureCritical',
+      signal: 'queue_backpressure',
+      severity: 'critical',
+      runbook: 'backpressure',
+      doc: '`max by (R, infersignal_queue_name) (infersignal_queue_backpressure_level) >= 2`',
+    },
+  ],
+});
