@@ -4,12 +4,14 @@
  * waits still accruing per slot (`queue_pending_wait`), an LLM queue's
  * token backlog (`queue_token_backlog`) and admission's backpressure
  * (`queue_backpressure`). Their metrics, thresholds and alerts are read
- * from here; the rule and panel templates are still @infersignal/rules'
- * (looked up by the name `queue`).
+ * from here, and its Prometheus rules are rendered from its template; the
+ * panel template is still @infersignal/rules' (looked up by the name
+ * `queue`).
  */
 import { ATTR, GEN_AI_ATTRIBUTES } from '../attributes';
 import { defineSignal } from '../definition';
 import { InferSignalConfigError } from '../config-error';
+import type { QueueThresholds } from '../thresholds';
 
 const metrics = {
   queueWait: {
@@ -249,4 +251,142 @@ export const queueSignal = defineSignal({
       doc: '`max by (R, infersignal_queue_name) (infersignal_queue_backpressure_level) >= 2`',
     },
   ],
+
+  rules(k) {
+    const q = k.thresholds.queue as unknown as QueueThresholds;
+    const queue = k.label(ATTR.queue);
+    const model = k.label(ATTR.model);
+    const keys = [...k.replicaKeys, queue];
+    const hold = k.hold(q.forSeconds);
+    const level = k.levelHold;
+    const keep = k.formatDuration(q.keepFiringSeconds);
+    // The recorded quantiles are per (job, queue, model); the dashboard and the KEDA trigger read the same series.
+    const record = (quantile: number) =>
+      k.recordName(['job', queue, model], k.recordBase(metrics.queueWait), k.quantileSuffix(quantile));
+    const quantiles = [...new Set([0.5, 0.95, 0.99, q.waitQuantile, k.options.tailQuantile])].sort((a, b) => a - b);
+    const recordings = quantiles.map((quantile) => ({
+      record: record(quantile),
+      expr: `histogram_quantile(${quantile}, sum ${k.by('le', ...keys, model)} (rate(${k.bucket(metrics.queueWait)}[${k.options.rateWindow}])))`,
+    }));
+    const wait = `max ${k.by(...keys)} (${record(q.waitQuantile)})`;
+    const tail = record(k.options.tailQuantile);
+    const on = k.onReplica(queue);
+    const waitLevel = k.signalLevel('queue_wait', [queue]);
+    const occupancyLevel = k.signalLevel('queue_occupancy', [queue]);
+    const queueWhere = `Queue {{ $labels.${queue} }} on replica ${k.replica} ({{ $labels.job }})`;
+    const where = `{{ $labels.${model} }} on queue {{ $labels.${queue} }}, replica ${k.replica} ({{ $labels.job }})`;
+    const pq = k.percentileName(q.waitQuantile);
+    const occupancy = `max ${k.by(...keys)} (${k.metric(metrics.queueOccupancy)})`;
+    const oldest = `max ${k.by(...keys)} (${k.metric(metrics.queueWaitOldest)})`;
+    const ageLevel = k.signalLevel('queue_age', [queue]);
+    // Per slot: while requests wait, every slot is busy, so the requests in flight are the slots.
+    const pendingPerSlot = `max ${k.by(...keys)} (${k.metric(metrics.queueWaitPending)} / clamp_min(${k.metric(metrics.queueInFlight)}, 1))`;
+    const pendingLevel = k.signalLevel('queue_pending_wait', [queue]);
+    const drain = `max ${k.by(...keys)} (${k.metric(metrics.queueTokensDrainTime)})`;
+    const tokenLevel = k.signalLevel('queue_token_backlog', [queue]);
+    const held = (what: string) =>
+      `the in-process ${what} detector (same thresholds, window, hysteresis and keep) raised its level`;
+    return {
+      name: 'infersignal.queue',
+      rules: [
+        ...recordings,
+        k.alert(
+          'InferSignalQueueWaitHigh',
+          `${wait} and ${on} (${waitLevel} >= 1)`,
+          level,
+          `${pq} queue wait above ${k.humanSeconds(q.waitWarnSeconds)}`,
+          `${queueWhere}: ${held('queue_wait')} to WARN, ${pq} wait above ${k.humanSeconds(q.waitWarnSeconds)} (thresholds.queue.waitWarnSeconds); Prometheus reads ${pq} {{ $value | humanizeDuration }} over ${k.options.rateWindow}. Requests wait before inference starts: the replica is close to saturation.`,
+          // The page keeps firing as core keeps its WARN (thresholds.queue.keepFiringSeconds), so a missed scrape does not end it.
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueueWaitCritical',
+          `${wait} and ${on} (${waitLevel} >= 2)`,
+          level,
+          `${pq} queue wait above ${k.humanSeconds(q.waitCriticalSeconds)}`,
+          `${queueWhere}: ${held('queue_wait')} to CRITICAL, ${pq} wait above ${k.humanSeconds(q.waitCriticalSeconds)} (thresholds.queue.waitCriticalSeconds); Prometheus reads ${pq} {{ $value | humanizeDuration }} over ${k.options.rateWindow}. The queue is saturated and sheds; drain this replica or scale out.`,
+          // In process CRITICAL lowers at once (it sheds); the page keeps for the same time as the WARN, so one episode is one page.
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueueWaitTailHigh',
+          `${tail} > ${k.options.tailSeconds}`,
+          hold,
+          `${k.percentileName(k.options.tailQuantile)} queue wait above ${k.humanSeconds(k.options.tailSeconds)}`,
+          `${k.percentileName(k.options.tailQuantile)} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${k.humanSeconds(k.options.tailSeconds)} for ${hold}. The tail waits even if the median does not.`,
+        ),
+        k.alert(
+          'InferSignalQueueOccupancyHigh',
+          `${occupancy} and ${on} (${occupancyLevel} >= 1)`,
+          level,
+          `Queue occupancy at or above ${k.humanPercent(q.occupancyWarn)}`,
+          `${queueWhere} is {{ $value | humanizePercentage }} full (waiting + in flight over capacity): ${held('queue_occupancy')} to WARN, at or above ${k.humanPercent(q.occupancyWarn)} (thresholds.queue.occupancyWarn).`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueueOccupancyCritical',
+          `${occupancy} and ${on} (${occupancyLevel} >= 2)`,
+          level,
+          `Queue occupancy above ${k.humanPercent(q.occupancyCritical)}`,
+          `${queueWhere} is {{ $value | humanizePercentage }} full: ${held('queue_occupancy')} to CRITICAL, above ${k.humanPercent(q.occupancyCritical)} (thresholds.queue.occupancyCritical). New requests are shed.`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueueAgeHigh',
+          `${oldest} and ${on} (${ageLevel} >= 1)`,
+          level,
+          `Oldest waiting request older than ${k.humanSeconds(q.ageWarnSeconds)}`,
+          `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${k.humanSeconds(q.ageWarnSeconds)} (thresholds.queue.ageWarnSeconds): ${held('queue_age')} to WARN. It has not started yet, so the wait histogram does not show it: the queue is stuck or falling behind.`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueueAgeCritical',
+          `${oldest} and ${on} (${ageLevel} >= 2)`,
+          level,
+          `Oldest waiting request older than ${k.humanSeconds(q.ageCriticalSeconds)}`,
+          `${queueWhere}: the oldest request still waiting has waited {{ $value | humanizeDuration }}, more than ${k.humanSeconds(q.ageCriticalSeconds)} (thresholds.queue.ageCriticalSeconds): ${held('queue_age')} to CRITICAL. Requests are not being started: check the runtime behind the queue.`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueuePendingWaitHigh',
+          `${pendingPerSlot} and ${on} (${pendingLevel} >= 1)`,
+          level,
+          `Waits still accruing above ${k.humanSeconds(q.pendingWaitWarnSeconds)} per slot`,
+          `${queueWhere}: the requests still waiting have already waited {{ $value | humanizeDuration }} per slot together, more than ${k.humanSeconds(q.pendingWaitWarnSeconds)} (thresholds.queue.pendingWaitWarnSeconds): ${held('queue_pending_wait')} to WARN. Many requests have each waited a while, which the wait histogram shows only once they start: the queue is falling behind.`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueuePendingWaitCritical',
+          `${pendingPerSlot} and ${on} (${pendingLevel} >= 2)`,
+          level,
+          `Waits still accruing above ${k.humanSeconds(q.pendingWaitCriticalSeconds)} per slot`,
+          `${queueWhere}: the requests still waiting have already waited {{ $value | humanizeDuration }} per slot together, more than ${k.humanSeconds(q.pendingWaitCriticalSeconds)} (thresholds.queue.pendingWaitCriticalSeconds): ${held('queue_pending_wait')} to CRITICAL. Requests are piling up faster than they start: scale out, shed, or check the runtime behind the queue.`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueueTokenBacklogHigh',
+          `${drain} and ${on} (${tokenLevel} >= 1)`,
+          level,
+          `LLM token backlog takes longer than ${k.humanSeconds(q.tokenDrainWarnSeconds)} to drain`,
+          `${queueWhere}: the output tokens owed to the running requests and asked for by the waiting ones (max_tokens scaled by the share recent requests used) take {{ $value | humanizeDuration }} at the output rate the queue has been serving at, more than ${k.humanSeconds(q.tokenDrainWarnSeconds)} (thresholds.queue.tokenDrainWarnSeconds): ${held('queue_token_backlog')} to WARN. A request arriving now waits behind that work: the queue holds more tokens than it can serve soon.`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalQueueTokenBacklogCritical',
+          `${drain} and ${on} (${tokenLevel} >= 2)`,
+          level,
+          `LLM token backlog takes longer than ${k.humanSeconds(q.tokenDrainCriticalSeconds)} to drain`,
+          `${queueWhere}: the token backlog takes {{ $value | humanizeDuration }} to drain at the measured output rate, more than ${k.humanSeconds(q.tokenDrainCriticalSeconds)} (thresholds.queue.tokenDrainCriticalSeconds): ${held('queue_token_backlog')} to CRITICAL. Scale out, lower max_tokens or shed before the waiting requests time out.`,
+          keep,
+        ),
+        k.alert(
+          'InferSignalBackpressureCritical',
+          `max ${k.by(...keys)} (${k.metric(metrics.backpressureLevel)}) >= 2`,
+          hold,
+          'Backpressure level CRITICAL',
+          `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() turns away the requests past the queue's occupancy and wait targets with Retry-After ${q.retryAfterSeconds}s, until it has turned none away for ${k.humanSeconds(q.shedHoldSeconds)} (thresholds.queue.shedHoldSeconds) and those levels cleared by their hysteresis.`,
+        ),
+      ],
+    };
+  },
 });
