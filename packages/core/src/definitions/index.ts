@@ -6,8 +6,7 @@
  * yet: their metrics are still in names.ts, their thresholds in config.ts
  * and their rule and panel templates in @infersignal/rules (looked up by
  * name). Their alerts (name, severity, runbook anchor, docs row) are already
- * read from here. The queue's metrics, thresholds and alerts are its
- * definition's; its rule and panel templates are still the generator's.
+ * read from here.
  */
 import type { AlertDefinition, SignalDefinition } from '../definition';
 import { circuitBreakerSignal } from './circuit-breaker';

@@ -4,9 +4,8 @@
  * waits still accruing per slot (`queue_pending_wait`), an LLM queue's
  * token backlog (`queue_token_backlog`) and admission's backpressure
  * (`queue_backpressure`). Their metrics, thresholds and alerts are read
- * from here, and its Prometheus rules are rendered from its template; the
- * panel template is still @infersignal/rules' (looked up by the name
- * `queue`).
+ * from here, and its Prometheus rules and dashboard rows are rendered from
+ * its templates.
  */
 import { ATTR, GEN_AI_ATTRIBUTES } from '../attributes';
 import { defineSignal } from '../definition';
@@ -388,5 +387,161 @@ export const queueSignal = defineSignal({
         ),
       ],
     };
+  },
+
+  panels(k) {
+    const q = k.thresholds.queue as unknown as QueueThresholds;
+    const queue = k.label(ATTR.queue);
+    const model = k.label(ATTR.model);
+    const outcome = k.label(ATTR.outcome);
+    const tokenType = k.label(ATTR.tokenType);
+    const waitQuantile = (p: number, keys: string, selector: string) =>
+      `histogram_quantile(${p}, sum by (le, ${keys}) (${k.rate(k.bucket(metrics.queueWait), selector)}))`;
+    const quantiles = [...new Set([0.5, q.waitQuantile, 0.99])].sort((a, b) => a - b);
+    k.row('Queue wait');
+    k.add({
+      type: 'heatmap',
+      title: 'Queue wait distribution',
+      description: 'Time between arrival and the start of inference, per histogram bucket.',
+      w: 12,
+      unit: 's',
+      targets: [
+        {
+          expr: `sum by (le) (${k.rate(k.bucket(metrics.queueWait), k.select.queueModel)})`,
+          legend: '{{le}}',
+          format: 'heatmap',
+        },
+      ],
+      options: { calculate: false, yAxis: { unit: 's' }, cellGap: 1, color: { scheme: 'Oranges', mode: 'scheme' } },
+    });
+    k.add({
+      title: `Queue wait ${quantiles.map(k.percentileName).join(' / ')}`,
+      description: `Lines: ${k.percentileName(q.waitQuantile)} warning (thresholds.queue.waitWarnSeconds) and critical (waitCriticalSeconds).`,
+      w: 12,
+      unit: 's',
+      lines: [q.waitWarnSeconds, q.waitCriticalSeconds],
+      targets: quantiles.map((p) => ({
+        expr: waitQuantile(p, `${queue}, ${model}`, k.select.queueModel),
+        legend: `${k.percentileName(p)} {{${queue}}} {{${model}}}`,
+      })),
+    });
+
+    k.add({
+      title: 'Oldest waiting request',
+      description:
+        'Age of the oldest request still waiting, worst replica per queue: it rises while a queue is stuck, which the wait histogram shows only once requests leave it. Lines: thresholds.queue.ageWarnSeconds and ageCriticalSeconds.',
+      w: 12,
+      unit: 's',
+      lines: [q.ageWarnSeconds, q.ageCriticalSeconds],
+      targets: [
+        {
+          expr: `max by (${queue}) (${k.metric(metrics.queueWaitOldest)}{${k.select.queue}})`,
+          legend: `oldest {{${queue}}}`,
+        },
+      ],
+    });
+    k.add({
+      title: 'Waits still accruing, per slot',
+      description:
+        'Worst replica per queue: the time the requests still waiting have already waited, summed, over the requests in flight (while requests wait, every slot is busy: the slots). Lines: thresholds.queue.pendingWaitWarnSeconds and pendingWaitCriticalSeconds.',
+      w: 12,
+      unit: 's',
+      lines: [q.pendingWaitWarnSeconds, q.pendingWaitCriticalSeconds],
+      targets: [
+        {
+          expr: `max by (${queue}) (${k.metric(metrics.queueWaitPending)}{${k.select.queue}} / clamp_min(${k.metric(metrics.queueInFlight)}{${k.select.queue}}, 1))`,
+          legend: `waited so far per slot {{${queue}}}`,
+        },
+      ],
+    });
+    k.add({
+      title: 'LLM token backlog',
+      description:
+        'Per LLM queue, summed over replicas: prompt tokens of the requests still waiting (input) and output tokens still owed to the running ones, their max_tokens less what they produced (output).',
+      w: 12,
+      unit: 'short',
+      targets: [
+        {
+          expr: `sum by (${queue}, ${tokenType}) (${k.metric(metrics.queueTokensPending)}{${k.select.queue}})`,
+          legend: `{{${tokenType}}} {{${queue}}}`,
+        },
+      ],
+    });
+    k.add({
+      title: 'LLM token backlog drain time',
+      description:
+        'Worst replica per queue: (output tokens owed + max_tokens of the waiting requests) / the output rate the queue has been serving at; 0 when none waits. Lines: thresholds.queue.tokenDrainWarnSeconds and tokenDrainCriticalSeconds.',
+      w: 12,
+      unit: 's',
+      lines: [q.tokenDrainWarnSeconds, q.tokenDrainCriticalSeconds],
+      targets: [
+        {
+          expr: `max by (${queue}) (${k.metric(metrics.queueTokensDrainTime)}{${k.select.queue}})`,
+          legend: `{{${queue}}}`,
+        },
+      ],
+    });
+
+    k.row('Queue occupancy and backpressure');
+    k.add({
+      title: 'Occupancy (waiting + in flight) / capacity',
+      description: 'Worst replica per queue. Lines: thresholds.queue.occupancyWarn and occupancyCritical.',
+      w: 8,
+      unit: 'percentunit',
+      lines: [q.occupancyWarn, q.occupancyCritical],
+      targets: [
+        { expr: `max by (${queue}) (${k.metric(metrics.queueOccupancy)}{${k.select.queue}})`, legend: `{{${queue}}}` },
+      ],
+      fieldConfig: { defaults: { min: 0, max: 1 } },
+    });
+    k.add({
+      title: 'Backpressure level',
+      description:
+        "0 OK, 1 WARN, 2 CRITICAL (a shedding episode: admit() turns away the requests past the queue's targets, until it has turned none away for thresholds.queue.shedHoldSeconds and its levels cleared by their hysteresis).",
+      w: 8,
+      lines: [1, 2],
+      targets: [
+        {
+          expr: `max by (${queue}) (${k.metric(metrics.backpressureLevel)}{${k.select.queue}})`,
+          legend: `{{${queue}}}`,
+        },
+      ],
+      fieldConfig: {
+        defaults: {
+          min: 0,
+          max: 2,
+          mappings: [
+            {
+              type: 'value',
+              options: {
+                '0': { text: 'OK', color: 'green' },
+                '1': { text: 'WARN', color: 'orange' },
+                '2': { text: 'CRITICAL', color: 'red' },
+              },
+            },
+          ],
+          custom: { drawStyle: 'line', lineInterpolation: 'stepAfter' },
+        },
+      },
+    });
+    k.add({
+      title: 'Requests by outcome',
+      w: 8,
+      unit: 'reqps',
+      targets: [
+        {
+          expr: `sum by (${outcome}) (${k.rate(k.metric(metrics.requests), k.select.queueModel)})`,
+          legend: `{{${outcome}}}`,
+        },
+        {
+          expr: `sum by (${queue}) (${k.metric(metrics.queueWaiting)}{${k.select.queue}})`,
+          legend: `waiting {{${queue}}}`,
+        },
+        {
+          expr: `sum by (${queue}) (${k.metric(metrics.queueInFlight)}{${k.select.queue}})`,
+          legend: `in flight {{${queue}}}`,
+        },
+      ],
+    });
   },
 });
