@@ -5,6 +5,7 @@
  */
 import { InferSignalConfigError } from './config-error';
 import { thresholdDefaults, thresholdGroups, type SignalDefinition, type ThresholdGroup } from './definition';
+import { capacitySignal } from './definitions/capacity';
 import { connectionsSignal } from './definitions/connections';
 import { deviceMemorySignal } from './definitions/device-memory';
 import { eventLoopThresholds, heapThresholds } from './definitions/runtime';
@@ -13,6 +14,7 @@ import { queueSignal } from './definitions/queue';
 import { streamSignal } from './definitions/stream';
 import { describeValue } from './describe';
 import type {
+  CapacityThresholds,
   ConnectionThresholds,
   DeviceMemoryThresholds,
   EventLoopThresholds,
@@ -27,18 +29,8 @@ import { checkField, type FieldSpec } from './validate';
 export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
   queue: thresholdDefaults(queueSignal.thresholds) as unknown as QueueThresholds,
 
-  capacity: {
-    utilizationWarn: 0.8,
-    utilizationCritical: 0.95,
-    saturationWarnSeconds: 60,
-    rateWindowSeconds: 10,
-    rateHalfLifeSeconds: 2,
-    serviceWindowSeconds: 30,
-    trendWindowSeconds: 30,
-    forSeconds: 2,
-    keepFiringSeconds: 10,
-    backpressure: false,
-  },
+  capacity: thresholdDefaults(capacitySignal.thresholds) as unknown as CapacityThresholds,
+
   connections: thresholdDefaults(connectionsSignal.thresholds) as unknown as ConnectionThresholds,
   eventLoop: thresholdDefaults(eventLoopThresholds) as unknown as EventLoopThresholds,
   heap: thresholdDefaults(heapThresholds) as unknown as HeapThresholds,
@@ -62,18 +54,8 @@ type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'fac
 
 /** Each group's rules: a kind per field, or the threshold group of the signal definition that owns it. */
 const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'map' } | ThresholdGroup } = {
-  capacity: {
-    utilizationWarn: 'ratio',
-    utilizationCritical: 'positive',
-    saturationWarnSeconds: 'positive',
-    rateWindowSeconds: 'positive',
-    rateHalfLifeSeconds: 'positive',
-    serviceWindowSeconds: 'positive',
-    trendWindowSeconds: 'positive',
-    forSeconds: 'nonNegative',
-    keepFiringSeconds: 'nonNegative',
-    backpressure: 'boolean',
-  },
+  capacity: capacitySignal.thresholds,
+
   eventLoop: eventLoopThresholds,
   connections: connectionsSignal.thresholds,
   heap: heapThresholds,
@@ -212,12 +194,6 @@ export function resolveThresholds(
     out[group] = resolved;
   }
   const t = out as unknown as Thresholds;
-  if (t.capacity.utilizationWarn >= t.capacity.utilizationCritical) {
-    throw new InferSignalConfigError(
-      `${prefix}.capacity.utilizationWarn`,
-      `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical}), got ${t.capacity.utilizationWarn}`,
-    );
-  }
   for (const group of Object.values(groups))
     if (isGroup(group)) group.check?.(out[group.group] as Record<string, unknown>, prefix);
   return t;

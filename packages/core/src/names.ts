@@ -18,6 +18,7 @@
 export { ATTR, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
 import { ATTR, type InstrumentSpec } from './attributes';
+import { capacitySignal } from './definitions/capacity';
 import { circuitBreakerSignal } from './definitions/circuit-breaker';
 import { connectionsSignal } from './definitions/connections';
 import { internalSignal } from './definitions/internal';
@@ -31,66 +32,7 @@ const m = ATTR.model;
 
 export const METRICS = {
   ...queueSignal.metrics,
-  queueArrivalRate: {
-    name: 'infersignal.queue.arrival.rate',
-    type: 'gauge',
-    unit: '{request}/s',
-    description: 'Arrival rate λ of the queue (EWMA, half-life capacity.rateHalfLifeSeconds).',
-    attributes: [ATTR.queue],
-  },
-  queueCompletionRate: {
-    name: 'infersignal.queue.completion.rate',
-    type: 'gauge',
-    unit: '{request}/s',
-    description: 'Completion rate of the queue over capacity.rateWindowSeconds.',
-    attributes: [ATTR.queue],
-  },
-  queueServiceTime: {
-    name: 'infersignal.queue.service.time',
-    type: 'gauge',
-    unit: 's',
-    description:
-      "Mean service time S over capacity.serviceWindowSeconds, or over its last sixth (2–5 s) when that is confidently higher (a sudden slowdown): start of inference → end, or → the slot's release when `queue.run()` holds it (the response may still be written after).",
-    attributes: [ATTR.queue],
-  },
-  queueServiceTimeP90: {
-    name: 'infersignal.queue.service.time.p90',
-    type: 'gauge',
-    unit: 's',
-    description: 'P90 service time over capacity.serviceWindowSeconds.',
-    attributes: [ATTR.queue],
-  },
-  queueUtilization: {
-    name: 'infersignal.queue.utilization',
-    type: 'gauge',
-    unit: '1',
-    description: 'Utilization ρ = λ·S / c (c = the queue concurrency).',
-    attributes: [ATTR.queue],
-    feeds: 'capacity.utilizationWarn / capacity.utilizationCritical',
-  },
-  queueHeadroom: {
-    name: 'infersignal.queue.headroom',
-    type: 'gauge',
-    unit: '{request}/s',
-    description: 'Sustainable rate c / S minus the arrival rate λ; negative when overloaded.',
-    attributes: [ATTR.queue],
-  },
-  queueWaitPredicted: {
-    name: 'infersignal.queue.wait.predicted',
-    type: 'gauge',
-    unit: 's',
-    description: 'Expected queue wait of an M/M/c queue (Erlang C) at the measured λ, S and c; not observed at ρ ≥ 1.',
-    attributes: [ATTR.queue],
-  },
-  queueTimeToSaturation: {
-    name: 'infersignal.queue.saturation.time',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Seconds until ρ reaches 1 at its least-squares trend over capacity.trendWindowSeconds; observed only while ρ rises.',
-    attributes: [ATTR.queue],
-    feeds: 'capacity.saturationWarnSeconds',
-  },
+  ...capacitySignal.metrics,
   ...runtimeSignal.metrics,
   ...modelLoadSignal.metrics,
   ...streamSignal.metrics,

@@ -166,7 +166,7 @@ interface AnomalyThresholds {
   bothDirections: boolean;
 }
 
-interface CapacityThresholds {
+export interface CapacityThresholds {
   /** Utilization ρ = λ·S / c above which the capacity level is WARN (the early warning). */
   utilizationWarn: number;
   /** Utilization at or above which it is CRITICAL. */

@@ -6,7 +6,6 @@
 import { LABEL } from './names';
 import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
 import { panelKit } from './kit';
-import { addCapacityRow } from './dashboard-runtime';
 import { alertingRules, buildRules } from './rules';
 import { resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 
@@ -33,9 +32,7 @@ function variable(name: string, label: string, query: string, multi: boolean): R
 const _rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
 
 /** The rows of the panel templates still kept here, by signal definition name (the others are the definitions' own). */
-const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {
-  capacity: addCapacityRow,
-};
+const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {};
 
 /** The dashboard for the given thresholds and options: the rows of each signal definition, then the alerts. */
 export function buildDashboard(options: GeneratorOptions = {}): Dashboard {

@@ -19,7 +19,6 @@ import {
   type RuleFile,
   type RuleGroup,
 } from './rule-parts';
-import { capacityGroup } from './rules-runtime';
 
 export type { AlertingRule, RuleFile } from './rule-parts';
 export { RUNBOOK_ANCHORS } from './rule-parts';
@@ -71,7 +70,6 @@ function fleetGroup(o: ResolvedOptions): RuleGroup {
 
 /** The rule templates still kept here, by signal definition name (the others are the definitions' own). */
 const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
-  capacity: capacityGroup,
   fleet: fleetGroup,
 };
 

@@ -2,13 +2,13 @@
  * Every signal InferSignal ships, in the order of the rule file and the
  * dashboard. Adding a signal is one definition file and one line here.
  *
- * The definitions made with `pending` (capacity, fleet) are not converted
- * yet: their metrics are still in names.ts, their thresholds in config.ts
- * and their rule and panel templates in @infersignal/rules (looked up by
- * name). Their alerts (name, severity, runbook anchor, docs row) are already
- * read from here.
+ * The definition made with `pending` (fleet) is not converted yet: its rule
+ * template is still in @infersignal/rules (looked up by name), its
+ * thresholds are the queue's. Its alert (name, severity, runbook anchor,
+ * docs row) is already read from here.
  */
 import type { AlertDefinition, SignalDefinition } from '../definition';
+import { capacitySignal } from './capacity';
 import { circuitBreakerSignal } from './circuit-breaker';
 import { connectionsSignal } from './connections';
 import { deviceMemorySignal } from './device-memory';
@@ -19,30 +19,6 @@ import { runtimeSignal } from './runtime';
 import { streamSignal } from './stream';
 
 const pending = (name: string, alerts: AlertDefinition[]): SignalDefinition => ({ name, alerts });
-
-const capacity = pending('capacity', [
-  {
-    name: 'InferSignalCapacityUtilizationHigh',
-    signal: 'capacity',
-    severity: 'warning',
-    runbook: 'capacity-utilization',
-    doc: '`max by (R, queue) (infersignal_queue_utilization_ratio) > 0.8 and level(capacity) >= 1`',
-  },
-  {
-    name: 'InferSignalCapacityUtilizationCritical',
-    signal: 'capacity',
-    severity: 'critical',
-    runbook: 'capacity-utilization',
-    doc: '`max by (R, queue) (infersignal_queue_utilization_ratio) and level(capacity) >= 2`',
-  },
-  {
-    name: 'InferSignalTimeToSaturationLow',
-    signal: 'capacity',
-    severity: 'warning',
-    runbook: 'time-to-saturation',
-    doc: '`min by (R, queue) (infersignal_queue_saturation_time_seconds) < 60 and level(capacity) >= 1`',
-  },
-]);
 
 const fleet = pending('fleet', [
   {
@@ -57,7 +33,7 @@ const fleet = pending('fleet', [
 /** Core's signal definitions, in rule-file and dashboard order. */
 export const SIGNALS: readonly SignalDefinition[] = [
   queueSignal,
-  capacity,
+  capacitySignal,
   fleet,
   modelLoadSignal,
   streamSignal,
