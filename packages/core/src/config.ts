@@ -5,54 +5,32 @@
  */
 import { InferSignalConfigError } from './config-error';
 import { thresholdDefaults, thresholdGroups, type SignalDefinition, type ThresholdGroup } from './definition';
+import { capacitySignal } from './definitions/capacity';
 import { connectionsSignal } from './definitions/connections';
 import { deviceMemorySignal } from './definitions/device-memory';
 import { eventLoopThresholds, heapThresholds } from './definitions/runtime';
 import { modelLoadSignal } from './definitions/model-load';
+import { queueSignal } from './definitions/queue';
 import { streamSignal } from './definitions/stream';
 import { describeValue } from './describe';
 import type {
+  CapacityThresholds,
   ConnectionThresholds,
   DeviceMemoryThresholds,
   EventLoopThresholds,
   HeapThresholds,
   ModelLoadThresholds,
+  QueueThresholds,
   StreamThresholds,
   Thresholds,
 } from './thresholds';
 import { checkField, type FieldSpec } from './validate';
 
 export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
-  queue: {
-    occupancyWarn: 0.7,
-    occupancyCritical: 0.85,
-    waitQuantile: 0.95,
-    waitWarnSeconds: 0.2,
-    waitCriticalSeconds: 0.5,
-    waitWindowSeconds: 30,
-    forSeconds: 0,
-    keepFiringSeconds: 10,
-    retryAfterSeconds: 1,
-    shedHoldSeconds: 3,
-    ageWarnSeconds: 1,
-    ageCriticalSeconds: 5,
-    pendingWaitWarnSeconds: 10,
-    pendingWaitCriticalSeconds: 60,
-    tokenDrainWarnSeconds: 30,
-    tokenDrainCriticalSeconds: 120,
-  },
-  capacity: {
-    utilizationWarn: 0.8,
-    utilizationCritical: 0.95,
-    saturationWarnSeconds: 60,
-    rateWindowSeconds: 10,
-    rateHalfLifeSeconds: 2,
-    serviceWindowSeconds: 30,
-    trendWindowSeconds: 30,
-    forSeconds: 2,
-    keepFiringSeconds: 10,
-    backpressure: false,
-  },
+  queue: thresholdDefaults(queueSignal.thresholds) as unknown as QueueThresholds,
+
+  capacity: thresholdDefaults(capacitySignal.thresholds) as unknown as CapacityThresholds,
+
   connections: thresholdDefaults(connectionsSignal.thresholds) as unknown as ConnectionThresholds,
   eventLoop: thresholdDefaults(eventLoopThresholds) as unknown as EventLoopThresholds,
   heap: thresholdDefaults(heapThresholds) as unknown as HeapThresholds,
@@ -76,39 +54,13 @@ type Rule = 'positive' | 'nonNegative' | 'ratio' | 'fraction' | 'integer' | 'fac
 
 /** Each group's rules: a kind per field, or the threshold group of the signal definition that owns it. */
 const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'map' } | ThresholdGroup } = {
-  capacity: {
-    utilizationWarn: 'ratio',
-    utilizationCritical: 'positive',
-    saturationWarnSeconds: 'positive',
-    rateWindowSeconds: 'positive',
-    rateHalfLifeSeconds: 'positive',
-    serviceWindowSeconds: 'positive',
-    trendWindowSeconds: 'positive',
-    forSeconds: 'nonNegative',
-    keepFiringSeconds: 'nonNegative',
-    backpressure: 'boolean',
-  },
+  capacity: capacitySignal.thresholds,
+
   eventLoop: eventLoopThresholds,
   connections: connectionsSignal.thresholds,
   heap: heapThresholds,
-  queue: {
-    occupancyWarn: 'ratio',
-    occupancyCritical: 'ratio',
-    waitQuantile: 'fraction',
-    waitWarnSeconds: 'positive',
-    waitCriticalSeconds: 'positive',
-    waitWindowSeconds: 'positive',
-    forSeconds: 'nonNegative',
-    keepFiringSeconds: 'nonNegative',
-    retryAfterSeconds: 'positive',
-    shedHoldSeconds: 'nonNegative',
-    ageWarnSeconds: 'positive',
-    ageCriticalSeconds: 'positive',
-    pendingWaitWarnSeconds: 'positive',
-    pendingWaitCriticalSeconds: 'positive',
-    tokenDrainWarnSeconds: 'positive',
-    tokenDrainCriticalSeconds: 'positive',
-  },
+  queue: queueSignal.thresholds,
+
   modelLoad: modelLoadSignal.thresholds,
   stream: streamSignal.thresholds,
   deviceMemory: deviceMemorySignal.thresholds,
@@ -242,42 +194,6 @@ export function resolveThresholds(
     out[group] = resolved;
   }
   const t = out as unknown as Thresholds;
-  if (t.queue.occupancyWarn >= t.queue.occupancyCritical) {
-    throw new InferSignalConfigError(
-      `${prefix}.queue.occupancyWarn`,
-      `must be below queue.occupancyCritical (${t.queue.occupancyCritical}), got ${t.queue.occupancyWarn}`,
-    );
-  }
-  if (t.queue.waitWarnSeconds >= t.queue.waitCriticalSeconds) {
-    throw new InferSignalConfigError(
-      `${prefix}.queue.waitWarnSeconds`,
-      `must be below queue.waitCriticalSeconds (${t.queue.waitCriticalSeconds}), got ${t.queue.waitWarnSeconds}`,
-    );
-  }
-  if (t.queue.ageWarnSeconds >= t.queue.ageCriticalSeconds) {
-    throw new InferSignalConfigError(
-      `${prefix}.queue.ageWarnSeconds`,
-      `must be below queue.ageCriticalSeconds (${t.queue.ageCriticalSeconds})`,
-    );
-  }
-  if (t.queue.pendingWaitWarnSeconds >= t.queue.pendingWaitCriticalSeconds) {
-    throw new InferSignalConfigError(
-      `${prefix}.queue.pendingWaitWarnSeconds`,
-      `must be below queue.pendingWaitCriticalSeconds (${t.queue.pendingWaitCriticalSeconds}), got ${t.queue.pendingWaitWarnSeconds}`,
-    );
-  }
-  if (t.queue.tokenDrainWarnSeconds >= t.queue.tokenDrainCriticalSeconds) {
-    throw new InferSignalConfigError(
-      `${prefix}.queue.tokenDrainWarnSeconds`,
-      `must be below queue.tokenDrainCriticalSeconds (${t.queue.tokenDrainCriticalSeconds}), got ${t.queue.tokenDrainWarnSeconds}`,
-    );
-  }
-  if (t.capacity.utilizationWarn >= t.capacity.utilizationCritical) {
-    throw new InferSignalConfigError(
-      `${prefix}.capacity.utilizationWarn`,
-      `must be below capacity.utilizationCritical (${t.capacity.utilizationCritical}), got ${t.capacity.utilizationWarn}`,
-    );
-  }
   for (const group of Object.values(groups))
     if (isGroup(group)) group.check?.(out[group.group] as Record<string, unknown>, prefix);
   return t;

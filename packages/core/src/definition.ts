@@ -112,6 +112,9 @@ export interface RuleKit {
     driftWindowSeconds: number;
     /** Failed TLS handshakes per second that alert. */
     tlsFailureRate: number;
+    /** The queue-wait quantile of the tail alert, and its bound (s). */
+    tailQuantile: number;
+    tailSeconds: number;
   }>;
   /**
    * An alerting rule of the signal's alert `name` (severity, signal label and runbook anchor from its
@@ -129,6 +132,8 @@ export interface RuleKit {
   humanSeconds(seconds: number): string;
   humanPercent(ratio: number): string;
   percentileName(quantile: number): string;
+  /** `p95` of 0.95: the operation part of a recorded quantile's name. */
+  quantileSuffix(quantile: number): string;
 }
 
 /** A dashboard panel before layout. */

@@ -78,7 +78,7 @@ export interface StreamThresholds {
   windowSize: number;
 }
 
-interface QueueThresholds {
+export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
   occupancyWarn: number;
   /** Occupancy above which the level is CRITICAL. */
@@ -166,7 +166,7 @@ interface AnomalyThresholds {
   bothDirections: boolean;
 }
 
-interface CapacityThresholds {
+export interface CapacityThresholds {
   /** Utilization ρ = λ·S / c above which the capacity level is WARN (the early warning). */
   utilizationWarn: number;
   /** Utilization at or above which it is CRITICAL. */

@@ -1,8 +1,8 @@
 /**
  * The pieces every rule group is built from: the rule file types, the
  * alert shape (labels, annotations, runbook anchor), grouping keys and the
- * event expression. Shared by the request-level groups (rules.ts) and the
- * capacity / runtime / connection groups (rules-runtime.ts).
+ * event expression. Shared by the rule kit the signal definitions' templates
+ * are written with (kit.ts) and the fleet group (rules.ts).
  */
 import { SIGNALS, type SignalDefinition } from '@infersignal/core/signals';
 
@@ -43,7 +43,6 @@ export const by = (...labels: string[]): string => `by (${labels.join(', ')})`;
  * about a queue, model or process keeps them: the page names the replica.
  */
 export const REPLICA_KEYS = ['job', 'instance', 'namespace', 'pod'];
-export const QUEUE_KEYS = [...REPLICA_KEYS, LABEL.queue];
 /** The fleet: every replica of a job (a fleet alert aggregates the replicas away, and says so). */
 export const FLEET_QUEUE_KEYS = ['job', LABEL.queue];
 
