@@ -245,6 +245,11 @@ interface Answer {
   before?: (server: Started) => Promise<void>;
   /** After it: what the doc says the call did to the server. */
   after?: (server: Started) => Promise<void>;
+  /**
+   * For a call the doc cuts short with `timeout`, whether it was cut where the doc says (mid-stream): on a
+   * loaded machine the client may not get its first event within the time, and a reader runs it again.
+   */
+  cutMidStream?: (stdout: string) => boolean;
 }
 
 const getText = async (url: string) => {
@@ -291,7 +296,7 @@ const ANSWERS: Record<string, Record<string, Answer>> = {
       code: 124,
       status: 200,
       type: 'text/event-stream',
-      body: (out) => expect(out).toMatch(/^event: token$/m),
+      cutMidStream: (out) => /^event: token$/m.test(out),
       // The interruption share stays 0 until 100 streams ended (the doc says so too): the snapshot shows the
       // left stream among those that ended, the completed one before it the other.
       after: (server) =>
@@ -299,7 +304,7 @@ const ANSWERS: Record<string, Record<string, Answer>> = {
           async () => {
             const { text } = await getText(`${server.origin}/healthz/ready`);
             const streams = Object.values(json(text).streams as Record<string, { samples: number }>);
-            return streams.reduce((sum, stream) => sum + stream.samples, 0) === 2;
+            return streams.reduce((sum, stream) => sum + stream.samples, 0) >= 2;
           },
           20_000,
           'the left stream counted among those that ended',
@@ -342,13 +347,19 @@ const ANSWERS: Record<string, Record<string, Answer>> = {
           expect(chunks.filter((c) => c.choices[0]?.text !== '')).toHaveLength(8);
         },
       },
-    // "`{ "slowMs": 1500 }` [...] above 3× the baseline and at least 1 s (`modelLoad.minSpikeSeconds`), `model_load` goes WARN"
+    // "`{ "slowMs": 1500 }` [...] which the load timing sees: above 3× the baseline and at least 1 s
+    // (`modelLoad.minSpikeSeconds`), `model_load` goes WARN" (the first load is the baseline: on a loaded
+    // machine it may take a third of that itself, and the reload is then no spike)
     [`curl -s -X POST localhost:3000/admin/reload -H 'content-type: application/json' -d '{"slowMs":1500}'`]: {
       status: 200,
       type: 'application/json',
       body: (out) => {
-        expect(json(out)).toMatchObject({ model: 'matmul-chain', generation: 2, level: 'warn' });
-        expect(json(out).seconds).toBeGreaterThanOrEqual(1.5);
+        const reload = json(out) as { seconds: number; baselineSeconds: number; level: string };
+        expect(reload).toMatchObject({ model: 'matmul-chain', generation: 2 });
+        expect(reload.seconds).toBeGreaterThanOrEqual(1.5);
+        const spike = reload.seconds > 3 * reload.baselineSeconds && reload.seconds >= 1;
+        expect(reload.level).toBe(spike ? 'warn' : 'ok');
+        reloadSpiked = spike;
       },
     },
     'curl -s localhost:3000/healthz/ready': {
@@ -362,7 +373,9 @@ const ANSWERS: Record<string, Record<string, Answer>> = {
       body: (out) => {
         const lines = out.trim().split('\n');
         expect(lines.every((line) => /infersignal_(signal_level|queue_wait)/.test(line))).toBe(true);
-        expect(sampleOf(out, 'infersignal_signal_level', 'infersignal_signal="model_load"')).toBe(1);
+        expect(sampleOf(out, 'infersignal_signal_level', 'infersignal_signal="model_load"') || 0).toBe(
+          reloadSpiked ? 1 : 0,
+        );
         expect(sampleOf(out, 'infersignal_queue_wait_duration_seconds_count', 'infersignal_queue_name="infer"')).toBe(
           1,
         );
@@ -398,6 +411,7 @@ const ANSWERS: Record<string, Record<string, Answer>> = {
         code: 124,
         status: 200,
         type: 'text/event-stream',
+        cutMidStream: (out) => /^data: \{/m.test(out),
         after: (server) =>
           pollUntil(
             async () => {
@@ -438,7 +452,7 @@ const ANSWERS: Record<string, Record<string, Answer>> = {
         before: async (server) => {
           await pollUntil(
             async () => (await getText(`${server.origin}/healthz/ready`)).status === 200,
-            30_000,
+            60_000,
             'the queue serving again after the burst',
           );
           shiftsBefore.set(server, await shifts(server));
@@ -489,6 +503,8 @@ const ANSWERS: Record<string, Record<string, Answer>> = {
       },
   },
 };
+/** Whether the slow reload above was a spike (one fastify-onnx server runs the doc's calls). */
+let reloadSpiked: boolean | undefined;
 const shiftsBefore = new WeakMap<Started, number>();
 const lastMetrics = new WeakMap<Started, string>();
 async function shifts(server: Started): Promise<number> {
@@ -546,7 +562,7 @@ const EXAMPLES: Record<string, ExampleRun | { notRun: string }> = {
         .output()
         .match(/^\[\d\d:\d\d:\d\d\] level=.*$/gm)
         ?.at(-1) as string;
-      if (traffic) expect(Number(/ clients ok=(\d+)/.exec(last)?.[1]), last).toBeGreaterThan(0);
+      if (traffic) expect(Number(/ done=(\d+) /.exec(last)?.[1]), last).toBeGreaterThan(0);
       else expect(last).toMatch(/queue ok inFlight=0 occupancy=0\.00 done=0 \| interrupted: no streams yet$/);
     },
   },
@@ -632,19 +648,18 @@ describe.concurrent('`pnpm --filter <example> start` as the docs show it, and th
       const cut = Object.entries(run.cut ?? {}).filter(([variable]) => words.some((w) => w.startsWith(`${variable}=`)));
       const exits = run.exits === true || cut.length > 0;
       await slot(async () => {
-        const server = await startShown(words, { ...run.env, ...Object.fromEntries(cut) }, ROOT, run.ready, 150_000);
+        const server = await startShown(words, { ...run.env, ...Object.fromEntries(cut) }, ROOT, run.ready, 300_000);
         try {
           for (const call of calls) {
             const answer = ANSWERS[shown.doc]?.[call.first.text] as Answer;
             const what = `${shown.doc}:${call.first.line} ${call.script}`;
             await answer.before?.(server);
-            const got = await runShown(
-              call.script,
-              server.origin as string,
-              server.metricsOrigin as string,
-              scratch,
-              60_000,
-            );
+            const runCall = () =>
+              runShown(call.script, server.origin as string, server.metricsOrigin as string, scratch, 60_000);
+            let got = await runCall();
+            for (let again = 0; answer.cutMidStream && !answer.cutMidStream(got.stdout) && again < 5; again++)
+              got = await runCall();
+            if (answer.cutMidStream) expect(answer.cutMidStream(got.stdout), `${what}: left mid-stream`).toBe(true);
             expect(got.code, what).toBe(answer.code ?? 0);
             if (answer.status !== undefined) expect(got.status, what).toBe(answer.status);
             if (answer.type !== undefined) expect(got.type?.split(';')[0], what).toBe(answer.type);
@@ -665,7 +680,7 @@ describe.concurrent('`pnpm --filter <example> start` as the docs show it, and th
         }
       });
     },
-    240_000,
+    480_000,
   );
 });
 
