@@ -7,8 +7,9 @@
  * shapes), and the few sentences with no home in the code from NOTES below.
  *
  * The table fails to render (and so the docs test fails) when a field feeds nothing generated and is not
- * in IN_PROCESS_ONLY, when one listed there does feed something, when a field has no doc comment, or when
- * NOTES or IN_PROCESS_ONLY names a field that does not exist.
+ * in IN_PROCESS_ONLY, when one listed there does feed something, when a field has neither a doc comment
+ * nor a note, when no other value of it passes the validator, or when NOTES or IN_PROCESS_ONLY names a
+ * field that does not exist.
  */
 import { readFileSync } from 'node:fs';
 import ts from 'typescript';
@@ -96,7 +97,7 @@ export function thresholdDocs(
   return docs;
 }
 
-/** Other values to try for a field: all those the validator accepts make the field's effect. */
+/** Other values to try for a field, in order; those the validator rejects are passed over. */
 function candidates(value: unknown): unknown[] {
   if (typeof value === 'boolean') return [!value];
   if (typeof value === 'number') {
@@ -141,6 +142,8 @@ interface Feeds {
   recorded: boolean;
   panels: Set<string>;
   manifests: Set<string>;
+  /** How many other values were tried (0: none the validator accepts, so its effect is unknown). */
+  tried: number;
 }
 
 let coreFeeds: Map<string, Feeds> | undefined;
@@ -177,21 +180,20 @@ function feedsOf(signals: readonly SignalDefinition[] | undefined): Map<string, 
     else found.manifests.add(name);
   };
   for (const { group, field, value } of fields) {
-    const found: Feeds = { alerts: new Map(), recorded: false, panels: new Set(), manifests: new Set() };
+    const found: Feeds = { alerts: new Map(), recorded: false, panels: new Set(), manifests: new Set(), tried: 0 };
     // What names the field without showing its value (`over thresholds.capacity.trendWindowSeconds`).
     const named = new RegExp(`thresholds\\.${group}\\.${field}\\b`);
     for (const [key, text] of base) if (named.test(text)) note(found, key);
     // Two accepted values, a large step first: a window floored at 1m shows only past its floor.
-    let tried = 0;
     for (const candidate of candidates(value)) {
-      if (tried === 2) break;
+      if (found.tried === 2) break;
       const thresholds = { [group]: { [field]: candidate } };
       try {
         resolveThresholds(thresholds, 'thresholds', signals ?? []);
       } catch {
         continue;
       }
-      tried++;
+      found.tried++;
       const changed = generated({ signals, thresholds });
       for (const key of new Set([...base.keys(), ...changed.keys()])) {
         if (base.get(key) !== changed.get(key)) note(found, key);
@@ -223,7 +225,9 @@ export function renderThresholdTable(signals?: readonly SignalDefinition[]): str
   const inProcess: string[] = [];
   for (const [key, found] of feeds) {
     const doc = docs.get(key);
-    if (!doc) problems.push(`${key}: no doc comment in packages/core/src/thresholds.ts`);
+    if (!doc && !NOTES[key])
+      problems.push(`${key}: no doc comment in packages/core/src/thresholds.ts, nor a note in NOTES`);
+    if (found.tried === 0) problems.push(`${key}: no other value the validator accepts was found to try`);
     const feedsNothing =
       found.alerts.size === 0 && !found.recorded && found.panels.size === 0 && found.manifests.size === 0;
     if (feedsNothing && !(key in IN_PROCESS_ONLY))
@@ -245,8 +249,10 @@ export function renderThresholdTable(signals?: readonly SignalDefinition[]): str
       found.panels.size ? `dashboard: ${[...found.panels].map((p) => `*${p}*`).join(', ')}` : '',
       found.manifests.size ? `Kubernetes: ${[...found.manifests].map((m) => `\`${m}\``).join(', ')}` : '',
     ].filter(Boolean);
-    const note = NOTES[key] ? ` ${NOTES[key].replace(/^./, (c) => c.toUpperCase())}.` : '';
-    rows.push(`| \`${key}\`${shown} | ${doc}${note} | ${alerts || '–'} | ${also.join('; ') || '–'} |`);
+    const note = NOTES[key] ? `${NOTES[key].replace(/^./, (c) => c.toUpperCase())}.` : '';
+    rows.push(
+      `| \`${key}\`${shown} | ${[doc, note].filter(Boolean).join(' ')} | ${alerts || '–'} | ${also.join('; ') || '–'} |`,
+    );
   }
   if (problems.length) throw new Error(`the threshold table of docs/rules.md:\n${problems.join('\n')}`);
   return `${THRESHOLD_TABLE_HEADER}${rows.join('\n')}\n| in process only | ${inProcess.join(', ')} | – | – |\n`;
