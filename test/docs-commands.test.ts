@@ -601,6 +601,29 @@ async function slot<T>(job: () => Promise<T>): Promise<T> {
   }
 }
 
+describe('`pnpm demo`: not run in this file (why: EXAMPLES); the root script exists and takes the argument shown', () => {
+  it.each(byKind('root script').map((shown) => [label(shown), shown] as const))('%s', async (_label, shown) => {
+    const scripts = manifestAt('.').scripts ?? {};
+    for (const part of shown.text.split('&&').map((p) => p.trim())) {
+      const [, script, ...args] = await shellWords(part);
+      if (script === 'install') continue;
+      expect(scripts[script], `root script ${script}`).toBeDefined();
+      // `pnpm demo llama`: the argument reaches the filtered package's start, whose sources handle it.
+      const filtered = /--filter (\S+)/.exec(scripts[script] as string)?.[1];
+      for (const arg of args) expect(sources(WORKSPACE.get(filtered as string) as string)).toContain(`'${arg}'`);
+    }
+  });
+});
+
+describe('`infersignal-rules`: every doc that shows it is one test/rules-docs.test.ts runs', () => {
+  const rulesDocs = read('test/rules-docs.test.ts');
+  it.each([...new Set(byKind('rules CLI').map((shown) => shown.doc))])('%s', (doc) => {
+    expect(rulesDocs).toContain(`'${doc}'`);
+  });
+});
+
+// The examples, the scripts and the bench CLI below run side by side (consecutive concurrent suites): each
+// mostly waits on child processes and sockets, and none of them asserts a time.
 describe.concurrent('`pnpm --filter <example> start` as the docs show it, and the `curl` calls they make to it', () => {
   const servers = byKind('example server');
   const runOf = (name: string) => EXAMPLES[name];
@@ -684,27 +707,6 @@ describe.concurrent('`pnpm --filter <example> start` as the docs show it, and th
   );
 });
 
-describe('`pnpm demo`: not run in this file (why: EXAMPLES); the root script exists and takes the argument shown', () => {
-  it.each(byKind('root script').map((shown) => [label(shown), shown] as const))('%s', async (_label, shown) => {
-    const scripts = manifestAt('.').scripts ?? {};
-    for (const part of shown.text.split('&&').map((p) => p.trim())) {
-      const [, script, ...args] = await shellWords(part);
-      if (script === 'install') continue;
-      expect(scripts[script], `root script ${script}`).toBeDefined();
-      // `pnpm demo llama`: the argument reaches the filtered package's start, whose sources handle it.
-      const filtered = /--filter (\S+)/.exec(scripts[script] as string)?.[1];
-      for (const arg of args) expect(sources(WORKSPACE.get(filtered as string) as string)).toContain(`'${arg}'`);
-    }
-  });
-});
-
-describe('`infersignal-rules`: every doc that shows it is one test/rules-docs.test.ts runs', () => {
-  const rulesDocs = read('test/rules-docs.test.ts');
-  it.each([...new Set(byKind('rules CLI').map((shown) => shown.doc))])('%s', (doc) => {
-    expect(rulesDocs).toContain(`'${doc}'`);
-  });
-});
-
 describe.concurrent('scripts the docs show, run from the repository', () => {
   // One run per script: the soak test is shown with and without its count.
   const scripts = byKind('script').filter(
@@ -759,7 +761,7 @@ async function packedBench(): Promise<string> {
   return join(app, 'node_modules', '@infersignal', 'bench', bench.bin?.infersignal as string);
 }
 
-describe('the bench CLI as the docs show it', () => {
+describe.concurrent('the bench CLI as the docs show it', () => {
   let server: Server;
   let origin = '';
   let installedBin = '';
