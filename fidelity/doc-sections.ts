@@ -7,7 +7,8 @@
  * rewritten.
  */
 
-const BLOCK = /<!-- ([\w.-]+):begin -->\n?([\s\S]*?)\n?<!-- \1:end -->/g;
+// A marker is a line of its own: a block's text may quote a marker (the fleet section says where it sits).
+const BLOCK = /^<!-- ([\w.-]+):begin -->$\n?([\s\S]*?)\n?^<!-- \1:end -->$/gm;
 
 export interface Block {
   name: string;

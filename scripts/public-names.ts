@@ -13,10 +13,9 @@ import ts from 'typescript';
 
 /**
  * The most public names the packages may export together; a test holds the count to it. A ceiling that only
- * goes down: the goal is 150, and the signal definitions' SignalDefinition, SIGNALS, defineSignal and the
- * llama definition still sit above it.
+ * goes down.
  */
-export const PUBLIC_NAME_LIMIT = 154;
+export const PUBLIC_NAME_LIMIT = 150;
 
 interface EntryPoint {
   /** `@infersignal/core` or `@infersignal/core/signals`. */

@@ -82,6 +82,17 @@ describe('fidelity doc sections', () => {
     ]);
   });
 
+  it('a block that quotes its own markers in its text is read whole', () => {
+    const body = 'It sits between `<!-- fleet:begin -->` and `<!-- fleet:end -->`.\n\n| runs |\n|---|\n| 5 |';
+    const doc = `# doc\n\n${block('scenario-step', 'step')}\n\n${block('fleet', body)}\n`;
+    expect(readBlocks(doc).map((b) => [b.name, b.body])).toEqual([
+      ['scenario-step', 'step'],
+      ['fleet', body],
+    ]);
+    const merged = keepForeignBlocks(`# new\n\n${block('scenario-step', 'new')}\n`, doc, (name) => name === 'fleet');
+    expect(readBlocks(merged).find((b) => b.name === 'fleet')?.body).toBe(body);
+  });
+
   it('a subset run rewrites its sections and the verdict; the others and the fleet block stay', () => {
     const full = renderDoc(
       result([

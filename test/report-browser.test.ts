@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { runBench, writeReport, writeResult, type BenchResult } from '@infersignal/bench';
+import { runBench, writeReport, type BenchResult } from '@infersignal/bench';
 import { startQueueServer } from '../packages/bench/test/helpers';
 
 /**
@@ -92,7 +92,7 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
     } finally {
       await quiet.close();
     }
-    writeResult(`${artifacts}report.json`, result);
+    writeReport(`${artifacts}report.json`, [result]);
     writeReport(`${artifacts}report.html`, [{ result, label: 'report.json' }]);
     writeReport(`${artifacts}report-calm.html`, [{ result: calm, label: 'calm' }]);
     writeReport(`${artifacts}report-compare.html`, [

@@ -24,7 +24,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ThresholdsInput } from '@infersignal/core';
-import { runBench, writeResult, type BenchResult } from '@infersignal/bench';
+import { runBench, writeReport, type BenchResult } from '@infersignal/bench';
 import { INFER_BODY, probeCapacity } from './probe';
 import { FAILING_QUEUES, formatDemoReport, headline, type ReloadEvent } from './report';
 import { ServerStartError, spawnServer, type ServerProcess } from './server-process';
@@ -320,7 +320,7 @@ async function main(): Promise<number> {
     );
     // The ramp alone, in the bench's own format: `infersignal report <file> --out run.html` draws it.
     const rampOut = out.replace(/(\.json)?$/, '.ramp.json');
-    writeResult(rampOut, ramp);
+    writeReport(rampOut, [ramp]);
     say(`\nJSON result: ${out}`);
     say(`bench result of the ramp: ${rampOut}`);
     return 0;

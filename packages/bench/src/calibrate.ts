@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { chaos } from './chaos';
-import { createBreaker, type BreakerOptions, type BreakerTransition } from './breaker';
+import { createBreaker, type Breaker, type BreakerOptions } from '@infersignal/breaker';
 
 export interface CalibrationOptions
   extends Omit<BreakerOptions, 'rotateBucketController' | 'rollingCountBuckets' | 'rollingCountTimeoutMs'> {
@@ -44,7 +44,7 @@ export interface CalibrationResult {
     closedAfterMs: number | null;
     rejectedWhileOpen: number;
   } | null;
-  transitions: BreakerTransition[];
+  transitions: Breaker<[], unknown>['transitions'][number][];
   text: string;
 }
 

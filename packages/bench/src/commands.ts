@@ -3,8 +3,8 @@ import { parseArgs } from 'node:util';
 import { calibrateBreaker } from './calibrate';
 import { BENCH_USAGE, parseBenchArgs, parseDuration } from './cli-args';
 import { exportK6 } from './k6';
-import { formatReport, writeResult } from './report';
-import { reportCommand, reportFormat, writeReport } from './report/index';
+import { formatReport } from './report';
+import { reportCommand, reportFormat, writeReport, writeResult } from './report/index';
 import { runBench } from './runner';
 
 export interface CliIo {

@@ -1,13 +1,9 @@
 /**
- * `@infersignal/bench`: drive a server with staged load (`runBench`), keep and render the result, and the
- * circuit breaker that protects a backend. Everything else is the
- * `infersignal` command's. The parts of a config or a result are reached through them:
+ * `@infersignal/bench`: drive a server with staged load (`runBench`), keep and render the result. Everything
+ * else is the `infersignal` command's (the breaker it calibrates is @infersignal/breaker's). The parts of a config or a result are reached through them:
  * `BenchConfig['stages'][number]`, `BenchResult['alerts'][number]`.
  */
 export { runBench } from './runner';
-export { formatReport, writeResult } from './report';
-export { writeReport, readResult } from './report/index';
-export type { ReportRun } from './report/index';
-export { createBreaker } from './breaker';
-export type { Breaker, BreakerOptions } from './breaker';
+export { formatReport } from './report';
+export { writeReport } from './report/index';
 export type { BenchConfig, BenchResult } from './types';

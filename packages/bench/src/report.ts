@@ -1,5 +1,3 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { BenchResult, ErrorCounts, StageResult } from './types';
 
 const ERROR_LABELS: Record<keyof ErrorCounts, string> = {
@@ -102,10 +100,4 @@ export function formatReport(result: BenchResult): string {
   } else out.push('alerts: none seen');
   if (result.scrapeErrors) out.push(`(${result.scrapeErrors} metrics scrapes failed)`);
   return out.join('\n');
-}
-
-/** Writes the result as pretty JSON (creating the folder). */
-export function writeResult(path: string, result: BenchResult): void {
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatReport, runBench, writeResult, type BenchResult } from '@infersignal/bench';
+import { formatReport, runBench, writeReport, type BenchResult } from '@infersignal/bench';
 import { runCli } from '../src/commands';
 import { refusedEndpoint } from '../../../test/support/http';
 import { listen, sleep, type TestServer } from './helpers';
@@ -134,7 +134,7 @@ describe('closed loop, bounds and output', () => {
     );
     expect(text).toMatch(/ok 24 {2}errors 0\n$/);
     const dir = mkdtempSync(join(tmpdir(), 'bench-'));
-    writeResult(join(dir, 'out', 'result.json'), result);
+    writeReport(join(dir, 'out', 'result.json'), [result]);
     const back = JSON.parse(readFileSync(join(dir, 'out', 'result.json'), 'utf8')) as BenchResult;
     expect(back.total.requests).toBe(24);
     expect(formatReport(back)).toContain('20 rps');

@@ -1,4 +1,3 @@
 export { inferSignal, inferSignalErrors } from './middleware';
 export type { InferSignalOptions, InferSignalRequest } from './middleware';
 export { readinessRouter } from './readiness';
-export type { ReadinessOptions } from './readiness';

@@ -3,11 +3,6 @@ import { InferSignalConfigError, type Monitor } from '@infersignal/core';
 import { describeValue } from '@infersignal/core/signals';
 import { readinessAnswer } from '@infersignal/http';
 
-export interface ReadinessOptions {
-  /** Path answered by readinessRouter() (default `/healthz/ready`). */
-  path?: string;
-}
-
 /**
  * GET/HEAD handler for a Kubernetes readiness probe: 503 while the monitor's
  * overall level is CRITICAL (so the load balancer stops sending work), 200
@@ -30,7 +25,11 @@ function readinessHandler(monitor: Monitor): RequestHandler {
  * passing everything else on. It does not import express, so the same
  * function works in Express 4 and 5: `app.use(readinessRouter(monitor))`.
  */
-export function readinessRouter(monitor: Monitor, options: ReadinessOptions = {}): RequestHandler {
+export function readinessRouter(
+  monitor: Monitor,
+  /** `path`: the path answered (default `/healthz/ready`). */
+  options: { path?: string } = {},
+): RequestHandler {
   const path = options.path ?? '/healthz/ready';
   if (typeof path !== 'string' || !path.startsWith('/'))
     throw new InferSignalConfigError('options.path', `must be a path starting with "/", got ${describeValue(path)}`);

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { readResult, reportFormat, writeReport } from './render';
+import { reportFormat, writeReport } from './render';
 
 const REPORT_USAGE = `usage: infersignal report <run.json> [other.json] [--out report.html|report.svg]
 
@@ -34,7 +34,7 @@ export async function reportCommand(argv: string[], io: ReportIo): Promise<numbe
   }
   const out = values.out ?? 'report.html';
   reportFormat(out);
-  writeReport(out, positionals.map(readResult));
+  writeReport(out, positionals);
   io.stderr(`wrote ${out}\n`);
   return 0;
 }

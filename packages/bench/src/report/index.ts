@@ -1,3 +1,2 @@
-export { renderReportHtml, renderReportSvg, writeReport, readResult, reportFormat } from './render';
-export type { ReportRun } from './render';
+export { renderReportHtml, renderReportSvg, writeReport, writeResult, reportFormat } from './render';
 export { reportCommand } from './command';

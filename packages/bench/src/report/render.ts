@@ -8,7 +8,7 @@ import { buildModel, type RunView } from './model';
 export type ReportFormat = 'html' | 'svg';
 
 /** A run to draw, with the name its legend shows. */
-export interface ReportRun {
+interface ReportRun {
   result: BenchResult;
   label?: string;
 }
@@ -46,12 +46,32 @@ export function reportFormat(path: string): ReportFormat {
   );
 }
 
-/** Writes the report; the format follows the file extension (`.html` or `.svg`). */
-export function writeReport(path: string, runs: readonly (BenchResult | ReportRun)[]): void {
+/**
+ * Writes `runs` to `path` in the format its extension names: `.html` (the full page) or `.svg` (the chart) for one
+ * run or two to compare, `.json` for one run's result as `infersignal report` reads it back. A run is a result, a
+ * result with the label its legend shows, or the path of a result file (labelled with its file name).
+ */
+export function writeReport(
+  path: string,
+  runs: readonly (BenchResult | { result: BenchResult; label?: string } | string)[],
+): void {
+  const read = runs.map((run) => (typeof run === 'string' ? readResult(run) : run));
+  if (extname(path).toLowerCase() === '.json') {
+    if (read.length !== 1) throw new Error(`report: ${JSON.stringify(path)} holds one run (got ${read.length})`);
+    const [run] = read;
+    writeResult(path, 'tool' in run ? run : run.result);
+    return;
+  }
   const format = reportFormat(path);
-  const content = format === 'html' ? renderReportHtml(runs) : renderReportSvg(runs);
+  const content = format === 'html' ? renderReportHtml(read) : renderReportSvg(read);
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, content);
+}
+
+/** Writes the result as pretty JSON (creating the folder). */
+export function writeResult(path: string, result: BenchResult): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
 }
 
 /** Fails with the field that is missing, not with a TypeError deep inside the chart. */
@@ -69,7 +89,7 @@ function assertResult(value: unknown, source: string): asserts value is BenchRes
 }
 
 /** Reads a result written by `bench --json` (the legend shows the file name). */
-export function readResult(path: string): ReportRun {
+function readResult(path: string): ReportRun {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
