@@ -735,13 +735,23 @@ describe.concurrent('scripts the docs show, run from the repository', () => {
   );
 });
 
-/** An app with the packed `@infersignal/core` and `@infersignal/bench`, their other packages linked from here. */
+/**
+ * An app with `@infersignal/bench` and the workspace packages it depends on (core, breaker, …) packed, the
+ * other packages they depend on linked from here.
+ */
 async function packedBench(): Promise<string> {
   const app = mkdtempSync(join(scratch, 'app-'));
-  for (const name of ['core', 'bench']) {
-    const into = join(app, 'node_modules', '@infersignal', name);
+  const packed = new Set<string>();
+  const pending = ['@infersignal/bench'];
+  while (pending.length > 0) {
+    const name = pending.pop() as string;
+    if (packed.has(name)) continue;
+    packed.add(name);
+    const dir = WORKSPACE.get(name) as string;
+    pending.push(...Object.keys(manifestAt(dir).dependencies ?? {}).filter((dep) => WORKSPACE.has(dep)));
+    const into = join(app, 'node_modules', name);
     mkdirSync(into, { recursive: true });
-    const { stdout } = await run('pnpm', ['pack', '--pack-destination', app], { cwd: join(ROOT, 'packages', name) });
+    const { stdout } = await run('pnpm', ['pack', '--pack-destination', app], { cwd: join(ROOT, dir) });
     const tarball = stdout.trim().split('\n').pop() as string;
     await run('tar', [
       '-xzf',
@@ -751,13 +761,16 @@ async function packedBench(): Promise<string> {
       '--strip-components=1',
     ]);
   }
-  const bench = manifestAt('packages/bench');
-  for (const dep of Object.keys({ ...bench.dependencies, ...manifestAt('packages/core').dependencies })) {
-    if (dep.startsWith('@infersignal/')) continue;
-    const target = dirname(realpathSync(join(ROOT, 'packages', 'bench', 'node_modules', dep, 'package.json')));
-    mkdirSync(dirname(join(app, 'node_modules', dep)), { recursive: true });
-    symlinkSync(target, join(app, 'node_modules', dep));
+  for (const name of packed) {
+    const dir = WORKSPACE.get(name) as string;
+    for (const dep of Object.keys(manifestAt(dir).dependencies ?? {})) {
+      if (WORKSPACE.has(dep) || existsSync(join(app, 'node_modules', dep))) continue;
+      const target = dirname(realpathSync(join(ROOT, dir, 'node_modules', dep, 'package.json')));
+      mkdirSync(dirname(join(app, 'node_modules', dep)), { recursive: true });
+      symlinkSync(target, join(app, 'node_modules', dep));
+    }
   }
+  const bench = manifestAt('packages/bench');
   return join(app, 'node_modules', '@infersignal', 'bench', bench.bin?.infersignal as string);
 }
 
