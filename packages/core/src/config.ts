@@ -36,6 +36,8 @@ export const DEFAULT_THRESHOLDS: Readonly<Thresholds> = Object.freeze({
     shedHoldSeconds: 3,
     ageWarnSeconds: 1,
     ageCriticalSeconds: 5,
+    pendingWaitWarnSeconds: 10,
+    pendingWaitCriticalSeconds: 60,
     tokenDrainWarnSeconds: 30,
     tokenDrainCriticalSeconds: 120,
   },
@@ -102,6 +104,8 @@ const RULES: { [K in keyof Thresholds]: { [F in keyof Thresholds[K]]: Rule | 'ma
     shedHoldSeconds: 'nonNegative',
     ageWarnSeconds: 'positive',
     ageCriticalSeconds: 'positive',
+    pendingWaitWarnSeconds: 'positive',
+    pendingWaitCriticalSeconds: 'positive',
     tokenDrainWarnSeconds: 'positive',
     tokenDrainCriticalSeconds: 'positive',
   },
@@ -254,6 +258,12 @@ export function resolveThresholds(
     throw new InferSignalConfigError(
       `${prefix}.queue.ageWarnSeconds`,
       `must be below queue.ageCriticalSeconds (${t.queue.ageCriticalSeconds})`,
+    );
+  }
+  if (t.queue.pendingWaitWarnSeconds >= t.queue.pendingWaitCriticalSeconds) {
+    throw new InferSignalConfigError(
+      `${prefix}.queue.pendingWaitWarnSeconds`,
+      `must be below queue.pendingWaitCriticalSeconds (${t.queue.pendingWaitCriticalSeconds}), got ${t.queue.pendingWaitWarnSeconds}`,
     );
   }
   if (t.queue.tokenDrainWarnSeconds >= t.queue.tokenDrainCriticalSeconds) {

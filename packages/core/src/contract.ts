@@ -8,6 +8,7 @@ export type SignalName =
   | 'queue_wait'
   | 'queue_occupancy'
   | 'queue_age'
+  | 'queue_pending_wait'
   | 'queue_token_backlog'
   | 'queue_backpressure'
   | 'model_load'

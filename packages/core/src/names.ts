@@ -106,6 +106,7 @@ export const METRICS = {
     description:
       'Time the requests still waiting have already waited, summed (Σ now − arrival), read at collection; 0 when none waits.',
     attributes: [ATTR.queue],
+    feeds: 'queue.pendingWaitWarnSeconds / queue.pendingWaitCriticalSeconds (per slot)',
   },
   queueTokensPending: {
     name: 'infersignal.queue.tokens.pending',
@@ -129,7 +130,7 @@ export const METRICS = {
     type: 'gauge',
     unit: '{level}',
     description:
-      'Backpressure level of the queue: 0 ok, 1 warn, 2 critical (admission sheds; held for queue.shedHoldSeconds and until its levels cleared by their hysteresis).',
+      'Backpressure level of the queue: 0 ok, 1 warn, 2 critical (a shedding episode: admission turns away the excess, until none for queue.shedHoldSeconds and its levels cleared by their hysteresis).',
     attributes: [ATTR.queue],
   },
   queueArrivalRate: {

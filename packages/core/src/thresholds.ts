@@ -105,15 +105,27 @@ interface QueueThresholds {
   /** Retry-After (s) suggested to shed clients. */
   retryAfterSeconds: number;
   /**
-   * Least time (s) admission keeps shedding once it began; it ends after that only when every level
-   * that raised it has cleared by its hysteresis, so a queue at the bound does not flip between
-   * shedding and serving.
+   * A shedding episode ends once admission has turned no request away for this long (s), counted from
+   * its start too, and every level that raised it has cleared by its hysteresis, so one overload is one
+   * episode and a queue at the bound does not flip between shedding and serving. Within the episode
+   * admission turns away only what would take the queue past its targets (occupancyCritical and
+   * waitCriticalSeconds, each less its hysteresis).
    */
   shedHoldSeconds: number;
   /** Age (s) of the oldest request still waiting for WARN (judged on the request path and the tick). */
   ageWarnSeconds: number;
   /** Age (s) of the oldest request still waiting for CRITICAL. Announced, not shed on: occupancy and wait shed. */
   ageCriticalSeconds: number;
+  /**
+   * The time the requests still waiting have already waited, summed, per slot (over the queue's
+   * concurrency: the seconds of waiting each slot has ahead of it already spent), for WARN. Per slot, so
+   * the bound means the same for a queue of 1 slot or 64; it grows with the square of a stall and with
+   * the arrival rate, so a busy queue that stops starting requests passes it before its oldest request
+   * passes ageWarnSeconds. Judged on the tick.
+   */
+  pendingWaitWarnSeconds: number;
+  /** Summed waits of the requests still waiting, per slot (s), for CRITICAL. Announced, not shed on. */
+  pendingWaitCriticalSeconds: number;
   /**
    * An LLM queue's token backlog, as the time (s) it takes to drain at the output rate the queue has been
    * serving at: output tokens owed to the running requests plus those the waiting ones asked for (each

@@ -332,7 +332,7 @@ export interface QueueSnapshot {
   oldestWaitSeconds: number;
   /** Seconds the requests still waiting have waited so far, all together, read now. */
   pendingWaitSeconds: number;
-  /** Admission sheds (backpressure CRITICAL, held by queue.shedHoldSeconds and the hysteresis). */
+  /** A shedding episode is under way (backpressure CRITICAL): admission turns away what exceeds the queue's targets. */
   shedding: boolean;
   /** An LLM queue's token backlog (QueueOptions.tokens, Ticket.setTokens), read now; absent on other queues. */
   tokens?: QueueTokensSnapshot;

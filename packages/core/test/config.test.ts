@@ -41,6 +41,29 @@ describe('config validation', () => {
     expect([t.queue.keepFiringSeconds, t.capacity.keepFiringSeconds]).toEqual([10, 10]);
     // Queue age WARN / CRITICAL, and the least time shedding lasts once begun.
     expect([t.queue.ageWarnSeconds, t.queue.ageCriticalSeconds, t.queue.shedHoldSeconds]).toEqual([1, 5, 3]);
+    // The waits still accruing, per slot, WARN / CRITICAL.
+    expect([t.queue.pendingWaitWarnSeconds, t.queue.pendingWaitCriticalSeconds]).toEqual([10, 60]);
+  });
+
+  it('the waits still accruing: one-line errors naming the field, WARN below CRITICAL', () => {
+    const error = (thresholds: object) => {
+      try {
+        createMonitor({ detectorIntervalMs: 0, thresholds });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'no error';
+    };
+    expect(error({ queue: { pendingWaitWarnSeconds: 0 } })).toBe(
+      'infersignal: invalid config "thresholds.queue.pendingWaitWarnSeconds": must be a number > 0, got 0',
+    );
+    expect(error({ queue: { pendingWaitCriticalSeconds: '60s' } })).toBe(
+      'infersignal: invalid config "thresholds.queue.pendingWaitCriticalSeconds": must be a number > 0, got "60s"',
+    );
+    expect(error({ queue: { pendingWaitWarnSeconds: 60 } })).toBe(
+      'infersignal: invalid config "thresholds.queue.pendingWaitWarnSeconds": must be below queue.pendingWaitCriticalSeconds (60), got 60',
+    );
+    expect(error({ queue: { pendingWaitWarnSeconds: 2, pendingWaitCriticalSeconds: 8 } })).toBe('no error');
   });
 
   it.each([

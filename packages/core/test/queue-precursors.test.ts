@@ -168,6 +168,7 @@ describe('queue levels crossed on the request path', () => {
     m.advance(4000);
     m.monitor.tick();
     expect(m.alerts.map((a) => `${a.signal}:${a.level}`)).toEqual(['queue_age:warn', 'queue_age:critical']);
+    // One request of one slot that has waited 5.1 s is 5.1 s of waiting per slot: under queue_pending_wait's WARN.
     expect(m.alerts[1]!.message).toBe(
       'queue_age CRITICAL on queue "stuck": oldest waiting request 5100 ms > 5000 ms; 1 waiting have waited 5.1 s in all',
     );
@@ -245,7 +246,9 @@ describe('shedding follows the hysteresis', () => {
   it('occupancy hovering at the CRITICAL bound sheds in one stretch, not per request', () => {
     const m = (t = setup());
     const queue = m.monitor.queue('q', { capacity: 20 });
+    // In flight, so the waits stay short and occupancy alone decides.
     const tickets = Array.from({ length: 17 }, () => queue.enqueue());
+    for (const ticket of tickets) ticket.start();
     let changes = 0;
     let admitting = true;
     const admit = () => {
@@ -269,17 +272,36 @@ describe('shedding follows the hysteresis', () => {
     }
     expect(changes).toBe(1);
     expect(admitting).toBe(false);
-    // Down to 80 % (below 85 % less the 5 % hysteresis): shedding ends once it has lasted the hold.
+    // Down to 80 % (85 % less the 5 % hysteresis): the episode still turns away what would take it past 16 of 20.
     extra?.end('cancelled');
     tickets.pop()!.end('cancelled');
     admit();
+    expect(admitting).toBe(false);
+    // At 15 one more fits; the episode goes on (level CRITICAL) and refuses the one after it.
+    tickets.pop()!.end('cancelled');
+    admit();
     expect(admitting).toBe(true);
-    expect(changes).toBe(2);
+    const admitted = queue.enqueue();
+    admit();
+    expect(admitting).toBe(false);
+    expect(queue.level()).toBe('critical');
+    // It ends once none was turned away for queue.shedHoldSeconds (3 s).
+    admitted.end('cancelled');
+    m.advance(2990);
+    m.monitor.tick();
+    expect(queue.level()).toBe('critical');
+    m.advance(10);
+    admit();
+    expect(admitting).toBe(true);
+    expect(queue.level()).toBe('warn');
     expect(m.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
+    expect(m.alerts.find((a) => a.signal === 'queue_backpressure' && a.level === 'ok')?.message).toMatch(
+      /^queue_backpressure recovered on queue "q": admission serves everything again after \d+\.\d s of shedding, which turned away (\d+) of (\d+) requests$/,
+    );
     for (const ticket of tickets) ticket.end('cancelled');
   });
 
-  it('a CRITICAL wait with a queue that empties and refills between ticks keeps shedding, and is held at least shedHoldSeconds', () => {
+  it('a CRITICAL wait: the episode admits while the expected wait fits under it, turns away the rest, and ends once none was turned away for shedHoldSeconds', () => {
     const m = (t = setup({ thresholds: { queue: { shedHoldSeconds: 5 } } }));
     const queue = m.monitor.queue('q', { capacity: 1000 });
     const held = queue.enqueue();
@@ -290,10 +312,12 @@ describe('shedding follows the hysteresis', () => {
       ticket.end();
     }
     m.monitor.tick();
+    // The held request has waited 16 s: a request behind it would wait longer than 450 ms (500 ms less 10 %).
+    expect(queue.admit()).toMatchObject({ admit: false, level: 'critical' });
     held.end('cancelled');
     const answers: boolean[] = [];
     let refill: Ticket | undefined;
-    // 1 s of a queue that drains and refills every 100 ms while the wait level is CRITICAL.
+    // 1 s of a queue that drains and refills every 100 ms: its oldest waits 100 ms at most, so the episode admits.
     for (let ms = 0; ms < 1000; ms += 10) {
       m.advance(10);
       if (ms % 100 === 0) {
@@ -306,17 +330,118 @@ describe('shedding follows the hysteresis', () => {
       }
       answers.push(queue.admit().admit);
     }
-    expect(answers.every((a) => !a)).toBe(true);
-    // Drained at the tick: the wait level falls, but the hold (5 s from the first shed) is not over.
+    expect(answers.every((a) => a)).toBe(true);
+    expect(queue.level()).toBe('critical');
+    // A request left waiting 460 ms: the next is turned away, and the hold (5 s) counts from it.
     refill?.end('cancelled');
-    m.monitor.tick();
+    const slow = queue.enqueue();
+    m.advance(460);
     expect(queue.admit().admit).toBe(false);
-    m.advance(3900);
+    slow.end('cancelled');
     m.monitor.tick();
-    expect(queue.admit().admit).toBe(false); // 4.89 s since the first shed
-    m.advance(110);
+    expect(queue.admit()).toMatchObject({ admit: true, level: 'critical' });
+    m.advance(4990);
     m.monitor.tick();
-    expect(queue.admit().admit).toBe(true);
+    expect(queue.level()).toBe('critical');
+    m.advance(10);
+    m.monitor.tick();
+    expect(queue.level()).not.toBe('critical');
     expect(m.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
+    expect(m.alerts.find((a) => a.signal === 'queue_backpressure' && a.level === 'ok')?.message).toMatch(
+      /admission serves everything again after 6\.\d s of shedding, which turned away 2 of 103 requests$/,
+    );
+  });
+});
+
+describe('the waits still accruing, per slot (queue_pending_wait)', () => {
+  it('a busy queue that stops starting requests: WARN at 10 s per slot, before its oldest request passes the age WARN, and CRITICAL at 60 s', () => {
+    const m = (t = setup());
+    const log: string[] = [];
+    m.monitor.onAlert((e) => log.push(`${e.signal}:${e.level}@${e.at - start}`));
+    const queue = m.monitor.queue('stuck', { concurrency: 4, capacity: 1000 });
+    const start = m.now();
+    // Four requests hold the slots and never end; 200 requests/s keep arriving behind them.
+    const held = Array.from({ length: 4 }, () => queue.enqueue());
+    for (const ticket of held) ticket.start();
+    const waiting: Ticket[] = [];
+    for (let ms = 5; ms <= 1750; ms += 5) {
+      m.set(start + ms);
+      waiting.push(queue.enqueue());
+      if (ms % 250 === 0) m.monitor.tick();
+    }
+    // Σ waits at t s: 200·t²/2 = 100·t², over 4 slots 25·t²: 14 s at the 0.75 s tick, 76 s at 1.75 s. The age
+    // passes 1 s with the arrival at 1010 ms (the first waiting one came at 5 ms).
+    expect(log.filter((entry) => !entry.startsWith('queue_occupancy'))).toEqual([
+      'queue_pending_wait:warn@750',
+      'queue_age:warn@1010',
+      'queue_pending_wait:critical@1750',
+    ]);
+    const critical = m.alerts.find((a) => a.signal === 'queue_pending_wait' && a.level === 'critical')!;
+    expect(critical).toMatchObject({ threshold: 60, labels: { queue: 'stuck' } });
+    // 350 waiting, arrived at 5, 10 … 1750 ms: Σ (1750 − 5k) ms = 305.375 s, over 4 slots.
+    expect(critical.value).toBeCloseTo(305.375 / 4, 9);
+    expect(critical.message).toBe(
+      'queue_pending_wait CRITICAL on queue "stuck": the 350 requests still waiting have waited 305.4 s in all, 76.3 s per slot of 4 > 60 s; the oldest 1745 ms',
+    );
+    // Freed: the queue drains, CRITICAL lowers at the next tick and the WARN after queue.keepFiringSeconds (10 s).
+    for (const ticket of [...held, ...waiting]) ticket.end('cancelled');
+    m.advance(250);
+    m.monitor.tick();
+    expect(m.alerts.filter((a) => a.signal === 'queue_pending_wait').map((a) => a.level)).toEqual([
+      'warn',
+      'critical',
+      'warn',
+    ]);
+    m.advance(10_000);
+    m.monitor.tick();
+    expect(m.alerts.filter((a) => a.signal === 'queue_pending_wait').map((a) => a.level)).toEqual([
+      'warn',
+      'critical',
+      'warn',
+      'ok',
+    ]);
+  });
+
+  it('steady load at 90 % of 4 slots (Poisson arrivals, exponential 100 ms service, 2 min): well under the WARN, never raised', () => {
+    const m = (t = setup());
+    const queue = m.monitor.queue('steady', { concurrency: 4, capacity: 64 });
+    const next = random(7);
+    const start = m.now();
+    const waiting: Ticket[] = [];
+    const running: { ticket: Ticket; endAt: number }[] = [];
+    let nextArrival = 0;
+    let peak = 0;
+    let sum = 0;
+    let samples = 0;
+    for (let ms = 0; ms < 120_000; ms++) {
+      m.set(start + ms);
+      for (let i = running.length - 1; i >= 0; i--) {
+        if (running[i]!.endAt > ms) continue;
+        running[i]!.ticket.end('completed');
+        running.splice(i, 1);
+      }
+      while (nextArrival <= ms) {
+        waiting.push(queue.enqueue());
+        nextArrival += (-Math.log(1 - next()) / 36) * 1000;
+      }
+      while (running.length < 4 && waiting.length > 0) {
+        const ticket = waiting.shift()!;
+        ticket.start();
+        running.push({ ticket, endAt: ms + Math.max(1, Math.round(-Math.log(1 - next()) * 100)) });
+      }
+      if (ms % 10 === 0) {
+        const perSlot = m.monitor.snapshot().queues.steady!.pendingWaitSeconds / 4;
+        peak = Math.max(peak, perSlot);
+        sum += perSlot;
+        samples++;
+      }
+      if (ms % 1000 === 999) m.monitor.tick();
+    }
+    // Requests did wait (the sum is not idle: 0.12 s per slot on average, 1.8 s at its peak), yet it stays far
+    // under the WARN's 10 s per slot.
+    expect(sum / samples).toBeGreaterThan(0.05);
+    expect(peak).toBeGreaterThan(1);
+    expect(peak).toBeLessThan(5);
+    expect(m.alerts.filter((a) => a.signal === 'queue_pending_wait')).toEqual([]);
   });
 });

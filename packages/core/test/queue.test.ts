@@ -80,8 +80,9 @@ describe('queue wait', () => {
     ]);
     for (const ticket of tickets) ticket.end('cancelled');
     t.monitor.tick();
-    // Shedding holds for queue.shedHoldSeconds (3 s) from its start even on an empty queue.
-    expect(queue.admit().admit).toBe(false);
+    // The episode lasts until none was turned away for queue.shedHoldSeconds (3 s); an empty queue admits within it.
+    expect(queue.admit()).toMatchObject({ admit: true, level: 'critical' });
+    expect(queue.level()).toBe('critical');
     t.advance(3000);
     t.monitor.tick();
     expect(queue.level()).toBe('ok');
@@ -213,11 +214,13 @@ describe('queue wait', () => {
     expect(queue.admit().admit).toBe(false);
     expect(t.monitor.level()).toBe('critical');
     held.end('cancelled'); // the backlog is gone
-    // Shedding, once begun, lasts queue.shedHoldSeconds (3 s) and until the wait level left CRITICAL.
-    expect(queue.admit().admit).toBe(false);
+    // The episode lasts until none was turned away for queue.shedHoldSeconds (3 s) and the wait level left
+    // CRITICAL; within it, the drained queue admits (nothing ahead to wait for) and readiness stays failing.
+    expect(queue.admit()).toMatchObject({ admit: true, level: 'critical' });
     t.advance(1000);
     t.monitor.tick();
-    expect(queue.admit().admit).toBe(false);
+    expect(queue.admit()).toMatchObject({ admit: true, level: 'critical' });
+    expect(t.monitor.level()).toBe('critical');
     t.advance(2000);
     t.monitor.tick();
     expect(queue.admit().admit).toBe(true);
@@ -229,7 +232,7 @@ describe('queue wait', () => {
     expect(t.alerts.filter((a) => a.signal === 'queue_wait').map((a) => a.level)).toEqual(['critical', 'warn', 'ok']);
     expect(t.alerts.filter((a) => a.signal === 'queue_backpressure').map((a) => a.level)).toEqual(['critical', 'ok']);
     expect(t.alerts.find((a) => a.signal === 'queue_backpressure')?.message).toBe(
-      'queue_backpressure CRITICAL on queue "q": admission sheds (queue wait P95 800 ms CRITICAL); it serves again once that has cleared by its hysteresis, after at least 3 s (queue.shedHoldSeconds)',
+      'queue_backpressure CRITICAL on queue "q": admission sheds (queue wait P95 800 ms CRITICAL): it turns away a request that would take the queue past 807 of 1000 or wait more than 450 ms, and serves everything again once it has turned none away for 3 s (queue.shedHoldSeconds) and those levels cleared by their hysteresis',
     );
     // The WARN it fell to says why it is still raised.
     expect(t.alerts.find((a) => a.signal === 'queue_wait' && a.level === 'warn')?.message).toBe(

@@ -1,10 +1,10 @@
 /**
  * A real Fastify server on loopback with shedding on, under a step of held
  * requests: the queue's WARN and its shedding are announced before the
- * client reads the first 503, shedding holds for queue.shedHoldSeconds, and
- * a stuck queue's age is announced by the next arrival. Requests are held by
- * the test and the monitor runs on a manual clock, so nothing depends on how
- * fast the machine is.
+ * client reads the first 503, the episode lasts until none was shed for
+ * queue.shedHoldSeconds, and a stuck queue's age is announced by the next
+ * arrival. Requests are held by the test and the monitor runs on a manual
+ * clock, so nothing depends on how fast the machine is.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -41,7 +41,7 @@ function setup() {
 }
 
 describe('Fastify: queue levels on the request path', () => {
-  it('a step of 12 held requests into capacity 10: WARN, then shedding announced, then the first 503; shedding holds until the clock passes shedHoldSeconds', async () => {
+  it('a step of 12 held requests into capacity 10: WARN, then shedding announced, then the first 503; the episode lasts until no 503 for shedHoldSeconds', async () => {
     const { app, monitor, clock, log } = setup();
     const release = gate();
     await app.register(inferSignal, { monitor, queue: { name: 'infer', concurrency: 2, capacity: 10 }, shed: true });
@@ -69,10 +69,13 @@ describe('Fastify: queue levels on the request path', () => {
 
     release.open();
     expect((await Promise.all(step)).sort()).toEqual([...Array(9).fill(200), 503, 503, 503]);
-    // Drained, but shedding began less than shedHoldSeconds (3 s) ago on this clock.
-    expect(await get()).toBe(503);
+    // Drained: the episode admits (nothing ahead to wait for), but goes on until it has turned
+    // none away for shedHoldSeconds (3 s) on this clock.
+    expect(await get()).toBe(200);
+    expect(monitor.snapshot().queues.infer!.shedding).toBe(true);
     clock.now += 3000;
     expect(await get()).toBe(200);
+    expect(monitor.snapshot().queues.infer!.shedding).toBe(false);
     expect(log.filter((entry) => entry.startsWith('queue_backpressure'))).toEqual([
       'queue_backpressure:critical',
       'queue_backpressure:ok',

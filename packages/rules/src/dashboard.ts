@@ -64,10 +64,10 @@ function addQueueRows(l: Layout, o: ResolvedOptions): void {
   });
 
   l.add({
-    title: 'Oldest waiting request and waits still accruing',
+    title: 'Oldest waiting request',
     description:
-      'Age of the oldest request still waiting (worst replica per queue) and the time the waiting requests have already spent, summed over replicas: they rise while a queue is stuck, which the wait histogram shows only once requests leave it. Lines: thresholds.queue.ageWarnSeconds and ageCriticalSeconds.',
-    w: 24,
+      'Age of the oldest request still waiting, worst replica per queue: it rises while a queue is stuck, which the wait histogram shows only once requests leave it. Lines: thresholds.queue.ageWarnSeconds and ageCriticalSeconds.',
+    w: 12,
     unit: 's',
     lines: [t.queue.ageWarnSeconds, t.queue.ageCriticalSeconds],
     targets: [
@@ -75,9 +75,19 @@ function addQueueRows(l: Layout, o: ResolvedOptions): void {
         expr: `max by (${LABEL.queue}) (${metric('queueWaitOldest')}{${SEL.queue}})`,
         legend: `oldest {{${LABEL.queue}}}`,
       },
+    ],
+  });
+  l.add({
+    title: 'Waits still accruing, per slot',
+    description:
+      'Worst replica per queue: the time the requests still waiting have already waited, summed, over the requests in flight (while requests wait, every slot is busy: the slots). Lines: thresholds.queue.pendingWaitWarnSeconds and pendingWaitCriticalSeconds.',
+    w: 12,
+    unit: 's',
+    lines: [t.queue.pendingWaitWarnSeconds, t.queue.pendingWaitCriticalSeconds],
+    targets: [
       {
-        expr: `sum by (${LABEL.queue}) (${metric('queueWaitPending')}{${SEL.queue}})`,
-        legend: `waited so far {{${LABEL.queue}}}`,
+        expr: `max by (${LABEL.queue}) (${metric('queueWaitPending')}{${SEL.queue}} / clamp_min(${metric('queueInFlight')}{${SEL.queue}}, 1))`,
+        legend: `waited so far per slot {{${LABEL.queue}}}`,
       },
     ],
   });
@@ -124,7 +134,7 @@ function addQueueRows(l: Layout, o: ResolvedOptions): void {
   l.add({
     title: 'Backpressure level',
     description:
-      '0 OK, 1 WARN, 2 CRITICAL (admit() sheds at CRITICAL, for at least thresholds.queue.shedHoldSeconds and until its levels cleared by their hysteresis).',
+      "0 OK, 1 WARN, 2 CRITICAL (a shedding episode: admit() turns away the requests past the queue's targets, until it has turned none away for thresholds.queue.shedHoldSeconds and its levels cleared by their hysteresis).",
     w: 8,
     lines: [1, 2],
     targets: [

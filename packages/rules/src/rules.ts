@@ -64,6 +64,9 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
   const occupancy = `max ${by(...QUEUE_KEYS)} (${metric('queueOccupancy')})`;
   const oldest = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitOldest')})`;
   const ageLevel = signalLevel(o, 'queue_age', [LABEL.queue]);
+  // Per slot: while requests wait, every slot is busy, so the requests in flight are the slots.
+  const pendingPerSlot = `max ${by(...QUEUE_KEYS)} (${metric('queueWaitPending')} / clamp_min(${metric('queueInFlight')}, 1))`;
+  const pendingLevel = signalLevel(o, 'queue_pending_wait', [LABEL.queue]);
   const drain = `max ${by(...QUEUE_KEYS)} (${metric('queueTokensDrainTime')})`;
   const tokenLevel = signalLevel(o, 'queue_token_backlog', [LABEL.queue]);
   const held = (what: string) =>
@@ -152,6 +155,28 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
       ),
       alert(
         o,
+        'InferSignalQueuePendingWaitHigh',
+        'queue_pending_wait',
+        'warning',
+        `${pendingPerSlot} and ${on} (${pendingLevel} >= 1)`,
+        level,
+        `Waits still accruing above ${humanSeconds(q.pendingWaitWarnSeconds)} per slot`,
+        `${queueWhere}: the requests still waiting have already waited {{ $value | humanizeDuration }} per slot together, more than ${humanSeconds(q.pendingWaitWarnSeconds)} (thresholds.queue.pendingWaitWarnSeconds): ${held('queue_pending_wait')} to WARN. Many requests have each waited a while, which the wait histogram shows only once they start: the queue is falling behind.`,
+        keep,
+      ),
+      alert(
+        o,
+        'InferSignalQueuePendingWaitCritical',
+        'queue_pending_wait',
+        'critical',
+        `${pendingPerSlot} and ${on} (${pendingLevel} >= 2)`,
+        level,
+        `Waits still accruing above ${humanSeconds(q.pendingWaitCriticalSeconds)} per slot`,
+        `${queueWhere}: the requests still waiting have already waited {{ $value | humanizeDuration }} per slot together, more than ${humanSeconds(q.pendingWaitCriticalSeconds)} (thresholds.queue.pendingWaitCriticalSeconds): ${held('queue_pending_wait')} to CRITICAL. Requests are piling up faster than they start: scale out, shed, or check the runtime behind the queue.`,
+        keep,
+      ),
+      alert(
+        o,
         'InferSignalQueueTokenBacklogHigh',
         'queue_token_backlog',
         'warning',
@@ -180,7 +205,7 @@ function queueGroup(o: ResolvedOptions): RuleGroup {
         `max ${by(...QUEUE_KEYS)} (${metric('backpressureLevel')}) >= 2`,
         hold,
         'Backpressure level CRITICAL',
-        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() is shedding requests with Retry-After ${o.thresholds.queue.retryAfterSeconds}s, for at least ${humanSeconds(o.thresholds.queue.shedHoldSeconds)} (thresholds.queue.shedHoldSeconds) and until those levels cleared by their hysteresis.`,
+        `${queueWhere} reports backpressure level CRITICAL (occupancy or ${pq} wait past the critical thresholds) for ${hold}; admit() turns away the requests past the queue's occupancy and wait targets with Retry-After ${o.thresholds.queue.retryAfterSeconds}s, until it has turned none away for ${humanSeconds(o.thresholds.queue.shedHoldSeconds)} (thresholds.queue.shedHoldSeconds) and those levels cleared by their hysteresis.`,
       ),
     ],
   };

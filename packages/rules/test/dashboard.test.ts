@@ -103,15 +103,19 @@ describe('buildDashboard', () => {
     expect(steps('Event-loop delay P99 / max').map((s) => s.value)).toEqual([null, 0.1, 0.5]);
     expect(steps('Connection saturation (open / capacity)').map((s) => s.value)).toEqual([null, 0.85, 0.95]);
     expect(steps('TLS handshake failures by error.type').map((s) => s.value)).toEqual([null, 0.1]);
-    const age = 'Oldest waiting request and waits still accruing';
+    const age = 'Oldest waiting request';
     expect(steps(age).map((s) => s.value)).toEqual([null, 1, 5]);
     expect(exprs(age)).toEqual([
       'max by (infersignal_queue_name) (infersignal_queue_wait_oldest_seconds{job=~"$job", infersignal_queue_name=~"$queue"})',
-      'sum by (infersignal_queue_name) (infersignal_queue_wait_pending_seconds{job=~"$job", infersignal_queue_name=~"$queue"})',
+    ]);
+    const pending = 'Waits still accruing, per slot';
+    expect(steps(pending).map((s) => s.value)).toEqual([null, 10, 60]);
+    expect(exprs(pending)).toEqual([
+      'max by (infersignal_queue_name) (infersignal_queue_wait_pending_seconds{job=~"$job", infersignal_queue_name=~"$queue"} / clamp_min(infersignal_queue_in_flight{job=~"$job", infersignal_queue_name=~"$queue"}, 1))',
     ]);
     const custom = buildDashboard({
       thresholds: {
-        queue: { ageWarnSeconds: 2, ageCriticalSeconds: 10 },
+        queue: { ageWarnSeconds: 2, ageCriticalSeconds: 10, pendingWaitWarnSeconds: 4, pendingWaitCriticalSeconds: 20 },
         capacity: { utilizationWarn: 0.6, saturationWarnSeconds: 30 },
         eventLoop: { delayWarnSeconds: 0.05 },
       },
@@ -119,6 +123,7 @@ describe('buildDashboard', () => {
     });
     expect(steps('Utilization ρ = λ·S / c', custom).map((s) => s.value)).toEqual([null, 0.6, 0.95]);
     expect(steps(age, custom).map((s) => s.value)).toEqual([null, 2, 10]);
+    expect(steps(pending, custom).map((s) => s.value)).toEqual([null, 4, 20]);
     expect(steps('Time to saturation', custom).map((s) => s.value)).toEqual([null, 30]);
     expect(steps('Event-loop delay P99 / max', custom).map((s) => s.value)).toEqual([null, 0.05, 0.5]);
     expect(steps('TLS handshake failures by error.type', custom).map((s) => s.value)).toEqual([null, 1]);

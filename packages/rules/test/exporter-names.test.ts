@@ -144,7 +144,7 @@ describe('generated names against a real exporter scrape', () => {
     expect(oldest).toContain(`${LABEL.queue}="default"`);
     const owed = samples(metricName('queueTokensPending'), { [LABEL.queue]: 'llm', [LABEL.tokenType]: 'output' });
     expect(owed.map((s) => s.value)).toEqual([0]);
-    expect(alertingRules(buildRules()).length).toBe(31);
+    expect(alertingRules(buildRules()).length).toBe(33);
   });
 
   it('the capacity, runtime, connection and breaker series carry the values the rules compare', () => {

@@ -215,6 +215,49 @@ const tests = [
     ],
   },
   {
+    name: 'waits still accruing: pages per replica on the in-process queue_pending_wait level, with the sum per slot shown; a large sum the detector did not raise does not',
+    interval: '15s',
+    input_series: [
+      // b: 24 s waited over 4 slots in flight (6 s per slot), WARN; a/q2: 160 s over 4 (40 s), CRITICAL.
+      gauge('queueWaitPending', 'a', 'q1', `1x${STEPS}`),
+      gauge('queueInFlight', 'a', 'q1', `4x${STEPS}`),
+      level('queue_pending_wait', 'a', 'q1', `0x${STEPS}`),
+      gauge('queueWaitPending', 'b', 'q1', `24x${STEPS}`),
+      gauge('queueInFlight', 'b', 'q1', `4x${STEPS}`),
+      level('queue_pending_wait', 'b', 'q1', `1x${STEPS}`),
+      gauge('queueWaitPending', 'a', 'q2', `160x${STEPS}`),
+      gauge('queueInFlight', 'a', 'q2', `4x${STEPS}`),
+      level('queue_pending_wait', 'a', 'q2', `2x${STEPS}`),
+      // A stuck queue with nothing in flight: the sum counts for one slot.
+      gauge('queueWaitPending', 'c', 'q3', `7x${STEPS}`),
+      gauge('queueInFlight', 'c', 'q3', `0x${STEPS}`),
+      level('queue_pending_wait', 'c', 'q3', `1x${STEPS}`),
+    ],
+    alert_rule_test: [
+      check('1m', 'InferSignalQueuePendingWaitHigh', [
+        expected('InferSignalQueuePendingWaitHigh', onReplica('b', 'q1'), 6),
+        expected('InferSignalQueuePendingWaitHigh', onReplica('a', 'q2'), 40),
+        expected('InferSignalQueuePendingWaitHigh', onReplica('c', 'q3'), 7),
+      ]),
+      check('1m', 'InferSignalQueuePendingWaitCritical', [
+        expected('InferSignalQueuePendingWaitCritical', onReplica('a', 'q2'), 40),
+      ]),
+    ],
+  },
+  {
+    name: 'waits still accruing: 40s per slot while the in-process queue_pending_wait level is ok does not page',
+    interval: '15s',
+    input_series: [
+      gauge('queueWaitPending', 'c', 'q4', `160x${STEPS}`),
+      gauge('queueInFlight', 'c', 'q4', `4x${STEPS}`),
+      level('queue_pending_wait', 'c', 'q4', `0x${STEPS}`),
+    ],
+    alert_rule_test: [
+      check('1m', 'InferSignalQueuePendingWaitHigh'),
+      check('1m', 'InferSignalQueuePendingWaitCritical'),
+    ],
+  },
+  {
     name: 'token backlog: pages per replica on the in-process queue_token_backlog level, with the drain time shown; a long drain the detector did not raise does not',
     interval: '15s',
     input_series: [

@@ -208,6 +208,8 @@ describe('buildRules', () => {
       'InferSignalQueueAgeHigh',
       'InferSignalQueueOccupancyCritical',
       'InferSignalQueueOccupancyHigh',
+      'InferSignalQueuePendingWaitCritical',
+      'InferSignalQueuePendingWaitHigh',
       'InferSignalQueueTokenBacklogCritical',
       'InferSignalQueueTokenBacklogHigh',
       'InferSignalQueueWaitCritical',

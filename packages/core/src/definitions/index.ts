@@ -70,6 +70,20 @@ const queue = pending('queue', [
     doc: 'same, `level(queue_age) >= 2`',
   },
   {
+    name: 'InferSignalQueuePendingWaitHigh',
+    signal: 'queue_pending_wait',
+    severity: 'warning',
+    runbook: 'queue-pending-wait',
+    doc: '`max by (R, queue) (infersignal_queue_wait_pending_seconds / clamp_min(infersignal_queue_in_flight, 1)) and level(queue_pending_wait) >= 1`',
+  },
+  {
+    name: 'InferSignalQueuePendingWaitCritical',
+    signal: 'queue_pending_wait',
+    severity: 'critical',
+    runbook: 'queue-pending-wait',
+    doc: 'same, `level(queue_pending_wait) >= 2`',
+  },
+  {
     name: 'InferSignalQueueTokenBacklogHigh',
     signal: 'queue_token_backlog',
     severity: 'warning',

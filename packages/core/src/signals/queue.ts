@@ -26,6 +26,8 @@ import type { RequestTail, RequestTraces, TracedRequest } from './request-trace'
 
 /** Share below occupancyCritical (and occupancyWarn) that occupancy must fall to leave that level. */
 const OCCUPANCY_HYSTERESIS = 0.05;
+/** Share below waitCriticalSeconds (and waitWarnSeconds) that the wait must fall to leave that level. */
+const WAIT_HYSTERESIS = 0.1;
 
 const OUTCOMES: readonly Outcome[] = [
   'completed',
@@ -304,6 +306,7 @@ export class Queue implements QueueTracker {
   private readonly occupancyDetector: ThresholdDetector;
   private readonly waitDetector: ThresholdDetector;
   private readonly ageDetector: ThresholdDetector;
+  private readonly pendingDetector: ThresholdDetector;
   /** Arrival stamps of the waiting requests: the oldest one's age and the waits still accruing. */
   readonly age: QueueAge;
   /** An LLM queue's token backlog: made with the queue (`tokens: true`) or when a request first says its tokens. */
@@ -322,9 +325,28 @@ export class Queue implements QueueTracker {
   private readonly ageCriticalMs: number;
   /** Age level last announced, so the request path judges the age only when it crosses a level. */
   private ageAnnounced: Level = 'ok';
-  /** Admission sheds: entered at CRITICAL, left once the level cleared by the hysteresis and the hold passed. */
+  /**
+   * A shedding episode: begun when the level reaches CRITICAL, ended once no
+   * request was turned away for queue.shedHoldSeconds and the levels that
+   * raised it cleared by their hysteresis. Within it admission turns away
+   * only what would take the queue past its targets (admitsDuringEpisode).
+   */
   private shedding = false;
   private shedSince = Number.NaN;
+  /** When the episode last turned a request away (ms). */
+  private lastShed = Number.NaN;
+  /** Requests the episode turned away and let in, for its closing message. */
+  private episodeShed = 0;
+  private episodeAdmitted = 0;
+  /**
+   * Within an episode, the most requests (waiting + in flight) admission
+   * lets in: under occupancyCritical less its hysteresis, so the occupancy
+   * that raised the episode clears, but never fewer than the slots, so the
+   * queue keeps serving at its concurrency.
+   */
+  private readonly episodeCount: number;
+  /** Within an episode, the longest (ms) a request admitted may expect to wait: waitCriticalSeconds less its hysteresis. */
+  private readonly episodeWaitMs: number;
   private waitQuantile = Number.NaN;
   private lastModel: string | undefined;
   private lastSlot: QueueModel | undefined;
@@ -334,6 +356,7 @@ export class Queue implements QueueTracker {
   /** Utilization, headroom, predicted wait and time to saturation. */
   readonly capacity_: CapacityModel;
   peakInFlight = 0;
+  private readonly explicitConcurrency: boolean;
   private running = 0;
   private readonly fifo: Waiter[] = [];
   readonly labels: Record<string, string>;
@@ -368,11 +391,19 @@ export class Queue implements QueueTracker {
     this.warnCount = firstCountOver(t.queue.occupancyWarn, this.capacity);
     this.criticalCount = firstCountOver(t.queue.occupancyCritical, this.capacity);
     this.criticalHoldCount = firstCountOver(t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS), this.capacity);
+    this.episodeCount = Math.max(Math.min(this.concurrency, this.capacity), this.criticalHoldCount - 1);
+    this.episodeWaitMs = t.queue.waitCriticalSeconds * (1 - WAIT_HYSTERESIS) * 1000;
     // No hold: the age is already how long the oldest request has waited, and a hold would count that time
     // twice (with a 2 s hold an age WARN at 1 s came at 3 s, after a client's 2 s timeout).
     this.ageDetector = new ThresholdDetector({
       warn: t.queue.ageWarnSeconds,
       critical: t.queue.ageCriticalSeconds,
+      keepFiringSeconds: t.queue.keepFiringSeconds,
+    });
+    this.pendingDetector = new ThresholdDetector({
+      warn: t.queue.pendingWaitWarnSeconds,
+      critical: t.queue.pendingWaitCriticalSeconds,
+      forSeconds: t.queue.forSeconds,
       keepFiringSeconds: t.queue.keepFiringSeconds,
     });
     this.ageWarnMs = t.queue.ageWarnSeconds * 1000;
@@ -382,6 +413,7 @@ export class Queue implements QueueTracker {
     this.waitDetector = new ThresholdDetector({
       warn: t.queue.waitWarnSeconds,
       critical: t.queue.waitCriticalSeconds,
+      hysteresis: WAIT_HYSTERESIS,
       forSeconds: t.queue.forSeconds,
       keepFiringSeconds: t.queue.keepFiringSeconds,
     });
@@ -397,12 +429,13 @@ export class Queue implements QueueTracker {
     this.labels = { queue: name };
     if (options.tokens) this.tokenBacklog();
     // With an explicit concurrency c is known; otherwise it is the most requests ever seen in flight.
-    const explicit = options.concurrency !== undefined;
-    this.capacity_ = new CapacityModel(
-      () => (explicit ? this.concurrency : Math.max(1, this.peakInFlight)),
-      t,
-      explicit,
-    );
+    const explicit = (this.explicitConcurrency = options.concurrency !== undefined);
+    this.capacity_ = new CapacityModel(() => this.slots(), t, explicit);
+  }
+
+  /** The slots c: the concurrency given, else the most requests seen in flight. */
+  private slots(): number {
+    return this.explicitConcurrency ? this.concurrency : Math.max(1, this.peakInFlight);
   }
 
   get occupancy(): number {
@@ -547,19 +580,42 @@ export class Queue implements QueueTracker {
   }
 
   /**
-   * Shedding ends only when every part that can raise it has cleared by its
-   * hysteresis (occupancy below occupancyCritical less OCCUPANCY_HYSTERESIS,
-   * the wait detector below its CRITICAL, which it leaves 10 % under the
-   * bound) and `queue.shedHoldSeconds` has passed since it began: a level
-   * hovering at a bound sheds in one stretch, not every other second.
+   * An episode ends only when no request was turned away for
+   * `queue.shedHoldSeconds` (counted from its start too) and every part that
+   * can raise it has cleared by its hysteresis (occupancy below
+   * occupancyCritical less OCCUPANCY_HYSTERESIS, the wait detector below its
+   * CRITICAL, which it leaves 10 % under the bound): an overload that lasts
+   * is one episode, however its levels move within it.
    */
   private shedEnds(now: number): boolean {
     const t = this.ctx.thresholds;
-    if (now - this.shedSince < t.queue.shedHoldSeconds * 1000 && now >= this.shedSince) return false;
+    // A clock that went backwards does not keep the episode forever.
+    if (now - this.lastShed < t.queue.shedHoldSeconds * 1000 && now >= this.lastShed) return false;
     if (this.occupancy > t.queue.occupancyCritical * (1 - OCCUPANCY_HYSTERESIS)) return false;
     if (this.waitDetector.level === 'critical') return false;
     if (t.capacity.backpressure && this.capacity_.estimate.level === 'critical') return false;
     return this.env.externalLevel() !== 'critical';
+  }
+
+  /**
+   * Within an episode, whether one more request fits the targets: the
+   * queue at most `episodeCount` requests, and the wait it can expect at
+   * most `episodeWaitMs`. That wait is the time the slots take to serve
+   * those ahead of it, (waiting + 1) · S / c with the capacity model's
+   * service time S, and at least the oldest waiting request's age (all
+   * there is before S is known, and what shows a stalled queue at once).
+   * So the queue keeps its slots busy and sheds only the excess, with its
+   * levels held under the bounds they leave CRITICAL at. A CRITICAL event
+   * loop sheds everything: the process, not the queue, is what is short.
+   */
+  private admitsDuringEpisode(now: number): boolean {
+    if (this.waiting + this.inFlight >= this.episodeCount) return false;
+    if (this.env.externalLevel() === 'critical') return false;
+    if (this.waiting === 0) return true;
+    const e = this.capacity_.estimate;
+    const ahead =
+      e.serviceTime > 0 && e.concurrency > 0 ? ((this.waiting + 1) * e.serviceTime * 1000) / e.concurrency : 0;
+    return Math.max(ahead, this.age.oldest(now)) <= this.episodeWaitMs;
   }
 
   retryAfterSeconds(): number {
@@ -570,12 +626,9 @@ export class Queue implements QueueTracker {
 
   admit(): Admission {
     // The request admitted is enqueued next, which judges the levels it moves (watch): nothing to judge here.
-    if (this.shedding) {
-      const now = this.ctx.clock();
-      if (this.shedEnds(now)) this.stopShedding(now);
-    }
-    const level = this.shedding ? 'critical' : this.liveLevel();
-    if (level === 'critical' && !this.shedding) {
+    if (!this.shedding) {
+      const level = this.liveLevel();
+      if (level !== 'critical') return { admit: true, level, retryAfterSeconds: this.retryAfterSeconds() };
       // Shed only at a level already announced: occupancy is judged live, so the
       // decision to shed announces it first (listeners and webhook hear of it
       // before the first 503 is written). The other parts of the level were
@@ -583,19 +636,34 @@ export class Queue implements QueueTracker {
       this.announceShedding();
       this.startShedding(this.ctx.clock());
     }
-    return { admit: !this.shedding, level, retryAfterSeconds: this.retryAfterSeconds() };
+    const now = this.ctx.clock();
+    if (this.shedEnds(now)) {
+      // Every level that can raise an episode has cleared: nothing to start again.
+      this.stopShedding(now);
+      return { admit: true, level: this.liveLevel(), retryAfterSeconds: this.retryAfterSeconds() };
+    }
+    const admit = this.admitsDuringEpisode(now);
+    if (admit) this.episodeAdmitted++;
+    else {
+      this.lastShed = now;
+      this.episodeShed++;
+    }
+    return { admit, level: 'critical', retryAfterSeconds: this.retryAfterSeconds() };
   }
 
   /**
    * Shedding is announced as `queue_backpressure` (the rule on the
    * backpressure gauge has the same name): once when it begins, before the
    * first refusal, and once when it ends. The level that raised it may
-   * lower while the hold keeps shedding; this one stays CRITICAL as long
-   * as requests are turned away.
+   * lower within the episode; this one stays CRITICAL as long as requests
+   * are turned away, and for the hold after the last.
    */
   private startShedding(now: number): void {
     this.shedding = true;
     this.shedSince = now;
+    this.lastShed = now;
+    this.episodeShed = 0;
+    this.episodeAdmitted = 0;
     try {
       const t = this.ctx.thresholds;
       const why: string[] = [];
@@ -611,7 +679,7 @@ export class Queue implements QueueTracker {
         value: 2,
         threshold: 2,
         labels: this.labels,
-        message: `admission sheds (${why.join(', ')} CRITICAL); it serves again once that has cleared by its hysteresis, after at least ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds)`,
+        message: `admission sheds (${why.join(', ')} CRITICAL): it turns away a request that would take the queue past ${this.episodeCount} of ${this.capacity} or wait more than ${ms(this.episodeWaitMs / 1000)}, and serves everything again once it has turned none away for ${t.queue.shedHoldSeconds} s (queue.shedHoldSeconds) and those levels cleared by their hysteresis`,
       });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
@@ -627,7 +695,7 @@ export class Queue implements QueueTracker {
         value: levelRank(this.liveLevel()),
         threshold: 2,
         labels: this.labels,
-        message: `admission serves again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding`,
+        message: `admission serves everything again after ${((now - this.shedSince) / 1000).toFixed(1)} s of shedding, which turned away ${this.episodeShed} of ${this.episodeShed + this.episodeAdmitted} requests`,
       });
     } catch (error) {
       this.ctx.internalError('queue.shed', error);
@@ -681,6 +749,32 @@ export class Queue implements QueueTracker {
           : this.ageDetector.keeping
             ? `oldest waiting request ${ms(age)}, back under ${ms(t.ageWarnSeconds)} (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
             : `oldest waiting request ${ms(age)} > ${ms(bound)}; ${this.waiting} waiting have waited ${(this.age.total(now) / 1000).toFixed(1)} s in all`,
+    });
+  }
+
+  /**
+   * The waits still accruing, summed and shared among the slots, through
+   * its detector, announced as `queue_pending_wait`.
+   */
+  private judgePending(now: number): void {
+    const t = this.ctx.thresholds.queue;
+    const total = this.age.total(now) / 1000;
+    const slots = this.slots();
+    const perSlot = total / slots;
+    const level = this.pendingDetector.update(perSlot, now);
+    const bound = level === 'critical' ? t.pendingWaitCriticalSeconds : t.pendingWaitWarnSeconds;
+    this.ctx.report({
+      signal: 'queue_pending_wait',
+      level,
+      value: perSlot,
+      threshold: bound,
+      labels: this.labels,
+      message:
+        level === 'ok'
+          ? undefined
+          : this.pendingDetector.keeping
+            ? `waits still accruing ${perSlot.toFixed(1)} s per slot, back under ${t.pendingWaitWarnSeconds} s (${this.waiting} waiting); the warning stays until it has been for ${t.keepFiringSeconds} s (queue.keepFiringSeconds)`
+            : `the ${this.waiting} requests still waiting have waited ${total.toFixed(1)} s in all, ${perSlot.toFixed(1)} s per slot of ${slots} > ${bound} s; the oldest ${ms(this.age.oldest(now) / 1000)}`,
     });
   }
 
@@ -801,6 +895,7 @@ export class Queue implements QueueTracker {
     });
     this.judgeOccupancy(now);
     this.judgeAge(now);
+    this.judgePending(now);
     this.judgeTokens(now);
 
     const c = this.capacity_.update(now);
