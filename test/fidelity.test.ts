@@ -137,14 +137,17 @@ describe('fidelity, short mode', () => {
     );
     expect(run.nearFirstTrouble.every((p) => typeof p.sendLagMs === 'number')).toBe(true);
     expect(run.worstSendLag).not.toBeNull();
-    // And the server's main thread over the same seconds: at 2× its capacity it is never idle (on a CPU or
-    // waiting for one), however busy the machine.
+    // And the server's main thread over the same seconds. The first failure comes a fraction of a second after
+    // the step, so its second is mostly the 0.5× stage; in the seconds after it, at 2× its capacity, the thread
+    // is busy (on a CPU or waiting for one) most of each second, however busy the machine. No second holds
+    // more than a second of it.
     if (existsSync('/proc/self/task')) {
       const thread = run.threadNearFirstTrouble;
       expect(thread.map((s) => s.second)).toContain(failureSecond);
-      const atFailure = thread.find((s) => s.second === failureSecond)!;
-      expect(atFailure.onCpuMs + atFailure.waitMs, JSON.stringify(thread)).toBeGreaterThan(500);
-      expect(atFailure.onCpuMs + atFailure.waitMs).toBeLessThan(1500);
+      const busy = (s: (typeof thread)[number]) => s.onCpuMs + s.waitMs;
+      const after = thread.filter((s) => s.second >= failureSecond && s.second <= failureSecond + 3);
+      expect(Math.max(...after.map(busy)), JSON.stringify(thread)).toBeGreaterThan(500);
+      expect(Math.max(...thread.map(busy)), JSON.stringify(thread)).toBeLessThan(1500);
     }
   });
 
