@@ -1,5 +1,5 @@
 /**
- * Writes docs/metrics.md and the alert table of docs/rules.md from the
+ * Writes docs/metrics.md and the alert and threshold tables of docs/rules.md from the
  * signal definitions (and core's names file, for the instruments not yet
  * in one), so neither can drift from the code. `pnpm docs:metrics`
  * rewrites them; a test fails when a committed file is stale.
@@ -23,6 +23,7 @@ import type { AlertingRule } from '../packages/rules/src/rules';
 import { llamaSignal } from '../packages/llama/src/definition';
 import { OPT_IN_METRICS } from '../packages/core/src/opt-in';
 import { metricReaders, readersText } from './metric-readers';
+import { renderThresholdTable, withThresholdTable } from './threshold-feeds';
 
 /** The definitions docs/metrics.md lists: core's, and those of the packages that add instruments. */
 export const DOCUMENTED: readonly SignalDefinition[] = [...SIGNALS, llamaSignal];
@@ -204,6 +205,7 @@ export function withAlertTable(text: string, table: string): string {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(new URL('../docs/metrics.md', import.meta.url), renderMetricsDoc());
   const rulesDoc = new URL('../docs/rules.md', import.meta.url);
-  writeFileSync(rulesDoc, withAlertTable(readFileSync(rulesDoc, 'utf8'), renderAlertTable()));
-  console.log('docs/metrics.md and the alert table of docs/rules.md written');
+  const rules = withAlertTable(readFileSync(rulesDoc, 'utf8'), renderAlertTable());
+  writeFileSync(rulesDoc, withThresholdTable(rules, renderThresholdTable()));
+  console.log('docs/metrics.md and the alert and threshold tables of docs/rules.md written');
 }
