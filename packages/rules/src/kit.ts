@@ -31,6 +31,11 @@ export function ruleKit(o: ResolvedOptions, signal: SignalDefinition): RuleKit {
     eventExpr: (series, keys, window) => eventExpr(series, [...keys], window),
     hold: (seconds) => holdFor(o, seconds),
     levelHold: levelHold(o),
+    option: (name) => {
+      if (signal.ruleOptions?.[name] === undefined)
+        throw new Error(`infersignal-rules: signal ${signal.name} reads option ${name}, which its definition lacks`);
+      return o.ruleOptions[name] as number;
+    },
     options: {
       rateWindow: o.rateWindow,
       streamWindow: o.streamWindow,

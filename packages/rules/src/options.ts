@@ -70,7 +70,8 @@ export interface GeneratorOptions {
    * Share of the replicas serving a queue (at least two of them) whose
    * capacity, queue-wait or occupancy level is WARN or above from which
    * InferSignalFleetOverloaded pages once for the fleet instead of once per
-   * replica (default 0.5).
+   * replica (default 0.5). One of the fleet definition's `ruleOptions`: a
+   * definition's rule options are generator options like this one.
    */
   fleetShare?: number;
   /**
@@ -98,7 +99,8 @@ export interface ResolvedOptions {
   tailSeconds: number;
   tlsFailureRate: number;
   runbookUrl: string;
-  fleetShare: number;
+  /** The definitions' `ruleOptions`, given or their defaults, by name. */
+  ruleOptions: Readonly<Record<string, number>>;
 }
 
 /** The keys of GeneratorOptions, for the option check of each generator. */
@@ -114,16 +116,28 @@ export const GENERATOR_OPTION_KEYS: readonly string[] = [
   'tailQuantile',
   'tailSeconds',
   'runbookUrl',
-  'fleetShare',
   'signals',
 ];
+
+/** The rule options of the definitions, by name: generator options beside GENERATOR_OPTION_KEYS. */
+function ruleOptionsOf(signals: unknown): [string, NonNullable<SignalDefinition['ruleOptions']>[string]][] {
+  if (!Array.isArray(signals)) return [];
+  return (signals as SignalDefinition[]).flatMap((signal) => Object.entries(signal?.ruleOptions ?? {}));
+}
 
 export function resolveOptions(
   options: GeneratorOptions = {},
   keys: readonly string[] = GENERATOR_OPTION_KEYS,
 ): ResolvedOptions {
-  checkOptionKeys(options, keys, 'options');
-  const signals = options.signals ?? SIGNALS;
+  const signals = (options as GeneratorOptions | null | undefined)?.signals ?? SIGNALS;
+  const ruleOptionSpecs = ruleOptionsOf(signals);
+  // A definition's rule options are known keys too, listed before `signals` (the one that adds them).
+  const at = keys.includes('signals') ? keys.indexOf('signals') : keys.length;
+  checkOptionKeys(
+    options,
+    [...keys.slice(0, at), ...ruleOptionSpecs.map(([key]) => key), ...keys.slice(at)],
+    'options',
+  );
   if (!Array.isArray(signals)) rejectValue('signals', signals, 'an array of signal definitions');
   const thresholds = resolveThresholds(options.thresholds ?? {}, 'thresholds', signals);
   const window = (value: string | undefined, field: string, fallback: string): string => {
@@ -141,7 +155,10 @@ export function resolveOptions(
   const tailSeconds = fieldOrDefault('tailSeconds', options.tailSeconds, { type: 'number', above: 0 }, 0.3);
   const tlsFailureRate = fieldOrDefault('tlsFailureRate', options.tlsFailureRate, { type: 'number', above: 0 }, 0.1);
   const runbookUrl = fieldOrDefault('runbookUrl', options.runbookUrl, { type: 'string' }, DEFAULT_RUNBOOK_URL);
-  const fleetShare = fieldOrDefault('fleetShare', options.fleetShare, { type: 'number', above: 0, max: 1 }, 0.5);
+  const given = options as Readonly<Record<string, unknown>>;
+  const ruleOptions: Record<string, number> = {};
+  for (const [key, option] of ruleOptionSpecs)
+    ruleOptions[key] = fieldOrDefault(key, given[key], option.accepts, option.default) as number;
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
   const naming = fieldOrDefault<Naming>('naming', options.naming, { type: 'enum', values: NAMINGS }, 'collector');
   return {
@@ -163,7 +180,7 @@ export function resolveOptions(
     tailSeconds,
     tlsFailureRate,
     runbookUrl,
-    fleetShare,
+    ruleOptions,
   };
 }
 

@@ -7,18 +7,9 @@
 import { stringify } from 'yaml';
 import { ruleKit } from './kit';
 import { LABEL, recordBase } from './names';
-import { formatDuration, humanPercent, quantileSuffix } from './duration';
-import { levelHold, resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
-import {
-  FLEET_QUEUE_KEYS,
-  QUEUE_RECORD_LEVEL,
-  alert,
-  by,
-  recordName,
-  type AlertingRule,
-  type RuleFile,
-  type RuleGroup,
-} from './rule-parts';
+import { quantileSuffix } from './duration';
+import { resolveOptions, type GeneratorOptions } from './options';
+import { QUEUE_RECORD_LEVEL, recordName, type AlertingRule, type RuleFile, type RuleGroup } from './rule-parts';
 
 export type { AlertingRule, RuleFile } from './rule-parts';
 export { RUNBOOK_ANCHORS } from './rule-parts';
@@ -28,58 +19,12 @@ export function queueWaitQuantileRecord(quantile: number): string {
   return recordName([...QUEUE_RECORD_LEVEL, LABEL.model], recordBase('queueWait'), quantileSuffix(quantile));
 }
 
-/** The signals whose levels a fleet page counts. */
-const FLEET_SIGNALS = ['capacity', 'queue_wait', 'queue_occupancy'] as const;
-/** The signals whose per-replica pages a fleet page stands for (inhibited in the Alertmanager config): those, and shedding. */
-export const FLEET_INHIBITS = [...FLEET_SIGNALS, 'queue_backpressure'] as const;
-
-/**
- * Fleet-wide overload: at least `fleetShare` of the replicas serving a
- * queue (and at least two) have a capacity, queue-wait or occupancy level
- * at WARN or above. One page that says fleet-wide, instead of one per
- * replica: the generated Alertmanager config inhibits the per-replica pages
- * of these signals while it fires. Replicas are counted from the
- * backpressure gauge, which every queue of every replica exports.
- */
-function fleetGroup(o: ResolvedOptions): RuleGroup {
-  const { metric } = o.names;
-  const signals = FLEET_SIGNALS.join('|');
-  const fleet = by(...FLEET_QUEUE_KEYS);
-  const perReplica = by('job', 'instance', LABEL.queue);
-  const affected = `count ${fleet} (max ${perReplica} (${metric('signalLevel')}{${LABEL.signal}=~"${signals}"}) >= 1)`;
-  const replicas = `count ${fleet} (max ${perReplica} (${metric('backpressureLevel')}))`;
-  // The page lists the replicas it stands for: Prometheus runs this query when it renders the description.
-  const list = `{{ range $i, $r := printf \`max by (instance) (${metric('signalLevel')}{job="%s", ${LABEL.queue}="%s", ${LABEL.signal}=~"${signals}"}) >= 1\` $labels.job $labels.${LABEL.queue} | query | sortByLabel "instance" }}{{ if $i }}, {{ end }}{{ $r.Labels.instance }}{{ end }}`;
-  return {
-    name: 'infersignal.fleet',
-    rules: [
-      alert(
-        o,
-        'InferSignalFleetOverloaded',
-        'fleet',
-        'critical',
-        `${affected} / ${replicas} >= ${o.fleetShare} and on (${FLEET_QUEUE_KEYS.join(', ')}) ${affected} >= 2`,
-        levelHold(o),
-        `Fleet-wide: ${humanPercent(o.fleetShare)} or more of the replicas overloaded`,
-        `Fleet-wide overload of queue {{ $labels.${LABEL.queue} }} ({{ $labels.job }}): {{ $value | humanizePercentage }} of its replicas have capacity, queue wait or occupancy at WARN or above in process (at least ${humanPercent(o.fleetShare)}, option fleetShare, and at least 2): ${list}. This is not one sick replica: the fleet lacks capacity; scale out. The per-replica pages of these signals are held back while this one fires.`,
-        formatDuration(o.thresholds.queue.keepFiringSeconds),
-      ),
-    ],
-  };
-}
-
-/** The rule templates still kept here, by signal definition name (the others are the definitions' own). */
-const TEMPLATES: Record<string, (o: ResolvedOptions) => RuleGroup> = {
-  fleet: fleetGroup,
-};
-
 /** The rule groups for the given thresholds and options: one per signal definition that has rules. */
 export function buildRules(options: GeneratorOptions = {}): RuleFile {
   const o = resolveOptions(options);
   const groups: RuleGroup[] = [];
   for (const signal of o.signals) {
-    const group = signal.rules ? signal.rules(ruleKit(o, signal)) : TEMPLATES[signal.name]?.(o);
-    if (group) groups.push(group);
+    if (signal.rules) groups.push(signal.rules(ruleKit(o, signal)));
   }
   return { groups };
 }
