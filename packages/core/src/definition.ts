@@ -118,11 +118,6 @@ export interface RuleKit {
     eventWindow: string;
     driftWindow: string;
     driftWindowSeconds: number;
-    /** Failed TLS handshakes per second that alert. */
-    tlsFailureRate: number;
-    /** The queue-wait quantile of the tail alert, and its bound (s). */
-    tailQuantile: number;
-    tailSeconds: number;
   }>;
   /**
    * An alerting rule of the signal's alert `name` (severity, signal label and runbook anchor from its

@@ -42,9 +42,6 @@ export function ruleKit(o: ResolvedOptions, signal: SignalDefinition): RuleKit {
       eventWindow: o.eventWindow,
       driftWindow: o.driftWindow,
       driftWindowSeconds: o.driftWindowSeconds,
-      tlsFailureRate: o.tlsFailureRate,
-      tailQuantile: o.tailQuantile,
-      tailSeconds: o.tailSeconds,
     },
     alert: (name, expr, hold, summary, description, keepFiring) => {
       const defined = signal.alerts?.find((a) => a.name === name);

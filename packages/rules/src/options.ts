@@ -52,7 +52,8 @@ export interface GeneratorOptions {
   /**
    * Failed TLS handshakes per second (per server and error type) above
    * which InferSignalTlsHandshakeFailures fires (default 0.1/s, 6 a
-   * minute): one scanner or a mistyped URL must not page.
+   * minute): one scanner or a mistyped URL must not page. One of the
+   * connections definition's `ruleOptions`.
    */
   tlsFailureRate?: number;
   /** Window over which the stream interruption share and its minimum count are taken (default 10m). */
@@ -61,7 +62,7 @@ export interface GeneratorOptions {
   eventWindow?: string;
   /** Window of the allocated-vs-reserved drift fit (`deriv`, default 30m). */
   driftWindow?: string;
-  /** Tail quantile alert beside the thresholds' quantile (default P99 > 300 ms). */
+  /** Tail quantile alert beside the thresholds' quantile (default P99 > 300 ms): the queue definition's `ruleOptions`. */
   tailQuantile?: number;
   tailSeconds?: number;
   /** Base URL of docs/runbook.md; each alert appends its `#anchor`. */
@@ -95,9 +96,6 @@ export interface ResolvedOptions {
   eventWindow: string;
   driftWindow: string;
   driftWindowSeconds: number;
-  tailQuantile: number;
-  tailSeconds: number;
-  tlsFailureRate: number;
   runbookUrl: string;
   /** The definitions' `ruleOptions`, given or their defaults, by name. */
   ruleOptions: Readonly<Record<string, number>>;
@@ -109,12 +107,9 @@ export const GENERATOR_OPTION_KEYS: readonly string[] = [
   'naming',
   'for',
   'rateWindow',
-  'tlsFailureRate',
   'streamWindow',
   'eventWindow',
   'driftWindow',
-  'tailQuantile',
-  'tailSeconds',
   'runbookUrl',
   'signals',
 ];
@@ -146,14 +141,6 @@ export function resolveOptions(
     return chosen;
   };
   if (options.for !== undefined) parseDuration(options.for, 'for');
-  const tailQuantile = fieldOrDefault(
-    'tailQuantile',
-    options.tailQuantile,
-    { type: 'number', above: 0, below: 1 },
-    0.99,
-  );
-  const tailSeconds = fieldOrDefault('tailSeconds', options.tailSeconds, { type: 'number', above: 0 }, 0.3);
-  const tlsFailureRate = fieldOrDefault('tlsFailureRate', options.tlsFailureRate, { type: 'number', above: 0 }, 0.1);
   const runbookUrl = fieldOrDefault('runbookUrl', options.runbookUrl, { type: 'string' }, DEFAULT_RUNBOOK_URL);
   const given = options as Readonly<Record<string, unknown>>;
   const ruleOptions: Record<string, number> = {};
@@ -176,9 +163,6 @@ export function resolveOptions(
     eventWindow: window(options.eventWindow, 'eventWindow', '15m'),
     driftWindow,
     driftWindowSeconds: parseDuration(driftWindow, 'driftWindow'),
-    tailQuantile,
-    tailSeconds,
-    tlsFailureRate,
     runbookUrl,
     ruleOptions,
   };

@@ -164,6 +164,12 @@ export const queueSignal = defineSignal({
       }
     },
   },
+  ruleOptions: {
+    /** The queue-wait quantile of InferSignalQueueWaitTailHigh, beside `thresholds.queue.waitQuantile`. */
+    tailQuantile: { default: 0.99, accepts: { type: 'number', above: 0, below: 1 } },
+    /** Its bound (s): the tail waits even if the median does not. */
+    tailSeconds: { default: 0.3, accepts: positive },
+  },
   alerts: [
     {
       name: 'InferSignalQueueWaitHigh',
@@ -262,13 +268,13 @@ export const queueSignal = defineSignal({
     // The recorded quantiles are per (job, queue, model); the dashboard and the KEDA trigger read the same series.
     const record = (quantile: number) =>
       k.recordName(['job', queue, model], k.recordBase(metrics.queueWait), k.quantileSuffix(quantile));
-    const quantiles = [...new Set([0.5, 0.95, 0.99, q.waitQuantile, k.options.tailQuantile])].sort((a, b) => a - b);
+    const quantiles = [...new Set([0.5, 0.95, 0.99, q.waitQuantile, k.option('tailQuantile')])].sort((a, b) => a - b);
     const recordings = quantiles.map((quantile) => ({
       record: record(quantile),
       expr: `histogram_quantile(${quantile}, sum ${k.by('le', ...keys, model)} (rate(${k.bucket(metrics.queueWait)}[${k.options.rateWindow}])))`,
     }));
     const wait = `max ${k.by(...keys)} (${record(q.waitQuantile)})`;
-    const tail = record(k.options.tailQuantile);
+    const tail = record(k.option('tailQuantile'));
     const on = k.onReplica(queue);
     const waitLevel = k.signalLevel('queue_wait', [queue]);
     const occupancyLevel = k.signalLevel('queue_occupancy', [queue]);
@@ -309,10 +315,10 @@ export const queueSignal = defineSignal({
         ),
         k.alert(
           'InferSignalQueueWaitTailHigh',
-          `${tail} > ${k.options.tailSeconds}`,
+          `${tail} > ${k.option('tailSeconds')}`,
           hold,
-          `${k.percentileName(k.options.tailQuantile)} queue wait above ${k.humanSeconds(k.options.tailSeconds)}`,
-          `${k.percentileName(k.options.tailQuantile)} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${k.humanSeconds(k.options.tailSeconds)} for ${hold}. The tail waits even if the median does not.`,
+          `${k.percentileName(k.option('tailQuantile'))} queue wait above ${k.humanSeconds(k.option('tailSeconds'))}`,
+          `${k.percentileName(k.option('tailQuantile'))} queue wait of ${where} is {{ $value | humanizeDuration }}, above ${k.humanSeconds(k.option('tailSeconds'))} for ${hold}. The tail waits even if the median does not.`,
         ),
         k.alert(
           'InferSignalQueueOccupancyHigh',
