@@ -26,9 +26,8 @@ import { deviceMemorySignal } from './definitions/device-memory';
 import { modelLoadSignal } from './definitions/model-load';
 import { queueSignal } from './definitions/queue';
 import { runtimeSignal } from './definitions/runtime';
+import { saturationSignal } from './definitions/saturation';
 import { streamSignal } from './definitions/stream';
-
-const m = ATTR.model;
 
 export const METRICS = {
   ...queueSignal.metrics,
@@ -36,15 +35,7 @@ export const METRICS = {
   ...runtimeSignal.metrics,
   ...modelLoadSignal.metrics,
   ...streamSignal.metrics,
-  kvCacheUtilization: {
-    name: 'infersignal.kv_cache.utilization',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'Share of the KV cache held by running requests: their tokens / the tokens the serving context can hold, 0 when none runs (present from start). Tokens an idle sequence keeps for prefix reuse are not counted: the next prompt takes them over, as vLLM counts cached but unreferenced blocks free. The KV-cache utilization gauge of the model-server protocol.',
-    attributes: [m],
-    feeds: 'saturation.kvCacheUtilThreshold',
-  },
+  ...saturationSignal.metrics,
   ...deviceMemorySignal.metrics,
   gpuMemoryUsed: {
     name: 'infersignal.gpu.memory.used',

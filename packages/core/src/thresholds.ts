@@ -137,7 +137,7 @@ export interface QueueThresholds {
   tokenDrainCriticalSeconds: number;
 }
 
-interface GlitchThresholds {
+export interface GlitchThresholds {
   /** Window (s) for ΔL = max − P99 of inference duration. */
   windowSeconds: number;
   /** ΔL (s) above which a P99 glitch is reported. */
@@ -146,7 +146,7 @@ interface GlitchThresholds {
   minSamples: number;
 }
 
-interface AnomalyThresholds {
+export interface AnomalyThresholds {
   /** Detector ticks in the z-score window. */
   window: number;
   /** z at which a tick's queue wait quantile is an anomaly (higher is worse). */
@@ -194,7 +194,7 @@ export interface CapacityThresholds {
  * queueDepthThreshold, KV-cache utilization / kvCacheUtilThreshold), 1 at saturation. The defaults are the
  * Gateway API Inference Extension endpoint picker's; the generated picker config and KEDA trigger use these.
  */
-interface SaturationThresholds {
+export interface SaturationThresholds {
   /** Requests waiting at which a replica is saturated. */
   queueDepthThreshold: number;
   /** KV-cache utilization (0–1) at which a replica is saturated. */

@@ -12,6 +12,7 @@ import { internalSignal } from './internal';
 import { modelLoadSignal } from './model-load';
 import { queueSignal } from './queue';
 import { runtimeSignal } from './runtime';
+import { saturationSignal } from './saturation';
 import { streamSignal } from './stream';
 
 /** Core's signal definitions, in rule-file and dashboard order. */
@@ -19,6 +20,7 @@ export const SIGNALS: readonly SignalDefinition[] = [
   queueSignal,
   capacitySignal,
   fleetSignal,
+  saturationSignal,
   modelLoadSignal,
   streamSignal,
   deviceMemorySignal,

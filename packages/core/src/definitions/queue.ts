@@ -8,7 +8,7 @@
  * its templates.
  */
 import { ATTR, GEN_AI_ATTRIBUTES } from '../attributes';
-import { defineSignal } from '../definition';
+import { defineSignal, type ThresholdGroup } from '../definition';
 import { InferSignalConfigError } from '../config-error';
 import type { QueueThresholds } from '../thresholds';
 
@@ -131,39 +131,67 @@ const ORDERED: readonly (readonly [string, string, boolean])[] = [
   ['tokenDrainWarnSeconds', 'tokenDrainCriticalSeconds', true],
 ];
 
+/** `thresholds.queue`: the queue's levels, shedding and the hold, keep and hysteresis of its alerts. */
+export const queueThresholds: ThresholdGroup = {
+  group: 'queue',
+  fields: {
+    occupancyWarn: { default: 0.7, accepts: ratio },
+    occupancyCritical: { default: 0.85, accepts: ratio },
+    waitQuantile: { default: 0.95, accepts: { type: 'number', above: 0, below: 1 } },
+    waitWarnSeconds: { default: 0.2, accepts: positive },
+    waitCriticalSeconds: { default: 0.5, accepts: positive },
+    waitWindowSeconds: { default: 30, accepts: positive },
+    forSeconds: { default: 0, accepts: nonNegative },
+    keepFiringSeconds: { default: 10, accepts: nonNegative },
+    retryAfterSeconds: { default: 1, accepts: positive },
+    shedHoldSeconds: { default: 3, accepts: nonNegative },
+    ageWarnSeconds: { default: 1, accepts: positive },
+    ageCriticalSeconds: { default: 5, accepts: positive },
+    pendingWaitWarnSeconds: { default: 10, accepts: positive },
+    pendingWaitCriticalSeconds: { default: 60, accepts: positive },
+    tokenDrainWarnSeconds: { default: 30, accepts: positive },
+    tokenDrainCriticalSeconds: { default: 120, accepts: positive },
+  },
+  check(values, prefix) {
+    for (const [warn, critical, shown] of ORDERED) {
+      if ((values[warn] as number) < (values[critical] as number)) continue;
+      throw new InferSignalConfigError(
+        `${prefix}.queue.${warn}`,
+        `must be below queue.${critical} (${values[critical]})${shown ? `, got ${values[warn]}` : ''}`,
+      );
+    }
+  },
+};
+
+/** `thresholds.glitch`: the P99 glitch detector of the inference duration (ΔL = max − P99 in a window). */
+export const glitchThresholds: ThresholdGroup = {
+  group: 'glitch',
+  fields: {
+    windowSeconds: { default: 10, accepts: positive },
+    deltaSeconds: { default: 0.25, accepts: positive },
+    // Window sizes allocate typed arrays up front: a cap keeps memory bounded and the error clear.
+    minSamples: { default: 20, accepts: { type: 'integer', min: 1, max: 4096 } },
+  },
+};
+
+/** `thresholds.anomaly`: the z-score detector of the queue wait quantile against its recent mean. */
+export const anomalyThresholds: ThresholdGroup = {
+  group: 'anomaly',
+  fields: {
+    window: { default: 60, accepts: { type: 'integer', min: 1, max: 10_000 } },
+    zScore: { default: 3, accepts: positive },
+    floorRatio: { default: 0.5, accepts: nonNegative },
+    forSeconds: { default: 5, accepts: nonNegative },
+    hysteresis: { default: 0.2, accepts: ratio },
+    keepFiringSeconds: { default: 10, accepts: nonNegative },
+    bothDirections: { default: false, accepts: { type: 'boolean' } },
+  },
+};
+
 export const queueSignal = defineSignal({
   name: 'queue',
   metrics,
-  thresholds: {
-    group: 'queue',
-    fields: {
-      occupancyWarn: { default: 0.7, accepts: ratio },
-      occupancyCritical: { default: 0.85, accepts: ratio },
-      waitQuantile: { default: 0.95, accepts: { type: 'number', above: 0, below: 1 } },
-      waitWarnSeconds: { default: 0.2, accepts: positive },
-      waitCriticalSeconds: { default: 0.5, accepts: positive },
-      waitWindowSeconds: { default: 30, accepts: positive },
-      forSeconds: { default: 0, accepts: nonNegative },
-      keepFiringSeconds: { default: 10, accepts: nonNegative },
-      retryAfterSeconds: { default: 1, accepts: positive },
-      shedHoldSeconds: { default: 3, accepts: nonNegative },
-      ageWarnSeconds: { default: 1, accepts: positive },
-      ageCriticalSeconds: { default: 5, accepts: positive },
-      pendingWaitWarnSeconds: { default: 10, accepts: positive },
-      pendingWaitCriticalSeconds: { default: 60, accepts: positive },
-      tokenDrainWarnSeconds: { default: 30, accepts: positive },
-      tokenDrainCriticalSeconds: { default: 120, accepts: positive },
-    },
-    check(values, prefix) {
-      for (const [warn, critical, shown] of ORDERED) {
-        if ((values[warn] as number) < (values[critical] as number)) continue;
-        throw new InferSignalConfigError(
-          `${prefix}.queue.${warn}`,
-          `must be below queue.${critical} (${values[critical]})${shown ? `, got ${values[warn]}` : ''}`,
-        );
-      }
-    },
-  },
+  thresholds: [queueThresholds, glitchThresholds, anomalyThresholds],
   ruleOptions: {
     /** The queue-wait quantile of InferSignalQueueWaitTailHigh, beside `thresholds.queue.waitQuantile`. */
     tailQuantile: { default: 0.99, accepts: { type: 'number', above: 0, below: 1 } },
