@@ -17,7 +17,7 @@
 
 export { ATTR, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
-import { ATTR, type InstrumentSpec } from './attributes';
+import type { InstrumentSpec } from './attributes';
 import { capacitySignal } from './definitions/capacity';
 import { circuitBreakerSignal } from './definitions/circuit-breaker';
 import { connectionsSignal } from './definitions/connections';
@@ -25,6 +25,8 @@ import { internalSignal } from './definitions/internal';
 import { deviceMemorySignal } from './definitions/device-memory';
 import { modelLoadSignal } from './definitions/model-load';
 import { queueSignal } from './definitions/queue';
+import { gpuSignal } from './definitions/gpu';
+import { rpcSignal } from './definitions/rpc';
 import { runtimeSignal } from './definitions/runtime';
 import { saturationSignal } from './definitions/saturation';
 import { streamSignal } from './definitions/stream';
@@ -37,64 +39,8 @@ export const METRICS = {
   ...streamSignal.metrics,
   ...saturationSignal.metrics,
   ...deviceMemorySignal.metrics,
-  gpuMemoryUsed: {
-    name: 'infersignal.gpu.memory.used',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory in use on the GPU (all processes), from NVML or nvidia-smi.',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryFree: {
-    name: 'infersignal.gpu.memory.free',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Free device memory on the GPU.',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryTotal: {
-    name: 'infersignal.gpu.memory.total',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Total device memory of the GPU.',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryReservedDriver: {
-    name: 'infersignal.gpu.memory.driver_reserved',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory reserved by the driver and firmware (NVML v2 only).',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryProcess: {
-    name: 'infersignal.gpu.memory.process',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory used by this process on the GPU (NVML per-process accounting).',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuUtilization: {
-    name: 'infersignal.gpu.utilization',
-    type: 'gauge',
-    unit: '1',
-    description: 'GPU compute utilization over the last sample period (0–1).',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  rpcCallDuration: {
-    name: 'rpc.server.call.duration',
-    type: 'histogram',
-    unit: 's',
-    description:
-      "Duration of a gRPC server call, by final status. `error.type` is the status name for UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE and DATA_LOSS (the gRPC conventions' server errors).",
-    attributes: [ATTR.rpcSystemName, ATTR.rpcMethod, ATTR.rpcResponseStatusCode, ATTR.errorType],
-  },
-  rpcCallDurationOld: {
-    name: 'rpc.server.duration',
-    type: 'histogram',
-    unit: 'ms',
-    description:
-      'Duration of a gRPC server call in the older RPC conventions (semantic-conventions v1.37), emitted beside rpc.server.call.duration only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup.',
-    attributes: [ATTR.rpcSystem, ATTR.rpcService, ATTR.rpcMethod, ATTR.rpcGrpcStatusCode],
-  },
+  ...gpuSignal.metrics,
+  ...rpcSignal.metrics,
   ...circuitBreakerSignal.metrics,
   ...connectionsSignal.metrics,
   ...internalSignal.metrics,

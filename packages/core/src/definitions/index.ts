@@ -8,9 +8,11 @@ import { circuitBreakerSignal } from './circuit-breaker';
 import { connectionsSignal } from './connections';
 import { deviceMemorySignal } from './device-memory';
 import { fleetSignal } from './fleet';
+import { gpuSignal } from './gpu';
 import { internalSignal } from './internal';
 import { modelLoadSignal } from './model-load';
 import { queueSignal } from './queue';
+import { rpcSignal } from './rpc';
 import { runtimeSignal } from './runtime';
 import { saturationSignal } from './saturation';
 import { streamSignal } from './stream';
@@ -24,8 +26,10 @@ export const SIGNALS: readonly SignalDefinition[] = [
   modelLoadSignal,
   streamSignal,
   deviceMemorySignal,
+  gpuSignal,
   runtimeSignal,
   connectionsSignal,
+  rpcSignal,
   circuitBreakerSignal,
   internalSignal,
 ];
