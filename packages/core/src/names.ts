@@ -1,7 +1,8 @@
 /**
- * Every metric and attribute name InferSignal emits, with its unit and
- * description. docs/metrics.md and the rules generator read these
- * constants, so a name is written once.
+ * Every metric InferSignal emits, gathered from the signal definitions
+ * (each written once there, with its unit and description), plus the span
+ * names and histogram buckets. docs/metrics.md and the rules generator read
+ * these constants.
  *
  * OpenTelemetry names (dots, UCUM units). The Prometheus exporter and the
  * Collector translate them the same way: dots become underscores, the unit
