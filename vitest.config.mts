@@ -1,5 +1,7 @@
 import { availableParallelism } from 'node:os';
+import { relative } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { sourceAliases } from './test/support/source-aliases.mts';
 
 const alias = sourceAliases();
@@ -66,8 +68,69 @@ const FASTIFY4 = [
 ];
 
 // Most test files wait on sockets, timers or child processes part of the
-// time: one worker more than there are cores keeps the cores busy.
-const workers = availableParallelism() + 1;
+// time, and the longest ones (LONG_FIRST) mostly wait on the wall clock
+// (a leak paced in MiB/s, Prometheus scraping every second) at a fraction
+// of a core: two workers more than there are cores keep the cores busy
+// while two of those wait side by side.
+const workers = availableParallelism() + 2;
+
+/**
+ * Files that run for tens of seconds, longest first within each project.
+ * Vitest runs the files it has timed before longest first; a fresh clone
+ * has no such timings, and vitest then runs larger files first, which
+ * starts some of these short files last, alone at the end of their phase
+ * with the other workers idle. Only files vitest has not timed follow
+ * this list; a file not listed runs after the listed ones of its project.
+ */
+const LONG_FIRST = [
+  // serial
+  'test/fidelity.test.ts',
+  'test/fidelity-device-gc.test.ts',
+  'test/fidelity-faults.test.ts',
+  'test/demo.test.ts',
+  'test/capacity-e2e.test.ts',
+  // e2e
+  'test/benchmarks-smoke.test.ts',
+  'test/heap-leak-process.test.ts',
+  'test/heap-headroom-process.test.ts',
+  'test/rules-docs.test.ts',
+  'test/reliability/collector.test.ts',
+  'test/fidelity-fleet.test.ts',
+  'test/docs-commands.test.ts',
+  'packages/rules/test/e2e-prometheus.test.ts',
+  'test/llama-demo.test.ts',
+  'test/bad-inputs.test.ts',
+  'test/report-browser.test.ts',
+  'packages/llama/test/load.test.ts',
+  'packages/rules/test/e2e-fleet.test.ts',
+  // unit
+  'packages/rules/test/e2e-series-at-zero.test.ts',
+  'packages/grpc/test/write-stall.test.ts',
+  'packages/rules/test/naming-prometheus.test.ts',
+  'test/readme-snippets.test.ts',
+];
+
+class LongFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const root = this.ctx.config.root;
+    const untimed = (spec: TestSpecification) =>
+      !this.ctx.cache.getFileTestResults(`${spec.project.name}:${relative(root, spec.moduleId)}`);
+    const rank = (spec: TestSpecification) => {
+      const at = untimed(spec) ? LONG_FIRST.indexOf(relative(root, spec.moduleId)) : -1;
+      return at === -1 ? LONG_FIRST.length : at;
+    };
+    const at = new Map(sorted.map((spec, index) => [spec, index]));
+    // Group order and project stay as vitest sorts them (its pool runs them in that order).
+    return [...sorted].sort(
+      (a, b) =>
+        a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder ||
+        (a.project.name < b.project.name ? -1 : a.project.name > b.project.name ? 1 : 0) ||
+        rank(a) - rank(b) ||
+        at.get(a)! - at.get(b)!,
+    );
+  }
+}
 
 /** TensorFlow.js's pure-JS CPU backend greets each process that uses it with a banner about tfjs-node. */
 const TFJS_BANNER = 'Hi, looks like you are running TensorFlow.js in Node.js';
@@ -81,6 +144,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: workers,
+    sequence: { sequencer: LongFirst },
     projects: [
       { extends: true, test: { name: 'e2e', include: E2E } },
       {

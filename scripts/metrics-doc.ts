@@ -1,5 +1,5 @@
 /**
- * Writes docs/metrics.md and the alert table of docs/rules.md from the
+ * Writes docs/metrics.md and the alert and threshold tables of docs/rules.md from the
  * signal definitions (and core's names file, for the instruments not yet
  * in one), so neither can drift from the code. `pnpm docs:metrics`
  * rewrites them; a test fails when a committed file is stale.
@@ -23,6 +23,7 @@ import type { AlertingRule } from '../packages/rules/src/rules';
 import { llamaSignal } from '../packages/llama/src/definition';
 import { OPT_IN_METRICS } from '../packages/core/src/opt-in';
 import { metricReaders, readersText } from './metric-readers';
+import { renderThresholdTable, withThresholdTable } from './threshold-feeds';
 
 /** The definitions docs/metrics.md lists: core's, and those of the packages that add instruments. */
 export const DOCUMENTED: readonly SignalDefinition[] = [...SIGNALS, llamaSignal];
@@ -76,19 +77,19 @@ counters get \`_total\`). A plain \`@opentelemetry/exporter-prometheus\` without
 
 A series is exported from its first record, except the series the
 generated rules read of a queue or model, which exist from the moment
-that subject is known, at 0: every \`infersignal.streams\` outcome
-(and the write-stall cancels) and both \`infersignal.model.load.spikes\`
+that subject is known, at 0: every \`${METRICS.streams.name}\` outcome
+(and the write-stall cancels) and both \`${METRICS.modelLoadSpikes.name}\`
 kinds of a model from its first label (a request, stream or load naming
 it, an adapter mounted with \`model: '<name>'\`, or
 \`monitor.label('model', name)\` at startup), and the queue gauges
 (occupancy, oldest wait, backpressure, utilization 0 while no request has
 arrived) from \`monitor.queue()\`, and a server's
-\`infersignal.connections.rejected\` from \`instrumentServer\`. See docs/rules.md.
+\`${METRICS.connectionsRejected.name}\` from \`instrumentServer\`. See docs/rules.md.
 
 ## Conventions followed
 
-- **GenAI model-server metrics** (\`gen_ai.server.request.duration\`,
-  \`gen_ai.server.time_to_first_token\`, \`gen_ai.server.time_per_output_token\`):
+- **GenAI model-server metrics** (\`${METRICS.requestDuration.name}\`,
+  \`${METRICS.timeToFirstToken.name}\`, \`${METRICS.timePerOutputToken.name}\`):
   OpenTelemetry [semantic-conventions-genai](https://github.com/open-telemetry/semantic-conventions-genai/blob/main/docs/gen-ai/gen-ai-metrics.md),
   \`gen-ai-metrics.md\` on main (unreleased, status Development; its stable
   references pinned to semantic-conventions v1.42.0). The required
@@ -101,7 +102,7 @@ arrived) from \`monitor.queue()\`, and a server's
   Time to first token and time per output token are recorded for completed
   streams only (when the stream ends), as the conventions say. Bucket
   boundaries are the conventions' (below).
-- **\`error.type\`** on \`gen_ai.server.request.duration\`: absent for \`completed\`;
+- **\`error.type\`** on \`${METRICS.requestDuration.name}\`: absent for \`completed\`;
   the outcome for \`cancelled\`, \`rejected\`, \`timeout\`, \`unavailable\`,
   \`deadline_exceeded\`; \`_OTHER\` for \`error\`. \`${ATTR.outcome}\` stays beside it.
 - **RPC** (\`rpc.server.call.duration\`): OpenTelemetry
@@ -121,7 +122,7 @@ query-string content is ever an attribute. In producer export each
 instrument keeps at most one series per (queue, model) pair those caps
 allow, times 8 (outcomes, kinds), and never fewer than 2000; records of an
 attribute set past that are dropped, counted in
-\`infersignal.internal.errors{infersignal.error.source="series_cap"}\` and logged once.
+\`${METRICS.internalErrors.name}{${ATTR.errorSource}="series_cap"}\` and logged once.
 
 Every series exported by default has a reader: a generated rule, a
 panel or variable of the generated dashboard, or a step of
@@ -130,7 +131,7 @@ generators and the runbook's text (\`scripts/metric-readers.ts\`), and a
 test fails when a default series has none. The instruments nothing reads
 are opt-in: the signals still measure and judge with them, and the monitor
 option \`optInMetrics\` (passed through by \`start()\`) exports them, e.g.
-\`optInMetrics: ['gen_ai.server.request.duration']\`. Series of a feature
+\`optInMetrics: ['${METRICS.requestDuration.name}']\`. Series of a feature
 (the GPU sampler, gRPC, circuit breakers, connections) exist only where the
 app uses it.
 
@@ -150,7 +151,7 @@ ${rows.join('\n')}
 | span | when | attributes |
 |---|---|---|
 | \`${SPANS.request}\` | arrival → end of the request (queue wait + inference); child of the span active at arrival, else of the trace the request carried in (\`traceparent\` of its HTTP headers or gRPC metadata, [traces.md](traces.md#the-callers-trace)). Made when the request ends, and by default (\`traces: 'outliers'\`) only for slow, failed, cancelled and shed requests and a 1 % baseline of the rest ([traces.md](traces.md)); \`traces: 'all'\` makes one per request | \`${ATTR.queue}\`, \`${ATTR.model}\`, \`${ATTR.queueWait}\` (seconds, double; absent if the request ended before inference started), \`${ATTR.outcome}\`, \`${ATTR.traceReason}\` (\`slow\`, \`failed\`, \`cancelled\`, \`shed\`, \`baseline\`, \`all\`), plus any \`ticket.setAttributes()\` / \`run({ attributes })\` (e.g. \`infersignal.batch.size\`); status ERROR on \`error\` |
-| \`${SPANS.modelLoad}\` | a model load or reload | \`gen_ai.request.model\`, \`infersignal.model.load.kind\`, \`infersignal.outcome\`, plus the loader's \`attributes\` and, on success, its \`resultAttributes\` (what the runtime resolved to, e.g. \`infersignal.transformers.device\`) |
+| \`${SPANS.modelLoad}\` | a model load or reload | \`${ATTR.model}\`, \`${ATTR.loadKind}\`, \`${ATTR.outcome}\`, plus the loader's \`attributes\` and, on success, its \`resultAttributes\` (what the runtime resolved to, e.g. \`infersignal.transformers.device\`) |
 
 One span per request, not one per phase: the queue wait is an attribute
 of the request span (as vLLM's request span carries its time in queue),
@@ -204,6 +205,7 @@ export function withAlertTable(text: string, table: string): string {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(new URL('../docs/metrics.md', import.meta.url), renderMetricsDoc());
   const rulesDoc = new URL('../docs/rules.md', import.meta.url);
-  writeFileSync(rulesDoc, withAlertTable(readFileSync(rulesDoc, 'utf8'), renderAlertTable()));
-  console.log('docs/metrics.md and the alert table of docs/rules.md written');
+  const rules = withAlertTable(readFileSync(rulesDoc, 'utf8'), renderAlertTable());
+  writeFileSync(rulesDoc, withThresholdTable(rules, renderThresholdTable()));
+  console.log('docs/metrics.md and the alert and threshold tables of docs/rules.md written');
 }

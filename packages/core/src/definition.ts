@@ -48,6 +48,12 @@ export interface AlertDefinition {
   readonly runbook: string;
   /** Its docs/rules.md row: the expression as a reader scans it (every number in it is checked against the rule). */
   readonly doc: string;
+  /**
+   * The pages it stands for: while it fires, the generated Alertmanager config holds back the other
+   * InferSignal alerts of these `signals` (their `infersignal_signal` label) with the same `job` and
+   * the same labels of the attributes `on`.
+   */
+  readonly inhibits?: { readonly signals: readonly string[]; readonly on: readonly string[] };
 }
 
 /** A recording rule, as Prometheus reads it. */
@@ -103,6 +109,8 @@ export interface RuleKit {
   hold(seconds: number): string;
   /** `for:` of a rule that reads a level the detector already held: none, unless the `for` option says so. */
   readonly levelHold: string | undefined;
+  /** This generation's value of one of the definition's `ruleOptions` (its default unless the generator was given one). */
+  option(name: string): number;
   /** The generator's windows (Prometheus durations) and their options. */
   readonly options: Readonly<{
     rateWindow: string;
@@ -110,8 +118,6 @@ export interface RuleKit {
     eventWindow: string;
     driftWindow: string;
     driftWindowSeconds: number;
-    /** Failed TLS handshakes per second that alert. */
-    tlsFailureRate: number;
   }>;
   /**
    * An alerting rule of the signal's alert `name` (severity, signal label and runbook anchor from its
@@ -129,6 +135,8 @@ export interface RuleKit {
   humanSeconds(seconds: number): string;
   humanPercent(ratio: number): string;
   percentileName(quantile: number): string;
+  /** `p95` of 0.95: the operation part of a recorded quantile's name. */
+  quantileSuffix(quantile: number): string;
 }
 
 /** A dashboard panel before layout. */
@@ -174,6 +182,12 @@ export interface SignalDefinition<S extends Signal = Signal> {
   readonly buckets?: Readonly<Record<string, readonly number[]>>;
   /** Its threshold group (or groups, for a definition of several related signals). */
   readonly thresholds?: ThresholdGroup | readonly ThresholdGroup[];
+  /**
+   * Options of its rule templates that are not thresholds (how Prometheus looks across replicas or
+   * time, not when the in-process detector fires): each is a generator option of that name, with its
+   * default and what the one validator accepts; the templates read it with `kit.option(name)`.
+   */
+  readonly ruleOptions?: Readonly<Record<string, { readonly default: number; readonly accepts: FieldSpec }>>;
   /** Its alerts, in the order of the rule group (and the docs/rules.md table). */
   readonly alerts?: readonly AlertDefinition[];
   /** The Prometheus rule group, from the thresholds of one generation. */

@@ -1,7 +1,8 @@
 /**
- * Every metric and attribute name InferSignal emits, with its unit and
- * description. docs/metrics.md and the rules generator read these
- * constants, so a name is written once.
+ * Every metric InferSignal emits, gathered from the signal definitions
+ * (each written once there, with its unit and description), plus the span
+ * names and histogram buckets. docs/metrics.md and the rules generator read
+ * these constants.
  *
  * OpenTelemetry names (dots, UCUM units). The Prometheus exporter and the
  * Collector translate them the same way: dots become underscores, the unit
@@ -17,253 +18,30 @@
 
 export { ATTR, UNKNOWN_MODEL } from './attributes';
 export type { InstrumentSpec, InstrumentType } from './attributes';
-import { ATTR, GEN_AI_ATTRIBUTES, type InstrumentSpec } from './attributes';
+import type { InstrumentSpec } from './attributes';
+import { capacitySignal } from './definitions/capacity';
 import { circuitBreakerSignal } from './definitions/circuit-breaker';
 import { connectionsSignal } from './definitions/connections';
 import { internalSignal } from './definitions/internal';
 import { deviceMemorySignal } from './definitions/device-memory';
 import { modelLoadSignal } from './definitions/model-load';
+import { queueSignal } from './definitions/queue';
+import { gpuSignal } from './definitions/gpu';
+import { rpcSignal } from './definitions/rpc';
 import { runtimeSignal } from './definitions/runtime';
+import { saturationSignal } from './definitions/saturation';
 import { streamSignal } from './definitions/stream';
 
-const m = ATTR.model;
-const genAi = GEN_AI_ATTRIBUTES;
-
 export const METRICS = {
-  queueWait: {
-    name: 'infersignal.queue.wait.duration',
-    type: 'histogram',
-    unit: 's',
-    description: 'Time a request waited between arrival and the start of inference.',
-    attributes: [ATTR.queue, m],
-    feeds: 'queue.waitWarnSeconds / queue.waitCriticalSeconds',
-  },
-  inferenceDuration: {
-    name: 'infersignal.inference.duration',
-    type: 'histogram',
-    unit: 's',
-    description: 'Time from the start of inference to the end of the request.',
-    attributes: [ATTR.queue, m, ATTR.outcome],
-    feeds: 'glitch.deltaSeconds',
-  },
-  requestDuration: {
-    name: 'gen_ai.server.request.duration',
-    type: 'histogram',
-    unit: 's',
-    description:
-      'Time from arrival to the end of the request (queue wait included), every outcome. `error.type` on every outcome but completed: the outcome (cancelled, rejected, timeout, unavailable, deadline_exceeded), `_OTHER` for error.',
-    attributes: [...genAi, ATTR.errorType, ATTR.queue, ATTR.outcome],
-  },
-  requests: {
-    name: 'infersignal.requests',
-    type: 'counter',
-    unit: '{request}',
-    description: 'Requests that ended, by outcome (completed, cancelled, error, rejected, timeout, …).',
-    attributes: [ATTR.queue, m, ATTR.outcome],
-  },
-  queueWaiting: {
-    name: 'infersignal.queue.waiting',
-    type: 'gauge',
-    unit: '{request}',
-    description: 'Requests that arrived and have not started inference.',
-    attributes: [ATTR.queue],
-  },
-  queueInFlight: {
-    name: 'infersignal.queue.in_flight',
-    type: 'gauge',
-    unit: '{request}',
-    description: 'Requests that started inference and have not ended.',
-    attributes: [ATTR.queue],
-  },
-  queueCapacity: {
-    name: 'infersignal.queue.capacity',
-    type: 'gauge',
-    unit: '{request}',
-    description: 'Configured capacity of the queue (waiting + in flight).',
-    attributes: [ATTR.queue],
-  },
-  queueOccupancy: {
-    name: 'infersignal.queue.occupancy',
-    type: 'gauge',
-    unit: '1',
-    description: '(waiting + in flight) / capacity.',
-    attributes: [ATTR.queue],
-    feeds: 'queue.occupancyWarn / queue.occupancyCritical',
-  },
-  queueWaitOldest: {
-    name: 'infersignal.queue.wait.oldest',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Age of the oldest request still waiting (arrival → now), read at collection; 0 when none waits. Unlike the wait histogram, which records a request when it leaves the queue, it rises while a queue is stuck.',
-    attributes: [ATTR.queue],
-    feeds: 'queue.ageWarnSeconds / queue.ageCriticalSeconds',
-  },
-  queueWaitPending: {
-    name: 'infersignal.queue.wait.pending',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Time the requests still waiting have already waited, summed (Σ now − arrival), read at collection; 0 when none waits.',
-    attributes: [ATTR.queue],
-    feeds: 'queue.pendingWaitWarnSeconds / queue.pendingWaitCriticalSeconds (per slot)',
-  },
-  queueTokensPending: {
-    name: 'infersignal.queue.tokens.pending',
-    type: 'gauge',
-    unit: '{token}',
-    description:
-      "Token backlog of an LLM queue, read at collection: `gen_ai.token.type` `input`, the prompt tokens of the requests still waiting; `output`, the output tokens still owed to the running requests (their max_tokens less the tokens produced so far; a request without max_tokens owes none). Present at 0 from the queue's creation on a queue made with `tokens: true`.",
-    attributes: [ATTR.queue, ATTR.tokenType],
-  },
-  queueTokensDrainTime: {
-    name: 'infersignal.queue.tokens.drain.time',
-    type: 'gauge',
-    unit: 's',
-    description:
-      "Time an LLM queue's known output work takes at the output rate it has been serving at: the max_tokens of the running and waiting requests, scaled by the share of max_tokens its recent completed requests produced (1 until 8 completed), less the tokens the running ones produced, over output tokens per second while requests ran (over capacity.rateWindowSeconds). 0 when none waits; not observed while no token was produced in the window.",
-    attributes: [ATTR.queue],
-    feeds: 'queue.tokenDrainWarnSeconds / queue.tokenDrainCriticalSeconds',
-  },
-  backpressureLevel: {
-    name: 'infersignal.queue.backpressure.level',
-    type: 'gauge',
-    unit: '{level}',
-    description:
-      'Backpressure level of the queue: 0 ok, 1 warn, 2 critical (a shedding episode: admission turns away the excess, until none for queue.shedHoldSeconds and its levels cleared by their hysteresis).',
-    attributes: [ATTR.queue],
-  },
-  queueArrivalRate: {
-    name: 'infersignal.queue.arrival.rate',
-    type: 'gauge',
-    unit: '{request}/s',
-    description: 'Arrival rate λ of the queue (EWMA, half-life capacity.rateHalfLifeSeconds).',
-    attributes: [ATTR.queue],
-  },
-  queueCompletionRate: {
-    name: 'infersignal.queue.completion.rate',
-    type: 'gauge',
-    unit: '{request}/s',
-    description: 'Completion rate of the queue over capacity.rateWindowSeconds.',
-    attributes: [ATTR.queue],
-  },
-  queueServiceTime: {
-    name: 'infersignal.queue.service.time',
-    type: 'gauge',
-    unit: 's',
-    description:
-      "Mean service time S over capacity.serviceWindowSeconds, or over its last sixth (2–5 s) when that is confidently higher (a sudden slowdown): start of inference → end, or → the slot's release when `queue.run()` holds it (the response may still be written after).",
-    attributes: [ATTR.queue],
-  },
-  queueServiceTimeP90: {
-    name: 'infersignal.queue.service.time.p90',
-    type: 'gauge',
-    unit: 's',
-    description: 'P90 service time over capacity.serviceWindowSeconds.',
-    attributes: [ATTR.queue],
-  },
-  queueUtilization: {
-    name: 'infersignal.queue.utilization',
-    type: 'gauge',
-    unit: '1',
-    description: 'Utilization ρ = λ·S / c (c = the queue concurrency).',
-    attributes: [ATTR.queue],
-    feeds: 'capacity.utilizationWarn / capacity.utilizationCritical',
-  },
-  queueHeadroom: {
-    name: 'infersignal.queue.headroom',
-    type: 'gauge',
-    unit: '{request}/s',
-    description: 'Sustainable rate c / S minus the arrival rate λ; negative when overloaded.',
-    attributes: [ATTR.queue],
-  },
-  queueWaitPredicted: {
-    name: 'infersignal.queue.wait.predicted',
-    type: 'gauge',
-    unit: 's',
-    description: 'Expected queue wait of an M/M/c queue (Erlang C) at the measured λ, S and c; not observed at ρ ≥ 1.',
-    attributes: [ATTR.queue],
-  },
-  queueTimeToSaturation: {
-    name: 'infersignal.queue.saturation.time',
-    type: 'gauge',
-    unit: 's',
-    description:
-      'Seconds until ρ reaches 1 at its least-squares trend over capacity.trendWindowSeconds; observed only while ρ rises.',
-    attributes: [ATTR.queue],
-    feeds: 'capacity.saturationWarnSeconds',
-  },
+  ...queueSignal.metrics,
+  ...capacitySignal.metrics,
   ...runtimeSignal.metrics,
   ...modelLoadSignal.metrics,
   ...streamSignal.metrics,
-  kvCacheUtilization: {
-    name: 'infersignal.kv_cache.utilization',
-    type: 'gauge',
-    unit: '1',
-    description:
-      'Share of the KV cache held by running requests: their tokens / the tokens the serving context can hold, 0 when none runs (present from start). Tokens an idle sequence keeps for prefix reuse are not counted: the next prompt takes them over, as vLLM counts cached but unreferenced blocks free. The KV-cache utilization gauge of the model-server protocol.',
-    attributes: [m],
-    feeds: 'saturation.kvCacheUtilThreshold',
-  },
+  ...saturationSignal.metrics,
   ...deviceMemorySignal.metrics,
-  gpuMemoryUsed: {
-    name: 'infersignal.gpu.memory.used',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory in use on the GPU (all processes), from NVML or nvidia-smi.',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryFree: {
-    name: 'infersignal.gpu.memory.free',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Free device memory on the GPU.',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryTotal: {
-    name: 'infersignal.gpu.memory.total',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Total device memory of the GPU.',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryReservedDriver: {
-    name: 'infersignal.gpu.memory.driver_reserved',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory reserved by the driver and firmware (NVML v2 only).',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuMemoryProcess: {
-    name: 'infersignal.gpu.memory.process',
-    type: 'gauge',
-    unit: 'By',
-    description: 'Device memory used by this process on the GPU (NVML per-process accounting).',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  gpuUtilization: {
-    name: 'infersignal.gpu.utilization',
-    type: 'gauge',
-    unit: '1',
-    description: 'GPU compute utilization over the last sample period (0–1).',
-    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
-  },
-  rpcCallDuration: {
-    name: 'rpc.server.call.duration',
-    type: 'histogram',
-    unit: 's',
-    description:
-      "Duration of a gRPC server call, by final status. `error.type` is the status name for UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE and DATA_LOSS (the gRPC conventions' server errors).",
-    attributes: [ATTR.rpcSystemName, ATTR.rpcMethod, ATTR.rpcResponseStatusCode, ATTR.errorType],
-  },
-  rpcCallDurationOld: {
-    name: 'rpc.server.duration',
-    type: 'histogram',
-    unit: 'ms',
-    description:
-      'Duration of a gRPC server call in the older RPC conventions (semantic-conventions v1.37), emitted beside rpc.server.call.duration only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup.',
-    attributes: [ATTR.rpcSystem, ATTR.rpcService, ATTR.rpcMethod, ATTR.rpcGrpcStatusCode],
-  },
+  ...gpuSignal.metrics,
+  ...rpcSignal.metrics,
   ...circuitBreakerSignal.metrics,
   ...connectionsSignal.metrics,
   ...internalSignal.metrics,

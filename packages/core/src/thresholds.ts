@@ -78,7 +78,7 @@ export interface StreamThresholds {
   windowSize: number;
 }
 
-interface QueueThresholds {
+export interface QueueThresholds {
   /** Occupancy ((waiting + in flight) / capacity) at which the level is WARN. */
   occupancyWarn: number;
   /** Occupancy above which the level is CRITICAL. */
@@ -137,7 +137,7 @@ interface QueueThresholds {
   tokenDrainCriticalSeconds: number;
 }
 
-interface GlitchThresholds {
+export interface GlitchThresholds {
   /** Window (s) for ΔL = max − P99 of inference duration. */
   windowSeconds: number;
   /** ΔL (s) above which a P99 glitch is reported. */
@@ -146,7 +146,7 @@ interface GlitchThresholds {
   minSamples: number;
 }
 
-interface AnomalyThresholds {
+export interface AnomalyThresholds {
   /** Detector ticks in the z-score window. */
   window: number;
   /** z at which a tick's queue wait quantile is an anomaly (higher is worse). */
@@ -166,7 +166,7 @@ interface AnomalyThresholds {
   bothDirections: boolean;
 }
 
-interface CapacityThresholds {
+export interface CapacityThresholds {
   /** Utilization ρ = λ·S / c above which the capacity level is WARN (the early warning). */
   utilizationWarn: number;
   /** Utilization at or above which it is CRITICAL. */
@@ -194,7 +194,7 @@ interface CapacityThresholds {
  * queueDepthThreshold, KV-cache utilization / kvCacheUtilThreshold), 1 at saturation. The defaults are the
  * Gateway API Inference Extension endpoint picker's; the generated picker config and KEDA trigger use these.
  */
-interface SaturationThresholds {
+export interface SaturationThresholds {
   /** Requests waiting at which a replica is saturated. */
   queueDepthThreshold: number;
   /** KV-cache utilization (0–1) at which a replica is saturated. */

@@ -7,10 +7,17 @@
  * back the per-replica pages it stands for. A CRITICAL-inhibits-WARNING
  * rule per signal keeps one saturated queue from paging three times.
  */
+import { prometheusLabel } from '@infersignal/core';
 import { LABEL } from './names';
 import { parseDuration } from './duration';
-import { FLEET_INHIBITS, toYaml } from './rules';
-import { checkOptionKeys, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
+import { toYaml } from './rules';
+import {
+  SIGNALS,
+  checkOptionKeys,
+  fieldOrDefault,
+  rejectValue,
+  type SignalDefinition,
+} from '@infersignal/core/signals';
 
 export interface AlertmanagerOptions {
   /** Incoming-webhook URL (Slack-compatible JSON body). Default: a placeholder to replace. */
@@ -25,6 +32,8 @@ export interface AlertmanagerOptions {
   groupInterval?: string;
   /** Re-send a still-firing warning after (default 4h); critical re-sends after 1h. */
   repeatInterval?: string;
+  /** The signal definitions whose alerts' `inhibits` become inhibit rules (default: core's `SIGNALS`). */
+  signals?: readonly SignalDefinition[];
 }
 
 const PLACEHOLDER_WEBHOOK_URL = 'https://hooks.slack.com/services/REPLACE/WITH/YOURS';
@@ -54,16 +63,40 @@ const TEXT = [
   '{{ end }}',
 ].join('\n');
 
+/**
+ * An alert that stands for other pages (a fleet-wide overload for the per-replica pages of the
+ * signals it counts) holds them back while it fires: one page, not one per replica.
+ */
+function inhibitRules(signal: SignalDefinition): Record<string, unknown>[] {
+  return (signal.alerts ?? []).flatMap(({ name, inhibits }) =>
+    inhibits === undefined
+      ? []
+      : [
+          {
+            source_matchers: [`alertname="${name}"`],
+            target_matchers: [
+              'alertname=~"InferSignal.+"',
+              `alertname!="${name}"`,
+              `${LABEL.signal}=~"${inhibits.signals.join('|')}"`,
+            ],
+            equal: ['job', ...inhibits.on.map(prometheusLabel)],
+          },
+        ],
+  );
+}
+
 export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Record<string, unknown> {
   checkOptionKeys(
     options,
-    ['webhookUrl', 'webhookUrlFile', 'channel', 'groupWait', 'groupInterval', 'repeatInterval'],
+    ['webhookUrl', 'webhookUrlFile', 'channel', 'groupWait', 'groupInterval', 'repeatInterval', 'signals'],
     'options',
   );
   if (options.webhookUrl !== undefined && !/^https?:\/\/[^/\s]/.test(String(options.webhookUrl)))
     rejectValue('webhookUrl', options.webhookUrl, 'an http(s) URL');
   fieldOrDefault('webhookUrlFile', options.webhookUrlFile, { type: 'string' }, undefined);
   fieldOrDefault('channel', options.channel, { type: 'string' }, undefined);
+  const signals = options.signals ?? SIGNALS;
+  if (!Array.isArray(signals)) rejectValue('signals', signals, 'an array of signal definitions');
   const groupWait = options.groupWait ?? '30s';
   const groupInterval = options.groupInterval ?? '5m';
   const repeatInterval = options.repeatInterval ?? '4h';
@@ -102,16 +135,7 @@ export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Reco
         target_matchers: ['alertname=~"InferSignal.+"', 'severity="warning"'],
         equal: SAME_THING,
       },
-      {
-        // A fleet-wide overload pages once: the per-replica pages of the signals it counts wait behind it.
-        source_matchers: ['alertname="InferSignalFleetOverloaded"'],
-        target_matchers: [
-          'alertname=~"InferSignal.+"',
-          'alertname!="InferSignalFleetOverloaded"',
-          `${LABEL.signal}=~"${FLEET_INHIBITS.join('|')}"`,
-        ],
-        equal: ['job', LABEL.queue],
-      },
+      ...signals.flatMap(inhibitRules),
     ],
     receivers: [{ name: 'default' }, { name: ALERTMANAGER_RECEIVER, slack_configs: [slack] }],
   };

@@ -1,7 +1,8 @@
 /**
  * Grafana JSON model pieces: panel and target types, the template-variable
  * selectors and a left-to-right, top-to-bottom grid layout. The rows
- * themselves live in dashboard.ts and dashboard-runtime.ts.
+ * themselves are the signal definitions' panel templates (dashboard.ts
+ * adds the alerts row).
  */
 import { LABEL } from './names';
 

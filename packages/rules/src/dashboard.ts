@@ -6,8 +6,6 @@
 import { LABEL } from './names';
 import { DS, Layout, SEL, type Dashboard } from './dashboard-layout';
 import { panelKit } from './kit';
-import { addCapacityRow } from './dashboard-runtime';
-import { percentileName } from './duration';
 import { alertingRules, buildRules } from './rules';
 import { resolveOptions, type GeneratorOptions, type ResolvedOptions } from './options';
 
@@ -31,159 +29,10 @@ function variable(name: string, label: string, query: string, multi: boolean): R
   };
 }
 
-const rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
-
-function addQueueRows(l: Layout, o: ResolvedOptions): void {
-  const { metric, bucket } = o.names;
-  const t = o.thresholds;
-  const quantile = (q: number, key: 'queueWait', keys: string, selector: string) =>
-    `histogram_quantile(${q}, sum by (le, ${keys}) (${rate(bucket(key), selector)}))`;
-  const quantiles = [...new Set([0.5, t.queue.waitQuantile, 0.99])].sort((a, b) => a - b);
-  l.row('Queue wait');
-  l.add({
-    type: 'heatmap',
-    title: 'Queue wait distribution',
-    description: 'Time between arrival and the start of inference, per histogram bucket.',
-    w: 12,
-    unit: 's',
-    targets: [
-      { expr: `sum by (le) (${rate(bucket('queueWait'), SEL.queueModel)})`, legend: '{{le}}', format: 'heatmap' },
-    ],
-    options: { calculate: false, yAxis: { unit: 's' }, cellGap: 1, color: { scheme: 'Oranges', mode: 'scheme' } },
-  });
-  l.add({
-    title: `Queue wait ${quantiles.map(percentileName).join(' / ')}`,
-    description: `Lines: ${percentileName(t.queue.waitQuantile)} warning (thresholds.queue.waitWarnSeconds) and critical (waitCriticalSeconds).`,
-    w: 12,
-    unit: 's',
-    lines: [t.queue.waitWarnSeconds, t.queue.waitCriticalSeconds],
-    targets: quantiles.map((q) => ({
-      expr: quantile(q, 'queueWait', `${LABEL.queue}, ${LABEL.model}`, SEL.queueModel),
-      legend: `${percentileName(q)} {{${LABEL.queue}}} {{${LABEL.model}}}`,
-    })),
-  });
-
-  l.add({
-    title: 'Oldest waiting request',
-    description:
-      'Age of the oldest request still waiting, worst replica per queue: it rises while a queue is stuck, which the wait histogram shows only once requests leave it. Lines: thresholds.queue.ageWarnSeconds and ageCriticalSeconds.',
-    w: 12,
-    unit: 's',
-    lines: [t.queue.ageWarnSeconds, t.queue.ageCriticalSeconds],
-    targets: [
-      {
-        expr: `max by (${LABEL.queue}) (${metric('queueWaitOldest')}{${SEL.queue}})`,
-        legend: `oldest {{${LABEL.queue}}}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'Waits still accruing, per slot',
-    description:
-      'Worst replica per queue: the time the requests still waiting have already waited, summed, over the requests in flight (while requests wait, every slot is busy: the slots). Lines: thresholds.queue.pendingWaitWarnSeconds and pendingWaitCriticalSeconds.',
-    w: 12,
-    unit: 's',
-    lines: [t.queue.pendingWaitWarnSeconds, t.queue.pendingWaitCriticalSeconds],
-    targets: [
-      {
-        expr: `max by (${LABEL.queue}) (${metric('queueWaitPending')}{${SEL.queue}} / clamp_min(${metric('queueInFlight')}{${SEL.queue}}, 1))`,
-        legend: `waited so far per slot {{${LABEL.queue}}}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'LLM token backlog',
-    description:
-      'Per LLM queue, summed over replicas: prompt tokens of the requests still waiting (input) and output tokens still owed to the running ones, their max_tokens less what they produced (output).',
-    w: 12,
-    unit: 'short',
-    targets: [
-      {
-        expr: `sum by (${LABEL.queue}, ${LABEL.tokenType}) (${metric('queueTokensPending')}{${SEL.queue}})`,
-        legend: `{{${LABEL.tokenType}}} {{${LABEL.queue}}}`,
-      },
-    ],
-  });
-  l.add({
-    title: 'LLM token backlog drain time',
-    description:
-      'Worst replica per queue: (output tokens owed + max_tokens of the waiting requests) / the output rate the queue has been serving at; 0 when none waits. Lines: thresholds.queue.tokenDrainWarnSeconds and tokenDrainCriticalSeconds.',
-    w: 12,
-    unit: 's',
-    lines: [t.queue.tokenDrainWarnSeconds, t.queue.tokenDrainCriticalSeconds],
-    targets: [
-      {
-        expr: `max by (${LABEL.queue}) (${metric('queueTokensDrainTime')}{${SEL.queue}})`,
-        legend: `{{${LABEL.queue}}}`,
-      },
-    ],
-  });
-
-  l.row('Queue occupancy and backpressure');
-  l.add({
-    title: 'Occupancy (waiting + in flight) / capacity',
-    description: 'Worst replica per queue. Lines: thresholds.queue.occupancyWarn and occupancyCritical.',
-    w: 8,
-    unit: 'percentunit',
-    lines: [t.queue.occupancyWarn, t.queue.occupancyCritical],
-    targets: [
-      { expr: `max by (${LABEL.queue}) (${metric('queueOccupancy')}{${SEL.queue}})`, legend: `{{${LABEL.queue}}}` },
-    ],
-    fieldConfig: { defaults: { min: 0, max: 1 } },
-  });
-  l.add({
-    title: 'Backpressure level',
-    description:
-      "0 OK, 1 WARN, 2 CRITICAL (a shedding episode: admit() turns away the requests past the queue's targets, until it has turned none away for thresholds.queue.shedHoldSeconds and its levels cleared by their hysteresis).",
-    w: 8,
-    lines: [1, 2],
-    targets: [
-      { expr: `max by (${LABEL.queue}) (${metric('backpressureLevel')}{${SEL.queue}})`, legend: `{{${LABEL.queue}}}` },
-    ],
-    fieldConfig: {
-      defaults: {
-        min: 0,
-        max: 2,
-        mappings: [
-          {
-            type: 'value',
-            options: {
-              '0': { text: 'OK', color: 'green' },
-              '1': { text: 'WARN', color: 'orange' },
-              '2': { text: 'CRITICAL', color: 'red' },
-            },
-          },
-        ],
-        custom: { drawStyle: 'line', lineInterpolation: 'stepAfter' },
-      },
-    },
-  });
-  l.add({
-    title: 'Requests by outcome',
-    w: 8,
-    unit: 'reqps',
-    targets: [
-      {
-        expr: `sum by (${LABEL.outcome}) (${rate(metric('requests'), SEL.queueModel)})`,
-        legend: `{{${LABEL.outcome}}}`,
-      },
-      {
-        expr: `sum by (${LABEL.queue}) (${metric('queueWaiting')}{${SEL.queue}})`,
-        legend: `waiting {{${LABEL.queue}}}`,
-      },
-      {
-        expr: `sum by (${LABEL.queue}) (${metric('queueInFlight')}{${SEL.queue}})`,
-        legend: `in flight {{${LABEL.queue}}}`,
-      },
-    ],
-  });
-}
+const _rate = (series: string, selector: string) => `rate(${series}{${selector}}[$__rate_interval])`;
 
 /** The rows of the panel templates still kept here, by signal definition name (the others are the definitions' own). */
-const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {
-  queue: addQueueRows,
-  capacity: addCapacityRow,
-};
+const TEMPLATES: Record<string, (l: Layout, o: ResolvedOptions) => void> = {};
 
 /** The dashboard for the given thresholds and options: the rows of each signal definition, then the alerts. */
 export function buildDashboard(options: GeneratorOptions = {}): Dashboard {

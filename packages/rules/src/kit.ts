@@ -9,7 +9,7 @@ import type { SignalDefinition } from '@infersignal/core/signals';
 type RuleKit = Parameters<NonNullable<SignalDefinition['rules']>>[0];
 type PanelKit = Parameters<NonNullable<SignalDefinition['panels']>>[0];
 import { SEL, type Layout } from './dashboard-layout';
-import { formatDuration, humanPercent, humanSeconds, percentileName } from './duration';
+import { formatDuration, humanPercent, humanSeconds, percentileName, quantileSuffix } from './duration';
 import { prometheusNameFor, specRecordBase } from './names';
 import { holdFor, levelHold, type ResolvedOptions } from './options';
 import { REPLICA, REPLICA_KEYS, alertRule, by, eventExpr, onReplica, recordName, signalLevel } from './rule-parts';
@@ -31,13 +31,17 @@ export function ruleKit(o: ResolvedOptions, signal: SignalDefinition): RuleKit {
     eventExpr: (series, keys, window) => eventExpr(series, [...keys], window),
     hold: (seconds) => holdFor(o, seconds),
     levelHold: levelHold(o),
+    option: (name) => {
+      if (signal.ruleOptions?.[name] === undefined)
+        throw new Error(`infersignal-rules: signal ${signal.name} reads option ${name}, which its definition lacks`);
+      return o.ruleOptions[name] as number;
+    },
     options: {
       rateWindow: o.rateWindow,
       streamWindow: o.streamWindow,
       eventWindow: o.eventWindow,
       driftWindow: o.driftWindow,
       driftWindowSeconds: o.driftWindowSeconds,
-      tlsFailureRate: o.tlsFailureRate,
     },
     alert: (name, expr, hold, summary, description, keepFiring) => {
       const defined = signal.alerts?.find((a) => a.name === name);
@@ -49,6 +53,7 @@ export function ruleKit(o: ResolvedOptions, signal: SignalDefinition): RuleKit {
     humanSeconds,
     humanPercent,
     percentileName,
+    quantileSuffix,
   };
 }
 

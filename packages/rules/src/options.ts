@@ -52,7 +52,8 @@ export interface GeneratorOptions {
   /**
    * Failed TLS handshakes per second (per server and error type) above
    * which InferSignalTlsHandshakeFailures fires (default 0.1/s, 6 a
-   * minute): one scanner or a mistyped URL must not page.
+   * minute): one scanner or a mistyped URL must not page. One of the
+   * connections definition's `ruleOptions`.
    */
   tlsFailureRate?: number;
   /** Window over which the stream interruption share and its minimum count are taken (default 10m). */
@@ -61,7 +62,7 @@ export interface GeneratorOptions {
   eventWindow?: string;
   /** Window of the allocated-vs-reserved drift fit (`deriv`, default 30m). */
   driftWindow?: string;
-  /** Tail quantile alert beside the thresholds' quantile (default P99 > 300 ms). */
+  /** Tail quantile alert beside the thresholds' quantile (default P99 > 300 ms): the queue definition's `ruleOptions`. */
   tailQuantile?: number;
   tailSeconds?: number;
   /** Base URL of docs/runbook.md; each alert appends its `#anchor`. */
@@ -70,7 +71,8 @@ export interface GeneratorOptions {
    * Share of the replicas serving a queue (at least two of them) whose
    * capacity, queue-wait or occupancy level is WARN or above from which
    * InferSignalFleetOverloaded pages once for the fleet instead of once per
-   * replica (default 0.5).
+   * replica (default 0.5). One of the fleet definition's `ruleOptions`: a
+   * definition's rule options are generator options like this one.
    */
   fleetShare?: number;
   /**
@@ -94,11 +96,9 @@ export interface ResolvedOptions {
   eventWindow: string;
   driftWindow: string;
   driftWindowSeconds: number;
-  tailQuantile: number;
-  tailSeconds: number;
-  tlsFailureRate: number;
   runbookUrl: string;
-  fleetShare: number;
+  /** The definitions' `ruleOptions`, given or their defaults, by name. */
+  ruleOptions: Readonly<Record<string, number>>;
 }
 
 /** The keys of GeneratorOptions, for the option check of each generator. */
@@ -107,23 +107,32 @@ export const GENERATOR_OPTION_KEYS: readonly string[] = [
   'naming',
   'for',
   'rateWindow',
-  'tlsFailureRate',
   'streamWindow',
   'eventWindow',
   'driftWindow',
-  'tailQuantile',
-  'tailSeconds',
   'runbookUrl',
-  'fleetShare',
   'signals',
 ];
+
+/** The rule options of the definitions, by name: generator options beside GENERATOR_OPTION_KEYS. */
+function ruleOptionsOf(signals: unknown): [string, NonNullable<SignalDefinition['ruleOptions']>[string]][] {
+  if (!Array.isArray(signals)) return [];
+  return (signals as SignalDefinition[]).flatMap((signal) => Object.entries(signal?.ruleOptions ?? {}));
+}
 
 export function resolveOptions(
   options: GeneratorOptions = {},
   keys: readonly string[] = GENERATOR_OPTION_KEYS,
 ): ResolvedOptions {
-  checkOptionKeys(options, keys, 'options');
-  const signals = options.signals ?? SIGNALS;
+  const signals = (options as GeneratorOptions | null | undefined)?.signals ?? SIGNALS;
+  const ruleOptionSpecs = ruleOptionsOf(signals);
+  // A definition's rule options are known keys too, listed before `signals` (the one that adds them).
+  const at = keys.includes('signals') ? keys.indexOf('signals') : keys.length;
+  checkOptionKeys(
+    options,
+    [...keys.slice(0, at), ...ruleOptionSpecs.map(([key]) => key), ...keys.slice(at)],
+    'options',
+  );
   if (!Array.isArray(signals)) rejectValue('signals', signals, 'an array of signal definitions');
   const thresholds = resolveThresholds(options.thresholds ?? {}, 'thresholds', signals);
   const window = (value: string | undefined, field: string, fallback: string): string => {
@@ -132,16 +141,11 @@ export function resolveOptions(
     return chosen;
   };
   if (options.for !== undefined) parseDuration(options.for, 'for');
-  const tailQuantile = fieldOrDefault(
-    'tailQuantile',
-    options.tailQuantile,
-    { type: 'number', above: 0, below: 1 },
-    0.99,
-  );
-  const tailSeconds = fieldOrDefault('tailSeconds', options.tailSeconds, { type: 'number', above: 0 }, 0.3);
-  const tlsFailureRate = fieldOrDefault('tlsFailureRate', options.tlsFailureRate, { type: 'number', above: 0 }, 0.1);
   const runbookUrl = fieldOrDefault('runbookUrl', options.runbookUrl, { type: 'string' }, DEFAULT_RUNBOOK_URL);
-  const fleetShare = fieldOrDefault('fleetShare', options.fleetShare, { type: 'number', above: 0, max: 1 }, 0.5);
+  const given = options as Readonly<Record<string, unknown>>;
+  const ruleOptions: Record<string, number> = {};
+  for (const [key, option] of ruleOptionSpecs)
+    ruleOptions[key] = fieldOrDefault(key, given[key], option.accepts, option.default) as number;
   const driftWindow = window(options.driftWindow, 'driftWindow', '30m');
   const naming = fieldOrDefault<Naming>('naming', options.naming, { type: 'enum', values: NAMINGS }, 'collector');
   return {
@@ -159,11 +163,8 @@ export function resolveOptions(
     eventWindow: window(options.eventWindow, 'eventWindow', '15m'),
     driftWindow,
     driftWindowSeconds: parseDuration(driftWindow, 'driftWindow'),
-    tailQuantile,
-    tailSeconds,
-    tlsFailureRate,
     runbookUrl,
-    fleetShare,
+    ruleOptions,
   };
 }
 

@@ -1,12 +1,10 @@
 /**
  * The pieces every rule group is built from: the rule file types, the
  * alert shape (labels, annotations, runbook anchor), grouping keys and the
- * event expression. Shared by the request-level groups (rules.ts) and the
- * capacity / runtime / connection groups (rules-runtime.ts).
+ * event expression, for the rule kit the signal definitions' templates are
+ * written with (kit.ts).
  */
-import { SIGNALS, type SignalDefinition } from '@infersignal/core/signals';
-
-type AlertDefinition = NonNullable<SignalDefinition['alerts']>[number];
+import { SIGNALS } from '@infersignal/core/signals';
 import { LABEL } from './names';
 import type { ResolvedOptions } from './options';
 
@@ -43,9 +41,6 @@ export const by = (...labels: string[]): string => `by (${labels.join(', ')})`;
  * about a queue, model or process keeps them: the page names the replica.
  */
 export const REPLICA_KEYS = ['job', 'instance', 'namespace', 'pod'];
-export const QUEUE_KEYS = [...REPLICA_KEYS, LABEL.queue];
-/** The fleet: every replica of a job (a fleet alert aggregates the replicas away, and says so). */
-export const FLEET_QUEUE_KEYS = ['job', LABEL.queue];
 
 /**
  * Recording-rule levels: the names the dashboard and the KEDA trigger read.
@@ -80,38 +75,10 @@ export function recordName(levelLabels: string[], base: string, operation: strin
   return `${level.join('_')}:${base}:${operation}`;
 }
 
-/** Every alert of the signal definitions, by name. */
-function alertsOf(signals: readonly SignalDefinition[]): Map<string, AlertDefinition> {
-  return new Map(signals.flatMap((signal) => (signal.alerts ?? []).map((a) => [a.name, a] as const)));
-}
-
-const CORE_ALERTS = alertsOf(SIGNALS);
-
 /** The anchors in docs/runbook.md the alerts link to, by alert name (from core's signal definitions). */
 export const RUNBOOK_ANCHORS: Record<string, string> = Object.fromEntries(
-  [...CORE_ALERTS.values()].map((a) => [a.name, a.runbook]),
+  SIGNALS.flatMap((signal) => (signal.alerts ?? []).map((a) => [a.name, a.runbook] as const)),
 );
-
-/**
- * An alerting rule of a template still kept in this package: its name,
- * signal and severity must be the ones its signal's definition gives.
- */
-export function alert(
-  options: ResolvedOptions,
-  name: string,
-  signal: string,
-  severity: Severity,
-  expr: string,
-  hold: string | undefined,
-  summary: string,
-  description: string,
-  keepFiring?: string,
-): AlertingRule {
-  const defined = CORE_ALERTS.get(name);
-  if (defined === undefined || defined.signal !== signal || defined.severity !== severity)
-    throw new Error(`infersignal-rules: alert ${name} (${signal}, ${severity}) is not in the signal definitions`);
-  return alertRule(options, defined, expr, hold, summary, description, keepFiring);
-}
 
 /** An alerting rule from its definition (name, severity, signal, anchor) and the template's expression and text. */
 export function alertRule(

@@ -1,6 +1,6 @@
 /**
  * The `circuit_breaker` signal: the state, transitions and calls of a
- * circuit breaker (`createBreaker` in @infersignal/bench, which records
+ * circuit breaker (`createBreaker` in @infersignal/breaker, which records
  * them and announces the state as a level).
  */
 import { ATTR } from '../attributes';
@@ -11,7 +11,7 @@ const metrics = {
     name: 'infersignal.breaker.state',
     type: 'gauge',
     unit: '{state}',
-    description: 'Circuit breaker state: 0 closed, 1 half-open, 2 open (@infersignal/bench createBreaker).',
+    description: 'Circuit breaker state: 0 closed, 1 half-open, 2 open (@infersignal/breaker createBreaker).',
     attributes: [ATTR.breakerName],
   },
   breakerTransitions: {

@@ -106,6 +106,13 @@ export const connectionsSignal = defineSignal({
         );
     },
   },
+  ruleOptions: {
+    /**
+     * Failed TLS handshakes per second (per server and error type) above which
+     * InferSignalTlsHandshakeFailures fires, 6 a minute: one scanner or a mistyped URL must not page.
+     */
+    tlsFailureRate: { default: 0.1, accepts: { type: 'number', above: 0 } },
+  },
   alerts: [
     {
       name: 'InferSignalConnectionsSaturated',
@@ -174,10 +181,10 @@ export const connectionsSignal = defineSignal({
         ),
         k.alert(
           'InferSignalTlsHandshakeFailures',
-          `sum ${k.by(...keys, errorType)} (rate(${k.metric(metrics.tlsHandshakeFailures)}[${o.rateWindow}])) > ${o.tlsFailureRate}`,
+          `sum ${k.by(...keys, errorType)} (rate(${k.metric(metrics.tlsHandshakeFailures)}[${o.rateWindow}])) > ${k.option('tlsFailureRate')}`,
           hold,
-          `TLS handshakes failing faster than ${o.tlsFailureRate}/s`,
-          `${where} fails TLS handshakes with {{ $labels.${errorType} }} at {{ printf "%.2f" $value }}/s (over ${o.rateWindow}), above ${o.tlsFailureRate}/s (option tlsFailureRate), for ${hold}. Clients cannot connect, or something probes the TLS port with the wrong protocol.`,
+          `TLS handshakes failing faster than ${k.option('tlsFailureRate')}/s`,
+          `${where} fails TLS handshakes with {{ $labels.${errorType} }} at {{ printf "%.2f" $value }}/s (over ${o.rateWindow}), above ${k.option('tlsFailureRate')}/s (option tlsFailureRate), for ${hold}. Clients cannot connect, or something probes the TLS port with the wrong protocol.`,
         ),
       ],
     };
@@ -242,10 +249,10 @@ export const connectionsSignal = defineSignal({
     });
     k.add({
       title: 'TLS handshake failures by error.type',
-      description: `Per second. Line: the alert's rate guard (option tlsFailureRate, ${k.options.tlsFailureRate}/s).`,
+      description: `Per second. Line: the alert's rate guard (option tlsFailureRate, ${k.option('tlsFailureRate')}/s).`,
       w: 8,
       unit: 'cps',
-      lines: [k.options.tlsFailureRate],
+      lines: [k.option('tlsFailureRate')],
       targets: [
         {
           expr: `sum by (${keys}, ${errorType}) (${k.rate(k.metric(metrics.tlsHandshakeFailures), job)})`,

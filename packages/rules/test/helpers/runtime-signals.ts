@@ -14,8 +14,8 @@
  *   TLS server with one good handshake and one plain-HTTP client
  *   (1 failure, ERR_SSL_HTTP_REQUEST);
  * - the circuit-breaker state gauge, recorded with core's spec exactly as
- *   `@infersignal/bench`'s createBreaker does (importing bench here would
- *   make a workspace cycle: bench lists rules as a peer).
+ *   `@infersignal/breaker`'s createBreaker does (rules does not depend on
+ *   the breaker package for one gauge).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -1,0 +1,55 @@
+/**
+ * The GPU's device gauges (`gpu`), recorded by @infersignal/gpu's NVML
+ * sampler (nvidia-smi where NVML is missing) as a registered signal. No
+ * threshold or alert of their own: the device-memory signal judges the
+ * memory a model runtime reports.
+ */
+import { ATTR } from '../attributes';
+import { defineSignal } from '../definition';
+
+const metrics = {
+  gpuMemoryUsed: {
+    name: 'infersignal.gpu.memory.used',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory in use on the GPU (all processes), from NVML or nvidia-smi.',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryFree: {
+    name: 'infersignal.gpu.memory.free',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Free device memory on the GPU.',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryTotal: {
+    name: 'infersignal.gpu.memory.total',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Total device memory of the GPU.',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryReservedDriver: {
+    name: 'infersignal.gpu.memory.driver_reserved',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory reserved by the driver and firmware (NVML v2 only).',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuMemoryProcess: {
+    name: 'infersignal.gpu.memory.process',
+    type: 'gauge',
+    unit: 'By',
+    description: 'Device memory used by this process on the GPU (NVML per-process accounting).',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+  gpuUtilization: {
+    name: 'infersignal.gpu.utilization',
+    type: 'gauge',
+    unit: '1',
+    description: 'GPU compute utilization over the last sample period (0–1).',
+    attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
+  },
+} as const;
+
+export const gpuSignal = defineSignal({ name: 'gpu', metrics });

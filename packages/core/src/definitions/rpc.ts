@@ -1,0 +1,29 @@
+/**
+ * The gRPC server call duration (`rpc`), in the current RPC semantic
+ * conventions and, opted in, the older ones; recorded by @infersignal/grpc.
+ * No threshold or alert of its own: a call's queue wait and outcome are the
+ * queue signals'.
+ */
+import { ATTR } from '../attributes';
+import { defineSignal } from '../definition';
+
+const metrics = {
+  rpcCallDuration: {
+    name: 'rpc.server.call.duration',
+    type: 'histogram',
+    unit: 's',
+    description:
+      "Duration of a gRPC server call, by final status. `error.type` is the status name for UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE and DATA_LOSS (the gRPC conventions' server errors).",
+    attributes: [ATTR.rpcSystemName, ATTR.rpcMethod, ATTR.rpcResponseStatusCode, ATTR.errorType],
+  },
+  rpcCallDurationOld: {
+    name: 'rpc.server.duration',
+    type: 'histogram',
+    unit: 'ms',
+    description:
+      'Duration of a gRPC server call in the older RPC conventions (semantic-conventions v1.37), emitted beside rpc.server.call.duration only with OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup.',
+    attributes: [ATTR.rpcSystem, ATTR.rpcService, ATTR.rpcMethod, ATTR.rpcGrpcStatusCode],
+  },
+} as const;
+
+export const rpcSignal = defineSignal({ name: 'rpc', metrics });
