@@ -3,7 +3,8 @@
  * serving a queue (and at least two) have a capacity, queue-wait or
  * occupancy level at WARN or above. One page that says fleet-wide, instead
  * of one per replica: the generated Alertmanager config holds back the
- * per-replica pages of those signals, and shedding, while it fires.
+ * per-replica pages of those signals, shedding, the queue's age, pending
+ * wait and token backlog, while it fires.
  *
  * Its own definition, not part of the queue's: it reads the levels of two
  * definitions (queue and capacity) across every replica of a job, and has
@@ -37,8 +38,12 @@ export const fleetSignal = defineSignal({
       severity: 'critical',
       runbook: 'fleet-overloaded',
       doc: 'replicas of a `job` and queue with `capacity`, `queue_wait` or `queue_occupancy` at WARN or above, over the replicas exporting that queue, `>= 0.5`, and at least 2 of them; the description lists those replicas (a template `query`)',
-      // The per-replica pages of the signals it counts, and shedding, wait behind it.
-      inhibits: { signals: [...COUNTED, 'queue_backpressure'], on: [ATTR.queue] },
+      // The per-replica pages of the queue wait behind it: those of the signals it counts, shedding, and the
+      // waits and backlog an overloaded queue piles up on every replica at once.
+      inhibits: {
+        signals: [...COUNTED, 'queue_backpressure', 'queue_age', 'queue_pending_wait', 'queue_token_backlog'],
+        on: [ATTR.queue],
+      },
     },
   ],
   rules(k) {
