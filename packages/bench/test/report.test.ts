@@ -1,5 +1,8 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBench, type BenchResult } from '@infersignal/bench';
+import { runBench, writeReport, type BenchResult } from '@infersignal/bench';
 import { renderReportHtml, renderReportSvg } from '../src/report/index';
 import { startQueueServer } from './helpers';
 import { findAll, parseXml, textOf, XmlError, type XmlElement } from './report-xml';
@@ -348,5 +351,26 @@ describe('comparison mode and the HTML page', () => {
     const root = parseXml(svg);
     expect(byAttr(root, 'data-marker', 'alert')).toHaveLength(overload.alerts.length);
     expect(byAttr(root, 'data-role', 'cursor')).toHaveLength(1);
+  });
+});
+
+describe('writeReport: the format from the extension, runs as results or result files', () => {
+  it('writes a result file that it reads back as a run, compares two files, and refuses two runs in one .json', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'infersignal-report-'));
+    try {
+      const a = join(dir, 'a.json');
+      writeReport(a, [overload]);
+      expect(JSON.parse(readFileSync(a, 'utf8'))).toEqual(JSON.parse(JSON.stringify(overload)));
+      writeReport(join(dir, 'b.json'), [{ result: synthetic(), label: 'calm' }]);
+      writeReport(join(dir, 'compare.svg'), [a, join(dir, 'b.json')]);
+      const root = parseXml(readFileSync(join(dir, 'compare.svg'), 'utf8'));
+      // The legend names each run by its file.
+      expect(textOf(root)).toContain('a.json');
+      expect(textOf(root)).toContain('b.json');
+      expect(() => writeReport(join(dir, 'two.json'), [overload, overload])).toThrow('holds one run (got 2)');
+      expect(() => writeReport(join(dir, 'x.png'), [overload])).toThrow('must end in .html or .svg');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
