@@ -634,9 +634,16 @@ export class Queue implements QueueTracker {
       // before the first 503 is written). The other parts of the level were
       // announced on the tick or sample that set them.
       this.announceShedding();
-      this.startShedding(this.ctx.clock());
+      const started = this.ctx.clock();
+      this.startShedding(started);
+      // The request that began the episode is judged against its targets at the same instant.
+      return this.judgeInEpisode(started);
     }
-    const now = this.ctx.clock();
+    return this.judgeInEpisode(this.ctx.clock());
+  }
+
+  /** Admission within an episode: it ends here once it may, else the request is let in only within the targets. */
+  private judgeInEpisode(now: number): Admission {
     if (this.shedEnds(now)) {
       // Every level that can raise an episode has cleared: nothing to start again.
       this.stopShedding(now);
