@@ -10,7 +10,6 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createMonitor, InferSignalConfigError, type Monitor, type MonitorOptions } from '@infersignal/core';
@@ -18,8 +17,8 @@ import { inferSignal as expressSignal } from '@infersignal/express';
 import { inferSignal as fastifySignal } from '@infersignal/fastify';
 import { start, type StartOptions } from '@infersignal/node';
 import { resolveStartOptions } from '../packages/node/src/options';
+import { RULES_CLI_ENV, rulesCliCommand } from './support/rules-cli';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'infersignal-bad-inputs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
@@ -411,12 +410,12 @@ describe('bad inputs through the environment: one warning each, then the default
 
 // --- the infersignal-rules CLI, a child process ---------------------------------
 
-const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
-const BIN = ['--tsconfig', join(ROOT, 'tsconfig.json'), join(ROOT, 'packages', 'rules', 'src', 'bin.ts')];
+const [CLI, CLI_ARGS] = rulesCliCommand();
 
 function rulesCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(TSX, [...BIN, ...args], { cwd: dir, timeout: 60_000 }, (error, stdout, stderr) => {
+    const env = { ...process.env, ...RULES_CLI_ENV };
+    execFile(CLI, [...CLI_ARGS, ...args], { cwd: dir, env, timeout: 60_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
     });
   });
