@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULT_THRESHOLDS } from '../packages/core/src/config';
 import { buildRules } from '@infersignal/rules';
+import { runRulesCli as runSourcesCli } from '../packages/rules/src/cli';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -137,10 +138,29 @@ function packedInstall(): string {
   return join(app, 'node_modules', '@infersignal', 'rules', bin as string);
 }
 
+/**
+ * `pnpm infersignal-rules <args>` from the repository root runs the sources' CLI (`packages/rules/src/bin.ts`
+ * through tsx): here that CLI in this process, its output captured, which spares each command a pnpm and a tsx
+ * start-up. The script itself is run below, and writes what this writes.
+ */
+async function fromSources(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runSourcesCli(args, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+  });
+  if (code !== 0) throw new Error(`infersignal-rules ${args.join(' ')}: exit code ${code}\n${stderr}`);
+  return { stdout, stderr };
+}
+
 const ways = {
   /** `infersignal-rules <args>` as `pnpm infersignal-rules <args>` from the repository root. */
-  'inside the repository': (args: string[]) =>
-    run('pnpm', ['--silent', 'infersignal-rules', ...args], { cwd: ROOT, timeout: 120_000 }),
+  'inside the repository': fromSources,
   /** `npx infersignal-rules <args>` in an app that installed the packed packages: its bin, run by node. */
   'from a packed install': (args: string[]) =>
     run(process.execPath, [installedBin, ...args], { cwd: dir, timeout: 120_000 }),
@@ -192,6 +212,22 @@ describe.each(Object.keys(ways) as (keyof typeof ways)[])(
     );
   },
 );
+
+describe('`pnpm infersignal-rules` inside the repository', () => {
+  it('runs the sources: the script writes what the CLI run in this process writes', async () => {
+    const [byScript, inProcess] = [mkdtempSync(join(dir, 'script-')), mkdtempSync(join(dir, 'in-process-'))];
+    const args = (out: string) => ['rules', '--naming', 'otel-js', '--out', join(out, 'rules.yml')];
+    const { stdout, stderr } = await run('pnpm', ['--silent', 'infersignal-rules', ...args(byScript)], {
+      cwd: ROOT,
+      timeout: 120_000,
+    });
+    expect({ stdout, stderr }).toEqual({ stdout: '', stderr: `wrote ${join(byScript, 'rules.yml')}\n` });
+    await fromSources(args(inProcess));
+    const written = readFileSync(join(byScript, 'rules.yml'), 'utf8');
+    expect(written).toContain('alert: ');
+    expect(written).toBe(readFileSync(join(inProcess, 'rules.yml'), 'utf8'));
+  }, 120_000);
+});
 
 describe('every default threshold a doc gives in prose is the definition', () => {
   const groups = Object.keys(DEFAULT_THRESHOLDS).join('|');
