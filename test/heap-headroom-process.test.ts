@@ -107,7 +107,7 @@ describe.each(nodes)('heap_headroom in a process with --max-old-space-size=64 (%
   }, 180_000);
 
   it('the same process with a bounded cache: a live set about half the limit, dozens of major GCs, no alert', async () => {
-    const run = await runChild(node, { MODE: 'healthy', CACHE_CHUNKS: '48', TOTAL_CHUNKS: '600' });
+    const run = await runChild(node, { MODE: 'healthy', CACHE_CHUNKS: '48', TOTAL_CHUNKS: '300' });
     const context = JSON.stringify({ ...run, stderr: run.stderr.slice(-1500) }, null, 1);
     expect(run.code, context).toBe(0);
     expect(run.alerts, context).toEqual([]);
