@@ -1,14 +1,19 @@
 #!/usr/bin/env node
 /**
- * The last step of `pnpm test`: vitest, with the typecheck beside it at the
- * lowest CPU priority. The unit and end-to-end files keep the cores busy,
- * while the real-time files that run last (vitest.config.mts) leave one of
- * them mostly idle: the typecheck takes that idle CPU instead of half a
- * minute of its own, and never takes a core from a test that judges time.
- * On a machine whose every core is busy anyway, the lowest priority gets
- * next to nothing: a typecheck still running when vitest ends is started
- * again at normal priority (a process may not raise its own priority back).
- * Exits non-zero when either fails; the typecheck's output follows vitest's.
+ * `pnpm test`: lint and build side by side, then vitest, with the
+ * typecheck beside all of it at the lowest CPU priority. The build starts
+ * with core's declarations alone (every other package waits for them),
+ * which leaves a core free for the lint; the unit and end-to-end files keep
+ * the cores busy, while the real-time files that run last
+ * (vitest.config.mts) leave one of them mostly idle: the typecheck takes
+ * the CPU these leave instead of half a minute of its own, and never takes
+ * a core from a test that judges time. On a machine whose every core is
+ * busy anyway, the lowest priority gets next to nothing: a typecheck still
+ * running when vitest ends is started again at normal priority (a process
+ * may not raise its own priority back). A failed lint or build stops the
+ * run before vitest, as `pnpm lint && pnpm build` would; the lint's output
+ * follows the build's. Exits non-zero when any step fails; the typecheck's
+ * output follows vitest's.
  */
 import { spawn } from 'node:child_process';
 import { setPriority } from 'node:os';
@@ -45,6 +50,16 @@ let lowPriorityEnded = false;
 lowPriority.done.then(() => {
   lowPriorityEnded = true;
 });
+
+const lint = run('pnpm', ['lint'], { quietUntilDone: true });
+const build = run('pnpm', ['build'], { quietUntilDone: false });
+const [linted, built] = await Promise.all([lint.done, build.done]);
+process.stdout.write(`\nlint (pnpm lint): ${linted.code === 0 ? 'passed' : 'FAILED'}\n${linted.output}`);
+if (linted.code !== 0 || built.code !== 0) {
+  lowPriority.child.kill();
+  await lowPriority.done;
+  process.exit(linted.code !== 0 ? linted.code : built.code);
+}
 
 const tests = await run('vitest', ['run', ...process.argv.slice(2)], { quietUntilDone: false }).done;
 let types;
