@@ -64,6 +64,8 @@ function folderWith(names: string[]): string {
   return found;
 }
 
+const PARSED = new Map<string, ts.SourceFile>();
+
 /** Type-checks `files` (path → source) as modules of one program; returns the diagnostics in them. */
 function typeCheck(files: Map<string, string>): string[] {
   const config = ts.getParsedCommandLineOfConfigFile(
@@ -84,9 +86,15 @@ function typeCheck(files: Map<string, string>): string[] {
   host.readFile = (path) => files.get(path) ?? readFile(path);
   host.getSourceFile = (path, language, ...rest) => {
     const text = files.get(path);
-    return text === undefined
-      ? getSourceFile(path, language, ...rest)
-      : ts.createSourceFile(path, text, language, true, ts.ScriptKind.TS);
+    if (text !== undefined) return ts.createSourceFile(path, text, language, true, ts.ScriptKind.TS);
+    // The libraries' and the packages' files, parsed once for every program of this file (as an editor's
+    // language service shares them between its programs).
+    let parsed = PARSED.get(path);
+    if (parsed === undefined) {
+      parsed = getSourceFile(path, language, ...rest);
+      if (parsed !== undefined) PARSED.set(path, parsed);
+    }
+    return parsed;
   };
   const program = ts.createProgram({ rootNames: [...files.keys()], options, host });
   // The snippets' own diagnostics, which check what they use of the packages; the packages' sources themselves
