@@ -58,10 +58,8 @@ export const SPANS = {
 
 /** Bucket boundaries (seconds) for the histograms. */
 export const BUCKETS = {
-  /** queue wait: 1 ms to 60 s (the TTFT set, finer around the wait thresholds and extended to 60 s) */
-  queueWait: [
-    0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60,
-  ],
+  /** queue wait: 1 ms to 60 s, finer around the wait thresholds (the queue definition says why) */
+  queueWait: queueSignal.buckets[queueSignal.metrics.queueWait.name],
   /** inference duration: the request-duration set with 5 ms in front */
   duration: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
   /** gen_ai.server.request.duration: the GenAI conventions' boundaries */
