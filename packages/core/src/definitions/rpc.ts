@@ -26,4 +26,38 @@ const metrics = {
   },
 } as const;
 
-export const rpcSignal = defineSignal({ name: 'rpc', metrics });
+export const rpcSignal = defineSignal({
+  name: 'rpc',
+  metrics,
+  panels(k) {
+    const job = k.select.job;
+    const method = k.label(ATTR.rpcMethod);
+    const status = k.label(ATTR.rpcResponseStatusCode);
+    const calls = `${k.metric(metrics.rpcCallDuration)}_count`;
+    k.row('gRPC');
+    k.add({
+      title: 'gRPC calls by status',
+      description: 'Calls that ended, per second, by method and final status code.',
+      w: 12,
+      unit: 'reqps',
+      targets: [
+        {
+          expr: `sum by (${method}, ${status}) (${k.rate(calls, job)})`,
+          legend: `{{${method}}} {{${status}}}`,
+        },
+      ],
+    });
+    k.add({
+      title: 'gRPC call duration P95',
+      description: 'Server-side call duration (rpc.server.call.duration) to the final status, by method.',
+      w: 12,
+      unit: 's',
+      targets: [
+        {
+          expr: `histogram_quantile(0.95, sum by (le, ${method}) (${k.rate(k.bucket(metrics.rpcCallDuration), job)}))`,
+          legend: `{{${method}}}`,
+        },
+      ],
+    });
+  },
+});
