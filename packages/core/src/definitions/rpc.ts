@@ -49,7 +49,7 @@ export const rpcSignal = defineSignal({
     });
     k.add({
       title: 'gRPC call duration P95',
-      description: 'Server-side call duration (rpc.server.call.duration) to the final status, by method.',
+      description: 'From the call’s arrival to its final status, by method.',
       w: 12,
       unit: 's',
       targets: [
