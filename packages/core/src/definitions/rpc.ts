@@ -29,6 +29,11 @@ const metrics = {
 export const rpcSignal = defineSignal({
   name: 'rpc',
   metrics,
+  buckets: {
+    // The RPC conventions' boundaries (as http.server.request.duration's), and the older conventions' in ms.
+    [metrics.rpcCallDuration.name]: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+    [metrics.rpcCallDurationOld.name]: [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000],
+  },
   panels(k) {
     const job = k.select.job;
     const method = k.label(ATTR.rpcMethod);
