@@ -87,6 +87,21 @@ describe('readers of the default series', () => {
   });
 });
 
+describe('histogram boundaries', () => {
+  it('each histogram has its boundaries in its own definition, and the exporters use that set', () => {
+    const histograms = DOCUMENTED.flatMap((signal) =>
+      Object.values(signal.metrics ?? {})
+        .filter((spec) => spec.type === 'histogram')
+        .map((spec) => ({ spec, set: signal.buckets?.[spec.name] })),
+    );
+    expect(histograms.length).toBeGreaterThan(8);
+    for (const { spec, set } of histograms) {
+      expect(set, `${spec.name}: no buckets in its definition`).toBeDefined();
+      expect(HISTOGRAM_BUCKETS[spec.name], spec.name).toBe(set);
+    }
+  });
+});
+
 describe('queue-wait buckets against what reads them', () => {
   const thresholds = resolveThresholds({}, 'thresholds', SIGNALS) as unknown as {
     queue: { waitWarnSeconds: number; waitCriticalSeconds: number };
