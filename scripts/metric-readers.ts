@@ -3,10 +3,10 @@
  * recording), the generated Grafana dashboard (a panel's query or a
  * template variable), the generated Kubernetes manifests (the KEDA and HPA
  * scalers, the endpoint picker's config) and docs/runbook.md (a step
- * naming the series), found
- * by the instrument's Prometheus name in what the generators return and in
- * the runbook's text. docs/metrics.md shows it in its "read by" column, and
- * a test holds every series exported by default to having a reader.
+ * naming the series), found by the instrument's Prometheus name in what
+ * the generators return and in the runbook's text. docs/metrics.md shows
+ * it in its "read by" column, and a test holds every instrument exported
+ * by default to having a reader.
  */
 import { readFileSync } from 'node:fs';
 import { prometheusName, type InstrumentSpec } from '../packages/core/src/index';
