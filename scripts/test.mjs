@@ -13,7 +13,7 @@
  * may not raise its own priority back). A failed lint or build stops the
  * run before vitest, as `pnpm lint && pnpm build` would; the lint's output
  * follows the build's. Exits non-zero when any step fails; the typecheck's
- * output follows vitest's.
+ * output follows vitest's, and a last line says how long each step took.
  */
 import { spawn } from 'node:child_process';
 import { setPriority } from 'node:os';
@@ -39,6 +39,8 @@ function run(command, args, { quietUntilDone }) {
 }
 
 const TYPECHECK = ['-p', 'tsconfig.json', '--noEmit'];
+const started = performance.now();
+const seconds = (from, to = performance.now()) => `${((to - from) / 1000).toFixed(0)} s`;
 
 const lowPriority = run('tsc', TYPECHECK, { quietUntilDone: true });
 try {
@@ -61,7 +63,9 @@ if (linted.code !== 0 || built.code !== 0) {
   process.exit(linted.code !== 0 ? linted.code : built.code);
 }
 
+const builtAt = performance.now();
 const tests = await run('vitest', ['run', ...process.argv.slice(2)], { quietUntilDone: false }).done;
+const testedAt = performance.now();
 let types;
 if (lowPriorityEnded) types = await lowPriority.done;
 else {
@@ -72,4 +76,8 @@ else {
 }
 process.stdout.write(`\ntypecheck (tsc ${TYPECHECK.join(' ')}): ${types.code === 0 ? 'passed' : 'FAILED'}\n`);
 if (types.code !== 0) process.stdout.write(types.output);
+// Where the wall time went, for whoever keeps the command under its goal (README, Development).
+process.stdout.write(
+  `\npnpm test: ${seconds(started)}: lint and build ${seconds(started, builtAt)}, vitest ${seconds(builtAt, testedAt)}, typecheck after vitest ${seconds(testedAt)}\n`,
+);
 process.exit(tests.code !== 0 ? tests.code : types.code);
