@@ -190,6 +190,19 @@ describe('event loop at rest: the probe slows down, blocks still read in full', 
     expect(signal.max).toBeLessThanOrEqual(0.004);
   });
 
+  it('a loop that turns often for little (a 0.1 ms wait every 10 ms) does not rest: a block then reads as at 20 ms', () => {
+    const { loop, alerts, signal } = simulated();
+    for (let at = 5; at < 6_000; at += 10) loop.wait(at, 0.1);
+    for (let t = 200; t <= 4_000; t += 200) {
+      loop.advance(t);
+      expect(signal.resting).toBe(false);
+    }
+    loop.busy(4_115, 300);
+    loop.advance(6_000);
+    const warn = alerts.find((a) => a.signal === 'event_loop' && a.level === 'warn');
+    expect(warn?.value).toBeGreaterThanOrEqual(0.28);
+  });
+
   it('many short runs off CPU in one resting interval are not summed into a block; the probe returns to 20 ms', () => {
     const { loop, alerts, signal } = simulated();
     loop.advance(3000);

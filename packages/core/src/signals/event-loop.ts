@@ -27,7 +27,9 @@ export const EVENT_LOOP_RULE = Object.freeze({
   /**
    * Period of the probe (ms) while the loop rests: a sample period in which
    * the loop was busy, and the process on CPU, under `restUtilization` of the
-   * time, with no request arrived or in flight. A block is then read from
+   * time, the loop went round for other work than the probe under
+   * `restIterations` − 1 times per rest period, and no request arrived or
+   * was in flight. A block is then read from
    * the loop's busy time since the last firing where the loop went round at
    * most `restIterations` times in it, so it reads in full, and up to the
    * loop's other work of that interval long; after more turns (many short
@@ -228,8 +230,10 @@ export class EventLoopSignal implements Signal {
   /** The loop's busy time (ms) and turns at the last resting firing (see `busySince`). */
   private lastActive = 0;
   private lastTurns = 0;
-  /** The process's CPU time (ms) at the start of the sample period. */
+  /** The process's CPU time (ms), the loop's turns and the probe's firings at the start of the sample period. */
   private periodCpu: number;
+  private periodTurns: number;
+  private periodFirings = 0;
   private readonly fineMs: number;
   private readonly restMs: number;
   private readonly gcObserver: PerformanceObserver | undefined;
@@ -293,6 +297,7 @@ export class EventLoopSignal implements Signal {
     this.fineMs = probeMs;
     this.restMs = Math.max(probeMs, Math.min(REST_PROBE_MS, t.sampleIntervalMs));
     this.periodCpu = loop.cpuMs();
+    this.periodTurns = loop.iterations ? loop.iterations() : Number.NaN;
     this.probe = new LoopBlockProbe(probeMs, this.periodStart, this.periodCpu, this.queued());
     try {
       this.gcObserver = new PerformanceObserver((list) => {
@@ -307,6 +312,7 @@ export class EventLoopSignal implements Signal {
   }
 
   private fire(): void {
+    this.periodFirings++;
     const loop = this.loop;
     const now = loop.now();
     const readQueue =
@@ -375,9 +381,14 @@ export class EventLoopSignal implements Signal {
   private settle(now: number, periodMs: number, cpuMs: number): void {
     const cpuShare = (cpuMs - this.periodCpu) / periodMs;
     this.periodCpu = cpuMs;
+    const turns = this.loop.iterations ? this.loop.iterations() : Number.NaN;
+    // The loop's turns for anything but the probe: few enough that a resting interval holds one block, not many runs.
+    const otherTurns = turns - this.periodTurns - this.periodFirings;
+    this.periodTurns = turns;
+    this.periodFirings = 0;
     const rest =
       this.loop.activeMs !== undefined &&
-      this.loop.iterations !== undefined &&
+      otherTurns <= ((REST_ITERATIONS - 1) * periodMs) / this.restMs &&
       this.utilization < REST_UTILIZATION &&
       cpuShare < REST_UTILIZATION &&
       !this.stirred &&
