@@ -15,15 +15,23 @@ import type {
   HistogramRecorder,
   HistogramSeries,
 } from './contract';
-import { AggregateCounter, AggregateHistogram, MAX_SERIES, type SeriesDropListener } from './export/producer';
+import {
+  AggregateCounter,
+  AggregateHistogram,
+  MAX_SERIES,
+  type GaugeReading,
+  type SeriesDropListener,
+} from './export/producer';
 import { HISTOGRAM_BUCKETS, METRICS, type InstrumentSpec, type InstrumentType } from './names';
 import { OPT_IN_METRICS } from './opt-in';
 
 export type ExportMode = 'api' | 'producer';
 
-/** A gauge as the monitor holds it: the spec a signal asked for and the OTel observable behind it. */
-interface ObservedGauge extends Gauge {
-  /** Undefined where the gauge is not exported (a runtime gauge with `runtimeMetrics: false`, an opt-in one not asked for). */
+/** A gauge as the monitor holds it: the spec a signal asked for and, read through the meter, its OTel observable. */
+export interface ObservedGauge extends Gauge {
+  /** False for a runtime gauge with `runtimeMetrics: false` or an opt-in one not asked for. */
+  readonly exported: boolean;
+  /** Set where the gauge is read through the meter (api mode, or `gaugesOnMeter`); else the producer reads it. */
   readonly observable: Observable | undefined;
 }
 
@@ -55,13 +63,17 @@ const RUNTIME_NAMES: ReadonlySet<string> = new Set(
  * - counters: core's aggregates in both modes. In api mode an observable
  *   counter reports their totals at collection (the same cumulative sums),
  *   which spares each request and each streamed token one SDK call;
- * - gauges: OTel observable gauges, read in the monitor's one batch callback.
+ * - gauges: read from the signals at collection, in the monitor's one
+ *   pass over them: by the producer (producer mode), or by OTel observable
+ *   gauges in the monitor's one batch callback (api mode, `gaugesOnMeter`).
  */
 export class Instruments {
   /** Producer mode: the histograms the MetricProducer exports. */
   readonly histograms: AggregateHistogram[] = [];
   /** Every counter; the producer exports them, or the batch callback in api mode. */
   readonly counters: AggregateCounter[] = [];
+  /** Every gauge, in the order they were made: the producer reads the exported ones. */
+  readonly gauges: ObservedGauge[] = [];
   /** Every observable instrument, for the monitor's batch callback. */
   readonly observables: Observable[] = [];
   private readonly counterObservables = new Map<AggregateCounter, Observable>();
@@ -77,6 +89,8 @@ export class Instruments {
     private readonly series: { cap: number; onDrop?: SeriesDropListener } = { cap: MAX_SERIES },
     /** Opt-in instruments asked for (opt-in.ts); the others of that list are made but not exported. */
     private readonly optIn: ReadonlySet<string> = new Set(),
+    /** Producer mode: gauges through observable gauges on the meter all the same. */
+    private readonly gaugesOnMeter = false,
   ) {}
 
   private exported(spec: InstrumentSpec): boolean {
@@ -126,13 +140,15 @@ export class Instruments {
 
   gauge(spec: InstrumentSpec): Gauge {
     return this.get(spec, 'gauge', () => {
-      if (!this.exported(spec)) return { spec, observable: undefined };
-      const observable = this.meter.createObservableGauge(spec.name, {
-        unit: spec.unit,
-        description: spec.description,
-      });
-      this.addObservable(observable);
-      return { spec, observable };
+      const exported = this.exported(spec);
+      let observable: Observable | undefined;
+      if (exported && (this.mode === 'api' || this.gaugesOnMeter)) {
+        observable = this.meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
+        this.addObservable(observable);
+      }
+      const gauge: ObservedGauge = { spec, exported, observable };
+      this.gauges.push(gauge);
+      return gauge;
     });
   }
 
@@ -144,6 +160,43 @@ export class Instruments {
         if (observable !== undefined) result.observe(observable, value, attributes);
       },
     };
+  }
+
+  /**
+   * Every exported gauge the meter does not read, as `observeAll` reports
+   * it now (the producer's read): in the order the gauges were made, series
+   * in the order observed.
+   */
+  readGauges(observeAll: (observer: GaugeObserver) => void): GaugeReading[] {
+    // The meter's batch callback reads them all: no second pass over the signals.
+    if (this.mode === 'api' || this.gaugesOnMeter) return [];
+    const readings = new Map<Gauge, { reading: GaugeReading; at: Map<Attributes, number> }>();
+    observeAll({
+      observe(gauge: Gauge, value: number, attributes: Attributes = NO_ATTRIBUTES): void {
+        const { exported, observable } = gauge as ObservedGauge;
+        if (!exported || observable !== undefined) return;
+        let entry = readings.get(gauge);
+        if (entry === undefined) {
+          entry = { reading: { spec: gauge.spec, attributes: [], values: [] }, at: new Map() };
+          readings.set(gauge, entry);
+        }
+        const { reading, at } = entry;
+        const known = at.get(attributes);
+        if (known !== undefined) {
+          reading.values[known] = value;
+          return;
+        }
+        at.set(attributes, reading.values.length);
+        reading.attributes.push(attributes);
+        reading.values.push(value);
+      },
+    });
+    const out: GaugeReading[] = [];
+    for (const gauge of this.gauges) {
+      const entry = readings.get(gauge);
+      if (entry !== undefined) out.push(entry.reading);
+    }
+    return out;
   }
 
   /** Api mode: each counter's totals through its observable counter. */
@@ -172,6 +225,9 @@ export class Instruments {
     this.onObservable();
   }
 }
+
+/** One series for a gauge observed without attributes. */
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
 
 /** The OTel SDK's default boundaries, for a histogram without a bucket set in names.ts. */
 const DEFAULT_BOUNDARIES: readonly number[] = [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000];

@@ -16,7 +16,7 @@ import { WebhookDelivery } from './alerts/webhook';
 import { resolveThresholds } from './config';
 import type { Thresholds } from './thresholds';
 import { InferSignalConfigError } from './errors';
-import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
+import type { CounterRecorder, Gauge, GaugeObserver, Signal, SignalFactory } from './contract';
 import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer, seriesCapOf } from './export/producer';
 import { Instruments } from './instruments';
@@ -72,6 +72,7 @@ const OPTION_KEYS = new Set([
   'exportMode',
   'genAi',
   'optInMetrics',
+  'gaugesOnMeter',
 ]);
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
 const LABEL_ATTRIBUTE: Record<string, string> = {
@@ -101,7 +102,7 @@ function validateOptions(options: MonitorOptions): void {
     rejectValue('clock', options.clock, 'a function returning milliseconds');
   fieldOrDefault('detectorIntervalMs', options.detectorIntervalMs, { type: 'number', min: 0 }, undefined);
   fieldOrDefault('exportMode', options.exportMode, { type: 'enum', values: ['api', 'producer'] }, undefined);
-  for (const key of ['eventLoop', 'heap', 'runtimeMetrics'] as const)
+  for (const key of ['eventLoop', 'heap', 'runtimeMetrics', 'gaugesOnMeter'] as const)
     fieldOrDefault(key, options[key], { type: 'boolean' }, undefined);
   if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
     rejectValue('logger', options.logger, 'an object with a warn(message) method');
@@ -201,6 +202,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
           ),
       },
       optInSet(options.optInMetrics),
+      options.gaugesOnMeter ?? false,
     );
     this.own = {
       alerts: this.instruments.counter(METRICS.alerts),
@@ -324,6 +326,9 @@ class MonitorImpl implements Monitor, RegistrationHost {
       this.instruments.counters,
       this.clock,
       this.clock(),
+      undefined,
+      // Gauges the meter does not report are read here, in the same pass over the signals.
+      () => this.instruments.readGauges(this.observeAll),
     );
     return this.producer;
   }
@@ -513,7 +518,11 @@ class MonitorImpl implements Monitor, RegistrationHost {
     } catch (error) {
       this.internalError('observe', error);
     }
-    const observer = this.instruments.observer(result);
+    this.observeAll(this.instruments.observer(result));
+  };
+
+  /** Each signal's gauges and the announced levels, to `observer` (the meter's batch callback, or the producer). */
+  private readonly observeAll = (observer: GaugeObserver): void => {
     for (const signal of [...this.signals]) {
       if (signal.observe === undefined) continue;
       try {

@@ -116,6 +116,13 @@ export interface MonitorOptions {
    * it with `metricProducers: [monitor.metricProducer]` (the node package does).
    */
   exportMode?: 'api' | 'producer';
+  /**
+   * Producer mode: report the gauges through observable gauges on the
+   * meter rather than through `metricProducer` (default false). For a
+   * provider bound later, whose collections tell that the producer was left
+   * off a reader (`@infersignal/node`'s instrumentation).
+   */
+  gaugesOnMeter?: boolean;
   /** Sample event-loop delay/utilization and GC pauses (default true). */
   eventLoop?: boolean;
   /**

@@ -65,6 +65,8 @@ export class InferSignalInstrumentation {
       ...monitorOptions,
       meterProvider: this.provider,
       exportMode: config.exportMode ?? 'producer',
+      // Through the meter: its collections tell when the producer was left off the reader.
+      gaugesOnMeter: true,
       runtimeMetrics: runtimeMetrics ?? false,
     });
     // Made after sdk.start() (or beside a registered provider): bind now; before it, NodeSDK binds at start.
