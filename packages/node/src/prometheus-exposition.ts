@@ -137,11 +137,16 @@ class ByteWriter {
   pos = 0;
 
   constructor(private readonly pool: ChunkPool | undefined) {
-    this.buf = pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+    this.buf = EMPTY;
   }
 
   private ensure(bytes: number): void {
     if (this.pos + bytes <= this.buf.length) return;
+    // A chunk's buffer is taken when its first byte is written: the last chunk of a scrape leaves none behind.
+    if (this.buf === EMPTY && bytes <= CHUNK_BUFFER) {
+      this.buf = this.pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+      return;
+    }
     const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
     this.buf.copy(bigger, 0, 0, this.pos);
     this.buf = bigger;
@@ -166,6 +171,12 @@ class ByteWriter {
       return;
     }
     this.pos += this.buf.write(text, this.pos, 'utf8');
+  }
+
+  bytes(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.length;
   }
 
   byte(code: number): void {
@@ -215,11 +226,13 @@ class ByteWriter {
   /** The bytes so far as one chunk; the writer starts a new buffer. */
   take(): Buffer {
     const chunk = this.buf.subarray(0, this.pos);
-    this.buf = this.pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+    this.buf = EMPTY;
     this.pos = 0;
     return chunk;
   }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** Texts up to this long are copied a character at a time (see ByteWriter.text). */
 const SHORT_TEXT = 16;
@@ -315,6 +328,38 @@ function bucketLines(
   }
 }
 
+/**
+ * The bytes before a sample's value of one series: `<name>{<labels>} `, or
+ * for a bucket `<name>_bucket{<labels>,le="`. Core makes each series'
+ * attribute object once and never changes it, so these are made at the
+ * series' first scrape and copied at every later one: a scrape of core's
+ * series formats only its numbers (`key` names the family and scope labels).
+ */
+const prefixes = new WeakMap<Attributes, Map<string, Uint8Array>>();
+/** Prefixes kept per attribute object: one object serves a few instruments, each a few sample names. */
+const MAX_PREFIXES = 64;
+
+function prefixOf(
+  attributes: Attributes,
+  key: string,
+  head: string,
+  labels: () => string,
+  bucket: boolean,
+): Uint8Array {
+  let byKey = prefixes.get(attributes);
+  if (byKey === undefined) prefixes.set(attributes, (byKey = new Map()));
+  let bytes = byKey.get(key);
+  if (bytes === undefined) {
+    const text = labels();
+    bytes = Buffer.from(
+      bucket ? `${head}{${text ? `${text},` : ''}le="` : text ? `${head}{${text}} ` : `${head} `,
+      'utf8',
+    );
+    if (byKey.size < MAX_PREFIXES) byKey.set(key, bytes);
+  }
+  return bytes;
+}
+
 /** The samples of core's series copy: the lines its data points would have given, read from the numbers. */
 function* seriesLines(
   family: Family,
@@ -324,23 +369,45 @@ function* seriesLines(
   out: ByteWriter,
 ): Generator<Buffer, void> {
   const { values, stride } = series;
+  const scopeKey = `\u0000${scope.otel_scope_name ?? ''}\u0000${scope.otel_scope_version ?? ''}`;
+  let attributes: Attributes = {};
+  const labels = () => labelsOf(attributes, scope);
   if (family.type !== 'histogram') {
+    const key = family.name + scopeKey;
     for (let i = 0; i < series.length; i++) {
-      out.line(family.name, labelsOf(series.attributes[i], scope), values[i * stride]);
+      attributes = series.attributes[i];
+      out.bytes(prefixOf(attributes, key, family.name, labels, false));
+      out.number(values[i * stride]);
+      out.byte(NEWLINE);
       if (out.pos >= CHUNK_BYTES) yield out.take();
     }
     return;
   }
   const count = `${family.name}_count`;
   const sum = `${family.name}_sum`;
-  const bucket = `${family.name}_bucket{`;
+  const bucket = `${family.name}_bucket`;
+  const countKey = count + scopeKey;
+  const sumKey = sum + scopeKey;
+  const bucketKey = bucket + scopeKey;
   const bounds = boundTexts(series.boundaries, stride - 4);
   for (let i = 0; i < series.length; i++) {
     const at = i * stride;
-    const labels = labelsOf(series.attributes[i], scope);
-    out.line(count, labels, values[at]);
-    out.line(sum, labels, values[at + 1]);
-    bucketLines(out, bucket, labels, bounds, values, at + 4);
+    attributes = series.attributes[i];
+    out.bytes(prefixOf(attributes, countKey, count, labels, false));
+    out.number(values[at]);
+    out.byte(NEWLINE);
+    out.bytes(prefixOf(attributes, sumKey, sum, labels, false));
+    out.number(values[at + 1]);
+    out.byte(NEWLINE);
+    const prefix = prefixOf(attributes, bucketKey, bucket, labels, true);
+    let cumulative = 0;
+    for (let b = 0; b < bounds.length; b++) {
+      cumulative += values[at + 4 + b];
+      out.bytes(prefix);
+      out.text(bounds[b]);
+      out.number(cumulative);
+      out.byte(NEWLINE);
+    }
     if (out.pos >= CHUNK_BYTES) yield out.take();
   }
 }
@@ -385,7 +452,19 @@ function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
 const headers = new Map<string, string>();
 const MAX_HEADERS = 4096;
 
+/** The same by descriptor object (see CollectorNames): no key string made per family and scrape. */
+const headersByDescriptor = new WeakMap<object, { name: string; type: string; text: string }>();
+
 function helpAndType(family: Family): string {
+  const { descriptor } = family.metrics[0].metric;
+  const known = headersByDescriptor.get(descriptor);
+  if (known !== undefined && known.name === family.name && known.type === family.type) return known.text;
+  const text = helpAndTypeText(family);
+  headersByDescriptor.set(descriptor, { name: family.name, type: family.type, text });
+  return text;
+}
+
+function helpAndTypeText(family: Family): string {
   const { description } = family.metrics[0].metric.descriptor;
   const key = `${family.name}\u0000${family.type}\u0000${description}`;
   let text = headers.get(key);

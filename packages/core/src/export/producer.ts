@@ -533,7 +533,7 @@ export class CoreMetricProducer {
             slab?.release(values);
           },
         };
-        metrics.push({ ...this.metric(s, false, false, []), series });
+        metrics.push(this.metric(s, false, false, [], series));
       }
       return metrics;
     };
@@ -640,48 +640,66 @@ export class CoreMetricProducer {
       : { startTime: deltaStart, endTime, attributes: s.attributes[i], value: change.count };
   }
 
-  private metric(s: Snapshot, histogramDelta: boolean, counterDelta: boolean, dataPoints: unknown[]) {
+  /** The metric of a snapshot: its data points, or (`collectSeries`) none and the copy of its numbers as `series`. */
+  private metric(
+    s: Snapshot,
+    histogramDelta: boolean,
+    counterDelta: boolean,
+    dataPoints: unknown[],
+    series?: SeriesCopy,
+  ) {
     if (s.gauge) {
       return {
-        descriptor: { ...descriptorOf(s.gauge), type: 'OBSERVABLE_GAUGE', valueType: VALUE_TYPE_DOUBLE },
+        descriptor: descriptorOf(s.gauge, 'OBSERVABLE_GAUGE'),
         // What the SDK reports for an observable gauge read as DELTA (its only value is the one observed now).
         aggregationTemporality: TEMPORALITY_DELTA,
         dataPointType: DATA_POINT_GAUGE,
         dataPoints,
+        series,
       };
     }
     if (s.histogram) {
       return {
-        descriptor: {
-          name: s.histogram.spec.name,
-          description: s.histogram.spec.description,
-          unit: s.histogram.spec.unit,
-          type: 'HISTOGRAM',
-          valueType: VALUE_TYPE_DOUBLE,
-        },
+        descriptor: descriptorOf(s.histogram.spec, 'HISTOGRAM'),
         aggregationTemporality: histogramDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
         dataPointType: DATA_POINT_HISTOGRAM,
         dataPoints,
+        series,
       };
     }
     const c = s.counter as AggregateCounter;
     return {
-      descriptor: {
-        name: c.spec.name,
-        description: c.spec.description,
-        unit: c.spec.unit,
-        type: 'COUNTER',
-        valueType: VALUE_TYPE_DOUBLE,
-      },
+      descriptor: descriptorOf(c.spec, 'COUNTER'),
       aggregationTemporality: counterDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
       dataPointType: DATA_POINT_SUM,
       isMonotonic: true,
       dataPoints,
+      series,
     };
   }
 }
 
-const descriptorOf = ({ name, description, unit }: InstrumentSpec) => ({ name, description, unit });
+/**
+ * One descriptor per instrument, the same object at every collection (as
+ * the SDK's are): a writer may key what it derives from it (the Prometheus
+ * name, the HELP line) by identity instead of by a string made per scrape.
+ */
+const descriptors = new WeakMap<InstrumentSpec, object>();
+
+function descriptorOf(spec: InstrumentSpec, type: string): object {
+  let descriptor = descriptors.get(spec);
+  if (descriptor === undefined) {
+    descriptor = Object.freeze({
+      name: spec.name,
+      description: spec.description,
+      unit: spec.unit,
+      type,
+      valueType: VALUE_TYPE_DOUBLE,
+    });
+    descriptors.set(spec, descriptor);
+  }
+  return descriptor;
+}
 
 /** The reader keeps the SDK's own resource and merges these scope entries into it: the gauges' first. */
 function scopeMetrics(gauges: unknown[], metrics: unknown[]) {
