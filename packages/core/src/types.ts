@@ -441,7 +441,7 @@ export interface CoreMetricProducerLike {
  * `collectSeries()`): for i below `length`, series i's attributes at
  * `attributes[i]`, its numbers at `values[i * stride …]`; histograms count,
  * sum, min, max, then the bucket counts of `boundaries` (one more than it
- * has); counters the value. `attributes` may be the live list of the
+ * has); counters and gauges the value. `attributes` may be the live list of the
  * aggregate's series (never copied per scrape): entries past `length` are
  * series made after the copy.
  */

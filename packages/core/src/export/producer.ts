@@ -356,7 +356,7 @@ interface Collection {
 }
 
 function snapshotGauge({ spec, attributes, values }: GaugeReading): Snapshot {
-  const copy = Float64Array.from(values);
+  const copy = new Float64Array(values);
   return {
     histogram: undefined,
     gauge: spec,
@@ -486,12 +486,17 @@ export class CoreMetricProducer {
     return change;
   }
 
-  collect(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
+  /** More series than one turn's worth of points: the copy waits for the turn after the reader's call. */
+  private get large(): boolean {
     let series = 0;
     for (const h of this.histograms) series += h.series.size;
     for (const c of this.counters) series += c.series.size;
+    return series > POINTS_PER_TURN;
+  }
+
+  collect(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
     let result: Promise<Awaited<ReturnType<CoreMetricProducer['build']>>>;
-    if (series > POINTS_PER_TURN) {
+    if (this.large) {
       // Large: the reader collects its own instruments in the turn that called this one; the copy waits for the next.
       result = this.running.then(nextTurn).then(() => this.build(this.snapshot()));
     } else {
@@ -510,9 +515,6 @@ export class CoreMetricProducer {
   }
 
   collectSeries(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
-    let series = 0;
-    for (const h of this.histograms) series += h.series.size;
-    for (const c of this.counters) series += c.series.size;
     const copies = (snapshots: Snapshot[]) => {
       const metrics: unknown[] = [];
       for (const s of snapshots) {
@@ -542,7 +544,7 @@ export class CoreMetricProducer {
       return { resourceMetrics: scopeMetrics(copies(gauges), copies(snapshots)), errors: [] };
     };
     // Large: as collect(), the copy waits for the turn after the one the reader collects its own instruments in.
-    return series > POINTS_PER_TURN ? nextTurn().then(copy) : new Promise((resolve) => resolve(copy()));
+    return this.large ? nextTurn().then(copy) : new Promise((resolve) => resolve(copy()));
   }
 
   /** Every series' numbers as they are now, in one synchronous stretch. */
