@@ -32,7 +32,7 @@ export interface ObservedGauge extends Gauge {
   /** False for a runtime gauge with `runtimeMetrics: false` or an opt-in one not asked for. */
   readonly exported: boolean;
   /** Set where the gauge is read through the meter (api mode, or `gaugesOnMeter`); else the producer reads it. */
-  readonly observable: Observable | undefined;
+  observable: Observable | undefined;
 }
 
 /**
@@ -77,10 +77,13 @@ export class Instruments {
   /** Every observable instrument, for the monitor's batch callback. */
   readonly observables: Observable[] = [];
   private readonly counterObservables = new Map<AggregateCounter, Observable>();
+  /** Api mode: the OTel histograms, each behind a holder a provider bound later swaps (`bind`). */
+  private readonly otelHistograms: OtelHistogram[] = [];
   private readonly byName = new Map<string, HistogramRecorder | AggregateCounter | ObservedGauge>();
 
   constructor(
-    private readonly meter: Meter,
+    /** Where the OTel instruments are made (api mode, `gaugesOnMeter`); `bind` moves them. */
+    public meter: Meter,
     readonly mode: ExportMode,
     /** Called when an observable was added, so the batch callback can be registered again with it. */
     private readonly onObservable: () => void,
@@ -112,12 +115,8 @@ export class Instruments {
         this.histograms.push(aggregate);
         return aggregate;
       }
-      const histogram: Histogram = this.meter.createHistogram(spec.name, {
-        unit: spec.unit,
-        description: spec.description,
-        // Advisory buckets: SDKs that honour advice use them without a View.
-        ...(boundaries ? { advice: { explicitBucketBoundaries: [...boundaries] } } : {}),
-      });
+      const histogram = new OtelHistogram(spec, boundaries, this.meter);
+      this.otelHistograms.push(histogram);
       return histogram;
     });
   }
@@ -127,10 +126,7 @@ export class Instruments {
       const aggregate = new AggregateCounter(spec, this.series.cap, this.series.onDrop);
       this.counters.push(aggregate);
       if (this.mode === 'api') {
-        const observable = this.meter.createObservableCounter(spec.name, {
-          unit: spec.unit,
-          description: spec.description,
-        });
+        const observable = this.meter.createObservableCounter(spec.name, options(spec));
         this.counterObservables.set(aggregate, observable);
         this.addObservable(observable);
       }
@@ -143,13 +139,35 @@ export class Instruments {
       const exported = this.exported(spec);
       let observable: Observable | undefined;
       if (exported && (this.mode === 'api' || this.gaugesOnMeter)) {
-        observable = this.meter.createObservableGauge(spec.name, { unit: spec.unit, description: spec.description });
+        observable = this.meter.createObservableGauge(spec.name, options(spec));
         this.addObservable(observable);
       }
       const gauge: ObservedGauge = { spec, exported, observable };
       this.gauges.push(gauge);
       return gauge;
     });
+  }
+
+  /**
+   * Makes every OTel instrument again on `meter` (a provider bound after the
+   * monitor was made: NodeSDK's `setMeterProvider`, what an OTel
+   * instrumentation does in `_updateMetricInstruments`). The caller
+   * registers its batch callback again with the new `observables`.
+   */
+  bind(meter: Meter): void {
+    this.meter = meter;
+    for (const histogram of this.otelHistograms) histogram.bind(meter);
+    this.observables.length = 0;
+    for (const [aggregate] of this.counterObservables) {
+      const observable = meter.createObservableCounter(aggregate.spec.name, options(aggregate.spec));
+      this.counterObservables.set(aggregate, observable);
+      this.observables.push(observable);
+    }
+    for (const gauge of this.gauges) {
+      if (gauge.observable === undefined) continue;
+      gauge.observable = meter.createObservableGauge(gauge.spec.name, options(gauge.spec));
+      this.observables.push(gauge.observable);
+    }
   }
 
   /** The observer handed to each signal's `observe()` during one collection. */
@@ -231,6 +249,38 @@ const NO_ATTRIBUTES: Attributes = Object.freeze({});
 
 /** The OTel SDK's default boundaries, for a histogram without a bucket set in names.ts. */
 const DEFAULT_BOUNDARIES: readonly number[] = [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000];
+
+const options = (spec: InstrumentSpec) => ({ unit: spec.unit, description: spec.description });
+
+/** Api mode: an OTel histogram, made again on the meter of a provider bound later. */
+class OtelHistogram implements HistogramRecorder {
+  private target: Histogram;
+
+  constructor(
+    private readonly spec: InstrumentSpec,
+    private readonly boundaries: readonly number[] | undefined,
+    meter: Meter,
+  ) {
+    this.target = this.make(meter);
+  }
+
+  record(value: number, attributes?: Attributes): void {
+    this.target.record(value, attributes);
+  }
+
+  bind(meter: Meter): void {
+    this.target = this.make(meter);
+  }
+
+  private make(meter: Meter): Histogram {
+    const { spec, boundaries } = this;
+    return meter.createHistogram(spec.name, {
+      ...options(spec),
+      // Advisory buckets: SDKs that honour advice use them without a View.
+      ...(boundaries ? { advice: { explicitBucketBoundaries: [...boundaries] } } : {}),
+    });
+  }
+}
 
 /** An OTel histogram's series: the SDK looks the attributes up itself at every record. */
 class OtelHistogramSeries implements HistogramSeries {

@@ -5,6 +5,7 @@ import {
   type Attributes,
   type BatchObservableResult,
   type Meter,
+  type MeterProvider,
   type Observable,
   type Tracer,
 } from '@opentelemetry/api';
@@ -130,7 +131,6 @@ function genAiSettings(value: MonitorOptions['genAi']): { operationName: string;
 class MonitorImpl implements Monitor, RegistrationHost {
   readonly serviceName: string;
   readonly thresholds: Thresholds;
-  readonly meter: Meter;
   readonly exportMode: 'api' | 'producer';
   readonly clock: () => number;
   readonly tracer: Tracer | undefined;
@@ -179,16 +179,16 @@ class MonitorImpl implements Monitor, RegistrationHost {
     const origin = performance.timeOrigin;
     this.clock = options.clock ?? (() => origin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
-    this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
+    const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
     // The metrics API has no proxy provider: a meter taken before an SDK registers stays a no-op for good.
-    if (this.meter === createNoopMeter())
+    if (meter === createNoopMeter())
       this.warnOnce(
         'noop-meter',
         "infersignal: no OpenTelemetry MeterProvider was registered when the monitor was created (before sdk.start()?), so its metrics go nowhere; detectors and alerts still run. Create it after sdk.start(), pass { meterProvider }, or add @infersignal/node's InferSignalInstrumentation to NodeSDK's instrumentations.",
       );
     this.exportMode = options.exportMode ?? 'api';
     this.instruments = new Instruments(
-      this.meter,
+      meter,
       this.exportMode,
       () => this.observeAgain(),
       options.runtimeMetrics ?? true,
@@ -299,6 +299,21 @@ class MonitorImpl implements Monitor, RegistrationHost {
   remove(signal: Signal): void {
     const index = this.signals.indexOf(signal);
     if (index !== -1) this.signals.splice(index, 1);
+  }
+
+  get meter(): Meter {
+    return this.instruments.meter;
+  }
+
+  setMeterProvider(meterProvider: MeterProvider): boolean {
+    const meter = meterProvider.getMeter(SCOPE.name, SCOPE.version);
+    // By name too: the API's CommonJS and ESM builds each have their own no-op meter.
+    if (meter === this.meter || meter === createNoopMeter() || meter.constructor?.name === 'NoopMeter') return false;
+    if (this.observed.length > 0) this.meter.removeBatchObservableCallback(this.observe, this.observed);
+    this.observed = [];
+    this.instruments.bind(meter);
+    if (this.instruments.observables.length > 0) this.observeAgain();
+    return true;
   }
 
   /** The batch callback observes the instruments it was registered with: register it again when one is added. */

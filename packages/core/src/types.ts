@@ -467,6 +467,13 @@ export interface Monitor {
   readonly thresholds: Thresholds;
   /** The meter InferSignal records through (adapters add their own instruments here). */
   readonly meter: Meter;
+  /**
+   * Records through `meterProvider` from now on: the OTel instruments are
+   * made again there (an SDK started after the monitor was made, as
+   * NodeSDK's `setMeterProvider` on an instrumentation). False, and nothing
+   * changes, for the no-op provider or the one already bound.
+   */
+  setMeterProvider(meterProvider: MeterProvider): boolean;
   queue(name: string, options?: QueueOptions): QueueTracker;
   /** Times a loader; records baseline and spikes; rethrows the loader's error unchanged. */
   modelLoad<T>(model: string, kind: 'load' | 'reload', fn: () => Promise<T> | T, options?: LoadOptions): Promise<T>;
