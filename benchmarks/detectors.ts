@@ -138,7 +138,10 @@ function bytesPer(make: () => unknown): number {
   return (m1.heapUsed - m0.heapUsed + (m1.arrayBuffers - m0.arrayBuffers)) / COUNT;
 }
 const memory: Array<[string, number]> = [
-  ['FixedHistogram (23 buckets)', bytesPer(() => new FixedHistogram(HISTOGRAM_BUCKETS[METRICS.queueWait.name]!))],
+  [
+    `FixedHistogram (${HISTOGRAM_BUCKETS[METRICS.queueWait.name]!.length + 1} buckets)`,
+    bytesPer(() => new FixedHistogram(HISTOGRAM_BUCKETS[METRICS.queueWait.name]!)),
+  ],
   ['SlidingWindow (2048)', bytesPer(() => new SlidingWindow(2048))],
   ['ZScoreDetector (window 60)', bytesPer(() => new ZScoreDetector(60, 3))],
   ['P99GlitchDetector (4096 samples)', bytesPer(() => new P99GlitchDetector(10_000, 4096, 20))],

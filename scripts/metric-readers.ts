@@ -1,18 +1,21 @@
 /**
  * Who reads each instrument: the generated Prometheus rules (alerting and
  * recording), the generated Grafana dashboard (a panel's query or a
- * template variable) and docs/runbook.md (a step naming the series), found
- * by the instrument's Prometheus name in what the generators return and in
- * the runbook's text. docs/metrics.md shows it in its "read by" column, and
- * a test holds every series exported by default to having a reader.
+ * template variable), the generated Kubernetes manifests (the KEDA and HPA
+ * scalers, the endpoint picker's config) and docs/runbook.md (a step
+ * naming the series), found by the instrument's Prometheus name in what
+ * the generators return and in the runbook's text. docs/metrics.md shows
+ * it in its "read by" column, and a test holds every instrument exported
+ * by default to having a reader.
  */
 import { readFileSync } from 'node:fs';
 import { prometheusName, type InstrumentSpec } from '../packages/core/src/index';
-import { buildDashboard, buildRules } from '../packages/rules/src/index';
+import { buildDashboard, buildKubernetesManifests, buildRules } from '../packages/rules/src/index';
 
 export interface Readers {
   rules: string[];
   dashboard: string[];
+  kubernetes: string[];
   runbook: string[];
 }
 
@@ -50,6 +53,10 @@ export function metricReaders(specs: readonly InstrumentSpec[]): Map<string, Rea
   const variables = (
     (dashboard as { templating?: { list?: { name: string; query: { query: string } }[] } }).templating?.list ?? []
   ).map((v) => ({ name: `$${v.name} variable`, expr: v.query.query }));
+  // The PrometheusRule manifest holds the rules above; the other manifests read series of their own.
+  const manifests = Object.entries(buildKubernetesManifests())
+    .filter(([file]) => file !== 'prometheus-rule.yaml')
+    .map(([file, text]) => ({ name: file, expr: text }));
   const sections = runbookSections();
   const out = new Map<string, Readers>();
   for (const spec of specs) {
@@ -60,6 +67,7 @@ export function metricReaders(specs: readonly InstrumentSpec[]): Map<string, Rea
     out.set(spec.name, {
       rules: named(rules),
       dashboard: named([...panels, ...variables]),
+      kubernetes: named(manifests),
       runbook: sections.filter((s) => pattern.test(s.text)).map((s) => s.title),
     });
   }
@@ -75,6 +83,7 @@ export function readersText(readers: Readers): string {
   const parts = [
     ...list('rules', readers.rules),
     ...list('dashboard', readers.dashboard),
+    ...list('kubernetes', readers.kubernetes),
     ...list('runbook', readers.runbook),
   ];
   return parts.length > 0 ? parts.join('; ') : '–';

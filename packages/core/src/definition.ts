@@ -49,9 +49,10 @@ export interface AlertDefinition {
   /** Its docs/rules.md row: the expression as a reader scans it (every number in it is checked against the rule). */
   readonly doc: string;
   /**
-   * The pages it stands for: while it fires, the generated Alertmanager config holds back the other
-   * InferSignal alerts of these `signals` (their `infersignal_signal` label) with the same `job` and
-   * the same labels of the attributes `on`.
+   * The pages it stands for: while it fires, the generated rules hold back the other InferSignal
+   * alerts of these `signals` (their `infersignal_signal` label) with the same `job` and the same
+   * labels of the attributes `on` (`unless on (…)` this alert firing), so Prometheus resolves a page
+   * that went out before it.
    */
   readonly inhibits?: { readonly signals: readonly string[]; readonly on: readonly string[] };
 }

@@ -56,24 +56,22 @@ export const SPANS = {
   modelLoad: 'infersignal.model.load',
 } as const;
 
-/** Bucket boundaries (seconds) for the histograms. */
+/** Bucket boundaries of the histograms (in their unit), each set in the definition of its instrument. */
 export const BUCKETS = {
-  /** queue wait: 1 ms to 60 s (the TTFT set, finer around the wait thresholds and extended to 60 s) */
-  queueWait: [
-    0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60,
-  ],
+  /** queue wait: 1 ms to 60 s, finer around the wait thresholds (the queue definition says why) */
+  queueWait: queueSignal.buckets[queueSignal.metrics.queueWait.name],
   /** inference duration: the request-duration set with 5 ms in front */
-  duration: [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
+  duration: queueSignal.buckets[queueSignal.metrics.inferenceDuration.name],
   /** gen_ai.server.request.duration: the GenAI conventions' boundaries */
-  requestDuration: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
+  requestDuration: queueSignal.buckets[queueSignal.metrics.requestDuration.name],
   /** gen_ai.server.time_to_first_token: the GenAI conventions' boundaries */
   timeToFirstToken: streamSignal.buckets[streamSignal.metrics.timeToFirstToken.name],
   /** gen_ai.server.time_per_output_token: the GenAI conventions' boundaries */
   timePerOutputToken: streamSignal.buckets[streamSignal.metrics.timePerOutputToken.name],
   /** rpc.server.call.duration: the RPC conventions' boundaries (as http.server.request.duration) */
-  rpcCall: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+  rpcCall: rpcSignal.buckets[rpcSignal.metrics.rpcCallDuration.name],
   /** rpc.server.duration (older conventions, milliseconds) */
-  rpcCallMs: [0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000],
+  rpcCallMs: rpcSignal.buckets[rpcSignal.metrics.rpcCallDurationOld.name],
   /** GC pauses: the semantic conventions' advice for v8js.gc.duration, so every exporter of it agrees. */
   gc: runtimeSignal.buckets[runtimeSignal.metrics.gcDuration.name],
   /** model load: up to 10 minutes */

@@ -21,3 +21,12 @@ export const OPT_IN_METRICS: Readonly<Record<string, string>> = {
 };
 
 export const OPT_IN_NAMES: readonly string[] = Object.keys(OPT_IN_METRICS);
+
+/**
+ * Instruments a convention's own switch turns on, not `optInMetrics`: the older RPC conventions' duration
+ * is emitted beside the current one only where the app asks for both.
+ */
+export const OPT_IN_BY_CONVENTION: Readonly<Record<string, string>> = {
+  [METRICS.rpcCallDurationOld.name]:
+    '`OTEL_SEMCONV_STABILITY_OPT_IN=rpc/dup` (or `@infersignal/grpc`’s `semconvStabilityOptIn`)',
+};

@@ -34,7 +34,7 @@ describe('through a real Prometheus exporter', () => {
     expect(line(`infersignal_queue_wait_duration_count{${lbl}}`)).toMatch(/ 3$/);
     expect(Number(line(`infersignal_queue_wait_duration_sum{${lbl}}`)!.split(' ').pop())).toBeCloseTo(0.333, 9);
     expect(line(`infersignal_queue_wait_duration_bucket{${lbl},le="0.005"}`)).toMatch(/ 1$/);
-    expect(line(`infersignal_queue_wait_duration_bucket{${lbl},le="0.04"}`)).toMatch(/ 2$/);
+    expect(line(`infersignal_queue_wait_duration_bucket{${lbl},le="0.05"}`)).toMatch(/ 2$/);
     expect(line(`infersignal_queue_wait_duration_bucket{${lbl},le="0.3"}`)).toMatch(/ 3$/);
     expect(text).toContain('# UNIT infersignal_queue_wait_duration s');
     expect(line(`infersignal_requests_total{${lbl},infersignal_outcome="completed"}`)).toMatch(/ 3$/);

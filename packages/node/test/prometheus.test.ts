@@ -171,8 +171,8 @@ describe('Prometheus endpoint', () => {
     const cumulative = Object.fromEntries(buckets.map((b) => [b.labels.le, b.value]));
     expect(cumulative['0.001']).toBe(1); // the 0 ms wait
     expect(cumulative['0.005']).toBe(2); // upper bounds are inclusive
-    expect(cumulative['0.04']).toBe(2);
-    expect(cumulative['0.06']).toBe(3);
+    expect(cumulative['0.025']).toBe(2);
+    expect(cumulative['0.05']).toBe(3);
     expect(cumulative['0.3']).toBe(4);
     expect(cumulative['1']).toBe(4);
     expect(cumulative['2.5']).toBe(5);

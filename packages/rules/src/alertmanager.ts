@@ -3,21 +3,16 @@
  * Slack-compatible incoming webhook (Slack, Mattermost, Rocket.Chat …).
  * Alerts are grouped by their subject, the replica and its queue or model,
  * so one sick replica gives one notification that names it; a fleet-wide
- * overload (no instance label) gives one that says fleet-wide and holds
- * back the per-replica pages it stands for. A CRITICAL-inhibits-WARNING
- * rule per signal keeps one saturated queue from paging three times.
+ * overload (no instance label) gives one that says fleet-wide (the
+ * generated rules hold back the per-replica pages it stands for). A
+ * CRITICAL-inhibits-WARNING rule per signal keeps one saturated queue from
+ * paging three times: critical and warning of one subject share a
+ * notification group, so each notification shows that subject's current state.
  */
-import { prometheusLabel } from '@infersignal/core';
 import { LABEL } from './names';
 import { parseDuration } from './duration';
 import { toYaml } from './rules';
-import {
-  SIGNALS,
-  checkOptionKeys,
-  fieldOrDefault,
-  rejectValue,
-  type SignalDefinition,
-} from '@infersignal/core/signals';
+import { checkOptionKeys, fieldOrDefault, rejectValue } from '@infersignal/core/signals';
 
 export interface AlertmanagerOptions {
   /** Incoming-webhook URL (Slack-compatible JSON body). Default: a placeholder to replace. */
@@ -32,8 +27,6 @@ export interface AlertmanagerOptions {
   groupInterval?: string;
   /** Re-send a still-firing warning after (default 4h); critical re-sends after 1h. */
   repeatInterval?: string;
-  /** The signal definitions whose alerts' `inhibits` become inhibit rules (default: core's `SIGNALS`). */
-  signals?: readonly SignalDefinition[];
 }
 
 const PLACEHOLDER_WEBHOOK_URL = 'https://hooks.slack.com/services/REPLACE/WITH/YOURS';
@@ -63,40 +56,16 @@ const TEXT = [
   '{{ end }}',
 ].join('\n');
 
-/**
- * An alert that stands for other pages (a fleet-wide overload for the per-replica pages of the
- * signals it counts) holds them back while it fires: one page, not one per replica.
- */
-function inhibitRules(signal: SignalDefinition): Record<string, unknown>[] {
-  return (signal.alerts ?? []).flatMap(({ name, inhibits }) =>
-    inhibits === undefined
-      ? []
-      : [
-          {
-            source_matchers: [`alertname="${name}"`],
-            target_matchers: [
-              'alertname=~"InferSignal.+"',
-              `alertname!="${name}"`,
-              `${LABEL.signal}=~"${inhibits.signals.join('|')}"`,
-            ],
-            equal: ['job', ...inhibits.on.map(prometheusLabel)],
-          },
-        ],
-  );
-}
-
 export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Record<string, unknown> {
   checkOptionKeys(
     options,
-    ['webhookUrl', 'webhookUrlFile', 'channel', 'groupWait', 'groupInterval', 'repeatInterval', 'signals'],
+    ['webhookUrl', 'webhookUrlFile', 'channel', 'groupWait', 'groupInterval', 'repeatInterval'],
     'options',
   );
   if (options.webhookUrl !== undefined && !/^https?:\/\/[^/\s]/.test(String(options.webhookUrl)))
     rejectValue('webhookUrl', options.webhookUrl, 'an http(s) URL');
   fieldOrDefault('webhookUrlFile', options.webhookUrlFile, { type: 'string' }, undefined);
   fieldOrDefault('channel', options.channel, { type: 'string' }, undefined);
-  const signals = options.signals ?? SIGNALS;
-  if (!Array.isArray(signals)) rejectValue('signals', signals, 'an array of signal definitions');
   const groupWait = options.groupWait ?? '30s';
   const groupInterval = options.groupInterval ?? '5m';
   const repeatInterval = options.repeatInterval ?? '4h';
@@ -135,7 +104,6 @@ export function buildAlertmanagerConfig(options: AlertmanagerOptions = {}): Reco
         target_matchers: ['alertname=~"InferSignal.+"', 'severity="warning"'],
         equal: SAME_THING,
       },
-      ...signals.flatMap(inhibitRules),
     ],
     receivers: [{ name: 'default' }, { name: ALERTMANAGER_RECEIVER, slack_configs: [slack] }],
   };

@@ -5,6 +5,8 @@
  * in order, groups run independently).
  */
 import { stringify } from 'yaml';
+import { prometheusLabel } from '@infersignal/core';
+import type { SignalDefinition } from '@infersignal/core/signals';
 import { ruleKit } from './kit';
 import { LABEL, recordBase } from './names';
 import { quantileSuffix } from './duration';
@@ -26,7 +28,36 @@ export function buildRules(options: GeneratorOptions = {}): RuleFile {
   for (const signal of o.signals) {
     if (signal.rules) groups.push(signal.rules(ruleKit(o, signal)));
   }
-  return { groups };
+  return { groups: holdBack(groups, o.signals) };
+}
+
+/**
+ * An alert that stands for other pages (`inhibits`: the fleet page for the
+ * per-replica pages of the signals it counts) holds them back in
+ * Prometheus: each of those alerts gets `unless on (…)` the standing alert
+ * firing. Not an Alertmanager inhibit rule: a page that went out before
+ * the standing one fired would then never be closed, since Alertmanager
+ * sends no RESOLVED for an alert that resolves while inhibited
+ * (alertmanager#2754). Here Prometheus itself resolves it, after its own
+ * keep_firing_for, and Alertmanager sends the RESOLVED.
+ */
+function holdBack(groups: RuleGroup[], signals: readonly SignalDefinition[]): RuleGroup[] {
+  const standing = signals.flatMap((signal) =>
+    (signal.alerts ?? []).flatMap(({ name, inhibits }) => (inhibits === undefined ? [] : [{ name, inhibits }])),
+  );
+  if (standing.length === 0) return groups;
+  const heldBack = (rule: AlertingRule): string =>
+    standing
+      .filter(({ name, inhibits }) => rule.alert !== name && inhibits.signals.includes(rule.labels[LABEL.signal]))
+      .reduce(
+        (expr, { name, inhibits }) =>
+          `(${expr}) unless on (${['job', ...inhibits.on.map(prometheusLabel)].join(', ')}) ALERTS{alertname="${name}", alertstate="firing"}`,
+        rule.expr,
+      );
+  return groups.map((group) => ({
+    ...group,
+    rules: group.rules.map((rule) => ('alert' in rule ? { ...rule, expr: heldBack(rule) } : rule)),
+  }));
 }
 
 /** Every alerting rule of a rule file, in order. */

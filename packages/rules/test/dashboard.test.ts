@@ -38,8 +38,10 @@ describe('buildDashboard', () => {
       'Model load and reload',
       'Streams',
       'Device memory',
+      'GPU',
       'Runtime: event loop and GC',
       'Connections and TLS',
+      'gRPC',
       'Alerts',
     ]);
     const cells = new Set<string>();

@@ -3,8 +3,9 @@
  * 127.0.0.1, each scraped every second by a real Prometheus running the
  * generated rules, and a real Alertmanager running the generated config
  * that delivers to a test webhook receiver. Both overloaded: one page that
- * says fleet-wide, and Alertmanager holds back the per-replica queue and
- * capacity pages of that queue behind it.
+ * says fleet-wide; the per-replica queue and capacity alerts of that queue
+ * stop firing behind it, and any of their pages that went out first is
+ * closed by a RESOLVED.
  * (The step to 0.6× with no page, and one slowed replica named by its page
  * and the healthy one by none, are the fleet fidelity suite's:
  * test/fidelity-fleet.test.ts in its short mode, `pnpm fidelity:fleet`.)
@@ -15,7 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { renderAlertmanagerConfig, renderRules } from '@infersignal/rules';
+import { SIGNALS } from '@infersignal/core/signals';
+import { buildRules, renderAlertmanagerConfig, renderRules } from '@infersignal/rules';
+import { alertingRules } from '../src/rules';
 import { findBinary, freePort, skipReason, startPrometheusAndAlertmanager, waitFor } from './helpers/binaries';
 import { startInstrumentedServer, type InstrumentedServer } from './helpers/instrumented';
 
@@ -25,6 +28,16 @@ const missing = !prometheusBin ? 'prometheus' : !alertmanagerBin ? 'prometheus-a
 
 /** Longest time allowed from the start of an overload to its page on the webhook. */
 const PAGE_DEADLINE_MS = 30_000;
+/** Longest time allowed for a held-back page to resolve: its keep_firing_for (10 s) and a few evaluations and sends. */
+const HOLD_BACK_DEADLINE_MS = 40_000;
+
+/** The per-replica alerts the fleet page stands for (those of the signals it holds back), from the rules. */
+const fleetPage = SIGNALS.flatMap((s) => s.alerts ?? []).find((a) => a.name === 'InferSignalFleetOverloaded');
+const HELD = new Set(
+  alertingRules(buildRules())
+    .filter((rule) => fleetPage?.inhibits?.signals.includes(rule.labels.infersignal_signal))
+    .map((rule) => rule.alert),
+);
 
 interface Attachment {
   title?: string;
@@ -33,6 +46,26 @@ interface Attachment {
 interface Notification {
   at: number;
   attachments: Attachment[];
+}
+
+/** Each per-replica page of a held-back alert, as `alertname on instance`, with whether its last notice said resolved. */
+function pagesSent(notifications: Notification[]): Map<string, boolean> {
+  const pages = new Map<string, boolean>();
+  for (const n of notifications)
+    for (const a of n.attachments) {
+      const replica = / on replica (\S+?)(?: \(pod [^)]*\))?(?:,|$)/.exec(a.title ?? '')?.[1];
+      if (replica === undefined) continue;
+      for (const line of (a.text ?? '').split('\n')) {
+        const alert = /\((InferSignal\w+), \w+(, resolved)?\)$/.exec(line);
+        if (alert && HELD.has(alert[1])) pages.set(`${alert[1]} on ${replica}`, alert[2] !== undefined);
+      }
+    }
+  return pages;
+}
+
+/** The held-back per-replica pages whose last notice was a FIRING. */
+function unresolvedPages(notifications: Notification[]): string[] {
+  return [...pagesSent(notifications)].filter(([, resolved]) => !resolved).map(([page]) => page);
 }
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -63,7 +96,7 @@ function load(app: InstrumentedServer, clients: number, pauseMs = 0): { stop(): 
 describe.skipIf(missing !== undefined)(
   missing ? skipReason(missing, 'two replicas end to end') : 'two replicas on a real Prometheus and Alertmanager',
   () => {
-    it('both replicas overloaded: one fleet-wide page, and the per-replica pages wait behind it', async () => {
+    it('both replicas overloaded: one fleet-wide page; the per-replica pages stop behind it, each one sent resolved', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'infersignal-fleet-'));
       cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -154,26 +187,31 @@ describe.skipIf(missing !== undefined)(
         `at least 2): ${[sick.metricsTarget, healthy.metricsTarget].sort().join(', ')}. This is not one sick replica`,
       );
 
-      // While it fires, the per-replica queue and capacity alerts of that queue wait behind it in Alertmanager.
-      await waitFor('per-replica pages inhibited by the fleet page', 10_000, async () => {
-        const alerts = (await (await fetch(`http://127.0.0.1:${amPort}/api/v2/alerts`)).json()) as {
-          labels: Record<string, string>;
-          status: { state: string; inhibitedBy: string[] };
-        }[];
-        const fleet = alerts.find((a) => a.labels.alertname === 'InferSignalFleetOverloaded');
-        const perReplica = alerts.filter((a) =>
-          ['queue_wait', 'queue_occupancy', 'capacity', 'queue_backpressure'].includes(
-            a.labels.infersignal_signal ?? '',
-          ),
-        );
-        return fleet &&
-          perReplica.length > 0 &&
-          perReplica.every((a) => a.status.state === 'suppressed' && a.status.inhibitedBy.length > 0)
+      // While it fires, the per-replica alerts it stands for stop firing in Prometheus (after their
+      // keep_firing_for), and each of their pages that went out before it gets its RESOLVED.
+      await waitFor('no per-replica page it stands for firing in Prometheus', HOLD_BACK_DEADLINE_MS, async () => {
+        const firing = (
+          (await (await fetch(`${api}/alerts`)).json()) as {
+            data: { alerts: { labels: Record<string, string>; state: string }[] };
+          }
+        ).data.alerts.filter((a) => a.state === 'firing');
+        return firing.some((a) => a.labels.alertname === 'InferSignalFleetOverloaded') &&
+          !firing.some((a) => HELD.has(a.labels.alertname))
           ? true
           : undefined;
       }).catch((error: Error) => {
         throw new Error(`${error.message}${logs()}`);
       });
+      const open = await waitFor('a RESOLVED for every per-replica page sent', HOLD_BACK_DEADLINE_MS, async () => {
+        const left = unresolvedPages(notifications);
+        return left.length === 0 ? left : undefined;
+      }).catch((error: Error) => {
+        throw new Error(`${error.message}\nstill open: ${unresolvedPages(notifications).join(', ')}${logs()}`);
+      });
+      expect(open).toEqual([]);
+      console.log(
+        `[rules e2e fleet] per-replica pages before the fleet page: ${pagesSent(notifications).size}, all resolved`,
+      );
       await sickLoad.stop();
     });
   },

@@ -6,7 +6,7 @@
  * (helpers/runtime-signals.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { METRICS } from '@infersignal/core';
+import { ATTR, METRICS, prometheusLabel } from '@infersignal/core';
 import { buildDashboard, buildRules } from '@infersignal/rules';
 import { LABEL, RULE_METRICS } from '../src/names';
 import { panelQueries } from '../src/dashboard';
@@ -47,7 +47,7 @@ function samples(name: string, labels: Record<string, string> = {}): { line: str
 
 /** Metric names (not labels, not recorded series, not Prometheus built-ins) used in PromQL expressions. */
 function referencedMetrics(exprs: string[]): Set<string> {
-  const labels = new Set<string>(Object.values(LABEL));
+  const labels = new Set<string>([...Object.values(LABEL), ...Object.values(ATTR).map(prometheusLabel)]);
   const names = new Set<string>();
   for (const expr of exprs) {
     const withoutStrings = expr.replace(/"[^"]*"/g, '""');

@@ -571,6 +571,37 @@ const tests = [
     ],
   },
   {
+    name: 'fleet: a replica page that fired before the fleet page resolves once the fleet page fires; one on another queue stays',
+    interval: '15s',
+    input_series: [
+      ...['a', 'b'].flatMap((instance) => [
+        gauge('backpressureLevel', instance, 'q1', `0x${STEPS}`),
+        gauge('backpressureLevel', instance, 'q2', `0x${STEPS}`),
+      ]),
+      // q1: a at capacity WARN (ρ 85 %) from the start, b joins at queue-wait WARN from 2m15s: fleet-wide.
+      gauge('queueUtilization', 'a', 'q1', `0.85x${STEPS}`),
+      level('capacity', 'a', 'q1', `1x${STEPS}`),
+      level('queue_wait', 'b', 'q1', `0x8 1x${STEPS}`),
+      // q2: a alone at capacity WARN, b ok: one sick replica, its page stays.
+      gauge('queueUtilization', 'a', 'q2', `0.85x${STEPS}`),
+      level('capacity', 'a', 'q2', `1x${STEPS}`),
+      level('capacity', 'b', 'q2', `0x${STEPS}`),
+    ],
+    alert_rule_test: [
+      check('2m', 'InferSignalCapacityUtilizationHigh', [
+        expected('InferSignalCapacityUtilizationHigh', onReplica('a', 'q1'), 0.85),
+        expected('InferSignalCapacityUtilizationHigh', onReplica('a', 'q2'), 0.85),
+      ]),
+      check('3m', 'InferSignalFleetOverloaded', [
+        expected('InferSignalFleetOverloaded', { job: JOB, [LABEL.queue]: 'q1' }, 1, ['a', 'b']),
+      ]),
+      // Prometheus resolves a's q1 page itself (after keep_firing_for), so Alertmanager sends its RESOLVED.
+      check('3m', 'InferSignalCapacityUtilizationHigh', [
+        expected('InferSignalCapacityUtilizationHigh', onReplica('a', 'q2'), 0.85),
+      ]),
+    ],
+  },
+  {
     name: 'event loop: P99 delay 200ms warns, 600ms is critical after the 5m hold, 50ms does not',
     interval: '15s',
     input_series: (

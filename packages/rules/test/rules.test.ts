@@ -28,13 +28,19 @@ function rule(name: string, options = {}): AlertingRule {
   return found;
 }
 
+/** A per-replica page the fleet page stands for: held back in the rules while the fleet page fires. */
+const heldBack = (expr: string): string =>
+  `(${expr}) unless on (job, infersignal_queue_name) ALERTS{alertname="InferSignalFleetOverloaded", alertstate="firing"}`;
+
 describe('buildRules', () => {
   it('takes every number from the thresholds (defaults: P95 200/500 ms, occupancy 70/85 %, 0.5 % of ≥ 100 streams, 65 %)', () => {
     // Queue wait and occupancy page on the level core's detectors announced, per replica; the thresholds name it.
     const waitLevel =
       'max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_signal_level{infersignal_signal="queue_wait"})';
     expect(rule('InferSignalQueueWaitHigh').expr).toBe(
-      `max by (job, instance, namespace, pod, infersignal_queue_name) (job_queue_model:infersignal_queue_wait_duration_seconds:p95) and on (job, instance, infersignal_queue_name) (${waitLevel} >= 1)`,
+      heldBack(
+        `max by (job, instance, namespace, pod, infersignal_queue_name) (job_queue_model:infersignal_queue_wait_duration_seconds:p95) and on (job, instance, infersignal_queue_name) (${waitLevel} >= 1)`,
+      ),
     );
     expect(rule('InferSignalQueueWaitHigh').annotations.description).toContain(
       'P95 wait above 200ms (thresholds.queue.waitWarnSeconds)',
@@ -42,10 +48,12 @@ describe('buildRules', () => {
     expect(rule('InferSignalQueueWaitCritical').expr).toContain(`(${waitLevel} >= 2)`);
     expect(rule('InferSignalQueueWaitCritical').annotations.description).toContain('P95 wait above 500ms');
     expect(rule('InferSignalQueueWaitTailHigh').expr).toBe(
-      'job_queue_model:infersignal_queue_wait_duration_seconds:p99 > 0.3',
+      heldBack('job_queue_model:infersignal_queue_wait_duration_seconds:p99 > 0.3'),
     );
     expect(rule('InferSignalQueueOccupancyHigh').expr).toBe(
-      'max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_occupancy_ratio) and on (job, instance, infersignal_queue_name) (max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_signal_level{infersignal_signal="queue_occupancy"}) >= 1)',
+      heldBack(
+        'max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_occupancy_ratio) and on (job, instance, infersignal_queue_name) (max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_signal_level{infersignal_signal="queue_occupancy"}) >= 1)',
+      ),
     );
     expect(rule('InferSignalQueueOccupancyHigh').annotations.description).toContain('at or above 70%');
     expect(rule('InferSignalQueueOccupancyCritical').annotations.description).toContain('above 85%');
@@ -85,14 +93,20 @@ describe('buildRules', () => {
     const capacityLevel =
       'on (job, instance, infersignal_queue_name) (max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_signal_level{infersignal_signal="capacity"})';
     expect(rule('InferSignalCapacityUtilizationHigh').expr).toBe(
-      `max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_utilization_ratio) > 0.8 and ${capacityLevel} >= 1)`,
+      heldBack(
+        `max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_utilization_ratio) > 0.8 and ${capacityLevel} >= 1)`,
+      ),
     );
     expect(rule('InferSignalCapacityUtilizationCritical').expr).toBe(
-      `max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_utilization_ratio) and ${capacityLevel} >= 2)`,
+      heldBack(
+        `max by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_utilization_ratio) and ${capacityLevel} >= 2)`,
+      ),
     );
     expect(rule('InferSignalCapacityUtilizationCritical').annotations.description).toContain('at or above 95%');
     expect(rule('InferSignalTimeToSaturationLow').expr).toBe(
-      `min by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_saturation_time_seconds) < 60 and ${capacityLevel} >= 1)`,
+      heldBack(
+        `min by (job, instance, namespace, pod, infersignal_queue_name) (infersignal_queue_saturation_time_seconds) < 60 and ${capacityLevel} >= 1)`,
+      ),
     );
     expect(rule('InferSignalEventLoopDelayHigh').expr).toBe(
       'max by (job, instance, namespace, pod) (nodejs_eventloop_delay_p99_seconds) > 0.1',

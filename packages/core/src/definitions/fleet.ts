@@ -2,9 +2,9 @@
  * Fleet-wide overload (`fleet`): at least `fleetShare` of the replicas
  * serving a queue (and at least two) have a capacity, queue-wait or
  * occupancy level at WARN or above. One page that says fleet-wide, instead
- * of one per replica: the generated Alertmanager config holds back the
+ * of one per replica: while it fires, the generated rules hold back the
  * per-replica pages of those signals, shedding, the queue's age, pending
- * wait and token backlog, while it fires.
+ * wait and token backlog.
  *
  * Its own definition, not part of the queue's: it reads the levels of two
  * definitions (queue and capacity) across every replica of a job, and has

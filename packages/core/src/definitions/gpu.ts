@@ -52,4 +52,40 @@ const metrics = {
   },
 } as const;
 
-export const gpuSignal = defineSignal({ name: 'gpu', metrics });
+export const gpuSignal = defineSignal({
+  name: 'gpu',
+  metrics,
+  panels(k) {
+    const job = k.select.job;
+    const device = k.label(ATTR.deviceIndex);
+    const by = `instance, ${device}`;
+    const of = (spec: (typeof metrics)[keyof typeof metrics], legend: string) => ({
+      expr: `max by (${by}) (${k.metric(spec)}{${job}})`,
+      legend: `${legend} {{instance}} gpu {{${device}}}`,
+    });
+    k.row('GPU');
+    k.add({
+      title: 'GPU memory: used, this process, driver reserved, free, total',
+      description:
+        'NVML (nvidia-smi where NVML is missing): what every process holds, what this one holds, what the driver keeps, and what is left for a load or a larger batch.',
+      w: 12,
+      unit: 'bytes',
+      targets: [
+        of(metrics.gpuMemoryUsed, 'used'),
+        of(metrics.gpuMemoryProcess, 'this process'),
+        of(metrics.gpuMemoryReservedDriver, 'driver reserved'),
+        of(metrics.gpuMemoryFree, 'free'),
+        of(metrics.gpuMemoryTotal, 'total'),
+      ],
+    });
+    k.add({
+      title: 'GPU utilization',
+      description:
+        'Share of the last sample period the GPU ran a kernel: near 1 the device, not the queue, is the limit.',
+      w: 12,
+      unit: 'percentunit',
+      targets: [of(metrics.gpuUtilization, '')],
+      fieldConfig: { defaults: { min: 0, max: 1 } },
+    });
+  },
+});

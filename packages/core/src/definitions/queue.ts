@@ -191,6 +191,23 @@ export const anomalyThresholds: ThresholdGroup = {
 export const queueSignal = defineSignal({
   name: 'queue',
   metrics,
+  buckets: {
+    // Read as P50/P95/P99 (recording rules, panels, the HPA's per-pod P95 against queue.waitWarnSeconds) and
+    // compared with the default thresholds 0.2, 0.3 (the P99 tail) and 0.5 s, each a boundary so the comparison
+    // is exact; dense from 0.1 to 1 s where the HPA scales in proportion, a few steps below for a healthy
+    // queue's millisecond waits and above up to a minute of timeout. Each boundary is one series per queue and
+    // model at every scrape.
+    [metrics.queueWait.name]: [
+      0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 30, 60,
+    ],
+    // Opt-in (core/opt-in.ts): the GenAI conventions' boundaries, and the same with 5 ms in front for inference.
+    [metrics.inferenceDuration.name]: [
+      0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    ],
+    [metrics.requestDuration.name]: [
+      0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    ],
+  },
   thresholds: [queueThresholds, glitchThresholds, anomalyThresholds],
   ruleOptions: {
     /** The queue-wait quantile of InferSignalQueueWaitTailHigh, beside `thresholds.queue.waitQuantile`. */

@@ -29,9 +29,12 @@ export function rulesOf(file: RuleFile): Rule[] {
  * The parts of `A and on (…) B` asked on their own: each names series that
  * must exist. A detector-level side loses its signal matcher: a level
  * series exists only from that detector's first raise, which the exercise
- * does not cause for every signal; any level series proves the name.
+ * does not cause for every signal; any level series proves the name. A
+ * page held back behind another (`(…) unless on (…) ALERTS{…}`) is asked
+ * without the hold: ALERTS has that series only while the other page fires.
  */
-function dataParts(expr: string): string[] {
+function dataParts(held: string): string[] {
+  const expr = /^\((.*)\) unless on \([^)]*\) ALERTS\{[^}]*\}$/s.exec(held)?.[1] ?? held;
   return expr.split(/\s+and on \([^)]*\)\s+/).map((part) => part.replace(/\{infersignal_signal=~?"[^"]*"\}/, ''));
 }
 

@@ -15,7 +15,8 @@
  *   (1 failure, ERR_SSL_HTTP_REQUEST);
  * - the circuit-breaker state gauge, recorded with core's spec exactly as
  *   `@infersignal/breaker`'s createBreaker does (rules does not depend on
- *   the breaker package for one gauge).
+ *   the breaker package for one gauge), and so the GPU gauges and the gRPC
+ *   call histogram of `@infersignal/gpu` and `@infersignal/grpc`.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -26,7 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { ATTR, METRICS, type Monitor, type ThresholdsInput } from '@infersignal/core';
+import { ATTR, HISTOGRAM_BUCKETS, METRICS, type Monitor, type ThresholdsInput } from '@infersignal/core';
 import { instrumentServer, type ServerInstrumentation } from '@infersignal/http';
 import type { MetricNames } from '../../src/names';
 
@@ -237,6 +238,30 @@ export async function exerciseRuntimeSignals(app: ExercisedServer): Promise<Runt
     monitor.meter
       .createGauge(breaker.name, { unit: breaker.unit, description: breaker.description })
       .record(2, { [ATTR.breakerName]: 'backend' });
+    // The GPU gauges and the gRPC call histogram, with core's specs as @infersignal/gpu's sampler and
+    // @infersignal/grpc record them (the dashboard's GPU and gRPC rows read them; no device or gRPC here).
+    const device = { [ATTR.deviceIndex]: '0', [ATTR.deviceUuid]: 'GPU-0' };
+    for (const spec of [
+      METRICS.gpuMemoryUsed,
+      METRICS.gpuMemoryFree,
+      METRICS.gpuMemoryTotal,
+      METRICS.gpuMemoryReservedDriver,
+      METRICS.gpuMemoryProcess,
+      METRICS.gpuUtilization,
+    ])
+      monitor.meter.createGauge(spec.name, { unit: spec.unit, description: spec.description }).record(1, device);
+    const rpc = METRICS.rpcCallDuration;
+    monitor.meter
+      .createHistogram(rpc.name, {
+        unit: rpc.unit,
+        description: rpc.description,
+        advice: { explicitBucketBoundaries: [...HISTOGRAM_BUCKETS[rpc.name]!] },
+      })
+      .record(0.01, {
+        [ATTR.rpcSystemName]: 'grpc',
+        [ATTR.rpcMethod]: 'infer.Model/Predict',
+        [ATTR.rpcResponseStatusCode]: 'OK',
+      });
 
     return { tls: credentials !== null, limited, secure, close };
   } catch (error) {
