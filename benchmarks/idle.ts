@@ -19,8 +19,11 @@
  * from schedstat's third field (how often the process was put on a CPU:
  * each is a wake-up, whatever it did).
  *
- * What the figures come from: at rest, the event_loop signal's 20 ms probe
- * (50 JS timer wake-ups a second, ~90 µs each on a 2-vCPU VM); per scrape,
+ * What the figures come from: at rest, the event_loop signal's probe, due
+ * every 200 ms while the loop rests (5 JS timer wake-ups a second; each
+ * costs ~80 µs of CPU on a 2-vCPU VM, twice a native monitorEventLoopDelay
+ * wake-up, so its 20 ms period alone would cost more than a peer's whole
+ * telemetry), and the monitor's 1 s detector tick (~0.4 ms/s); per scrape,
  * collection and exposition take ~0.2 ms of CPU in process, and the rest
  * of a scrape (~2 ms here) is its HTTP request and the process's wake-up,
  * which every peer pays: fewer series make a scrape smaller, not cheaper

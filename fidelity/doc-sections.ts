@@ -49,3 +49,12 @@ export function replaceSection(text: string, name: string, body: string): string
   });
   return found ? replaced : `${text.trimEnd()}\n\n${fresh}\n`;
 }
+
+/** A markdown table. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
+}

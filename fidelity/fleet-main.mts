@@ -9,21 +9,11 @@
  * the doc), FLEET_FROM_JSON (a result file of an earlier run: rewrites the
  * section from it, with FLEET_NOTE, and runs nothing).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { abortOnSignals, intEnv, listEnv, ROOT, saveResult } from './cli';
 import { replaceSection } from './doc-sections';
 import { FLEET_SCENARIOS, runFleet, type FleetResult, type FleetScenarioName } from './fleet';
 import { FLEET_SECTION, fleetVerdictLine, renderFleetSection } from './fleet-report';
-
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-
-function intEnv(name: string): number | undefined {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${raw}`);
-  return value;
-}
 
 const fromJson = process.env.FLEET_FROM_JSON?.trim();
 if (fromJson) {
@@ -37,32 +27,24 @@ if (fromJson) {
 }
 
 const short = process.env.FLEET_SHORT === '1';
-const chosen = (process.env.FLEET_SCENARIOS ?? '')
-  .split(',')
-  .map((name) => name.trim())
-  .filter(Boolean);
+const chosen = listEnv('FLEET_SCENARIOS');
 const unknown = chosen.filter((name) => !FLEET_SCENARIOS.includes(name as FleetScenarioName));
 if (unknown.length > 0) {
   console.error(`FLEET_SCENARIOS: unknown ${unknown.join(', ')}; known: ${FLEET_SCENARIOS.join(', ')}`);
   process.exit(2);
 }
-const abort = new AbortController();
-process.once('SIGINT', () => abort.abort());
-process.once('SIGTERM', () => abort.abort());
+const signal = abortOnSignals();
 
 const result = await runFleet({
   short,
   repeats: intEnv('FLEET_RUNS'),
   scenarios: chosen.length > 0 ? (chosen as FleetScenarioName[]) : short ? FLEET_SCENARIOS : undefined,
   log: (line) => console.log(line),
-  signal: abort.signal,
+  signal,
 });
-mkdirSync(`${ROOT}.tmp/fidelity`, { recursive: true });
-const json = `${ROOT}.tmp/fidelity/fleet-${result.startedAt.replace(/[:.]/g, '-')}.json`;
-writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
-console.log(`JSON result: ${json}`);
+saveResult('fleet', result);
 if (chosen.length > 0) console.log('a subset of the scenarios ran: docs/fidelity.md left as it is');
-else if (!short && !abort.signal.aborted) {
+else if (!short && !signal.aborted) {
   const doc = `${ROOT}docs/fidelity.md`;
   const section = renderFleetSection(result, process.env.FLEET_NOTE?.trim() || undefined);
   writeFileSync(doc, replaceSection(readFileSync(doc, 'utf8'), FLEET_SECTION, section));

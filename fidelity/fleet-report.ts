@@ -12,6 +12,7 @@ import {
   type FleetRunFigures,
   type FleetScenarioName,
 } from './fleet';
+import { table } from './doc-sections';
 import { RAMP_LEAD_GOAL_SECONDS } from './suite';
 
 /** The marker name of the section in docs/fidelity.md (`<!-- fleet:begin -->`). */
@@ -78,14 +79,6 @@ export function fleetVerdictLine(result: FleetResult): string {
   const summaries = summarizeFleet(result);
   const met = summaries.filter((s) => s.met === s.runs).length;
   return `verdict fidelity fleet: ${summaries.map((s) => `${s.scenario} ${summaryText(s)}`).join(' — ')} [${met}/${summaries.length} goals met]`;
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  return [
-    `| ${header.join(' | ')} |`,
-    `|${header.map(() => '---').join('|')}|`,
-    ...rows.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n');
 }
 
 const esc = (text: string) => text.replace(/\|/g, '\\|');

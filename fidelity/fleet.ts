@@ -40,7 +40,7 @@ import {
   measureCapacity,
   RAMP_LEAD_GOAL_SECONDS,
   rampStages,
-  threadSchedNs,
+  sampleThread,
   waitForCalm,
   type CapacityFigure,
   type ThreadSecond,
@@ -533,7 +533,7 @@ async function runFleetScenario(
 
     // The run's clock starts here.
     const zero = Date.now();
-    const threads = replicas.map((replica) => sampleThread(replica.pid));
+    const threads = replicas.map((replica) => sampleThread(replica.pid, 1));
     cleanup.push(() => {
       for (const thread of threads) thread.stop();
     });
@@ -700,30 +700,6 @@ async function runFleetScenario(
   } finally {
     for (const fn of cleanup.reverse()) await fn();
   }
-}
-
-/** Samples a process's main thread once a second until stopped (stop() may be called again). */
-function sampleThread(pid: number | undefined): { stop(): ThreadSecond[] } {
-  const seconds: ThreadSecond[] = [];
-  let last = threadSchedNs(pid);
-  let second = 0;
-  const timer = setInterval(() => {
-    const now = threadSchedNs(pid);
-    second++;
-    if (now && last)
-      seconds.push({
-        second,
-        onCpuMs: Math.round((now.onCpuNs - last.onCpuNs) / 1e6),
-        waitMs: Math.round((now.waitNs - last.waitNs) / 1e6),
-      });
-    last = now;
-  }, 1000);
-  return {
-    stop() {
-      clearInterval(timer);
-      return seconds;
-    },
-  };
 }
 
 function worst(seconds: readonly ThreadSecond[]): ThreadSecond | null {

@@ -14,27 +14,14 @@
  * once, default 3), FIDELITY_FROM_JSON (a saved result under .tmp/fidelity:
  * runs nothing, writes that result's sections of the doc again).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { abortOnSignals, intEnv, listEnv, ROOT, saveResult } from './cli';
 import { FAULT_SCENARIOS } from './faults/index';
 import { renderDoc, verdictLine } from './report';
 import { runFidelity, selectScenarios, type FidelityResult } from './suite';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-
-function intEnv(name: string): number | undefined {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${raw}`);
-  return value;
-}
-
 const short = process.env.FIDELITY_SHORT === '1';
-const scenarios = (process.env.FIDELITY_SCENARIOS ?? '')
-  .split(',')
-  .map((name) => name.trim())
-  .filter(Boolean);
+const scenarios = listEnv('FIDELITY_SCENARIOS');
 // Checked before anything starts: a typo fails at once, naming the known scenarios.
 try {
   selectScenarios(scenarios, FAULT_SCENARIOS);
@@ -54,9 +41,7 @@ if (fromJson) {
   console.log(verdictLine(saved));
   process.exit(0);
 }
-const abort = new AbortController();
-process.once('SIGINT', () => abort.abort());
-process.once('SIGTERM', () => abort.abort());
+const signal = abortOnSignals();
 
 const result = await runFidelity({
   short,
@@ -71,13 +56,10 @@ const result = await runFidelity({
     concurrency: intEnv('FIDELITY_HEAP_CONCURRENCY'),
   },
   log: (line) => console.log(line),
-  signal: abort.signal,
+  signal,
 });
-mkdirSync(`${ROOT}.tmp/fidelity`, { recursive: true });
-const json = `${ROOT}.tmp/fidelity/fidelity-${result.startedAt.replace(/[:.]/g, '-')}.json`;
-writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
-console.log(`JSON result: ${json}`);
-if (!short && !abort.signal.aborted) {
+saveResult('fidelity', result);
+if (!short && !signal.aborted) {
   // A subset rewrites its own sections and the verdict; the other sections and other writers' blocks stay.
   const doc = `${ROOT}docs/fidelity.md`;
   const previous = existsSync(doc) ? readFileSync(doc, 'utf8') : '';

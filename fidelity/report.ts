@@ -15,7 +15,7 @@ import {
 } from './suite';
 import { FAULT_SCENARIOS } from './faults/index';
 import type { FaultRunFigures, FaultScenarioName } from './faults/types';
-import { block, keepForeignBlocks, readBlocks } from './doc-sections';
+import { block, keepForeignBlocks, readBlocks, table } from './doc-sections';
 import { HEAP_LEAD_GOAL, type HeapLeakFigures, type HeapLeakRun } from './heap-leak';
 
 interface ScenarioSummary {
@@ -206,14 +206,6 @@ function faultCell(run: FaultRunFigures): string[] {
     run.falseAlerts.length ? run.falseAlerts.map(describeAlert).join('; ') : 'none',
     run.met ? 'met' : '**not met**',
   ];
-}
-
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  return [
-    `| ${header.join(' | ')} |`,
-    `|${header.map(() => '---').join('|')}|`,
-    ...rows.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n');
 }
 
 const TITLES: Record<ScenarioName, string> = {

@@ -557,13 +557,14 @@ export interface ThreadSecond {
 }
 
 /**
- * Samples the server's main thread once a second until stopped: whether a slow second was the
- * server's own work or a CPU it did not get. Empty where /proc does not tell.
+ * Samples a process's main thread once a second until stopped (stop() may be called again): whether a
+ * slow second was the process's own work or a CPU it did not get. Empty where /proc does not tell. The
+ * first second is numbered `firstSecond` (the fleet suite counts from 1, its clock's first second).
  */
-function sampleThread(pid: number | undefined): { stop(): ThreadSecond[] } {
+export function sampleThread(pid: number | undefined, firstSecond = 0): { stop(): ThreadSecond[] } {
   const seconds: ThreadSecond[] = [];
   let last = threadSchedNs(pid);
-  let second = 0;
+  let second = firstSecond;
   const timer = setInterval(() => {
     const now = threadSchedNs(pid);
     if (now && last)

@@ -243,7 +243,10 @@ class MonitorImpl implements Monitor, RegistrationHost {
           loadsWithin: (now, windowMs) => this.loads.within(now, windowMs),
         }),
     );
-    const eventLoop = options.eventLoop === false ? undefined : this.register((ctx) => new EventLoopSignal(ctx));
+    const eventLoop =
+      options.eventLoop === false
+        ? undefined
+        : this.register((ctx) => new EventLoopSignal(ctx, undefined, () => this.queues.busy));
     if (options.heap !== false) this.register((ctx) => new HeapSignal(ctx));
     const loopBackpressure = this.thresholds.eventLoop.backpressure;
     this.queues = this.register(
@@ -253,6 +256,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
           externalLevel: () => (eventLoop && loopBackpressure ? eventLoop.backpressureLevel : 'ok'),
           attributeGlitch: (now, windowMs) => attribution.attribute(now, windowMs),
           loopUtilization: () => eventLoop?.utilization ?? Number.NaN,
+          arrived: eventLoop ? () => eventLoop.wake() : () => {},
           requestTraces,
         }),
     );

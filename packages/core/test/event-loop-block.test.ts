@@ -14,8 +14,12 @@ afterEach(async () => {
  * A monitor whose event-loop signal reads a simulated loop; the clock is the loop's. `source` is what the signal
  * reads (the loop itself by default).
  */
-function simulated(sampleIntervalMs = 1000, source: (loop: SimLoop) => SimLoop = (loop) => loop) {
-  const loop = new SimLoop();
+function simulated(
+  sampleIntervalMs = 1000,
+  source: (loop: SimLoop) => SimLoop = (loop) => loop,
+  busy: () => boolean = () => false,
+  loop: SimLoop = new SimLoop(),
+) {
   const alerts: AlertEvent[] = [];
   monitor = createMonitor({
     clock: () => loop.t,
@@ -26,7 +30,7 @@ function simulated(sampleIntervalMs = 1000, source: (loop: SimLoop) => SimLoop =
     thresholds: { eventLoop: { delayWarnSeconds: 0.1, delayCriticalSeconds: 0.5, sampleIntervalMs } },
     onAlert: (e) => alerts.push(e),
   });
-  const signal = monitor.register((ctx) => new EventLoopSignal(ctx, source(loop)));
+  const signal = monitor.register((ctx) => new EventLoopSignal(ctx, source(loop), busy));
   return { loop, alerts, signal };
 }
 
@@ -68,6 +72,149 @@ describe('LoopBlockProbe', () => {
     expect(probe.peek(321)).toBe(1);
     expect(probe.fired(321)).toBe(1);
     expect(probe.take(330)).toBe(1);
+  });
+
+  it("given the loop's busy time, reads a block that began before the probe fell due in full", () => {
+    const probe = new LoopBlockProbe(20, 0);
+    probe.rearm(0, 100);
+    // Busy from 60 to 210: due at 100, the probe reads 110 ms late, and 150 ms of busy time since it was armed.
+    expect(probe.fired(210, 150, Number.NaN, 150)).toBe(110);
+    expect(probe.take(211, 150)).toBe(150);
+    expect(probe.cpuOfLongest).toBe(150);
+    // Without it: lateness alone.
+    probe.rearm(211, 20);
+    expect(probe.fired(271, 150)).toBe(40);
+    expect(probe.take(272)).toBe(40);
+  });
+});
+
+/** A loop that counts the probe's firings. */
+class CountingLoop extends SimLoop {
+  firings = 0;
+  override every(ms: number, fn: () => void) {
+    return super.every(ms, () => {
+      this.firings++;
+      fn();
+    });
+  }
+}
+
+describe('event loop at rest: the probe slows down, blocks still read in full', () => {
+  it('a quiet loop: 5 firings a second after its first quiet period, not 50', () => {
+    const { loop, signal } = simulated(1000, undefined, undefined, new CountingLoop());
+    const counting = loop as CountingLoop;
+    loop.advance(1000);
+    expect(signal.samples).toBe(1);
+    expect(signal.resting).toBe(true);
+    const before = counting.firings;
+    loop.advance(11_000);
+    expect(counting.firings - before).toBeGreaterThanOrEqual(49);
+    expect(counting.firings - before).toBeLessThanOrEqual(51);
+    expect(signal.samples).toBe(11);
+    expect(signal.max).toBe(0);
+  });
+
+  it('a block that begins at rest reads in full, not up to the rest period short, and the probe returns to 20 ms', () => {
+    const { loop, alerts, signal } = simulated(1000, undefined, undefined, new CountingLoop());
+    const counting = loop as CountingLoop;
+    loop.advance(5000);
+    expect(signal.resting).toBe(true);
+    // Probes at rest fall due at 5000, 5200, …: a 230 ms block from 5010 holds the loop 40 ms past the next.
+    loop.busy(5010, 230);
+    loop.advance(5240);
+    expect(signal.resting).toBe(false);
+    const firings = counting.firings;
+    loop.advance(5900);
+    expect(counting.firings - firings).toBeGreaterThanOrEqual(32);
+    loop.advance(6100);
+    // 230 ms at once: over twice WARN, so it raises the level alone (lateness alone read 40 ms: not announced).
+    const warn = alerts.find((a) => a.signal === 'event_loop' && a.level === 'warn');
+    expect(warn?.value).toBeCloseTo(0.23, 6);
+    expect(warn!.message).toMatch(/blocked for 230 ms at once \(230 ms of it on CPU/);
+    // Quiet again: resting from the first period without a block.
+    loop.advance(8000);
+    expect(signal.resting).toBe(true);
+    expect(alerts.filter((a) => a.signal === 'event_loop').map((a) => a.level)).toEqual(['warn', 'ok']);
+  });
+
+  it('a moderate block that begins at rest counts toward recurrence at its full length', () => {
+    const { loop, alerts } = simulated();
+    loop.advance(3000);
+    // Each 150 ms block begins 10 ms after a resting probe and ends before the next is due: lateness alone reads 0.
+    loop.busy(3010, 150);
+    loop.advance(6000);
+    expect(alerts.filter((a) => a.signal === 'event_loop')).toEqual([]);
+    loop.busy(6010, 150);
+    loop.advance(7500);
+    const raised = alerts.filter((a) => a.signal === 'event_loop' && a.level !== 'ok');
+    expect(raised.map((a) => a.level)).toEqual(['warn']);
+    expect(raised[0]!.value).toBeCloseTo(0.15, 6);
+  });
+
+  it('a request arriving wakes the probe at once; it stays at 20 ms while requests are in flight', () => {
+    let inFlight = 0;
+    const { loop, signal } = simulated(1000, undefined, () => inFlight > 0, new CountingLoop());
+    const counting = loop as CountingLoop;
+    loop.advance(2030);
+    expect(signal.resting).toBe(true);
+    inFlight = 1;
+    signal.wake();
+    expect(signal.resting).toBe(false);
+    const firings = counting.firings;
+    // Due 20 ms after the arrival, not at the resting probe's next due time (2200).
+    loop.advance(2049);
+    expect(counting.firings).toBe(firings);
+    loop.advance(2050);
+    expect(counting.firings).toBe(firings + 1);
+    loop.advance(6000);
+    expect(signal.resting).toBe(false);
+    expect(counting.firings - firings).toBeGreaterThanOrEqual(195);
+    // The request ended: the next quiet period rests again.
+    inFlight = 0;
+    loop.advance(8000);
+    expect(signal.resting).toBe(true);
+  });
+
+  it('a loop 25 % busy in 6 ms slices never rests; a 2 ms scrape every 100 ms does not keep it from resting', () => {
+    const { loop, signal } = simulated();
+    slices(loop, 3, 5_000, 6, 24);
+    for (let t = 100; t <= 5_000; t += 100) {
+      loop.advance(t);
+      expect(signal.resting).toBe(false);
+    }
+    slices(loop, 5_003, 10_000, 2, 100);
+    loop.advance(10_000);
+    expect(signal.resting).toBe(true);
+    // At rest a block reads up to the interval's other work long: two 2 ms scrapes in 200 ms read as 4 ms.
+    expect(signal.max).toBeGreaterThanOrEqual(0.002);
+    expect(signal.max).toBeLessThanOrEqual(0.004);
+  });
+
+  it('a loop that turns often for little (a 0.1 ms wait every 10 ms) does not rest: a block then reads as at 20 ms', () => {
+    const { loop, alerts, signal } = simulated();
+    for (let at = 5; at < 6_000; at += 10) loop.wait(at, 0.1);
+    for (let t = 200; t <= 4_000; t += 200) {
+      loop.advance(t);
+      expect(signal.resting).toBe(false);
+    }
+    loop.busy(4_115, 300);
+    loop.advance(6_000);
+    const warn = alerts.find((a) => a.signal === 'event_loop' && a.level === 'warn');
+    expect(warn?.value).toBeGreaterThanOrEqual(0.28);
+  });
+
+  it('many short runs off CPU in one resting interval are not summed into a block; the probe returns to 20 ms', () => {
+    const { loop, alerts, signal } = simulated();
+    loop.advance(3000);
+    expect(signal.resting).toBe(true);
+    // Fifteen 10 ms synchronous waits (no CPU) from 3010 to 3160: 150 ms busy, in 15 turns of the loop.
+    for (let at = 3010; at < 3160; at += 10) loop.wait(at, 10);
+    loop.advance(3210);
+    expect(signal.resting).toBe(false);
+    loop.advance(4000);
+    expect(signal.samples).toBe(4);
+    expect(signal.max).toBeLessThanOrEqual(0.01);
+    expect(alerts.filter((a) => a.signal === 'event_loop')).toEqual([]);
   });
 });
 

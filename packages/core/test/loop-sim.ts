@@ -1,4 +1,4 @@
-import type { LoopSource } from '../src/signals/event-loop';
+import type { LoopSource, LoopTimer } from '../src/signals/event-loop';
 
 interface Timer {
   due: number;
@@ -20,6 +20,7 @@ export class SimLoop implements LoopSource {
   private cpu = 0;
   private queued = 0;
   private busyMs = 0;
+  private turns = 0;
   private busyAtLastRead = 0;
   private readAt = 0;
 
@@ -27,11 +28,17 @@ export class SimLoop implements LoopSource {
     return this.t;
   }
 
-  every(ms: number, fn: () => void): () => void {
+  every(ms: number, fn: () => void): LoopTimer {
     const timer: Timer = { due: this.t + ms, ms, fn, stopped: false };
     this.timers.push(timer);
-    return () => {
-      timer.stopped = true;
+    return {
+      every: (next) => {
+        timer.ms = next;
+        timer.due = this.t + next;
+      },
+      stop: () => {
+        timer.stopped = true;
+      },
     };
   }
 
@@ -71,6 +78,7 @@ export class SimLoop implements LoopSource {
       const next = Math.min(timerReady, runReady);
       if (next > until) break;
       this.t = next;
+      this.turns++;
       if (timer && timerReady <= runReady) {
         timer.fn();
         timer.due = this.t + timer.ms;
@@ -91,6 +99,16 @@ export class SimLoop implements LoopSource {
     this.readAt = this.t;
     this.busyAtLastRead = this.busyMs;
     return share;
+  }
+
+  /** Busy time so far; a run counts once it has run (the loop's timers see it then). */
+  activeMs(): number {
+    return this.busyMs;
+  }
+
+  /** Each timer firing and each run is a turn of the loop. */
+  iterations(): number {
+    return this.turns;
   }
 
   cpuMs(): number {

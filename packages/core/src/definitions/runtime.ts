@@ -16,7 +16,8 @@ const metrics = {
     name: 'nodejs.eventloop.delay.p50',
     type: 'gauge',
     unit: 's',
-    description: 'Event-loop delay median over the last sample period (the lateness of a probe timer due every 20 ms).',
+    description:
+      'Event-loop delay median over the last sample period (the lateness of a probe timer due every 20 ms, every 200 ms while the loop rests).',
     attributes: [],
   },
   eventLoopDelayP99: {

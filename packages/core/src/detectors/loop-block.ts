@@ -13,11 +13,20 @@
  * known (Linux), it also says how much of the block was a wait for a CPU.
  * That figure may be left out of a firing (NaN): the next one is then
  * measured from the last one given.
+ *
+ * A probe due rarely (a loop at rest) misses the part of a block that ran
+ * before it fell due. Given the time the loop was busy since the last
+ * firing, it reads a block as the longer of that and its lateness: a bound
+ * from above that, on a loop otherwise at rest, is the block itself.
  */
 export class LoopBlockProbe {
   /** When the probe is next due (ms). */
   dueAt: number;
   private lastCpu: number;
+  /** The process's CPU time (ms) at the last firing. */
+  get lastCpuMs(): number {
+    return this.lastCpu;
+  }
   private longest = 0;
   private longestCpu = 0;
   private lastQueued: number;
@@ -28,7 +37,7 @@ export class LoopBlockProbe {
   queuedOfLongest = Number.NaN;
 
   constructor(
-    readonly intervalMs: number,
+    public intervalMs: number,
     now: number,
     cpuMs = 0,
     queuedMs = Number.NaN,
@@ -38,11 +47,16 @@ export class LoopBlockProbe {
     this.lastQueued = queuedMs;
   }
 
-  /** The probe timer fired at `now` (ms) and is re-armed for `intervalMs` later; returns its lateness (ms). */
-  fired(now: number, cpuMs = 0, queuedMs = Number.NaN): number {
+  /**
+   * The probe timer fired at `now` (ms) and is re-armed for `intervalMs`
+   * later; returns its lateness (ms). `busyMs`: the time the loop was busy
+   * since the last firing, where the block is to be read from it too.
+   */
+  fired(now: number, cpuMs = 0, queuedMs = Number.NaN, busyMs = Number.NaN): number {
     const late = now - this.dueAt;
-    if (late > this.longest) {
-      this.longest = late;
+    const block = Number.isNaN(busyMs) ? late : Math.max(busyMs, late);
+    if (block > this.longest) {
+      this.longest = block;
       this.longestCpu = cpuMs - this.lastCpu;
       this.longestQueued = queuedMs - this.lastQueued;
     }
@@ -50,6 +64,12 @@ export class LoopBlockProbe {
     this.lastCpu = cpuMs;
     if (!Number.isNaN(queuedMs)) this.lastQueued = queuedMs;
     return late;
+  }
+
+  /** From `now` (ms) on, due every `intervalMs`. */
+  rearm(now: number, intervalMs: number): void {
+    this.intervalMs = intervalMs;
+    this.dueAt = now + intervalMs;
   }
 
   /** Longest block (ms) of the period so far, including a probe overdue at `now`; changes nothing. */

@@ -24,12 +24,38 @@ const GC_TYPES: Record<number, string> = {
 export const EVENT_LOOP_RULE = Object.freeze({
   /** Period of the probe timer (ms), the signal's one timer: a block may read up to this much short. */
   resolutionMs: 20,
+  /**
+   * Period of the probe (ms) while the loop rests: a sample period in which
+   * the loop was busy, and the process on CPU, under `restUtilization` of the
+   * time, the loop went round for other work than the probe under
+   * `restIterations` − 1 times per rest period, and no request arrived or
+   * was in flight. A block is then read from
+   * the loop's busy time since the last firing where the loop went round at
+   * most `restIterations` times in it, so it reads in full, and up to the
+   * loop's other work of that interval long; after more turns (many short
+   * runs, not one block), from the probe's lateness alone. The probe
+   * returns to `resolutionMs` on the first request to arrive, and on the
+   * first firing after more turns or with the process on CPU for
+   * `restUtilization` of the interval.
+   */
+  restPeriodMs: 200,
+  /** Loop turns between two resting firings up to which the busy time reads as one block (see `restPeriodMs`). */
+  restIterations: 4,
+  /** The loop rests while it and the process are busy under this share of the time (see `restPeriodMs`). */
+  restUtilization: 0.05,
   /** A single block at least this many times the WARN threshold raises the level on its own. */
   aloneFactor: 2,
   /** A moderate block (above WARN, under aloneFactor × WARN and CRITICAL) raises the level only if another came within this many sample periods. */
   recurPeriods: 10,
 });
-const { resolutionMs: PROBE_MS, aloneFactor: ALONE_FACTOR, recurPeriods: RECUR_PERIODS } = EVENT_LOOP_RULE;
+const {
+  resolutionMs: PROBE_MS,
+  restPeriodMs: REST_PROBE_MS,
+  restUtilization: REST_UTILIZATION,
+  restIterations: REST_ITERATIONS,
+  aloneFactor: ALONE_FACTOR,
+  recurPeriods: RECUR_PERIODS,
+} = EVENT_LOOP_RULE;
 /**
  * Probe lateness values kept per sample period for its percentiles: the
  * latest ones, 10 s of probes (a default 1 s period holds 50).
@@ -54,10 +80,17 @@ const QUEUE_READ_EVERY = 5;
 export interface LoopSource {
   /** Monotonic milliseconds. */
   now(): number;
-  /** Calls `fn` `ms` after the previous call returned, without keeping the process alive; returns a stop function. */
-  every(ms: number, fn: () => void): () => void;
+  /** Calls `fn` `ms` after the previous call returned, without keeping the process alive. */
+  every(ms: number, fn: () => void): LoopTimer;
   /** Share of the time since the last call the loop was busy. */
   utilization(): number;
+  /**
+   * Time (ms) the loop has been busy so far (not waiting for events). Where
+   * a source has it and `iterations`, the probe slows down while the loop rests.
+   */
+  activeMs?(): number;
+  /** Times the loop has gone round so far. */
+  iterations?(): number;
   /** CPU time (ms, user + system) the process has used so far. */
   cpuMs(): number;
   /**
@@ -66,6 +99,13 @@ export interface LoopSource {
    */
   queuedMs?(): number;
   close(): void;
+}
+
+/** A periodic call of `LoopSource.every`. */
+export interface LoopTimer {
+  /** From now on, every `ms` (the next call `ms` from now). */
+  every(ms: number): void;
+  stop(): void;
 }
 
 /**
@@ -105,6 +145,11 @@ function threadQueueReader(): { read(): number; close(): void } | undefined {
   };
 }
 
+/** libuv's loop metrics (Node 20.18 and 22.8 on); undefined before. */
+function uvMetrics(): { loopCount: number } | undefined {
+  return (performance.nodeTiming as { uvMetricsInfo?: { loopCount: number } }).uvMetricsInfo;
+}
+
 /**
  * The process's own loop: utilization, an unref()'d timer. No delay
  * histogram of its own: `monitorEventLoopDelay` wakes the process every
@@ -117,12 +162,20 @@ function nodeLoop(): LoopSource {
   return {
     now: () => performance.now(),
     every(ms, fn) {
-      const timer = setTimeout(() => {
+      // refresh() re-arms the timer of the moment: one that every() replaced in fn is armed from now again.
+      const arm = (delay: number) => setTimeout(run, delay).unref();
+      const run = () => {
         fn();
         timer.refresh();
-      }, ms);
-      timer.unref();
-      return () => clearTimeout(timer);
+      };
+      let timer = arm(ms);
+      return {
+        every(next) {
+          clearTimeout(timer);
+          timer = arm(next);
+        },
+        stop: () => clearTimeout(timer),
+      };
     },
     utilization() {
       const now = performance.eventLoopUtilization();
@@ -130,6 +183,8 @@ function nodeLoop(): LoopSource {
       elu = now;
       return share;
     },
+    activeMs: () => performance.eventLoopUtilization().active,
+    ...(uvMetrics() ? { iterations: () => uvMetrics()!.loopCount } : {}),
     cpuMs() {
       const { user, system } = process.cpuUsage();
       return (user + system) / 1000;
@@ -146,7 +201,11 @@ function nodeLoop(): LoopSource {
  * socket — a saturated server even with an empty queue.
  *
  * One timer, unref()'d: a probe due every 20 ms, whose lateness is the
- * loop's delay (what a request arriving then waited for the loop). The
+ * loop's delay (what a request arriving then waited for the loop). While
+ * the loop rests it is due every 200 ms and also reads the loop's busy
+ * time, so a block that begins at rest still reads in full (see
+ * EVENT_LOOP_RULE.restPeriodMs): a process doing nothing wakes 5 times a
+ * second, not 50. The
  * alerting figure is the longest single block of each sample period: the
  * probe's longest lateness, which also counts a block that ends just as the
  * period does, so a block is judged at the end of the period it happened
@@ -163,7 +222,20 @@ export class EventLoopSignal implements Signal {
   private readonly gauges: Record<'p50' | 'p99' | 'max' | 'utilization', Gauge>;
   private readonly loop: LoopSource;
   private readonly probe: LoopBlockProbe;
-  private readonly stopProbe: () => void;
+  private readonly timer: LoopTimer;
+  /** Whether the probe runs at its rest period (EVENT_LOOP_RULE.restPeriodMs). */
+  resting = false;
+  /** A request arrived, or the probe left its rest, in this sample period (see `wake`). */
+  private stirred = false;
+  /** The loop's busy time (ms) and turns at the last resting firing (see `busySince`). */
+  private lastActive = 0;
+  private lastTurns = 0;
+  /** The process's CPU time (ms), the loop's turns and the probe's firings at the start of the sample period. */
+  private periodCpu: number;
+  private periodTurns: number;
+  private periodFirings = 0;
+  private readonly fineMs: number;
+  private readonly restMs: number;
   private readonly gcObserver: PerformanceObserver | undefined;
   private readonly gcAttributes = new Map<string, Attributes>();
   /** GC pauses (s) with their end times, for attribution. */
@@ -196,9 +268,14 @@ export class EventLoopSignal implements Signal {
   backpressureLevel: Level = 'ok';
   readonly labels: Record<string, string> = {};
 
+  /**
+   * `busy`: whether requests are waiting or in flight (the queues); the
+   * probe keeps its full rate while they are.
+   */
   constructor(
     private readonly ctx: SignalContext,
     loop: LoopSource = nodeLoop(),
+    private readonly busy: () => boolean = () => false,
   ) {
     const t = ctx.thresholds.eventLoop;
     this.loop = loop;
@@ -217,7 +294,11 @@ export class EventLoopSignal implements Signal {
     loop.utilization();
     this.periodStart = loop.now();
     const probeMs = Math.min(PROBE_MS, t.sampleIntervalMs);
-    this.probe = new LoopBlockProbe(probeMs, this.periodStart, loop.cpuMs(), this.queued());
+    this.fineMs = probeMs;
+    this.restMs = Math.max(probeMs, Math.min(REST_PROBE_MS, t.sampleIntervalMs));
+    this.periodCpu = loop.cpuMs();
+    this.periodTurns = loop.iterations ? loop.iterations() : Number.NaN;
+    this.probe = new LoopBlockProbe(probeMs, this.periodStart, this.periodCpu, this.queued());
     try {
       this.gcObserver = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) this.onGc(entry);
@@ -227,14 +308,100 @@ export class EventLoopSignal implements Signal {
       ctx.internalError('eventLoop.gc', error);
     }
     // One timer: each firing measures a block; the one that ends a period samples it.
-    this.stopProbe = loop.every(probeMs, () => {
-      const now = loop.now();
-      const readQueue = now - this.probe.dueAt >= QUEUE_READ_LATE_MS || ++this.sinceQueueRead >= QUEUE_READ_EVERY;
-      if (readQueue) this.sinceQueueRead = 0;
-      const queued = readQueue ? this.queued() : Number.NaN;
+    this.timer = loop.every(probeMs, () => this.fire());
+  }
+
+  private fire(): void {
+    this.periodFirings++;
+    const loop = this.loop;
+    const now = loop.now();
+    const readQueue =
+      this.resting || now - this.probe.dueAt >= QUEUE_READ_LATE_MS || ++this.sinceQueueRead >= QUEUE_READ_EVERY;
+    if (readQueue) this.sinceQueueRead = 0;
+    const queued = readQueue ? this.queued() : Number.NaN;
+    if (this.resting) {
+      const sinceLast = now - this.probe.dueAt + this.probe.intervalMs;
+      const cpu = loop.cpuMs();
+      const cpuSince = cpu - this.probe.lastCpuMs;
+      const busyMs = this.busySince();
+      this.lateness[this.latenessCount++ % LATENESS_SAMPLES] = this.probe.fired(now, cpu, queued, busyMs);
+      // The process at work, or the loop turning often: the busy-time reading would count other work into a block.
+      if (Number.isNaN(busyMs) || cpuSince >= REST_UTILIZATION * sinceLast) this.tighten(now);
+    } else {
       this.lateness[this.latenessCount++ % LATENESS_SAMPLES] = this.probe.fired(now, loop.cpuMs(), queued);
-      if (now - this.periodStart >= t.sampleIntervalMs) this.sample();
-    });
+    }
+    if (now - this.periodStart >= this.ctx.thresholds.eventLoop.sampleIntervalMs) this.sample();
+  }
+
+  /**
+   * Time (ms) the loop was busy since the last resting firing, where it
+   * went round at most REST_ITERATIONS times meanwhile (else NaN: many
+   * runs, whose sum is no block); starts the next interval.
+   */
+  private busySince(): number {
+    const active = this.loop.activeMs!();
+    const turns = this.loop.iterations!();
+    const busy = turns - this.lastTurns <= REST_ITERATIONS ? active - this.lastActive : Number.NaN;
+    this.lastActive = active;
+    this.lastTurns = turns;
+    return busy;
+  }
+
+  /** Back to the full probe rate from `now`. */
+  private tighten(now: number): void {
+    this.resting = false;
+    this.stirred = true;
+    this.probe.rearm(now, this.fineMs);
+    this.timer.every(this.fineMs);
+  }
+
+  /**
+   * A request arrived (the queues call this on every arrival): a resting
+   * probe reads the interval so far and returns to its full rate, so the
+   * request's own work is measured at full resolution. Never throws.
+   */
+  wake(): void {
+    if (!this.resting) {
+      this.stirred = true;
+      return;
+    }
+    try {
+      const now = this.loop.now();
+      this.probe.fired(now, this.loop.cpuMs(), this.queued(), this.busySince());
+      this.tighten(now);
+    } catch (error) {
+      this.ctx.internalError('eventLoop.wake', error);
+    }
+  }
+
+  /**
+   * At the end of a sample period: whether the probe may rest for the next
+   * one (see EVENT_LOOP_RULE.restPeriodMs), and if so, from `now` on.
+   */
+  private settle(now: number, periodMs: number, cpuMs: number): void {
+    const cpuShare = (cpuMs - this.periodCpu) / periodMs;
+    this.periodCpu = cpuMs;
+    const turns = this.loop.iterations ? this.loop.iterations() : Number.NaN;
+    // The loop's turns for anything but the probe: few enough that a resting interval holds one block, not many runs.
+    const otherTurns = turns - this.periodTurns - this.periodFirings;
+    this.periodTurns = turns;
+    this.periodFirings = 0;
+    const rest =
+      this.loop.activeMs !== undefined &&
+      otherTurns <= ((REST_ITERATIONS - 1) * periodMs) / this.restMs &&
+      this.utilization < REST_UTILIZATION &&
+      cpuShare < REST_UTILIZATION &&
+      !this.stirred &&
+      !this.busy();
+    this.stirred = false;
+    if (rest === this.resting) return;
+    if (!rest) this.tighten(now);
+    else {
+      this.resting = true;
+      this.probe.rearm(now, this.restMs);
+      this.busySince();
+      this.timer.every(this.restMs);
+    }
   }
 
   private queued(): number {
@@ -275,7 +442,8 @@ export class EventLoopSignal implements Signal {
       const loopNow = this.loop.now();
       const periodMs = loopNow - this.periodStart;
       this.periodStart = loopNow;
-      const block = this.probe.take(loopNow, this.loop.cpuMs(), this.queued()) / 1000;
+      const cpuNow = this.loop.cpuMs();
+      const block = this.probe.take(loopNow, cpuNow, this.queued()) / 1000;
       const blockCpu = Math.min(block, this.probe.cpuOfLongest / 1000);
       const blockQueued = Math.min(block, this.probe.queuedOfLongest / 1000);
       // The block counts as a delay sample even when the probe has not run after it yet; a request arriving in
@@ -286,6 +454,7 @@ export class EventLoopSignal implements Signal {
       this.latenessCount = 0;
       this.utilization = this.loop.utilization();
       this.samples++;
+      this.settle(loopNow, periodMs, cpuNow);
       const now = this.ctx.clock();
       const previous = this.delayLevel;
       const t = this.ctx.thresholds.eventLoop;
@@ -357,7 +526,7 @@ export class EventLoopSignal implements Signal {
   }
 
   close(): void {
-    this.stopProbe();
+    this.timer.stop();
     this.loop.close();
     this.gcObserver?.disconnect();
   }

@@ -63,6 +63,8 @@ export interface QueueEnvironment {
    * the capacity message shows it beside ρ.
    */
   loopUtilization(): number;
+  /** A request arrived (the event-loop signal's probe returns to its full rate). */
+  arrived(): void;
   /** Request spans, made when a request ends (undefined: traces off). */
   readonly requestTraces: RequestTraces | undefined;
 }
@@ -448,6 +450,7 @@ export class Queue implements QueueTracker {
     this.waiting++;
     const seq = this.age.arrive(now);
     this.capacity_.arrived();
+    this.env.arrived();
     const ticket = new RequestTicket(this, slot, now, seq);
     this.watch(now);
     return ticket;

@@ -55,7 +55,7 @@ export class QueueSignal implements Signal {
     private readonly maxQueues: number,
     links: Pick<
       QueueEnvironment,
-      'streamOf' | 'externalLevel' | 'attributeGlitch' | 'loopUtilization' | 'requestTraces'
+      'streamOf' | 'externalLevel' | 'attributeGlitch' | 'loopUtilization' | 'requestTraces' | 'arrived'
     >,
   ) {
     this.env = {
@@ -107,6 +107,12 @@ export class QueueSignal implements Signal {
       output: { [ATTR.queue]: name, [ATTR.tokenType]: 'output' },
     });
     return queue;
+  }
+
+  /** Whether any queue has a request waiting or in flight. */
+  get busy(): boolean {
+    for (const { queue } of this.entries.values()) if (queue.waiting + queue.inFlight > 0) return true;
+    return false;
   }
 
   /** Highest occupancy of any queue (0 without queues), a glitch-attribution factor. */
