@@ -86,7 +86,7 @@ const monitorCases: [string, Record<string, unknown>, string][] = [
     { eventloop: false },
     config(
       'eventloop',
-      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, signals, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi, optInMetrics)',
+      'unknown option, got false (expected one of serviceName, meterProvider, tracerProvider, thresholds, signals, onAlert, maxModels, maxQueues, detectorIntervalMs, traces, clock, logger, eventLoop, heap, runtimeMetrics, exportMode, genAi, optInMetrics, gaugesOnMeter)',
     ),
   ],
   [

@@ -31,7 +31,7 @@ if (!compiler)
 
 const GPU_NAMES = [
   METRICS.gpuMemoryUsed.name,
-  METRICS.gpuMemoryTotal.name,
+  METRICS.gpuMemoryLimit.name,
   METRICS.gpuMemoryFree.name,
   METRICS.gpuMemoryProcess.name,
   METRICS.gpuUtilization.name,

@@ -5,6 +5,7 @@ import {
   type Attributes,
   type BatchObservableResult,
   type Meter,
+  type MeterProvider,
   type Observable,
   type Tracer,
 } from '@opentelemetry/api';
@@ -16,7 +17,7 @@ import { WebhookDelivery } from './alerts/webhook';
 import { resolveThresholds } from './config';
 import type { Thresholds } from './thresholds';
 import { InferSignalConfigError } from './errors';
-import type { CounterRecorder, Gauge, Signal, SignalFactory } from './contract';
+import type { CounterRecorder, Gauge, GaugeObserver, Signal, SignalFactory } from './contract';
 import { levelRank, worstLevel } from './detectors/threshold';
 import { CoreMetricProducer, seriesCapOf } from './export/producer';
 import { Instruments } from './instruments';
@@ -72,6 +73,7 @@ const OPTION_KEYS = new Set([
   'exportMode',
   'genAi',
   'optInMetrics',
+  'gaugesOnMeter',
 ]);
 /** Alert label keys → OTel attribute keys on the signal-level gauge. */
 const LABEL_ATTRIBUTE: Record<string, string> = {
@@ -101,7 +103,7 @@ function validateOptions(options: MonitorOptions): void {
     rejectValue('clock', options.clock, 'a function returning milliseconds');
   fieldOrDefault('detectorIntervalMs', options.detectorIntervalMs, { type: 'number', min: 0 }, undefined);
   fieldOrDefault('exportMode', options.exportMode, { type: 'enum', values: ['api', 'producer'] }, undefined);
-  for (const key of ['eventLoop', 'heap', 'runtimeMetrics'] as const)
+  for (const key of ['eventLoop', 'heap', 'runtimeMetrics', 'gaugesOnMeter'] as const)
     fieldOrDefault(key, options[key], { type: 'boolean' }, undefined);
   if (options.logger !== undefined && typeof options.logger?.warn !== 'function')
     rejectValue('logger', options.logger, 'an object with a warn(message) method');
@@ -129,7 +131,6 @@ function genAiSettings(value: MonitorOptions['genAi']): { operationName: string;
 class MonitorImpl implements Monitor, RegistrationHost {
   readonly serviceName: string;
   readonly thresholds: Thresholds;
-  readonly meter: Meter;
   readonly exportMode: 'api' | 'producer';
   readonly clock: () => number;
   readonly tracer: Tracer | undefined;
@@ -178,16 +179,16 @@ class MonitorImpl implements Monitor, RegistrationHost {
     const origin = performance.timeOrigin;
     this.clock = options.clock ?? (() => origin + performance.now());
     this.logger = options.logger ?? { warn: (message) => console.warn(message) };
-    this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
+    const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE.name, SCOPE.version);
     // The metrics API has no proxy provider: a meter taken before an SDK registers stays a no-op for good.
-    if (this.meter === createNoopMeter())
+    if (meter === createNoopMeter())
       this.warnOnce(
         'noop-meter',
         "infersignal: no OpenTelemetry MeterProvider was registered when the monitor was created (before sdk.start()?), so its metrics go nowhere; detectors and alerts still run. Create it after sdk.start(), pass { meterProvider }, or add @infersignal/node's InferSignalInstrumentation to NodeSDK's instrumentations.",
       );
     this.exportMode = options.exportMode ?? 'api';
     this.instruments = new Instruments(
-      this.meter,
+      meter,
       this.exportMode,
       () => this.observeAgain(),
       options.runtimeMetrics ?? true,
@@ -201,6 +202,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
           ),
       },
       optInSet(options.optInMetrics),
+      options.gaugesOnMeter ?? false,
     );
     this.own = {
       alerts: this.instruments.counter(METRICS.alerts),
@@ -303,6 +305,21 @@ class MonitorImpl implements Monitor, RegistrationHost {
     if (index !== -1) this.signals.splice(index, 1);
   }
 
+  get meter(): Meter {
+    return this.instruments.meter;
+  }
+
+  setMeterProvider(meterProvider: MeterProvider): boolean {
+    const meter = meterProvider.getMeter(SCOPE.name, SCOPE.version);
+    // By name too: the API's CommonJS and ESM builds each have their own no-op meter.
+    if (meter === this.meter || meter === createNoopMeter() || meter.constructor?.name === 'NoopMeter') return false;
+    if (this.observed.length > 0) this.meter.removeBatchObservableCallback(this.observe, this.observed);
+    this.observed = [];
+    this.instruments.bind(meter);
+    if (this.instruments.observables.length > 0) this.observeAgain();
+    return true;
+  }
+
   /** The batch callback observes the instruments it was registered with: register it again when one is added. */
   private observeAgain(): void {
     if (this.observed.length > 0) this.meter.removeBatchObservableCallback(this.observe, this.observed);
@@ -328,6 +345,9 @@ class MonitorImpl implements Monitor, RegistrationHost {
       this.instruments.counters,
       this.clock,
       this.clock(),
+      undefined,
+      // Gauges the meter does not report are read here, in the same pass over the signals.
+      () => this.instruments.readGauges(this.observeAll),
     );
     return this.producer;
   }
@@ -517,7 +537,11 @@ class MonitorImpl implements Monitor, RegistrationHost {
     } catch (error) {
       this.internalError('observe', error);
     }
-    const observer = this.instruments.observer(result);
+    this.observeAll(this.instruments.observer(result));
+  };
+
+  /** Each signal's gauges and the announced levels, to `observer` (the meter's batch callback, or the producer). */
+  private readonly observeAll = (observer: GaugeObserver): void => {
     for (const signal of [...this.signals]) {
       if (signal.observe === undefined) continue;
       try {

@@ -116,6 +116,13 @@ export interface MonitorOptions {
    * it with `metricProducers: [monitor.metricProducer]` (the node package does).
    */
   exportMode?: 'api' | 'producer';
+  /**
+   * Producer mode: report the gauges through observable gauges on the
+   * meter rather than through `metricProducer` (default false). For a
+   * provider bound later, whose collections tell that the producer was left
+   * off a reader (`@infersignal/node`'s instrumentation).
+   */
+  gaugesOnMeter?: boolean;
   /** Sample event-loop delay/utilization and GC pauses (default true). */
   eventLoop?: boolean;
   /**
@@ -434,7 +441,7 @@ export interface CoreMetricProducerLike {
  * `collectSeries()`): for i below `length`, series i's attributes at
  * `attributes[i]`, its numbers at `values[i * stride …]`; histograms count,
  * sum, min, max, then the bucket counts of `boundaries` (one more than it
- * has); counters the value. `attributes` may be the live list of the
+ * has); counters and gauges the value. `attributes` may be the live list of the
  * aggregate's series (never copied per scrape): entries past `length` are
  * series made after the copy.
  */
@@ -460,6 +467,13 @@ export interface Monitor {
   readonly thresholds: Thresholds;
   /** The meter InferSignal records through (adapters add their own instruments here). */
   readonly meter: Meter;
+  /**
+   * Records through `meterProvider` from now on: the OTel instruments are
+   * made again there (an SDK started after the monitor was made, as
+   * NodeSDK's `setMeterProvider` on an instrumentation). False, and nothing
+   * changes, for the no-op provider or the one already bound.
+   */
+  setMeterProvider(meterProvider: MeterProvider): boolean;
   queue(name: string, options?: QueueOptions): QueueTracker;
   /** Times a loader; records baseline and spikes; rethrows the loader's error unchanged. */
   modelLoad<T>(model: string, kind: 'load' | 'reload', fn: () => Promise<T> | T, options?: LoadOptions): Promise<T>;

@@ -80,6 +80,11 @@ describe('producer export mode', () => {
       METRICS.requests,
       METRICS.streams,
       METRICS.streamTokens,
+      // Gauges: read from the signals by the producer, as the API path's observable gauges read them.
+      METRICS.queueCapacity,
+      METRICS.queueWaiting,
+      METRICS.queueInFlight,
+      METRICS.queueOccupancy,
     ];
     for (const spec of hotPath) {
       const a = normalise(api.metric(spec.name));
@@ -88,8 +93,25 @@ describe('producer export mode', () => {
       expect(p, spec.name).toEqual(a);
       expect(producer.metric(spec.name)!.descriptor).toMatchObject({ name: spec.name, unit: spec.unit });
     }
-    // Gauges still come through the API observables in producer mode.
-    expect(producer.metric(METRICS.queueCapacity.name)).toBeDefined();
+  });
+
+  it("registers nothing on the meter: a reader without the producer gets none of the monitor's metrics", async () => {
+    const reader = new TestReader();
+    const monitor = createMonitor({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      exportMode: 'producer',
+      detectorIntervalMs: 0,
+      traces: false,
+      eventLoop: false,
+      heap: false,
+    });
+    monitor.queue('q', { capacity: 3 });
+    expect((await collect(reader)).names()).toEqual([]);
+    const { resourceMetrics } = await monitor.metricProducer!.collect();
+    const [gauges] = resourceMetrics.scopeMetrics as { metrics: MetricData[] }[];
+    const capacity = gauges!.metrics.find((m) => m.descriptor.name === METRICS.queueCapacity.name);
+    expect(capacity?.dataPoints.map((p) => p.value)).toEqual([3]);
+    await monitor.close();
   });
 
   it('a delta producer reports what changed since its last collection, as the SDK does in API mode', async () => {

@@ -47,4 +47,42 @@ describe('the MeterProvider a monitor records through', () => {
     expect(global.warnings).toEqual([]);
     expect((await collect(globalReader)).value(METRICS.queueCapacity.name)).toBe(7);
   });
+
+  it('setMeterProvider moves every OTel instrument and the batch callback to each provider bound; the no-op one is ignored', async () => {
+    const { monitor } = create({ exportMode: 'api', meterProvider: new MeterProvider() });
+    const queue = monitor.queue('q', { capacity: 5 });
+    const serve = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const ticket = queue.enqueue('m');
+        ticket.start();
+        ticket.end('completed');
+      }
+    };
+    serve(2); // recorded before any bound reader: the histogram's records go to the first provider
+    expect(monitor.setMeterProvider(metrics.getMeterProvider())).toBe(false);
+
+    const a = new TestReader();
+    const providerA = new MeterProvider({ readers: [a] });
+    expect(monitor.setMeterProvider(providerA)).toBe(true);
+    expect(monitor.setMeterProvider(providerA)).toBe(false);
+    serve(3);
+    const onA = await collect(a);
+    expect(onA.value(METRICS.queueCapacity.name)).toBe(5);
+    expect(onA.count(METRICS.queueWait.name)).toBe(3);
+    // Counters are core's aggregates: their totals since the start, whichever provider reads them.
+    expect(onA.sum(METRICS.requests.name)).toBe(5);
+
+    const b = new TestReader();
+    expect(monitor.setMeterProvider(new MeterProvider({ readers: [b] }))).toBe(true);
+    expect(monitor.meter).not.toBe(providerA.getMeter('@infersignal/core'));
+    serve(1);
+    const onB = await collect(b);
+    expect(onB.value(METRICS.queueCapacity.name)).toBe(5);
+    expect(onB.count(METRICS.queueWait.name)).toBe(1);
+    expect(onB.sum(METRICS.requests.name)).toBe(6);
+    // A gets nothing new: its histogram keeps its 3, its callback is gone (the counter's last total stays).
+    const again = await collect(a);
+    expect(again.count(METRICS.queueWait.name)).toBe(3);
+    expect(again.sum(METRICS.requests.name)).toBe(5);
+  });
 });

@@ -28,7 +28,7 @@ class GpuSignal implements Signal {
     this.gauges = {
       used: ctx.gauge(METRICS.gpuMemoryUsed),
       free: ctx.gauge(METRICS.gpuMemoryFree),
-      total: ctx.gauge(METRICS.gpuMemoryTotal),
+      total: ctx.gauge(METRICS.gpuMemoryLimit),
       driverReserved: ctx.gauge(METRICS.gpuMemoryReservedDriver),
       process: ctx.gauge(METRICS.gpuMemoryProcess),
       utilization: ctx.gauge(METRICS.gpuUtilization),

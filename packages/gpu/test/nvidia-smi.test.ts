@@ -86,12 +86,12 @@ describe('nvidia-smi fallback (fake nvidia-smi script on PATH, NVML not loadable
 
     const m = await t.collect();
     const d0 = { [ATTR.deviceIndex]: 0, [ATTR.deviceUuid]: UUID0 };
-    expect(m.value(METRICS.gpuMemoryTotal.name, d0)).toBe(85_520_809_984);
+    expect(m.value(METRICS.gpuMemoryLimit.name, d0)).toBe(85_520_809_984);
     expect(m.value(METRICS.gpuMemoryUsed.name, d0)).toBe(21_474_836_480);
     expect(m.value(METRICS.gpuMemoryFree.name, d0)).toBe(64_045_973_504);
     expect(m.value(METRICS.gpuMemoryProcess.name, d0)).toBe(6_442_450_944);
     expect(m.value(METRICS.gpuUtilization.name, d0)).toBe(0.37);
-    expect(m.value(METRICS.gpuMemoryTotal.name, { [ATTR.deviceIndex]: 1 })).toBe(40960 * MiB);
+    expect(m.value(METRICS.gpuMemoryLimit.name, { [ATTR.deviceIndex]: 1 })).toBe(40960 * MiB);
     // [N/A] utilization and no driver-reserved figure: nothing exported in their place.
     expect(m.points(METRICS.gpuUtilization.name)).toHaveLength(1);
     expect(m.points(METRICS.gpuMemoryReservedDriver.name)).toHaveLength(0);

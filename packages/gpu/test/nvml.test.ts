@@ -120,13 +120,13 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     let m = await t.collect();
     const d0 = { [ATTR.deviceIndex]: 0, [ATTR.deviceUuid]: UUID0 };
     const d1 = { [ATTR.deviceIndex]: 1, [ATTR.deviceUuid]: UUID1 };
-    expect(m.value(METRICS.gpuMemoryTotal.name, d0)).toBe(85_899_345_920);
+    expect(m.value(METRICS.gpuMemoryLimit.name, d0)).toBe(85_899_345_920);
     expect(m.value(METRICS.gpuMemoryUsed.name, d0)).toBe(20_937_965_568);
     expect(m.value(METRICS.gpuMemoryFree.name, d0)).toBe(64_424_509_440);
     expect(m.value(METRICS.gpuMemoryReservedDriver.name, d0)).toBe(536_870_912);
     expect(m.value(METRICS.gpuMemoryProcess.name, d0)).toBe(6_442_450_944 + 123);
     expect(m.value(METRICS.gpuUtilization.name, d0)).toBe(0.37);
-    expect(m.value(METRICS.gpuMemoryTotal.name, d1)).toBe(42_949_672_960);
+    expect(m.value(METRICS.gpuMemoryLimit.name, d1)).toBe(42_949_672_960);
     expect(m.value(METRICS.gpuMemoryUsed.name, d1)).toBe(805_306_368);
     expect(m.value(METRICS.gpuUtilization.name, d1)).toBe(0);
     // This process holds nothing on GPU 1: no figure rather than a made-up 0.
@@ -397,7 +397,7 @@ describe.skipIf(!compiler)('NVML through koffi, against the fake libnvidia-ml.so
     await sampler.sample();
     expect(sampler.devices().map((d) => d.index)).toEqual([0, 1]);
     expect(messages).toEqual(['infersignal/gpu: 3 GPUs found; sampling the first 2 (maxDevices)']);
-    expect((await t.collect()).points(METRICS.gpuMemoryTotal.name)).toHaveLength(2);
+    expect((await t.collect()).points(METRICS.gpuMemoryLimit.name)).toHaveLength(2);
     sampler.close();
 
     sampler = createGpuSampler(t.monitor, {

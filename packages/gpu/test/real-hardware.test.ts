@@ -56,7 +56,7 @@ describe('real NVIDIA GPU (runs only where libnvidia-ml.so.1 loads)', () => {
           expect(d.usedBytes + d.freeBytes).toBeLessThanOrEqual(d.totalBytes);
           if (d.utilization !== undefined) expect(d.utilization).toBeGreaterThanOrEqual(0);
           const attrs = { [ATTR.deviceIndex]: d.index, [ATTR.deviceUuid]: d.uuid };
-          expect(m.value(METRICS.gpuMemoryTotal.name, attrs)).toBe(d.totalBytes);
+          expect(m.value(METRICS.gpuMemoryLimit.name, attrs)).toBe(d.totalBytes);
           expect(m.value(METRICS.gpuMemoryUsed.name, attrs)).toBe(d.usedBytes);
         }
         const smi = findOnPath('nvidia-smi');

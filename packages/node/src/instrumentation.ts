@@ -5,17 +5,25 @@
  * `@opentelemetry/instrumentation`.
  *
  * The monitor exists from the constructor on, so an app can make its queues
- * at module load. It records through a provider that NodeSDK binds when it
- * starts (late-meter.ts); made after `sdk.start()`, it binds to the
+ * at module load. NodeSDK hands its provider to every instrumentation when
+ * it starts (`setMeterProvider`), and the monitor makes its OTel instruments
+ * again there (`monitor.setMeterProvider`), as an OTel instrumentation does
+ * in `_updateMetricInstruments`; made after `sdk.start()`, it binds to the
  * registered provider at once. The per-request histograms and counters come
  * out through `metricProducer`, which goes in the reader's
  * `metricProducers` (the user's exporter, the user's port: nothing here
  * listens anywhere).
  */
 import { createMonitor, InferSignalConfigError, type Monitor, type MonitorOptions } from '@infersignal/core';
-import { metrics, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
+import {
+  createNoopMeter,
+  metrics,
+  type BatchObservableCallback,
+  type Meter,
+  type MeterProvider,
+  type TracerProvider,
+} from '@opentelemetry/api';
 import type { MetricProducer } from '@opentelemetry/sdk-metrics';
-import { LateMeterProvider } from './late-meter';
 import { sdkMetricProducer, type TemporalitySource } from './producer';
 import type { PassThroughMonitorOptions, StartLogger } from './types';
 import { SCOPE } from './version';
@@ -46,7 +54,7 @@ export class InferSignalInstrumentation {
   readonly instrumentationName: string = SCOPE.name;
   readonly instrumentationVersion: string = SCOPE.version;
   readonly monitor: Monitor;
-  private readonly provider: LateMeterProvider;
+  private provider: MeterProvider | undefined;
   private config: InferSignalInstrumentationConfig;
   private readonly logger: StartLogger;
   private producerReads = 0;
@@ -60,15 +68,18 @@ export class InferSignalInstrumentation {
       throw new InferSignalConfigError('enabled', 'must be a boolean');
     this.config = { ...config, enabled: enabled ?? true };
     this.logger = config.logger ?? console;
-    this.provider = new LateMeterProvider(() => this.onMeterRead());
+    const global = metrics.getMeterProvider();
     this.monitor = createMonitor({
       ...monitorOptions,
-      meterProvider: this.provider,
+      // Not the no-op meter itself, though it records nowhere until NodeSDK binds: no "no provider" warning.
+      meterProvider: this.reading(global),
       exportMode: config.exportMode ?? 'producer',
+      // Through the meter: its collections tell when the producer was left off the reader.
+      gaugesOnMeter: true,
       runtimeMetrics: runtimeMetrics ?? false,
     });
-    // Made after sdk.start() (or beside a registered provider): bind now; before it, NodeSDK binds at start.
-    this.provider.bind(metrics.getMeterProvider());
+    // Made after sdk.start() (or beside a registered provider): bound now; before it, NodeSDK binds at start.
+    if (!isNoop(global)) this.provider = global;
   }
 
   /**
@@ -99,7 +110,8 @@ export class InferSignalInstrumentation {
 
   /** Called by NodeSDK (before and after it registers its provider); the no-op provider is ignored. */
   setMeterProvider(meterProvider: MeterProvider): void {
-    this.provider.bind(meterProvider);
+    if (meterProvider === this.provider || isNoop(meterProvider)) return;
+    if (this.monitor.setMeterProvider(this.reading(meterProvider))) this.provider = meterProvider;
   }
 
   /** Spans go through the global tracer provider, which the API proxies until the SDK registers one. */
@@ -107,7 +119,7 @@ export class InferSignalInstrumentation {
 
   /** True once bound to a real MeterProvider. */
   get bound(): boolean {
-    return this.provider.bound;
+    return this.provider !== undefined;
   }
 
   enable(): void {
@@ -128,6 +140,38 @@ export class InferSignalInstrumentation {
     this.config = { ...this.config, enabled: config.enabled ?? this.config.enabled };
   }
 
+  /** `provider`, its meters telling `onMeterRead` each time a reader runs a batch callback made on them. */
+  private reading(provider: MeterProvider): MeterProvider {
+    return {
+      getMeter: (name, version, options) => {
+        const meter = provider.getMeter(name, version, options);
+        const registered = new Map<BatchObservableCallback, BatchObservableCallback>();
+        const reading: Meter = {
+          createHistogram: (n, o) => meter.createHistogram(n, o),
+          createCounter: (n, o) => meter.createCounter(n, o),
+          createUpDownCounter: (n, o) => meter.createUpDownCounter(n, o),
+          createGauge: (n, o) => meter.createGauge(n, o),
+          createObservableGauge: (n, o) => meter.createObservableGauge(n, o),
+          createObservableCounter: (n, o) => meter.createObservableCounter(n, o),
+          createObservableUpDownCounter: (n, o) => meter.createObservableUpDownCounter(n, o),
+          addBatchObservableCallback: (callback, observables) => {
+            const read: BatchObservableCallback = (result) => {
+              this.onMeterRead();
+              return callback(result);
+            };
+            registered.set(callback, read);
+            meter.addBatchObservableCallback(read, observables);
+          },
+          removeBatchObservableCallback: (callback, observables) => {
+            meter.removeBatchObservableCallback(registered.get(callback) ?? callback, observables);
+            registered.delete(callback);
+          },
+        };
+        return reading;
+      },
+    };
+  }
+
   private onMeterRead(): void {
     if (++this.meterReads !== UNWIRED_AFTER_COLLECTIONS) return;
     if (this.monitor.exportMode !== 'producer' || this.producerReads > 0) return;
@@ -141,4 +185,10 @@ export class InferSignalInstrumentation {
       // A broken logger must not break a collection.
     }
   }
+}
+
+/** The API's no-op provider (by name too: its CommonJS and ESM builds each have their own no-op meter). */
+function isNoop(provider: MeterProvider): boolean {
+  const probe = provider.getMeter(SCOPE.name);
+  return probe === createNoopMeter() || probe.constructor?.name === 'NoopMeter';
 }

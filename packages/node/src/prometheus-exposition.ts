@@ -98,27 +98,6 @@ function labelText(attributes: Attributes, scope: Attributes): string {
   return text;
 }
 
-/**
- * Label text of InferSignal's own points by attribute object: core makes
- * each series' attribute object once and never changes it, so its text is
- * the same at every scrape (at the caps ~7,500 points, whose label texts
- * were most of what a scrape allocated). Other scopes' attributes are not
- * ours to assume unchanged; theirs are written every time.
- */
-const ownLabelTexts = new WeakMap<object, { scope: Attributes; text: string }>();
-
-function ownLabelText(attributes: Attributes, scope: Attributes): string {
-  const cached = ownLabelTexts.get(attributes);
-  if (cached !== undefined && sameLabels(cached.scope, scope)) return cached.text;
-  const text = labelText(attributes, scope);
-  ownLabelTexts.set(attributes, { scope, text });
-  return text;
-}
-
-function sameLabels(a: Attributes, b: Attributes): boolean {
-  return a === b || (a.otel_scope_name === b.otel_scope_name && a.otel_scope_version === b.otel_scope_version);
-}
-
 /** A chunk of at least this many bytes is handed out (ending at a point's end). */
 export const CHUNK_BYTES = 64 * 1024;
 
@@ -128,20 +107,24 @@ export const CHUNK_BYTES = 64 * 1024;
  * (a number string and concatenations per line, then a flat copy of each
  * chunk to write it) allocated more than the text itself on the JS heap,
  * collected by scavenges while the collection's points were still alive.
- * Here a histogram point's label text is written once and copied for each
- * of its bucket lines, counts are written digit by digit, and a chunk is
- * one Buffer.
+ * Here a sample's prefix is bytes copied in (see prefixOf), counts are
+ * written digit by digit, and a chunk is one Buffer.
  */
 class ByteWriter {
   private buf: Buffer;
   pos = 0;
 
   constructor(private readonly pool: ChunkPool | undefined) {
-    this.buf = pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+    this.buf = EMPTY;
   }
 
   private ensure(bytes: number): void {
     if (this.pos + bytes <= this.buf.length) return;
+    // A chunk's buffer is taken when its first byte is written: the last chunk of a scrape leaves none behind.
+    if (this.buf === EMPTY && bytes <= CHUNK_BUFFER) {
+      this.buf = this.pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+      return;
+    }
     const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
     this.buf.copy(bigger, 0, 0, this.pos);
     this.buf = bigger;
@@ -168,16 +151,22 @@ class ByteWriter {
     this.pos += this.buf.write(text, this.pos, 'utf8');
   }
 
+  /** A sample line: its prefix (`name{labels} `), the value, a newline. */
+  sample(prefix: Uint8Array, value: number): void {
+    this.bytes(prefix);
+    this.number(value);
+    this.byte(NEWLINE);
+  }
+
+  bytes(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.length;
+  }
+
   byte(code: number): void {
     this.ensure(1);
     this.buf[this.pos++] = code;
-  }
-
-  /** Copies bytes already written, `[from, to)`, to the end. */
-  repeat(from: number, to: number): void {
-    this.ensure(to - from);
-    this.buf.copyWithin(this.pos, from, to);
-    this.pos += to - from;
   }
 
   /** `number(value)`'s text; integers (counts) without making a string. */
@@ -199,27 +188,16 @@ class ByteWriter {
     this.pos += digits;
   }
 
-  /** `name{labels} value\n`. */
-  line(name: string, labels: string, value: number): void {
-    this.text(name);
-    if (labels) {
-      this.byte(OPEN_BRACE);
-      this.text(labels);
-      this.byte(CLOSE_BRACE);
-    }
-    this.byte(SPACE);
-    this.number(value);
-    this.byte(NEWLINE);
-  }
-
   /** The bytes so far as one chunk; the writer starts a new buffer. */
   take(): Buffer {
     const chunk = this.buf.subarray(0, this.pos);
-    this.buf = this.pool?.take() ?? Buffer.allocUnsafe(CHUNK_BUFFER);
+    this.buf = EMPTY;
     this.pos = 0;
     return chunk;
   }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** Texts up to this long are copied a character at a time (see ByteWriter.text). */
 const SHORT_TEXT = 16;
@@ -248,9 +226,6 @@ export class ChunkPool {
   }
 }
 
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const SPACE = 0x20;
 const NEWLINE = 0x0a;
 
 /**
@@ -280,102 +255,104 @@ function boundTexts(boundaries: readonly number[], buckets: number): string[] {
   return texts;
 }
 
-/** `<name>_bucket{<labels>,le="<bound>"} <cumulative count>` of each of `bounds.length` counts from `counts[from]`. */
-function bucketLines(
-  out: ByteWriter,
-  bucket: string,
-  labels: string,
-  bounds: readonly string[],
-  counts: ArrayLike<number>,
-  from: number,
-): void {
-  let cumulative = 0;
-  // `<name>_bucket{<labels>,le="` once; each further bucket line copies it.
-  let prefixFrom = -1;
-  let prefixTo = -1;
-  for (let i = 0; i < bounds.length; i++) {
-    cumulative += counts[from + i];
-    if (prefixFrom < 0) {
-      prefixFrom = out.pos;
-      out.text(bucket);
-      if (labels) {
-        out.text(labels);
-        out.text(',le="');
-      } else out.text('le="');
-      prefixTo = out.pos;
-    } else {
-      const length = prefixTo - prefixFrom;
-      out.repeat(prefixFrom, prefixTo);
-      prefixFrom = out.pos - length;
-      prefixTo = out.pos;
-    }
-    out.text(bounds[i]);
-    out.number(cumulative);
-    out.byte(NEWLINE);
-  }
+/**
+ * The bytes before a sample's value of one series: `<name>{<labels>} `, or
+ * for a bucket `<name>_bucket{<labels>,le="`. Core makes each series'
+ * attribute object once and never changes it, so for its own series these
+ * are made at the first scrape and copied at every later one: a scrape of
+ * them formats only numbers (`key` names the sample and the scope labels).
+ * Other scopes' attributes are not ours to assume unchanged: theirs are
+ * made every time.
+ */
+const prefixes = new WeakMap<Attributes, Map<string, Uint8Array>>();
+/** Prefixes kept per attribute object: one object serves a few instruments, each a few sample names. */
+const MAX_PREFIXES = 64;
+
+interface Samples {
+  own: boolean;
+  scope: Attributes;
+  attributes: Attributes;
 }
 
-/** The samples of core's series copy: the lines its data points would have given, read from the numbers. */
-function* seriesLines(
-  family: Family,
-  series: SeriesCopy,
-  scope: Attributes,
-  labelsOf: (attributes: Attributes, scope: Attributes) => string,
-  out: ByteWriter,
-): Generator<Buffer, void> {
-  const { values, stride } = series;
-  if (family.type !== 'histogram') {
-    for (let i = 0; i < series.length; i++) {
-      out.line(family.name, labelsOf(series.attributes[i], scope), values[i * stride]);
-      if (out.pos >= CHUNK_BYTES) yield out.take();
-    }
-    return;
+function prefixOf(at: Samples, key: string, head: string, bucket: boolean): Uint8Array {
+  let byKey = at.own ? prefixes.get(at.attributes) : undefined;
+  let bytes = byKey?.get(key);
+  if (bytes !== undefined) return bytes;
+  const labels = labelText(at.attributes, at.scope);
+  bytes = Buffer.from(
+    bucket ? `${head}{${labels ? `${labels},` : ''}le="` : labels ? `${head}{${labels}} ` : `${head} `,
+    'utf8',
+  );
+  if (at.own) {
+    if (byKey === undefined) prefixes.set(at.attributes, (byKey = new Map()));
+    if (byKey.size < MAX_PREFIXES) byKey.set(key, bytes);
   }
-  const count = `${family.name}_count`;
-  const sum = `${family.name}_sum`;
-  const bucket = `${family.name}_bucket{`;
-  const bounds = boundTexts(series.boundaries, stride - 4);
-  for (let i = 0; i < series.length; i++) {
-    const at = i * stride;
-    const labels = labelsOf(series.attributes[i], scope);
-    out.line(count, labels, values[at]);
-    out.line(sum, labels, values[at + 1]);
-    bucketLines(out, bucket, labels, bounds, values, at + 4);
-    if (out.pos >= CHUNK_BYTES) yield out.take();
-  }
+  return bytes;
+}
+
+/**
+ * A metric's numbers laid out as core's series copy: core's own copy, or
+ * the SDK's data points of another scope (or of the API export) put into one.
+ */
+function numbersOf(metric: MetricData, histogram: boolean): SeriesCopy {
+  const copy = seriesOf(metric);
+  if (copy !== undefined) return copy;
+  const points = metric.dataPoints as DataPoint<number | Histogram>[];
+  // Attributes are read as each sample is written (a point that fails to read fails the exposition there).
+  const attributes: SeriesCopy['attributes'] = [];
+  if (!histogram)
+    return {
+      length: points.length,
+      attributes,
+      values: Float64Array.from(points, (p) => p.value as number),
+      stride: 1,
+      boundaries: [],
+    };
+  const { boundaries, counts } = (points[0].value as Histogram).buckets;
+  const stride = 4 + counts.length;
+  const values = new Float64Array(points.length * stride);
+  points.forEach((point, i) => {
+    const { count, sum, buckets } = point.value as Histogram;
+    values[i * stride] = count;
+    // A point without a sum (negative values recorded) writes no `_sum` line.
+    values[i * stride + 1] = sum ?? Number.NaN;
+    values.set(buckets.counts.slice(0, counts.length), i * stride + 4);
+  });
+  return { length: points.length, attributes, values, stride, boundaries };
 }
 
 /** The samples of one family, in chunks of at least `CHUNK_BYTES` (the rest stays in `out`). */
 function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
-  const labelsOf = family.own ? ownLabelText : labelText;
+  const histogram = family.type === 'histogram';
+  const name = family.name;
+  const count = `${name}_count`;
+  const sum = `${name}_sum`;
+  const bucket = `${name}_bucket`;
   for (const { metric, scope } of family.metrics) {
-    const series = seriesOf(metric);
-    if (series !== undefined) {
-      yield* seriesLines(family, series, scope, labelsOf, out);
-      continue;
-    }
-    if (family.type !== 'histogram') {
-      for (const point of metric.dataPoints as DataPoint<number>[]) {
-        out.line(family.name, labelsOf(point.attributes, scope), point.value);
-        if (out.pos >= CHUNK_BYTES) yield out.take();
+    const copied = seriesOf(metric) !== undefined;
+    const { length, attributes, values, stride, boundaries } = numbersOf(metric, histogram);
+    const scopeKey = `\u0000${scope.otel_scope_name ?? ''}\u0000${scope.otel_scope_version ?? ''}`;
+    const [valueKey, countKey, sumKey, bucketKey] = [name, count, sum, bucket].map((head) => head + scopeKey);
+    const at: Samples = { own: family.own, scope, attributes: {} };
+    const bounds = histogram ? boundTexts(boundaries, stride - 4) : [];
+    for (let i = 0; i < length; i++) {
+      const from = i * stride;
+      at.attributes = (copied ? attributes[i] : metric.dataPoints[i].attributes) as Attributes;
+      if (!histogram) {
+        out.sample(prefixOf(at, valueKey, name, false), values[from]);
+      } else {
+        out.sample(prefixOf(at, countKey, count, false), values[from]);
+        if (!Number.isNaN(values[from + 1])) out.sample(prefixOf(at, sumKey, sum, false), values[from + 1]);
+        const prefix = prefixOf(at, bucketKey, bucket, true);
+        let cumulative = 0;
+        for (let b = 0; b < bounds.length; b++) {
+          cumulative += values[from + 4 + b];
+          out.bytes(prefix);
+          out.text(bounds[b]);
+          out.number(cumulative);
+          out.byte(NEWLINE);
+        }
       }
-      continue;
-    }
-    const count = `${family.name}_count`;
-    const sum = `${family.name}_sum`;
-    const bucket = `${family.name}_bucket{`;
-    let boundaries: readonly number[] | undefined;
-    let bounds: string[] = [];
-    for (const point of metric.dataPoints as DataPoint<Histogram>[]) {
-      const labels = labelsOf(point.attributes, scope);
-      const { buckets, count: n, sum: total } = point.value;
-      out.line(count, labels, n);
-      if (total !== undefined) out.line(sum, labels, total);
-      if (buckets.boundaries !== boundaries || bounds.length !== buckets.counts.length) {
-        boundaries = buckets.boundaries;
-        bounds = boundTexts(boundaries, buckets.counts.length);
-      }
-      bucketLines(out, bucket, labels, bounds, buckets.counts, 0);
       if (out.pos >= CHUNK_BYTES) yield out.take();
     }
   }
@@ -385,7 +362,19 @@ function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
 const headers = new Map<string, string>();
 const MAX_HEADERS = 4096;
 
+/** The same by descriptor object (see CollectorNames): no key string made per family and scrape. */
+const headersByDescriptor = new WeakMap<object, { name: string; type: string; text: string }>();
+
 function helpAndType(family: Family): string {
+  const { descriptor } = family.metrics[0].metric;
+  const known = headersByDescriptor.get(descriptor);
+  if (known !== undefined && known.name === family.name && known.type === family.type) return known.text;
+  const text = helpAndTypeText(family);
+  headersByDescriptor.set(descriptor, { name: family.name, type: family.type, text });
+  return text;
+}
+
+function helpAndTypeText(family: Family): string {
   const { description } = family.metrics[0].metric.descriptor;
   const key = `${family.name}\u0000${family.type}\u0000${description}`;
   let text = headers.get(key);
@@ -430,7 +419,8 @@ export function* expositionChunks(
   }
   const out = new ByteWriter(pool);
   out.text('# HELP target_info Target metadata\n# TYPE target_info gauge\n');
-  out.line('target_info', labelText(resourceMetrics.resource.attributes as Attributes, {}), 1);
+  const target = labelText(resourceMetrics.resource.attributes as Attributes, {});
+  out.text(`target_info${target ? `{${target}}` : ''} 1\n`);
   for (const family of families.values()) {
     out.text(helpAndType(family));
     yield* points(family, out);

@@ -96,16 +96,21 @@ function prometheusKind(metric: MetricData): PrometheusKind {
 /** The Collector-style name of each metric, cached per instrument (bounded by the instruments the app creates). */
 export class CollectorNames {
   private readonly names = new Map<string, string>();
+  /** By descriptor object: core's and the SDK's stay the same from one collection to the next. */
+  private readonly byDescriptor = new WeakMap<object, { kind: PrometheusKind; name: string }>();
 
   of(metric: MetricData): string {
-    const { name, unit } = metric.descriptor;
     const kind = prometheusKind(metric);
+    const known = this.byDescriptor.get(metric.descriptor);
+    if (known !== undefined && known.kind === kind) return known.name;
+    const { name, unit } = metric.descriptor;
     const key = `${name}\u0000${unit}\u0000${kind}`;
     let renamed = this.names.get(key);
     if (renamed === undefined) {
       renamed = collectorPrometheusName(name, unit, kind);
       this.names.set(key, renamed);
     }
+    this.byDescriptor.set(metric.descriptor, { kind, name: renamed });
     return renamed;
   }
 }

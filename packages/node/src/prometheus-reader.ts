@@ -71,7 +71,12 @@ async function writeExposition(res: ServerResponse, chunks: Generator<Buffer, vo
     for (;;) {
       const next = chunks.next();
       if (next.done) {
-        res.end(chunk.done ? undefined : chunk.value);
+        if (chunk.done) res.end();
+        else {
+          const last = chunk.value;
+          // A small exposition is this one chunk: its buffer, too, serves the next scrape once sent.
+          res.end(last, () => pool.give(last));
+        }
         return;
       }
       if (res.destroyed) return;

@@ -78,22 +78,4 @@ export class FixedHistogram {
     recordInto(this.values, this.offset, this.boundaries, value);
     return true;
   }
-
-  /** Quantile estimated by linear interpolation inside the bucket (like histogram_quantile). */
-  quantile(q: number): number {
-    const total = this.count;
-    if (total === 0) return Number.NaN;
-    const rank = q * total;
-    let cumulative = 0;
-    for (let i = 0; i < this.counts.length; i++) {
-      const next = cumulative + this.counts[i];
-      if (next >= rank && this.counts[i] > 0) {
-        const lower = i === 0 ? 0 : this.boundaries[i - 1];
-        const upper = i < this.boundaries.length ? this.boundaries[i] : this.max;
-        return lower + ((upper - lower) * (rank - cumulative)) / this.counts[i];
-      }
-      cumulative = next;
-    }
-    return this.max;
-  }
 }

@@ -22,11 +22,13 @@ const metrics = {
     description: 'Free device memory on the GPU.',
     attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
   },
-  gpuMemoryTotal: {
-    name: 'infersignal.gpu.memory.total',
+  gpuMemoryLimit: {
+    // `limit`, as the conventions' hw.gpu.memory.limit: a gauge whose name ends in `total` reads as a counter
+    // to Prometheus (promtool refuses it where an exporter adds no unit suffix).
+    name: 'infersignal.gpu.memory.limit',
     type: 'gauge',
     unit: 'By',
-    description: 'Total device memory of the GPU.',
+    description: 'Total device memory of the GPU (its limit).',
     attributes: [ATTR.deviceIndex, ATTR.deviceUuid],
   },
   gpuMemoryReservedDriver: {
@@ -75,7 +77,7 @@ export const gpuSignal = defineSignal({
         of(metrics.gpuMemoryProcess, 'this process'),
         of(metrics.gpuMemoryReservedDriver, 'driver reserved'),
         of(metrics.gpuMemoryFree, 'free'),
-        of(metrics.gpuMemoryTotal, 'total'),
+        of(metrics.gpuMemoryLimit, 'total'),
       ],
     });
     k.add({

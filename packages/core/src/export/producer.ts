@@ -20,11 +20,27 @@ export function seriesCapOf(maxQueues: number, maxModels: number): number {
   return Math.max(MAX_SERIES, (maxQueues + 1) * (maxModels + 1) * SERIES_PER_PAIR);
 }
 
+/**
+ * One gauge's values as the signals observed them at one collection, in
+ * the order observed (a second value for the same attribute object
+ * replaces the first, as the SDK keeps the last).
+ */
+export interface GaugeReading {
+  readonly spec: InstrumentSpec;
+  readonly attributes: Attributes[];
+  readonly values: number[];
+}
+
+/** Reads every exported gauge now (the monitor's one pass over its signals' `observe`). */
+export type GaugeSource = () => GaugeReading[];
+const NO_GAUGES: GaugeSource = () => [];
+
 /** Told once per instrument when a series had to be dropped at the cap. */
 export type SeriesDropListener = (instrument: string, cap: number) => void;
 
 // Values of @opentelemetry/sdk-metrics enums, written out so core does not import the SDK.
 const DATA_POINT_HISTOGRAM = 0;
+const DATA_POINT_GAUGE = 2;
 const DATA_POINT_SUM = 3;
 const TEMPORALITY_DELTA = 0;
 const TEMPORALITY_CUMULATIVE = 1;
@@ -313,6 +329,8 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  */
 interface Snapshot {
   histogram: AggregateHistogram | undefined;
+  /** A gauge's reading (its numbers copied from what the signals observed). */
+  gauge: InstrumentSpec | undefined;
   /** The histogram's boundaries, one copy per collection shared by its points (the aggregates' own stay private). */
   boundaries: number[];
   counter: AggregateCounter | undefined;
@@ -329,11 +347,27 @@ interface Snapshot {
   stride: number;
 }
 
-/** One collection's snapshots, taken at `endTime`. */
+/** One collection's snapshots, taken at `endTime`: the gauges' first (their own scope entry, as the SDK's were). */
 interface Collection {
   endTime: HrTime;
+  gauges: Snapshot[];
   snapshots: Snapshot[];
   points: number;
+}
+
+function snapshotGauge({ spec, attributes, values }: GaugeReading): Snapshot {
+  const copy = new Float64Array(values);
+  return {
+    histogram: undefined,
+    gauge: spec,
+    boundaries: [],
+    counter: undefined,
+    length: values.length,
+    cells: attributes,
+    attributes,
+    values: copy,
+    stride: 1,
+  };
 }
 
 /**
@@ -349,6 +383,7 @@ function snapshotHistogram(h: AggregateHistogram): Snapshot {
   const values = h.slab.copy();
   const snapshot: Snapshot = {
     histogram: h,
+    gauge: undefined,
     boundaries: [...h.boundaries],
     counter: undefined,
     length,
@@ -376,6 +411,7 @@ function snapshotCounter(c: AggregateCounter): Snapshot {
   const lists = c.seriesLists;
   return {
     histogram: undefined,
+    gauge: undefined,
     boundaries: [],
     counter: c,
     length: c.slab.length,
@@ -420,6 +456,8 @@ export class CoreMetricProducer {
     private readonly clock: () => number,
     startMs: number,
     private readonly temporality: TemporalitySelector = ALWAYS_CUMULATIVE,
+    /** The gauges, read at each collection (none where the meter's observable gauges report them). */
+    private readonly gauges: GaugeSource = NO_GAUGES,
   ) {
     this.startTime = hrTime(startMs);
     this.lastCollect = this.startTime;
@@ -427,7 +465,7 @@ export class CoreMetricProducer {
 
   /** A producer over the same aggregates for one reader, with its own delta state. */
   forTemporality(temporality: TemporalitySelector): CoreMetricProducer {
-    return new CoreMetricProducer(this.histograms, this.counters, this.clock, this.clock(), temporality);
+    return new CoreMetricProducer(this.histograms, this.counters, this.clock, this.clock(), temporality, this.gauges);
   }
 
   /** The change of a series since this producer last reported it; undefined when nothing changed. */
@@ -448,12 +486,17 @@ export class CoreMetricProducer {
     return change;
   }
 
-  collect(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
+  /** More series than one turn's worth of points: the copy waits for the turn after the reader's call. */
+  private get large(): boolean {
     let series = 0;
     for (const h of this.histograms) series += h.series.size;
     for (const c of this.counters) series += c.series.size;
+    return series > POINTS_PER_TURN;
+  }
+
+  collect(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
     let result: Promise<Awaited<ReturnType<CoreMetricProducer['build']>>>;
-    if (series > POINTS_PER_TURN) {
+    if (this.large) {
       // Large: the reader collects its own instruments in the turn that called this one; the copy waits for the next.
       result = this.running.then(nextTurn).then(() => this.build(this.snapshot()));
     } else {
@@ -472,15 +515,11 @@ export class CoreMetricProducer {
   }
 
   collectSeries(): Promise<{ resourceMetrics: { resource: unknown; scopeMetrics: unknown[] }; errors: unknown[] }> {
-    let series = 0;
-    for (const h of this.histograms) series += h.series.size;
-    for (const c of this.counters) series += c.series.size;
-    const copy = () => {
-      const { snapshots } = this.snapshot();
+    const copies = (snapshots: Snapshot[]) => {
       const metrics: unknown[] = [];
       for (const s of snapshots) {
         if (s.length === 0) continue;
-        const slab = (s.histogram ?? (s.counter as AggregateCounter)).slab;
+        const slab = s.gauge ? undefined : (s.histogram ?? (s.counter as AggregateCounter)).slab;
         const values = s.values;
         let released = false;
         const series: SeriesCopy = {
@@ -493,24 +532,27 @@ export class CoreMetricProducer {
           release: () => {
             if (released) return;
             released = true;
-            slab.release(values);
+            slab?.release(values);
           },
         };
-        metrics.push({ ...this.metric(s, false, false, []), series });
+        metrics.push(this.metric(s, false, false, [], series));
       }
-      return {
-        resourceMetrics: { resource: undefined, scopeMetrics: metrics.length ? [{ scope: SCOPE, metrics }] : [] },
-        errors: [],
-      };
+      return metrics;
+    };
+    const copy = () => {
+      const { gauges, snapshots } = this.snapshot();
+      return { resourceMetrics: scopeMetrics(copies(gauges), copies(snapshots)), errors: [] };
     };
     // Large: as collect(), the copy waits for the turn after the one the reader collects its own instruments in.
-    return series > POINTS_PER_TURN ? nextTurn().then(copy) : new Promise((resolve) => resolve(copy()));
+    return this.large ? nextTurn().then(copy) : new Promise((resolve) => resolve(copy()));
   }
 
   /** Every series' numbers as they are now, in one synchronous stretch. */
   private snapshot(): Collection {
     const snapshots: Snapshot[] = [];
+    const gauges = this.gauges().map(snapshotGauge);
     let points = 0;
+    for (const g of gauges) points += g.length;
     for (const h of this.histograms) {
       if (h.series.size === 0) continue;
       const snapshot = snapshotHistogram(h);
@@ -523,19 +565,20 @@ export class CoreMetricProducer {
       points += snapshot.length;
       snapshots.push(snapshot);
     }
-    return { endTime: hrTime(this.clock()), snapshots, points };
+    return { endTime: hrTime(this.clock()), gauges, snapshots, points };
   }
 
   /** The data points of a snapshot, `POINTS_PER_TURN` per turn of the event loop when there are more. */
-  private async build({ endTime, snapshots, points }: Collection) {
+  private async build({ endTime, gauges, snapshots, points }: Collection) {
     const histogramDelta = this.temporality('histogram') === 'delta';
     const counterDelta = this.temporality('counter') === 'delta';
     const deltaStart = this.lastCollect;
     this.lastCollect = endTime;
+    const gaugeMetrics: unknown[] = [];
     const metrics: unknown[] = [];
     // A large collection lets the loop turn right after its snapshot, then after every POINTS_PER_TURN points.
     let budget = points > POINTS_PER_TURN ? 0 : Number.POSITIVE_INFINITY;
-    for (const snapshot of snapshots) {
+    for (const snapshot of [...gauges, ...snapshots]) {
       const dataPoints: unknown[] = [];
       for (let i = 0; i < snapshot.length; i++) {
         if (budget-- === 0) {
@@ -544,20 +587,15 @@ export class CoreMetricProducer {
         }
         const point = snapshot.histogram
           ? this.histogramPoint(snapshot, i, histogramDelta, deltaStart, endTime)
-          : this.counterPoint(snapshot, i, counterDelta, deltaStart, endTime);
+          : snapshot.gauge
+            ? { startTime: endTime, endTime, attributes: snapshot.attributes[i], value: snapshot.values[i] }
+            : this.counterPoint(snapshot, i, counterDelta, deltaStart, endTime);
         if (point !== undefined) dataPoints.push(point);
       }
       if (dataPoints.length === 0) continue;
-      metrics.push(this.metric(snapshot, histogramDelta, counterDelta, dataPoints));
+      (snapshot.gauge ? gaugeMetrics : metrics).push(this.metric(snapshot, histogramDelta, counterDelta, dataPoints));
     }
-    return {
-      // The reader keeps the SDK's own resource and merges these scope metrics into it.
-      resourceMetrics: {
-        resource: undefined,
-        scopeMetrics: metrics.length ? [{ scope: SCOPE, metrics }] : [],
-      },
-      errors: [],
-    };
+    return { resourceMetrics: scopeMetrics(gaugeMetrics, metrics), errors: [] };
   }
 
   private histogramPoint(s: Snapshot, i: number, delta: boolean, deltaStart: HrTime, endTime: HrTime) {
@@ -604,34 +642,71 @@ export class CoreMetricProducer {
       : { startTime: deltaStart, endTime, attributes: s.attributes[i], value: change.count };
   }
 
-  private metric(s: Snapshot, histogramDelta: boolean, counterDelta: boolean, dataPoints: unknown[]) {
+  /** The metric of a snapshot: its data points, or (`collectSeries`) none and the copy of its numbers as `series`. */
+  private metric(
+    s: Snapshot,
+    histogramDelta: boolean,
+    counterDelta: boolean,
+    dataPoints: unknown[],
+    series?: SeriesCopy,
+  ) {
+    if (s.gauge) {
+      return {
+        descriptor: descriptorOf(s.gauge, 'OBSERVABLE_GAUGE'),
+        // What the SDK reports for an observable gauge read as DELTA (its only value is the one observed now).
+        aggregationTemporality: TEMPORALITY_DELTA,
+        dataPointType: DATA_POINT_GAUGE,
+        dataPoints,
+        series,
+      };
+    }
     if (s.histogram) {
       return {
-        descriptor: {
-          name: s.histogram.spec.name,
-          description: s.histogram.spec.description,
-          unit: s.histogram.spec.unit,
-          type: 'HISTOGRAM',
-          valueType: VALUE_TYPE_DOUBLE,
-        },
+        descriptor: descriptorOf(s.histogram.spec, 'HISTOGRAM'),
         aggregationTemporality: histogramDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
         dataPointType: DATA_POINT_HISTOGRAM,
         dataPoints,
+        series,
       };
     }
     const c = s.counter as AggregateCounter;
     return {
-      descriptor: {
-        name: c.spec.name,
-        description: c.spec.description,
-        unit: c.spec.unit,
-        type: 'COUNTER',
-        valueType: VALUE_TYPE_DOUBLE,
-      },
+      descriptor: descriptorOf(c.spec, 'COUNTER'),
       aggregationTemporality: counterDelta ? TEMPORALITY_DELTA : TEMPORALITY_CUMULATIVE,
       dataPointType: DATA_POINT_SUM,
       isMonotonic: true,
       dataPoints,
+      series,
     };
   }
+}
+
+/**
+ * One descriptor per instrument, the same object at every collection (as
+ * the SDK's are): a writer may key what it derives from it (the Prometheus
+ * name, the HELP line) by identity instead of by a string made per scrape.
+ */
+const descriptors = new WeakMap<InstrumentSpec, object>();
+
+function descriptorOf(spec: InstrumentSpec, type: string): object {
+  let descriptor = descriptors.get(spec);
+  if (descriptor === undefined) {
+    descriptor = Object.freeze({
+      name: spec.name,
+      description: spec.description,
+      unit: spec.unit,
+      type,
+      valueType: VALUE_TYPE_DOUBLE,
+    });
+    descriptors.set(spec, descriptor);
+  }
+  return descriptor;
+}
+
+/** The reader keeps the SDK's own resource and merges these scope entries into it: the gauges' first. */
+function scopeMetrics(gauges: unknown[], metrics: unknown[]) {
+  const scopes: unknown[] = [];
+  if (gauges.length) scopes.push({ scope: SCOPE, metrics: gauges });
+  if (metrics.length) scopes.push({ scope: SCOPE, metrics });
+  return { resource: undefined, scopeMetrics: scopes };
 }

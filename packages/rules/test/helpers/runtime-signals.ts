@@ -244,7 +244,7 @@ export async function exerciseRuntimeSignals(app: ExercisedServer): Promise<Runt
     for (const spec of [
       METRICS.gpuMemoryUsed,
       METRICS.gpuMemoryFree,
-      METRICS.gpuMemoryTotal,
+      METRICS.gpuMemoryLimit,
       METRICS.gpuMemoryReservedDriver,
       METRICS.gpuMemoryProcess,
       METRICS.gpuUtilization,
