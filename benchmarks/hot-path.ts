@@ -148,11 +148,18 @@ function droppingTracerProvider() {
 }
 
 /**
- * The request and inference histograms are opt-in (no rule or panel reads them): asked for here, so core
- * makes the five records the bare variants make. A baseline checkout older than the option records them anyway.
+ * The request and inference histograms are opt-in (no rule or panel reads them): asked for here, of this
+ * tree and of a baseline checkout alike, so each makes the five records the bare variants make. A baseline
+ * older than the option refuses it and records them anyway.
  */
-const optIn = (create: typeof createMonitor) =>
-  create === createMonitor ? { optInMetrics: [METRICS.requestDuration.name, METRICS.inferenceDuration.name] } : {};
+function createWithOptIn(create: typeof createMonitor, options: Parameters<typeof createMonitor>[0]): Monitor {
+  try {
+    return create({ ...options, optInMetrics: [METRICS.requestDuration.name, METRICS.inferenceDuration.name] });
+  } catch (error) {
+    if (create === createMonitor || !String(error).includes('optInMetrics')) throw error;
+    return create(options);
+  }
+}
 
 function inferSignal(
   exportMode: 'api' | 'producer',
@@ -172,8 +179,7 @@ function inferSignal(
     };
     reader = new PullReader([producer]);
     const provider = new MeterProvider({ readers: [reader] });
-    monitor = box.monitor = create({
-      ...optIn(create),
+    monitor = box.monitor = createWithOptIn(create, {
       meterProvider: provider,
       exportMode,
       ...(tracing ? { traces: 'outliers', tracerProvider: tracing.provider } : { traces: false }),
@@ -183,8 +189,7 @@ function inferSignal(
     });
   } else {
     reader = new PullReader();
-    monitor = create({
-      ...optIn(create),
+    monitor = createWithOptIn(create, {
       meterProvider: new MeterProvider({ readers: [reader] }),
       exportMode,
       traces: false,

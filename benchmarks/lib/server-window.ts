@@ -57,8 +57,7 @@ const HELPER_SETTLED = 0.05;
 const HELPER_PLATEAU = 0.03;
 /** Warms a fresh server up (above); returns how many chunks it took. */
 export async function warmUp(server: ServerHandle): Promise<number> {
-  // Smoke mode checks that the path runs, not that the JIT settled: a fifth of a window.
-  const chunk = SMOKE ? WINDOW_REQUESTS[server.framework] / 5 : WINDOW_REQUESTS[server.framework] * 2;
+  const chunk = WINDOW_REQUESTS[server.framework] * 2;
   let before = Number.NaN;
   for (let i = 1; ; i++) {
     const { server: w } = await server.window(() => load(server.url, chunk), { scrape: false });

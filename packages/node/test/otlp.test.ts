@@ -66,7 +66,13 @@ describe('OTLP/HTTP protobuf export', () => {
     const s: InferSignal = start({
       serviceName: 'otlp-test',
       prometheus: false,
-      otlp: { endpoint: receiver.url, headers: { authorization: 'Bearer t0ken' }, intervalMs: 60_000, timeoutMs: 2000 },
+      // A generous export timeout: on a machine under load an export to loopback can take seconds.
+      otlp: {
+        endpoint: receiver.url,
+        headers: { authorization: 'Bearer t0ken' },
+        intervalMs: 60_000,
+        timeoutMs: 10_000,
+      },
       detectorIntervalMs: 0,
       // A span per request, passed through to core (the default keeps outliers only).
       traces: 'all',
