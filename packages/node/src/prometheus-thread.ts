@@ -119,7 +119,6 @@ export class PrometheusThread implements PrometheusEndpoint {
         resolve(null);
       });
     });
-
   }
 
   get address(): PrometheusAddress | null {
