@@ -20,10 +20,10 @@ import type { PrometheusReader } from './prometheus-reader';
 import type { PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
 
 /** How long a scrape waits for the main thread's exposition before the worker answers from the board. */
-export const MAIN_WAIT_MS = 100;
+const MAIN_WAIT_MS = 100;
 
 /** The readiness route on the metrics port. */
-export const READINESS_PATH = '/healthz/ready';
+const READINESS_PATH = '/healthz/ready';
 
 /** The live value each of core's queue gauges carries (the worker's `liveValue` reads the same codes). */
 const LIVE_FIELDS: Record<string, number> = {
