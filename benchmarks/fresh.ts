@@ -244,8 +244,9 @@ function overload(s: Server, rate: number): { started: Promise<number>; done: Pr
     { cwd: ROOT, env: CHILD_ENV, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let markStarted: (at: number) => void = () => undefined;
-  const started = new Promise<number>((resolve) => {
+  const started = new Promise<number>((resolve, reject) => {
     markStarted = resolve;
+    child.once('exit', (code) => reject(new Error(`the load generator exited (${code}) before it started`)));
   });
   const done = new Promise<LoadSummary>((resolve, reject) => {
     let summary: LoadSummary | undefined;
