@@ -10,6 +10,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { performance } from 'node:perf_hooks';
+import { LiveBoard } from './live-board';
 import { LabelTable } from './aggregates/label-table';
 import { AlertHub } from './alerts/hub';
 import { brand } from './brand';
@@ -138,6 +139,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
   readonly genAi: { readonly operationName: string; readonly providerName: string };
   readonly instruments: Instruments;
   readonly hub: AlertHub;
+  readonly liveBoard: LiveBoard;
   /** Registered signals, in evaluation order. */
   private readonly signals: Signal[] = [];
   private readonly routes: LabelTable<true>;
@@ -173,6 +175,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
     this.maxModels = integerOption('maxModels', options.maxModels, 50);
     this.genAi = genAiSettings(options.genAi);
     const maxQueues = integerOption('maxQueues', options.maxQueues, 20);
+    this.liveBoard = new LiveBoard(maxQueues);
     // timeOrigin is fixed for the process, and reading it is a getter call: read it once. `performance` is
     // perf_hooks' own, not the global: on Node 24 `globalThis.performance` stays a lazy accessor, and each read
     // of it called the accessor, ~300 instructions a read, three reads a request.
@@ -246,7 +249,15 @@ class MonitorImpl implements Monitor, RegistrationHost {
     const eventLoop =
       options.eventLoop === false
         ? undefined
-        : this.register((ctx) => new EventLoopSignal(ctx, undefined, () => this.queues.busy));
+        : this.register(
+            (ctx) =>
+              new EventLoopSignal(
+                ctx,
+                undefined,
+                () => this.queues.busy,
+                () => this.liveBoard.beat(this.clock()),
+              ),
+          );
     if (options.heap !== false) this.register((ctx) => new HeapSignal(ctx));
     const loopBackpressure = this.thresholds.eventLoop.backpressure;
     this.queues = this.register(
@@ -258,6 +269,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
           loopUtilization: () => eventLoop?.utilization ?? Number.NaN,
           arrived: eventLoop ? () => eventLoop.wake() : () => {},
           requestTraces,
+          board: this.liveBoard,
         }),
     );
     this.streams = this.register((ctx) => new StreamSignal(ctx));
@@ -269,6 +281,13 @@ class MonitorImpl implements Monitor, RegistrationHost {
     }
 
     const intervalMs = options.detectorIntervalMs ?? 1000;
+    // The probe stamps the heartbeat at every firing, the tick at every tick.
+    const heartbeatGapMs = Math.min(
+      eventLoop?.restIntervalMs ?? Number.POSITIVE_INFINITY,
+      intervalMs > 0 ? intervalMs : Number.POSITIVE_INFINITY,
+    );
+    if (Number.isFinite(heartbeatGapMs))
+      this.liveBoard.keepHeartbeat(heartbeatGapMs, this.thresholds.eventLoop.delayCriticalSeconds * 1000);
     if (intervalMs > 0) {
       this.timer = setInterval(() => this.tick(), intervalMs);
       this.timer.unref();
@@ -498,6 +517,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
         this.internalError(`detector.${signal.name}`, error);
       }
     }
+    this.liveBoard.setLevel(this.level(), now);
   }
 
   level(): Level {

@@ -5,6 +5,7 @@ import type { AlertReport, Level, Signal, SignalFactory, SignalName } from './co
 export type { AlertReport, Level, SignalName };
 import type { SignalDefinition } from './definition';
 import type { HeapSnapshot } from './signals/heap';
+import type { LiveBoard } from './live-board';
 
 /** How a request ended. */
 export type Outcome =
@@ -464,6 +465,12 @@ export interface Monitor {
   readonly exportMode: 'api' | 'producer';
   /** Set in producer mode: register it on the MetricReader. */
   readonly metricProducer: CoreMetricProducerLike | undefined;
+  /**
+   * The values another thread may read while this one is busy: queue
+   * depth, in flight, levels, a heartbeat (the node package's worker-thread
+   * endpoint reads them).
+   */
+  readonly liveBoard: LiveBoard;
   readonly thresholds: Thresholds;
   /** The meter InferSignal records through (adapters add their own instruments here). */
   readonly meter: Meter;

@@ -28,6 +28,7 @@ export interface ResolvedPrometheus {
   path: string;
   mount: boolean;
   withoutScopeInfo: boolean;
+  thread: 'worker' | 'main';
 }
 
 /** Where one signal goes over OTLP. */
@@ -90,7 +91,8 @@ const KNOWN_KEYS = new Set([
   'runtimeMetrics',
   'optInMetrics',
 ]);
-const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo']);
+const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo', 'thread']);
+const THREADS: readonly ResolvedPrometheus['thread'][] = ['worker', 'main'];
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'grpc'];
 const TEMPORALITIES: readonly OtlpTemporality[] = ['cumulative', 'delta', 'lowmemory'];
@@ -150,6 +152,8 @@ function resolvePrometheus(
     rejectValue('prometheus.path', o.path, 'a path starting with "/"');
   fieldOrDefault('prometheus.mount', o.mount, { type: 'boolean' }, undefined);
   fieldOrDefault('prometheus.withoutScopeInfo', o.withoutScopeInfo, { type: 'boolean' }, undefined);
+  if (o.thread !== undefined && !THREADS.includes(o.thread as ResolvedPrometheus['thread']))
+    rejectValue('prometheus.thread', o.thread, '"worker" or "main"');
   const explicitPort = o.port === undefined ? undefined : port(o.port, 'prometheus.port');
   // OTEL_METRICS_EXPORTER without "prometheus" turns the endpoint off unless the option asks for it.
   if (option === undefined && exporters !== undefined && !exporters.includes('prometheus')) return undefined;
@@ -162,6 +166,7 @@ function resolvePrometheus(
     path: (o.path as string | undefined) ?? '/metrics',
     mount: o.mount === true,
     withoutScopeInfo: o.withoutScopeInfo !== false,
+    thread: (o.thread as ResolvedPrometheus['thread'] | undefined) ?? 'worker',
   };
 }
 

@@ -113,6 +113,8 @@ export const CHUNK_BYTES = 64 * 1024;
 class ByteWriter {
   private buf: Buffer;
   pos = 0;
+  /** Bytes of the chunks taken before this one: `base + pos` is an offset into the whole exposition. */
+  base = 0;
 
   constructor(private readonly pool: ChunkPool | undefined) {
     this.buf = EMPTY;
@@ -192,6 +194,7 @@ class ByteWriter {
   take(): Buffer {
     const chunk = this.buf.subarray(0, this.pos);
     this.buf = EMPTY;
+    this.base += this.pos;
     this.pos = 0;
     return chunk;
   }
@@ -321,8 +324,21 @@ function numbersOf(metric: MetricData, histogram: boolean): SeriesCopy {
   return { length: points.length, attributes, values, stride, boundaries };
 }
 
+/**
+ * Where the live values sit in an exposition, so that a reader of the live
+ * board can write them as they are at the moment it answers (the
+ * worker-thread endpoint): `field` tells which value a metric of core's
+ * scope carries, `slot` which queue a point's attributes name.
+ */
+export interface LiveValues {
+  field(metricName: string): number | undefined;
+  slot(attributes: Attributes): number | undefined;
+  /** [start, end, slot, field] of each live value, byte offsets into the whole exposition. */
+  readonly holes: number[];
+}
+
 /** The samples of one family, in chunks of at least `CHUNK_BYTES` (the rest stays in `out`). */
-function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
+function* points(family: Family, out: ByteWriter, live?: LiveValues): Generator<Buffer, void> {
   const histogram = family.type === 'histogram';
   const name = family.name;
   const count = `${name}_count`;
@@ -335,11 +351,17 @@ function* points(family: Family, out: ByteWriter): Generator<Buffer, void> {
     const [valueKey, countKey, sumKey, bucketKey] = [name, count, sum, bucket].map((head) => head + scopeKey);
     const at: Samples = { own: family.own, scope, attributes: {} };
     const bounds = histogram ? boundTexts(boundaries, stride - 4) : [];
+    const field = family.own && !histogram ? live?.field(metric.descriptor.name) : undefined;
     for (let i = 0; i < length; i++) {
       const from = i * stride;
       at.attributes = (copied ? attributes[i] : metric.dataPoints[i].attributes) as Attributes;
       if (!histogram) {
-        out.sample(prefixOf(at, valueKey, name, false), values[from]);
+        const prefix = prefixOf(at, valueKey, name, false);
+        const slot = field === undefined ? undefined : live!.slot(at.attributes);
+        const start = out.base + out.pos + prefix.length;
+        out.sample(prefix, values[from]);
+        // The value runs to the newline just written.
+        if (slot !== undefined) live!.holes.push(start, out.base + out.pos - 1, slot, field!);
       } else {
         out.sample(prefixOf(at, countKey, count, false), values[from]);
         if (!Number.isNaN(values[from + 1])) out.sample(prefixOf(at, sumKey, sum, false), values[from + 1]);
@@ -399,6 +421,8 @@ export function* expositionChunks(
   pool?: ChunkPool,
   /** No `otel_scope_name` / `otel_scope_version` labels. */
   withoutScopeInfo = false,
+  /** Given, the live values' offsets are recorded in it. */
+  live?: LiveValues,
 ): Generator<Buffer, void> {
   const families = new Map<string, Family>();
   for (const { scope, metrics } of resourceMetrics.scopeMetrics) {
@@ -423,7 +447,7 @@ export function* expositionChunks(
   out.text(`target_info${target ? `{${target}}` : ''} 1\n`);
   for (const family of families.values()) {
     out.text(helpAndType(family));
-    yield* points(family, out);
+    yield* points(family, out, live);
   }
   if (out.pos > 0) yield out.take();
 }

@@ -15,9 +15,10 @@ import {
   MetricReader,
   type InstrumentType,
   type MetricProducer,
+  type ResourceMetrics,
 } from '@opentelemetry/sdk-metrics';
 import { gaugeTemporality } from './export-guard';
-import { ChunkPool, expositionChunks, releaseSeries } from './prometheus-exposition';
+import { ChunkPool, expositionChunks, releaseSeries, type LiveValues } from './prometheus-exposition';
 import { CollectorNames } from './prometheus-naming';
 import type { ResolvedPrometheus } from './options';
 import type { MetricsHandler, PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
@@ -127,6 +128,21 @@ export class PrometheusReader extends MetricReader {
       (err: unknown) => fail(res, 'metrics collection failed', err),
     );
   };
+
+  /** The exposition of a collection in chunks, recording where `live`'s values sit (the worker-thread endpoint). */
+  chunks(resourceMetrics: ResourceMetrics, live: LiveValues): Generator<Buffer, void> {
+    return expositionChunks(resourceMetrics, (metric) => this.names.of(metric), this.pool, this.withoutScopeInfo, live);
+  }
+
+  /** A chunk from `chunks()` is read no more: its buffer may take a later chunk. */
+  release(chunk: Buffer): void {
+    this.pool.give(chunk);
+  }
+
+  /** The collection's exposition is written (or abandoned): core may reuse its series' arrays. */
+  releaseSeries(resourceMetrics: ResourceMetrics): void {
+    releaseSeries(resourceMetrics);
+  }
 
   protected override async onForceFlush(): Promise<void> {
     // Pull reader: nothing buffered.

@@ -23,11 +23,12 @@ import { MeterProvider, type IMetricReader, type MetricProducer } from '@opentel
 import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { ExportFailures, type ExportSignal } from './export-guard';
 import { isInstalled, missingPeerMessage, OTLP_PACKAGES } from './optional-peer';
-import { resolveStartOptions, type ResolvedOtlp, type ResolvedStart } from './options';
+import { resolveStartOptions, type ResolvedOtlp, type ResolvedPrometheus, type ResolvedStart } from './options';
 import { otlpMetricReader, otlpSpanProcessor } from './otlp';
 import { sdkMetricProducer, type TemporalitySource } from './producer';
 import { PrometheusReader, PrometheusServer, prometheusTemporality } from './prometheus-reader';
-import type { InferSignal, MetricsHandler, StartLogger, StartOptions } from './types';
+import { PrometheusThread } from './prometheus-thread';
+import type { InferSignal, MetricsHandler, PrometheusEndpoint, StartLogger, StartOptions } from './types';
 import { SCOPE } from './version';
 import { inferenceViews } from './views';
 
@@ -118,6 +119,31 @@ function checkOtlpPackages(otlp: ResolvedOtlp | undefined, logger: StartLogger):
     checked[signal] = undefined;
   }
   return checked.metrics || checked.traces ? checked : undefined;
+}
+
+type ClosableEndpoint = PrometheusEndpoint & { close(): Promise<void> };
+
+/**
+ * The endpoint on its own port: from a worker thread (`prometheus.thread`,
+ * the default), or from the main thread where asked or where no worker can
+ * start.
+ */
+function prometheusServer(
+  reader: PrometheusReader,
+  config: ResolvedPrometheus,
+  monitor: Monitor,
+  logger: StartLogger,
+): ClosableEndpoint {
+  if (config.thread === 'worker') {
+    try {
+      return new PrometheusThread(reader, config, monitor, logger);
+    } catch (error) {
+      logger.warn(
+        `infersignal: the Prometheus endpoint's worker thread could not start (${error instanceof Error ? error.message : String(error)}); it is served from the main thread`,
+      );
+    }
+  }
+  return new PrometheusServer(reader, config, logger);
 }
 
 /**
@@ -218,10 +244,10 @@ export function start(options: StartOptions = {}): InferSignal {
   }
 
   let metricsHandler: MetricsHandler | undefined;
-  let server: PrometheusServer | undefined;
+  let server: ClosableEndpoint | undefined;
   if (prometheusReader && config.prometheus) {
     if (config.prometheus.mount) metricsHandler = prometheusReader.handler;
-    else server = new PrometheusServer(prometheusReader, config.prometheus, logger);
+    else server = prometheusServer(prometheusReader, config.prometheus, monitor, logger);
   }
 
   const unregister = config.registerGlobals

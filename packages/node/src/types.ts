@@ -28,6 +28,13 @@ interface PrometheusOptions {
    * them a family two scopes write is still exported once.
    */
   withoutScopeInfo?: boolean;
+  /**
+   * Where the endpoint on its own port runs (default `'worker'`): a worker
+   * thread answers scrapes and `/healthz/ready` while the main thread is
+   * busy or blocked, the queue gauges read live from shared memory then;
+   * `'main'` serves it from the main thread. Ignored with `mount`.
+   */
+  thread?: 'worker' | 'main';
 }
 
 interface OtlpOptions {

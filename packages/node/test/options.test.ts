@@ -38,6 +38,7 @@ describe('start() options', () => {
     expect(fieldOf({ prometheus: { port: 1.5 } })).toBe('prometheus.port');
     expect(fieldOf({ prometheus: { port: '9464' } })).toBe('prometheus.port');
     expect(fieldOf({ prometheus: { path: 'metrics' } })).toBe('prometheus.path');
+    expect(fieldOf({ prometheus: { thread: 'child' as 'main' } })).toBe('prometheus.thread');
     expect(fieldOf({ prometheus: { hots: 'x' } })).toBe('prometheus.hots');
     expect(fieldOf({ prometheus: 'yes' })).toBe('prometheus');
     expect(fieldOf({ otlp: { endpoint: 'not a url' } })).toBe('otlp.endpoint');
@@ -72,6 +73,7 @@ describe('start() options', () => {
       path: '/metrics',
       mount: false,
       withoutScopeInfo: true,
+      thread: 'worker',
     });
     expect(defaults.otlp).toBeUndefined();
     expect(defaults.traces).toBe(false);

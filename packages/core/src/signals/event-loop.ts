@@ -276,6 +276,8 @@ export class EventLoopSignal implements Signal {
     private readonly ctx: SignalContext,
     loop: LoopSource = nodeLoop(),
     private readonly busy: () => boolean = () => false,
+    /** Called at every probe firing: the loop turned (the live board's heartbeat). */
+    private readonly turned: () => void = () => {},
   ) {
     const t = ctx.thresholds.eventLoop;
     this.loop = loop;
@@ -311,8 +313,14 @@ export class EventLoopSignal implements Signal {
     this.timer = loop.every(probeMs, () => this.fire());
   }
 
+  /** The longest the probe waits between firings (while the loop rests). */
+  get restIntervalMs(): number {
+    return this.restMs;
+  }
+
   private fire(): void {
     this.periodFirings++;
+    this.turned();
     const loop = this.loop;
     const now = loop.now();
     const readQueue =

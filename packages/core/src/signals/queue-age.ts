@@ -67,10 +67,19 @@ export class QueueAge {
   /** Age (ms) at `now` of the oldest request still waiting; 0 when none waits. */
   oldest(now: number): number {
     if (this.count === 0) return 0;
+    return Math.max(now - this.origin - this.oldestArrival(), 0);
+  }
+
+  /** Arrival − origin (ms) of the oldest request still waiting (see the class); NaN when none waits. */
+  oldestArrival(): number {
+    if (this.count === 0) return Number.NaN;
     while (this.head < this.tail && Number.isNaN(this.stamps[this.head & this.mask]!)) this.head++;
-    const at = now - this.origin;
-    const age = this.head < this.tail ? at - this.stamps[this.head & this.mask]! : at - this.arrivals / this.count;
-    return Math.max(age, 0);
+    return this.head < this.tail ? this.stamps[this.head & this.mask]! : this.arrivals / this.count;
+  }
+
+  /** Σ (arrival − origin) (ms) over the waiting requests. */
+  get arrivalSum(): number {
+    return this.arrivals;
   }
 
   /** Sum (ms) at `now` of the time every waiting request has waited so far. */

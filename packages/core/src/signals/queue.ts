@@ -19,6 +19,7 @@ import type {
 } from '../types';
 import { CapacityModel } from './capacity';
 import { QueueAge } from './queue-age';
+import { LEVEL_VALUE, QUEUE, type LiveBoard } from '../live-board';
 import { QueueTokens } from './queue-tokens';
 import { requestDurationAttributes } from './gen-ai';
 import type { GlitchAttribution } from './attribution';
@@ -67,6 +68,8 @@ export interface QueueEnvironment {
   arrived(): void;
   /** Request spans, made when a request ends (undefined: traces off). */
   readonly requestTraces: RequestTraces | undefined;
+  /** Where the queue's live values are published for another thread (live-board.ts). */
+  readonly board: LiveBoard | undefined;
 }
 
 /** One outcome's series of a (queue, model). */
@@ -166,6 +169,7 @@ class RequestTicket implements Ticket, TracedRequest {
         tokens.runningMax += this.maxOutput;
       }
       if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
+      q.publish();
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
       q.ctx.recordSecondsIn(this.slot.waitSeries, wait);
@@ -203,6 +207,7 @@ class RequestTicket implements Ticket, TracedRequest {
       series.requests.add(1);
       q.completed++;
       q.requestEnded(now);
+      q.publish();
       q.traces?.ended(q.tail!, this, outcome, attributes, now);
     } catch (error) {
       q.ctx.internalError('ticket.end', error);
@@ -334,6 +339,8 @@ export class Queue implements QueueTracker {
    * only what would take the queue past its targets (admitsDuringEpisode).
    */
   private shedding = false;
+  /** This queue's cells on the live board (undefined without a board or past its slots). */
+  private readonly live: Float64Array | undefined;
   private shedSince = Number.NaN;
   /** When the episode last turned a request away (ms). */
   private lastShed = Number.NaN;
@@ -411,7 +418,9 @@ export class Queue implements QueueTracker {
     this.ageWarnMs = t.queue.ageWarnSeconds * 1000;
     this.ageCriticalMs = t.queue.ageCriticalSeconds * 1000;
     // Room for every request up to the capacity several times over; past it the age is a lower bound (QueueAge).
-    this.age = new QueueAge(Math.min(16_384, Math.max(256, 4 * this.capacity)), ctx.clock());
+    const ageOrigin = ctx.clock();
+    this.age = new QueueAge(Math.min(16_384, Math.max(256, 4 * this.capacity)), ageOrigin);
+    this.live = env.board?.queueSlot(name, this.capacity, ageOrigin);
     this.waitDetector = new ThresholdDetector({
       warn: t.queue.waitWarnSeconds,
       critical: t.queue.waitCriticalSeconds,
@@ -444,6 +453,18 @@ export class Queue implements QueueTracker {
     return (this.waiting + this.inFlight) / this.capacity;
   }
 
+  /** Writes the live values to the board (a few stores; see live-board.ts). */
+  publish(): void {
+    const cells = this.live;
+    if (cells === undefined) return;
+    cells[QUEUE.waiting] = this.waiting;
+    cells[QUEUE.inFlight] = this.inFlight;
+    cells[QUEUE.level] = LEVEL_VALUE[this.level()];
+    cells[QUEUE.stamped] = this.age.waiting;
+    cells[QUEUE.arrivals] = this.age.arrivalSum;
+    cells[QUEUE.oldest] = this.age.oldestArrival();
+  }
+
   enqueue(model?: string): Ticket {
     const slot = this.slotOf(model ?? UNKNOWN_MODEL);
     const now = this.ctx.clock();
@@ -453,6 +474,7 @@ export class Queue implements QueueTracker {
     this.env.arrived();
     const ticket = new RequestTicket(this, slot, now, seq);
     this.watch(now);
+    this.publish();
     return ticket;
   }
 
@@ -670,6 +692,7 @@ export class Queue implements QueueTracker {
    */
   private startShedding(now: number): void {
     this.shedding = true;
+    this.publish();
     this.shedSince = now;
     this.lastShed = now;
     this.episodeShed = 0;
@@ -698,6 +721,7 @@ export class Queue implements QueueTracker {
 
   private stopShedding(now: number): void {
     this.shedding = false;
+    this.publish();
     try {
       this.ctx.report({
         signal: 'queue_backpressure',
@@ -982,6 +1006,7 @@ export class Queue implements QueueTracker {
     }
     // A shedding queue that no request reaches any more ends its shedding here, once it may.
     if (this.shedding && this.shedEnds(now)) this.stopShedding(now);
+    this.publish();
   }
 
   private tokensSnapshot(tokens: QueueTokens, now: number) {

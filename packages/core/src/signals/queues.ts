@@ -6,8 +6,7 @@ import { ATTR, METRICS } from '../names';
 import { nameOption, queueSettings } from '../options';
 import type { Level, QueueOptions, QueueSnapshot } from '../types';
 import { Queue, type QueueEnvironment } from './queue';
-
-const LEVEL_VALUE: Record<Level, number> = { ok: 0, warn: 1, critical: 2 };
+import { LEVEL_VALUE } from '../live-board';
 
 /** A queue and the attribute object its gauges are observed with. */
 interface Entry {
@@ -55,7 +54,7 @@ export class QueueSignal implements Signal {
     private readonly maxQueues: number,
     links: Pick<
       QueueEnvironment,
-      'streamOf' | 'externalLevel' | 'attributeGlitch' | 'loopUtilization' | 'requestTraces' | 'arrived'
+      'streamOf' | 'externalLevel' | 'attributeGlitch' | 'loopUtilization' | 'requestTraces' | 'arrived' | 'board'
     >,
   ) {
     this.env = {

@@ -1,0 +1,371 @@
+/**
+ * The Prometheus endpoint served from a worker thread, so that a scrape or
+ * a readiness probe is answered while the main thread runs a model, drowns
+ * in requests or is blocked. Each scrape asks the main thread for a fresh
+ * exposition, as the main-thread server does. If none comes within
+ * MAIN_WAIT_MS, the worker answers with the last exposition, its live
+ * values (queue depth, in flight, occupancy, backpressure, oldest and
+ * pending waits) rewritten from the monitor's live board, which the request
+ * path keeps in shared memory; later scrapes answer at once until the main
+ * thread answers again. `/healthz/ready` on the same port answers from the
+ * board alone: 503 at CRITICAL (the last tick's level, or a queue's live
+ * backpressure) or while the main thread has not turned for longer than
+ * the board's bound.
+ */
+import { Worker } from 'node:worker_threads';
+import { LIVE_BOARD_LAYOUT, type Monitor } from '@infersignal/core';
+import type { LiveValues } from './prometheus-exposition';
+import type { ResolvedPrometheus } from './options';
+import type { PrometheusReader } from './prometheus-reader';
+import type { PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
+
+/** How long a scrape waits for the main thread's exposition before the worker answers from the board. */
+export const MAIN_WAIT_MS = 100;
+
+/** The readiness route on the metrics port. */
+export const READINESS_PATH = '/healthz/ready';
+
+/** The live value each of core's queue gauges carries (the worker's `liveValue` reads the same codes). */
+const LIVE_FIELDS: Record<string, number> = {
+  'infersignal.queue.waiting': 0,
+  'infersignal.queue.in_flight': 1,
+  'infersignal.queue.occupancy': 2,
+  'infersignal.queue.backpressure.level': 3,
+  'infersignal.queue.wait.oldest': 4,
+  'infersignal.queue.wait.pending': 5,
+};
+
+type ToWorker =
+  | { type: 'chunk'; chunk: Uint8Array }
+  | { type: 'end'; holes: number[] }
+  | { type: 'failed'; message: string }
+  | { type: 'queue'; name: string; slot: number }
+  | { type: 'close' };
+
+type FromWorker =
+  | { type: 'listening'; address: PrometheusAddress }
+  | { type: 'listen-failed'; message: string }
+  | { type: 'collect' }
+  | { type: 'closed' };
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class PrometheusThread implements PrometheusEndpoint {
+  readonly ready: Promise<PrometheusAddress | null>;
+  private bound: PrometheusAddress | null = null;
+  private readonly worker: Worker;
+  private readonly slots = new Map<string, number>();
+  private exited = false;
+
+  constructor(
+    private readonly reader: PrometheusReader,
+    config: ResolvedPrometheus,
+    monitor: Monitor,
+    private readonly logger: StartLogger,
+  ) {
+    const board = monitor.liveBoard;
+    for (const [slot, name] of board.queueNames.entries()) this.slots.set(name, slot);
+    this.worker = new Worker(WORKER_SOURCE(), {
+      eval: true,
+      workerData: {
+        host: config.host,
+        port: config.port,
+        path: config.path,
+        readinessPath: READINESS_PATH,
+        board: board.buffer,
+        layout: LIVE_BOARD_LAYOUT,
+        names: [...board.queueNames],
+        waitMs: MAIN_WAIT_MS,
+      },
+      // Its own stdout would hold the process open on some platforms; it writes nothing anyway.
+      stdout: false,
+      stderr: false,
+    });
+    board.onQueue = (name, slot) => {
+      this.slots.set(name, slot);
+      this.post({ type: 'queue', name, slot });
+    };
+    this.ready = new Promise((resolve) => {
+      const failed = (why: string) => {
+        (logger.error ?? logger.warn).call(
+          logger,
+          `infersignal: the Prometheus endpoint could not listen on ${config.host}:${config.port} (${why}); ` +
+            'the app keeps running and metrics are still recorded, but nothing serves them on that port',
+        );
+        resolve(null);
+      };
+      this.worker.on('message', (message: FromWorker) => {
+        if (message.type === 'collect') void this.collect();
+        else if (message.type === 'listening') {
+          this.bound = message.address;
+          resolve(message.address);
+        } else if (message.type === 'listen-failed') failed(message.message);
+      });
+      this.worker.on('error', (error) => {
+        if (this.bound === null) failed(error.message);
+        else
+          logger.warn(
+            `infersignal: the Prometheus endpoint's thread failed (${error.message}); nothing serves metrics`,
+          );
+      });
+      this.worker.on('exit', () => {
+        this.exited = true;
+        resolve(null);
+      });
+    });
+    // The scrape endpoint must never be what keeps the process alive (after the listeners: adding one refs it again).
+    this.worker.unref();
+  }
+
+  get address(): PrometheusAddress | null {
+    return this.bound;
+  }
+
+  private post(message: ToWorker, transfer?: ArrayBuffer[]): void {
+    if (!this.exited) this.worker.postMessage(message, transfer);
+  }
+
+  /** One exposition for the worker, chunk by chunk (one per turn of the event loop, as the main-thread server writes them). */
+  private async collect(): Promise<void> {
+    try {
+      const { resourceMetrics } = await this.reader.collect();
+      const live: LiveValues = {
+        field: (name) => LIVE_FIELDS[name],
+        slot: (attributes) => this.slots.get(attributes['infersignal.queue.name'] as string),
+        holes: [],
+      };
+      try {
+        for (const chunk of this.reader.chunks(resourceMetrics, live)) {
+          // A compact copy, handed over: the chunk's own buffer goes back to the pool.
+          const copy = chunk.slice();
+          this.reader.release(chunk);
+          this.post({ type: 'chunk', chunk: copy }, [copy.buffer as ArrayBuffer]);
+          await nextTurn();
+        }
+      } finally {
+        this.reader.releaseSeries(resourceMetrics);
+      }
+      this.post({ type: 'end', holes: live.holes });
+    } catch (error) {
+      this.post({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  /** Stops listening, drops idle keep-alive connections, ends the thread. */
+  close(): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => void this.worker.terminate(), 1000);
+      timer.unref();
+      this.worker.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.worker.on('message', (message: FromWorker) => {
+        if (message.type === 'closed') void this.worker.terminate();
+      });
+      this.post({ type: 'close' });
+    });
+  }
+}
+
+/**
+ * The worker's code, run from its source text (no file to resolve, whatever
+ * bundles the app): self-contained, CommonJS `require` only. A transpiler
+ * that keeps function names (esbuild's keepNames, as tsx runs it) wraps
+ * inner functions in a `__name` helper that lives outside this function:
+ * the source defines one that does nothing.
+ */
+const WORKER_SOURCE = () => `var __name = (target) => target;\n(${workerMain.toString()})();`;
+
+function workerMain(): void {
+  const { parentPort, workerData } = require('node:worker_threads') as typeof import('node:worker_threads');
+  const { createServer } = require('node:http') as typeof import('node:http');
+  const { performance } = require('node:perf_hooks') as typeof import('node:perf_hooks');
+  const port = parentPort!;
+  const { host, path, readinessPath, layout, waitMs } = workerData;
+  const H = layout.header;
+  const Q = layout.queue;
+  const cells = new Float64Array(workerData.board);
+  const names: string[] = workerData.names;
+  const LEVELS = ['ok', 'warn', 'critical'];
+  const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+  const epoch = () => performance.timeOrigin + performance.now();
+
+  type Waiter = { res: import('node:http').ServerResponse; head: boolean; timer?: NodeJS.Timeout };
+  /** The last complete exposition and the offsets of its live values. */
+  let latest: { body: Buffer; holes: number[]; at: number } | undefined;
+  /** The collection asked of the main thread and not answered yet. */
+  let pending: { since: number; waiters: Set<Waiter>; chunks: Buffer[] } | undefined;
+
+  const cell = (slot: number, field: number) => cells[H.headerCells + slot * Q.cells + field];
+  /** The monitor's clock now, from the heartbeat (NaN before the first). */
+  const monitorNow = () => cells[H.beatClock] + (epoch() - cells[H.beatEpoch]);
+
+  function liveValue(slot: number, field: number, now: number): number {
+    const waiting = cell(slot, Q.waiting);
+    const inFlight = cell(slot, Q.inFlight);
+    const stamped = cell(slot, Q.stamped);
+    const since = now - cell(slot, Q.origin);
+    switch (field) {
+      case 0:
+        return waiting;
+      case 1:
+        return inFlight;
+      case 2:
+        return (waiting + inFlight) / cell(slot, Q.capacity);
+      case 3:
+        return cell(slot, Q.level);
+      case 4:
+        return stamped > 0 ? Math.max(0, since - cell(slot, Q.oldest)) / 1000 : 0;
+      case 5:
+        return stamped > 0 ? Math.max(0, stamped * since - cell(slot, Q.arrivals)) / 1000 : 0;
+      default:
+        return Number.NaN;
+    }
+  }
+
+  const text = (value: number) =>
+    value === Number.POSITIVE_INFINITY ? '+Inf' : value === Number.NEGATIVE_INFINITY ? '-Inf' : String(value);
+
+  /** The last exposition with its live values as they are now, and a comment saying how old the rest is. */
+  function fromBoard(): Buffer {
+    const { body, holes, at } = latest!;
+    const now = monitorNow();
+    const parts: Uint8Array[] = [];
+    let from = 0;
+    for (let i = 0; i < holes.length; i += 4) {
+      const value = liveValue(holes[i + 2], holes[i + 3], now);
+      if (Number.isNaN(value)) continue;
+      parts.push(body.subarray(from, holes[i]), Buffer.from(text(value)));
+      from = holes[i + 1];
+    }
+    parts.push(body.subarray(from));
+    const stale = Math.round(epoch() - at);
+    const busy = Math.round(epoch() - (pending?.since ?? at));
+    parts.push(
+      Buffer.from(
+        `# infersignal: the main thread has not answered for ${busy} ms; queue depth, in flight, occupancy, backpressure and waits are read live, the other series as of ${stale} ms ago\n`,
+      ),
+    );
+    return Buffer.concat(parts);
+  }
+
+  function answer(waiter: Waiter, body: Buffer): void {
+    const { res, head } = waiter;
+    if (res.destroyed) return;
+    res.statusCode = 200;
+    res.setHeader('content-type', CONTENT_TYPE);
+    res.setHeader('content-length', body.length);
+    res.end(head ? undefined : body);
+  }
+
+  function scrape(waiter: Waiter): void {
+    if (pending === undefined) {
+      pending = { since: epoch(), waiters: new Set(), chunks: [] };
+      port.postMessage({ type: 'collect' });
+    }
+    const waited = epoch() - pending.since;
+    if (latest !== undefined && waited >= waitMs) {
+      answer(waiter, fromBoard());
+      return;
+    }
+    const current = pending;
+    current.waiters.add(waiter);
+    if (latest !== undefined)
+      waiter.timer = setTimeout(() => {
+        if (current.waiters.delete(waiter)) answer(waiter, fromBoard());
+      }, waitMs - waited);
+  }
+
+  function readiness(res: import('node:http').ServerResponse, head: boolean): void {
+    let level = Number.isNaN(cells[H.level]) ? 0 : cells[H.level];
+    const queues: Record<string, unknown> = {};
+    for (let slot = 0; slot < cells[H.queues]; slot++) {
+      const queueLevel = cell(slot, Q.level);
+      level = Math.max(level, queueLevel);
+      if (names[slot] !== undefined)
+        queues[names[slot]] = {
+          waiting: cell(slot, Q.waiting),
+          inFlight: cell(slot, Q.inFlight),
+          occupancy: liveValue(slot, 2, 0),
+          level: LEVELS[queueLevel],
+        };
+    }
+    const sinceBeat = epoch() - cells[H.beatEpoch];
+    // No heartbeat yet (or none kept): the main thread's state is unknown, not stuck.
+    const stuck = sinceBeat > cells[H.stuckAfterMs];
+    const body = JSON.stringify({
+      level: LEVELS[level],
+      mainThread: { sinceHeartbeatMs: Number.isNaN(sinceBeat) ? null : Math.round(sinceBeat), stuck },
+      queues,
+    });
+    res.statusCode = level >= 2 || stuck ? 503 : 200;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('cache-control', 'no-store');
+    res.end(head ? undefined : body);
+  }
+
+  const server = createServer((req, res) => {
+    const at = (req.url ?? '/').split('?', 1)[0];
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) {
+      res.statusCode = 405;
+      res.end();
+    } else if (at === path) scrape({ res, head });
+    else if (at === readinessPath) readiness(res, head);
+    else {
+      res.statusCode = 404;
+      res.end();
+    }
+  });
+
+  port.on('message', (message) => {
+    switch (message.type) {
+      case 'chunk':
+        pending?.chunks.push(Buffer.from(message.chunk.buffer, message.chunk.byteOffset, message.chunk.byteLength));
+        break;
+      case 'end':
+      case 'failed': {
+        const done = pending;
+        pending = undefined;
+        if (done === undefined) break;
+        if (message.type === 'end') latest = { body: Buffer.concat(done.chunks), holes: message.holes, at: done.since };
+        for (const waiter of done.waiters) {
+          clearTimeout(waiter.timer);
+          if (message.type === 'end') answer(waiter, latest!.body);
+          else if (!waiter.res.destroyed) {
+            waiter.res.statusCode = 500;
+            waiter.res.setHeader('content-type', 'text/plain; charset=utf-8');
+            waiter.res.end(`# infersignal: metrics collection failed: ${message.message}\n`);
+          }
+        }
+        break;
+      }
+      case 'queue':
+        names[message.slot] = message.name;
+        break;
+      case 'close':
+        server.close(() => port.postMessage({ type: 'closed' }));
+        server.closeAllConnections();
+        break;
+    }
+  });
+
+  server.once('error', (error: NodeJS.ErrnoException) => {
+    const why = error.code === 'EADDRINUSE' ? `port ${workerData.port} is already in use` : error.message;
+    port.postMessage({ type: 'listen-failed', message: why });
+    port.close();
+  });
+  server.listen({ host, port: workerData.port }, () => {
+    server.removeAllListeners('error');
+    // Later socket errors go nowhere near the app.
+    server.on('error', () => {});
+    const address = server.address() as import('node:net').AddressInfo;
+    const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    port.postMessage({
+      type: 'listening',
+      address: { host: address.address, port: address.port, url: `http://${shown}:${address.port}${path}` },
+    });
+  });
+}

@@ -1,0 +1,168 @@
+/**
+ * The Prometheus endpoint on its worker thread: the same exposition as the
+ * main-thread server, and answers while the main thread is blocked, with the
+ * queue gauges as they are at that moment and readiness failing once the
+ * main thread has been stuck past the board's bound. The blocked thread is
+ * this test's own: a child process scrapes, and the block lasts until the
+ * child has seen what it looks for (it writes a file the busy loop polls),
+ * so a slow machine makes the block longer, never the test red.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { start, type InferSignal } from '@infersignal/node';
+import { parseExposition, samples } from './helpers/exposition';
+
+const running: InferSignal[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((s) => s.shutdown()));
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function startTracked(options: Parameters<typeof start>[0]): InferSignal {
+  const s = start({ registerGlobals: false, logger: { warn: () => {} }, ...options });
+  running.push(s);
+  return s;
+}
+
+async function text(url: string): Promise<string> {
+  const res = await fetch(url);
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+const value = (body: string, name: string, queue: string) =>
+  samples(parseExposition(body), name, name, { infersignal_queue_name: queue })[0]?.value;
+
+/**
+ * Scrapes /metrics and /healthz/ready every 20 ms, each request timed, until
+ * it has seen `metricsAnswers` scrape answers that say the main thread did
+ * not answer and a readiness answer that says it is stuck; then writes
+ * `done` and prints what it saw.
+ */
+const SCRAPER = `
+const [metricsUrl, readyUrl, done, wanted] = process.argv.slice(1);
+const { writeFileSync } = require('node:fs');
+const seen = { metrics: [], ready: [] };
+const fromBoard = () => seen.metrics.filter((m) => m.body.includes('# infersignal: the main thread has not answered'));
+(async () => {
+  const until = Date.now() + 30000;
+  while (Date.now() < until) {
+    const t0 = Date.now();
+    const [m, r] = await Promise.all([fetch(metricsUrl), fetch(readyUrl)]);
+    seen.metrics.push({ t0, t1: Date.now(), status: m.status, body: await m.text() });
+    seen.ready.push({ t0, t1: Date.now(), status: r.status, body: await r.json() });
+    if (fromBoard().length >= Number(wanted) && seen.ready.some((x) => x.body.mainThread.stuck)) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  writeFileSync(done, '');
+  process.stdout.write(JSON.stringify(seen));
+})();
+`;
+
+function runScraper(metricsUrl: string, done: string, wanted: number): Promise<string> {
+  const readyUrl = metricsUrl.replace(/\/metrics$/, '/healthz/ready');
+  const child = spawn(process.execPath, ['-e', SCRAPER, metricsUrl, readyUrl, done, String(wanted)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  return new Promise((resolve) => child.on('exit', () => resolve(out)));
+}
+
+/** Blocks this thread until `file` exists (bounded, so a broken endpoint fails the test rather than hangs it). */
+function blockUntil(file: string, limitMs: number): { from: number; to: number } {
+  const from = Date.now();
+  while (!existsSync(file) && Date.now() - from < limitMs) {
+    // The main thread is stuck here: nothing else of this process runs on it.
+  }
+  return { from, to: Date.now() };
+}
+
+describe('the Prometheus endpoint on a worker thread', () => {
+  it('serves the exposition the main-thread server serves', async () => {
+    // One fixed clock: both monitors record the same numbers.
+    const clock = () => 1_000_000;
+    const options = {
+      serviceName: 'thread-test',
+      detectorIntervalMs: 0,
+      eventLoop: false,
+      heap: false,
+      clock,
+    } as const;
+    const worker = startTracked({ ...options, prometheus: { port: 0 } });
+    const main = startTracked({ ...options, prometheus: { port: 0, thread: 'main' } });
+    for (const s of [worker, main]) {
+      const queue = s.monitor.queue('infer', { capacity: 8, concurrency: 2 });
+      for (let i = 0; i < 5; i++) queue.enqueue('m').start();
+      queue.enqueue('m');
+    }
+    const [a, b] = await Promise.all([worker.prometheus!.ready, main.prometheus!.ready]);
+    const [fromWorker, fromMain] = await Promise.all([text(a!.url), text(b!.url)]);
+    expect(value(fromWorker, 'infersignal_queue_in_flight', 'infer')).toBe(5);
+    // The live values travel as they are; a series written anywhere else (a different timestamp of a start) would differ.
+    const strip = (body: string) =>
+      body.split('\n').filter((line) => !line.startsWith('process_') && !/start_time/.test(line));
+    expect(strip(fromWorker)).toEqual(strip(fromMain));
+    // The readiness route lives on the worker's port only.
+    expect((await fetch(a!.url.replace(/\/metrics$/, '/healthz/ready'))).status).toBe(200);
+    expect((await fetch(b!.url.replace(/\/metrics$/, '/healthz/ready'))).status).toBe(404);
+  });
+
+  it('answers while the main thread is blocked, with the queue as it is now', async () => {
+    const s = startTracked({ serviceName: 'blocked', prometheus: { port: 0 } });
+    const queue = s.monitor.queue('infer', { capacity: 20, concurrency: 4 });
+    const tickets = Array.from({ length: 5 }, () => queue.enqueue('m'));
+    tickets[0].start();
+    tickets[1].start();
+    const address = (await s.prometheus!.ready)!;
+    // The last exposition the main thread made: 3 waiting, 2 in flight.
+    const before = await text(address.url);
+    expect(value(before, 'infersignal_queue_waiting', 'infer')).toBe(3);
+    expect(value(before, 'infersignal_queue_in_flight', 'infer')).toBe(2);
+
+    // Then the queue moves, and no scrape sees it before the block: 6 waiting, 3 in flight.
+    for (let i = 0; i < 4; i++) queue.enqueue('m');
+    tickets[2].start();
+    const dir = mkdtempSync(join(tmpdir(), 'infersignal-thread-'));
+    dirs.push(dir);
+    const done = join(dir, 'done');
+    const scraped = runScraper(address.url, done, 2);
+    const block = blockUntil(done, 60_000);
+    const seen = JSON.parse(await scraped) as {
+      metrics: { t0: number; t1: number; status: number; body: string }[];
+      ready: { t0: number; t1: number; status: number; body: { level: string; mainThread: { stuck: boolean } } }[];
+    };
+
+    const during = seen.metrics.filter((m) => m.t0 >= block.from && m.t1 <= block.to);
+    const live = during.filter((m) => m.body.includes('# infersignal: the main thread has not answered'));
+    expect(live.length).toBeGreaterThanOrEqual(2);
+    for (const m of live) {
+      expect(m.status).toBe(200);
+      expect(value(m.body, 'infersignal_queue_waiting', 'infer')).toBe(6);
+      expect(value(m.body, 'infersignal_queue_in_flight', 'infer')).toBe(3);
+      expect(value(m.body, 'infersignal_queue_occupancy_ratio', 'infer')).toBe(9 / 20);
+      // Counters come from the last exposition: a series the block could not have changed.
+      expect(value(m.body, 'infersignal_queue_capacity', 'infer')).toBe(20);
+    }
+    // The oldest wait grows while the main thread is stuck: read from the arrival stamps, not the last exposition.
+    const oldest = live.map((m) => value(m.body, 'infersignal_queue_wait_oldest_seconds', 'infer')!);
+    expect(oldest.at(-1)!).toBeGreaterThan(oldest[0]);
+    expect(oldest[0]).toBeGreaterThan(value(before, 'infersignal_queue_wait_oldest_seconds', 'infer')!);
+
+    const stuck = seen.ready.filter((r) => r.body.mainThread.stuck);
+    expect(stuck.length).toBeGreaterThan(0);
+    for (const r of stuck) expect(r.status).toBe(503);
+    // Before the block had lasted the bound, readiness said what the board says: ok.
+    const early = seen.ready.find((r) => r.t1 < block.from);
+    if (early) expect(early.status).toBe(200);
+
+    // Unblocked, the main thread answers again: its exposition, no comment.
+    const after = await text(address.url);
+    expect(after).not.toContain('# infersignal: the main thread');
+    expect(value(after, 'infersignal_queue_waiting', 'infer')).toBe(6);
+  }, 90_000);
+});
