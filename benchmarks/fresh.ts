@@ -269,7 +269,6 @@ type Endpoint = (typeof ENDPOINTS)[number];
 
 interface Latency {
   n: number;
-  failed: number;
   p50: number;
   p99: number;
   max: number;
@@ -292,7 +291,6 @@ function latency(probes: readonly Probe[]): Latency {
   return {
     statuses,
     n: probes.length,
-    failed: probes.filter((p) => p.failed).length,
     p50: ms.length ? rank(ms, 0.5) : Number.NaN,
     p99: ms.length ? rank(ms, 0.99) : Number.NaN,
     max: ms.length ? ms[ms.length - 1]! : Number.NaN,
