@@ -551,4 +551,5 @@ Meanwhile GET /metrics and the readiness route every ${SCRAPE_EVERY_MS} ms each,
 Phases by when a probe was sent: during the block; overload (the rest of the load, block overlaps left out); overall. Live: a /metrics answer that comes within the block shows those values.${LINES.length > 1 ? ` Verdict figures: ${LINES.map((l) => l.label).join(' / ')}.` : ''}`,
   results,
   verdict,
+  notes: `About ${Math.round(BLOCK_MS / SCRAPE_EVERY_MS)} probes of each endpoint fall in the block: there its P99 is its largest. Readiness answers 503 at CRITICAL, which 2× overload reaches: a 503 is an answer, timed like a 200.`,
 });
