@@ -490,6 +490,21 @@ const rows = runs.flatMap((run) =>
     e === 'metrics' ? `${run.freshness.equal} / ${run.freshness.answered} / ${run.freshness.sent}` : '',
   ]),
 );
+/** Per run, for the log: what the load got and where the block started. */
+const runLines = runs.map(
+  (run) =>
+    `${run.line.label}${ARMS.length > 1 ? ` ${run.arm.label} (${revision(run.arm.tree)})` : ''}: capacity ${run.capacityRps.toFixed(0)} req/s, offered ${run.rate} req/s, ${run.load.throughput.toFixed(0)} ok/s, ${Object.entries(
+      run.load.statuses,
+    )
+      .map(([status, n]) => `${n} × ${status}`)
+      .join(', ')}; block of ${run.blockMs.toFixed(0)} ms at ${truthText(run.truth)}.`,
+);
+const runLabel = (run: Run): string => `${run.line.label}${ARMS.length > 1 ? ` ${run.arm.label}` : ''}`;
+const busyQueues = (run: Run): string =>
+  Object.entries(run.truth)
+    .filter(([, v]) => v.waiting + v.inFlight > 0)
+    .map(([q, v]) => `${q} ${v.waiting}+${v.inFlight}`)
+    .join(', ');
 const results = [
   table(
     [
@@ -504,15 +519,11 @@ const results = [
     rows,
   ),
   '',
-  ...runs.map(
-    (run) =>
-      `${run.line.label}${ARMS.length > 1 ? ` ${run.arm.label} (${revision(run.arm.tree)})` : ''}: capacity ${run.capacityRps.toFixed(0)} req/s, offered ${run.rate} req/s, ${run.load.throughput.toFixed(0)} ok/s, ${Object.entries(
-        run.load.statuses,
-      )
-        .map(([status, n]) => `${n} × ${status}`)
-        .join(', ')}; block of ${run.blockMs.toFixed(0)} ms at ${truthText(run.truth)}.  `,
-  ),
+  // The page stays short: two lines for what the log says per run.
+  `Capacity → offered (req/s): ${runs.map((run) => `${runLabel(run)} ${run.capacityRps.toFixed(0)} → ${run.rate}`).join('; ')}.  `,
+  `Blocks (ms) and the queues they started at (waiting+in flight): ${runs.map((run) => `${runLabel(run)} ${run.blockMs.toFixed(0)}, ${busyQueues(run)}`).join('; ')}.`,
 ].join('\n');
+console.log(runLines.join('\n'));
 console.log(results);
 
 const mine = runs.filter((r) => r.arm === THIS);
@@ -534,7 +545,7 @@ const goals: Goal[] = [
   latencyGoal('metrics', 'block', `in a ${BLOCK_MS / 1000} s block`),
   latencyGoal('ready', 'block', `in a ${BLOCK_MS / 1000} s block`),
   {
-    text: `queue waiting / in flight / occupancy in /metrics answers during the block: ${each((r) => `${r.freshness.equal} of ${r.freshness.answered}`)} equal to the true values`,
+    text: `queue depth, in flight, occupancy live in the block: ${each((r) => `${r.freshness.equal} of ${r.freshness.answered}`)} answers equal`,
     goal: 'all, at least one',
     met: mine.every((r) => r.freshness.answered > 0 && r.freshness.equal === r.freshness.answered),
   },
@@ -546,10 +557,9 @@ writeSection('fresh', {
   command: 'pnpm bench:fresh',
   everyLineInOneRun: LINES.length > 1,
   packages: ['@infersignal/node', '@infersignal/fastify', 'fastify', 'onnxruntime-node'],
-  method: `examples/fastify-onnx's server (child process) on ${LINES.map((l) => l.label).join(' and ')}${ARMS.length > 1 ? `, this tree and BENCH_BASELINE's (${revision(BASELINE!)}) in one run` : ''}: capacity from a closed loop of ${USERS} users (median of ${WINDOWS} windows of ${WINDOW_MS / 1000} s); then ${OVERLOAD}× that, open loop, ${LOAD_S} s, from another process.
-Meanwhile GET /metrics and the readiness route every ${SCRAPE_EVERY_MS} ms each, on schedule, cut at ${TIMEOUT_MS / 1000} s (failed, at its time); half-way SIGUSR2 blocks the server's main thread for ${BLOCK_MS / 1000} s after writing its queue values.
-Phases by when a probe was sent: during the block; overload (the rest of the load, block overlaps left out); overall. Live: a /metrics answer that comes within the block shows those values.${LINES.length > 1 ? ` Verdict figures: ${LINES.map((l) => l.label).join(' / ')}.` : ''}`,
+  method: `examples/fastify-onnx's server (child process) on ${LINES.map((l) => l.label).join(' and ')}${ARMS.length > 1 ? `, this tree and BENCH_BASELINE's (${revision(BASELINE!)})` : ''}: capacity = median of ${WINDOWS} closed-loop windows of ${WINDOW_MS / 1000} s (${USERS} users); then ${OVERLOAD}× it, open loop, ${LOAD_S} s, from another process.
+Meanwhile GET /metrics and the readiness route every ${SCRAPE_EVERY_MS} ms each, on schedule, cut at ${TIMEOUT_MS / 1000} s; half-way SIGUSR2 blocks the main thread for ${BLOCK_MS / 1000} s after writing its queue values. Phases by a probe's send time; the block's (~${Math.round(BLOCK_MS / SCRAPE_EVERY_MS)} probes each) P99 is its max.
+Live: each /metrics answer that comes within the block must show those values. Readiness answers 503 at CRITICAL (2× overload reaches it): an answer, timed like a 200.${LINES.length > 1 ? ` Verdict figures: ${LINES.map((l) => l.label).join(' / ')}.` : ''}`,
   results,
   verdict,
-  notes: `About ${Math.round(BLOCK_MS / SCRAPE_EVERY_MS)} probes of each endpoint fall in the block: there its P99 is its largest. Readiness answers 503 at CRITICAL, which 2× overload reaches: a 503 is an answer, timed like a 200.`,
 });
