@@ -306,7 +306,14 @@ describe('bad inputs through the adapters', () => {
 
 // --- the environment ------------------------------------------------------------
 
-const PROMETHEUS_DEFAULT = { host: '127.0.0.1', port: 9464, path: '/metrics', mount: false, withoutScopeInfo: true };
+const PROMETHEUS_DEFAULT = {
+  host: '127.0.0.1',
+  port: 9464,
+  path: '/metrics',
+  mount: false,
+  withoutScopeInfo: true,
+  thread: 'worker',
+};
 
 /** [variables, the one warning, what the resolved options hold after it] */
 const envCases: [Record<string, string>, string, (resolved: ReturnType<typeof resolveStartOptions>) => void][] = [

@@ -22,10 +22,6 @@ export type {
   Ticket,
 } from './types';
 
-// Shared memory that a scrape or readiness thread reads while the main thread is busy (`monitor.liveBoard`).
-export { LIVE_BOARD_LAYOUT } from './live-board';
-export type { LiveBoard } from './live-board';
-
 // What `queue.run()` rejects with, and what invalid configuration throws (naming the dotted field);
 // `instanceof` holds across the ESM and CommonJS builds (a `Symbol.for` brand).
 export { InferSignalConfigError, QueueFullError, RequestEndedError } from './errors';

@@ -12,7 +12,7 @@
 import { performance } from 'node:perf_hooks';
 
 /** Cells of the board's header. */
-export const BOARD = {
+const BOARD = {
   /** Epoch ms (timeOrigin + performance.now()) of the last heartbeat. */
   beatEpoch: 0,
   /** The monitor's clock (ms) at that heartbeat: a reader maps its own epoch time onto that clock. */
@@ -48,9 +48,6 @@ export const QUEUE = {
   cells: 8,
 } as const;
 
-/** Where each value sits in the board's Float64Array: a reader in another thread gets this with the buffer. */
-export const LIVE_BOARD_LAYOUT = { header: BOARD, queue: QUEUE } as const;
-
 /** A level as a number, as the backpressure gauge and the board carry it. */
 export const LEVEL_VALUE = { ok: 0, warn: 1, critical: 2 } as const;
 
@@ -58,6 +55,8 @@ const origin = performance.timeOrigin;
 
 export class LiveBoard {
   readonly buffer: SharedArrayBuffer;
+  /** Where each value sits in `buffer`, for a reader in another thread. */
+  readonly layout = { header: BOARD, queue: QUEUE } as const;
   private readonly cells: Float64Array;
   /** Queue names by slot. */
   readonly queueNames: string[] = [];

@@ -13,26 +13,26 @@
  * the board's bound.
  */
 import { Worker } from 'node:worker_threads';
-import { LIVE_BOARD_LAYOUT, type Monitor } from '@infersignal/core';
+import { ATTR, METRICS, type Monitor } from '@infersignal/core';
 import type { LiveValues } from './prometheus-exposition';
 import type { ResolvedPrometheus } from './options';
 import type { PrometheusReader } from './prometheus-reader';
 import type { PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
 
 /** How long a scrape waits for the main thread's exposition before the worker answers from the board. */
-export const MAIN_WAIT_MS = 100;
+const MAIN_WAIT_MS = 100;
 
 /** The readiness route on the metrics port. */
-export const READINESS_PATH = '/healthz/ready';
+const READINESS_PATH = '/healthz/ready';
 
 /** The live value each of core's queue gauges carries (the worker's `liveValue` reads the same codes). */
 const LIVE_FIELDS: Record<string, number> = {
-  'infersignal.queue.waiting': 0,
-  'infersignal.queue.in_flight': 1,
-  'infersignal.queue.occupancy': 2,
-  'infersignal.queue.backpressure.level': 3,
-  'infersignal.queue.wait.oldest': 4,
-  'infersignal.queue.wait.pending': 5,
+  [METRICS.queueWaiting.name]: 0,
+  [METRICS.queueInFlight.name]: 1,
+  [METRICS.queueOccupancy.name]: 2,
+  [METRICS.backpressureLevel.name]: 3,
+  [METRICS.queueWaitOldest.name]: 4,
+  [METRICS.queueWaitPending.name]: 5,
 };
 
 type ToWorker =
@@ -73,7 +73,7 @@ export class PrometheusThread implements PrometheusEndpoint {
         path: config.path,
         readinessPath: READINESS_PATH,
         board: board.buffer,
-        layout: LIVE_BOARD_LAYOUT,
+        layout: board.layout,
         names: [...board.queueNames],
         waitMs: MAIN_WAIT_MS,
       },
@@ -94,12 +94,18 @@ export class PrometheusThread implements PrometheusEndpoint {
         );
         resolve(null);
       };
+      // Held until the server listens or fails (a process awaiting `ready` must not exit for want of a
+      // handle); from then on the endpoint never keeps the process alive.
       this.worker.on('message', (message: FromWorker) => {
         if (message.type === 'collect') void this.collect();
         else if (message.type === 'listening') {
           this.bound = message.address;
+          this.worker.unref();
           resolve(message.address);
-        } else if (message.type === 'listen-failed') failed(message.message);
+        } else if (message.type === 'listen-failed') {
+          this.worker.unref();
+          failed(message.message);
+        }
       });
       this.worker.on('error', (error) => {
         if (this.bound === null) failed(error.message);
@@ -113,8 +119,6 @@ export class PrometheusThread implements PrometheusEndpoint {
         resolve(null);
       });
     });
-    // The scrape endpoint must never be what keeps the process alive (after the listeners: adding one refs it again).
-    this.worker.unref();
   }
 
   get address(): PrometheusAddress | null {
@@ -131,13 +135,13 @@ export class PrometheusThread implements PrometheusEndpoint {
       const { resourceMetrics } = await this.reader.collect();
       const live: LiveValues = {
         field: (name) => LIVE_FIELDS[name],
-        slot: (attributes) => this.slots.get(attributes['infersignal.queue.name'] as string),
+        slot: (attributes) => this.slots.get(attributes[ATTR.queue] as string),
         holes: [],
       };
       try {
         for (const chunk of this.reader.chunks(resourceMetrics, live)) {
-          // A compact copy, handed over: the chunk's own buffer goes back to the pool.
-          const copy = chunk.slice();
+          // A compact copy, handed over (Buffer's own slice() is a view): the chunk's buffer goes back to the pool.
+          const copy = Uint8Array.prototype.slice.call(chunk);
           this.reader.release(chunk);
           this.post({ type: 'chunk', chunk: copy }, [copy.buffer as ArrayBuffer]);
           await nextTurn();

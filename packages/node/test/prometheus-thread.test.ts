@@ -88,6 +88,7 @@ describe('the Prometheus endpoint on a worker thread', () => {
     const clock = () => 1_000_000;
     const options = {
       serviceName: 'thread-test',
+      maxModels: 300,
       detectorIntervalMs: 0,
       eventLoop: false,
       heap: false,
@@ -99,10 +100,14 @@ describe('the Prometheus endpoint on a worker thread', () => {
       const queue = s.monitor.queue('infer', { capacity: 8, concurrency: 2 });
       for (let i = 0; i < 5; i++) queue.enqueue('m').start();
       queue.enqueue('m');
+      // Enough series for an exposition of many chunks (the worker gets it chunk by chunk).
+      const many = s.monitor.queue('many');
+      for (let i = 0; i < 300; i++) many.enqueue(`model-${i}`).end('completed');
     }
     const [a, b] = await Promise.all([worker.prometheus!.ready, main.prometheus!.ready]);
     const [fromWorker, fromMain] = await Promise.all([text(a!.url), text(b!.url)]);
     expect(value(fromWorker, 'infersignal_queue_in_flight', 'infer')).toBe(5);
+    expect(fromWorker.length).toBeGreaterThan(4 * 64 * 1024);
     // The live values travel as they are; a series written anywhere else (a different timestamp of a start) would differ.
     const strip = (body: string) =>
       body.split('\n').filter((line) => !line.startsWith('process_') && !/start_time/.test(line));

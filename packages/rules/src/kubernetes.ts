@@ -32,7 +32,12 @@ export interface KubernetesOptions extends GeneratorOptions {
    * /metrics on `port`: give the same port when the app serves /metrics there (the manifests then open one port).
    */
   metricsPort?: number;
-  /** Readiness route served by the InferSignal adapter (default `/healthz/ready`). */
+  /**
+   * Readiness route on the app's port, served by the InferSignal adapter. Without it the probe reads
+   * `/healthz/ready` on the metrics port, which `start()` serves from a worker thread: it answers while the
+   * main thread is busy, and fails when that thread is stuck. With a shared port the default is `/healthz/ready`
+   * on that port.
+   */
   readinessPath?: string;
   /** Prometheus URL KEDA queries (default the Prometheus Operator's service). */
   prometheusUrl?: string;
@@ -183,6 +188,8 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
   // The endpoint picker scrapes /metrics on the serving port (the pool's target port): an app that mounts
   // the exporter there (`start({ prometheus: { mount: true } })`) passes the same port for both.
   const sharedPort = metricsPort === port;
+  // The metrics port's readiness answers from start()'s worker thread, whatever the main thread is doing.
+  const readinessPort = sharedPort || options.readinessPath !== undefined ? 'http' : 'metrics';
   const prometheusUrl = fieldOrDefault(
     'prometheusUrl',
     options.prometheusUrl,
@@ -244,7 +251,7 @@ export function buildKubernetesManifests(options: KubernetesOptions = {}): Recor
                     ],
                   }),
               readinessProbe: {
-                httpGet: { path: readinessPath, port: 'http' },
+                httpGet: { path: readinessPath, port: readinessPort },
                 periodSeconds: 2,
                 timeoutSeconds: 1,
                 failureThreshold: 2,

@@ -89,11 +89,11 @@ describe('examples/kubernetes', () => {
       expect(readFileSync(new URL(name, examples), 'utf8'), name).toBe(text);
   });
 
-  it('Deployment: readiness probe on /healthz/ready, metrics port, Service and ServiceMonitor', () => {
+  it('Deployment: readiness probe on the metrics port (start() answers it from a worker thread), Service and ServiceMonitor', () => {
     const [deployment, service, monitor] = docs(generated['deployment.yaml']);
     expect(deployment).toMatchObject({ apiVersion: 'apps/v1', kind: 'Deployment' });
     const container = deployment.spec.template.spec.containers[0];
-    expect(container.readinessProbe.httpGet).toEqual({ path: '/healthz/ready', port: 'http' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/healthz/ready', port: 'metrics' });
     expect(container.ports.map((p: { name: string }) => p.name)).toEqual(['http', 'metrics']);
     expect(deployment.spec.selector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'inference-server' });
     expect(deployment.spec.template.metadata.labels['app.kubernetes.io/name']).toBe('inference-server');
@@ -106,7 +106,8 @@ describe('examples/kubernetes', () => {
     const custom = docs(
       buildKubernetesManifests({ app: 'llm', readinessPath: '/ready', port: 3000 })['deployment.yaml'],
     )[0];
-    expect(custom.spec.template.spec.containers[0].readinessProbe.httpGet.path).toBe('/ready');
+    // A route of the app's own is probed on the app's port.
+    expect(custom.spec.template.spec.containers[0].readinessProbe.httpGet).toEqual({ path: '/ready', port: 'http' });
     expect(custom.spec.template.spec.containers[0].ports[0].containerPort).toBe(3000);
   });
 
