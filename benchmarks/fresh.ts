@@ -19,9 +19,9 @@
  *    every 50 ms (25 ms apart), each on its schedule whether or not the last
  *    answer came (a slow answer does not thin the probes), and times each;
  *    one unanswered within 2 s is cut and counted failed, at its time;
- * 5. half-way, SIGUSR2 to the server: it writes the monitor's queue values of
- *    that instant (waiting, in flight, occupancy, every queue), then
- *    busy-loops its main thread for 1 s.
+ * 5. half-way, SIGUSR2 to the server: once a request waits in a queue, it
+ *    writes the monitor's queue values of that instant (waiting, in flight,
+ *    occupancy, every queue), then busy-loops its main thread for 1 s.
  *
  * The readiness route measured is the metrics port's `/healthz/ready` where
  * it answers anything but 404, else the app's own (`GET /healthz/ready`).
@@ -54,6 +54,8 @@ const LOAD_S = positive('BENCH_FRESH_SECONDS', SMOKE ? 2.5 : 14);
 /** The main thread's block; shorter in smoke mode, where only the code paths are checked. */
 const BLOCK_MS = SMOKE ? 400 : 1000;
 const SCRAPE_EVERY_MS = 50;
+/** The server blocks once a request waits in a queue, within this long of the signal (lib/fresh-child.ts). */
+const QUEUED_WITHIN_MS = 2000;
 const OVERLOAD = 2;
 const USERS = 8;
 const WARM_MS = SMOKE ? 300 : 1500;
@@ -358,7 +360,7 @@ async function measure(arm: Arm, line: Line): Promise<Run> {
     const loadEnd = loadStart + LOAD_S * 1000;
     let signalled = 0;
     /** Bodies of the scrapes around the block: the only ones read. */
-    const keepBody = () => signalled > 0 && now() < signalled + BLOCK_MS + TIMEOUT_MS;
+    const keepBody = () => signalled > 0 && now() < signalled + QUEUED_WITHIN_MS + BLOCK_MS + TIMEOUT_MS;
     const schedule = async (endpoint: Endpoint, url: string, offset: number): Promise<void> => {
       for (let next = loadStart + offset; next < loadEnd; next += SCRAPE_EVERY_MS) {
         const wait = next - now();
@@ -378,8 +380,8 @@ async function measure(arm: Arm, line: Line): Promise<Run> {
     ]);
     const summary = await load.done;
     const done = { metrics: await Promise.all(probes.metrics), ready: await Promise.all(probes.ready) };
-    // The unblock line comes once the main thread runs again, well within the load's end.
-    for (let i = 0; i < 50 && server.unblockAt === undefined; i++) await sleep(20);
+    // The unblock line comes once the main thread runs again, mostly within the load.
+    for (let i = 0; i < 200 && server.unblockAt === undefined; i++) await sleep(20);
     if (!server.block || server.unblockAt === undefined) throw new Error(`${arm.label}: the server never blocked`);
     const b0 = server.block.at;
     const b1 = server.unblockAt;

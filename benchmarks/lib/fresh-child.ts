@@ -7,7 +7,8 @@
  * It calls the example's own `startServer()` (its `RunningServer.monitor`
  * is public), so the server, its queues and its telemetry are the example's.
  *
- * On SIGUSR2 it writes `{ type: 'block', at, queues }` to stdout (a pipe:
+ * On SIGUSR2, once some request waits in a queue (within 2 s), it writes
+ * `{ type: 'block', at, queues }` to stdout (a pipe:
  * the write is synchronous, so it is out before the block starts), then
  * busy-loops the main thread for BLOCK_MS, then writes `{ type: 'unblock', at }`.
  * Nothing on the main thread runs in between: the queue values cannot change,
@@ -47,17 +48,36 @@ const { startServer } = (await import(
 )) as { startServer: StartServer };
 const server = await startServer({ host: '127.0.0.1', port: 0, metricsPort: 0 });
 
-process.on('SIGUSR2', () => {
-  const at = now();
+/** Waits this long at most for a request to wait in some queue before blocking anyway. */
+const QUEUED_WITHIN_MS = 2000;
+
+function queueValues(): Record<string, QueueValues> {
   const queues: Record<string, QueueValues> = {};
   for (const [name, q] of Object.entries(server.monitor.snapshot().queues))
     queues[name] = { waiting: q.waiting, inFlight: q.inFlight, occupancy: q.occupancy };
-  say({ type: 'block', at, queues });
+  return queues;
+}
+
+function block(): void {
+  const at = now();
+  say({ type: 'block', at, queues: queueValues() });
   const until = performance.now() + blockMs;
   while (performance.now() < until) {
     // The main thread stuck in synchronous work (a long model run, a JSON.parse of a huge body).
   }
   say({ type: 'unblock', at: now() });
+}
+
+process.on('SIGUSR2', () => {
+  // Block while requests wait, so that the values checked are not the zeros an idle moment would show
+  // (a scrape that read nothing live could match those as well). Checked every 5 ms, for QUEUED_WITHIN_MS at most.
+  const deadline = performance.now() + QUEUED_WITHIN_MS;
+  const attempt = (): void => {
+    const waiting = Object.values(queueValues()).some((q) => q.waiting > 0);
+    if (waiting || performance.now() >= deadline) block();
+    else setTimeout(attempt, 5);
+  };
+  attempt();
 });
 
 let closing = false;
