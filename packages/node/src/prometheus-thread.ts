@@ -168,6 +168,8 @@ export class PrometheusThread implements PrometheusEndpoint {
       this.worker.on('message', (message: FromWorker) => {
         if (message.type === 'closed') void this.worker.terminate();
       });
+      // An app awaiting shutdown() with nothing else to do must not exit before the thread has.
+      this.worker.ref();
       this.post({ type: 'close' });
     });
   }
@@ -175,14 +177,15 @@ export class PrometheusThread implements PrometheusEndpoint {
 
 /**
  * The worker's code, run from its source text (no file to resolve, whatever
- * bundles the app): self-contained, CommonJS `require` only. A transpiler
- * that keeps function names (esbuild's keepNames, as tsx runs it) wraps
- * inner functions in a `__name` helper that lives outside this function:
- * the source defines one that does nothing.
+ * bundles the app): self-contained, its modules from the `require` it is
+ * given (a parameter, which a bundler leaves alone, where it rewrites a free
+ * `require`). A transpiler that keeps function names (esbuild's keepNames,
+ * as tsx runs it) wraps inner functions in a `__name` helper that lives
+ * outside this function: the source defines one that does nothing.
  */
-const WORKER_SOURCE = () => `var __name = (target) => target;\n(${workerMain.toString()})();`;
+const WORKER_SOURCE = () => `var __name = (target) => target;\n(${workerMain.toString()})(require);`;
 
-function workerMain(): void {
+function workerMain(require: NodeJS.Require): void {
   const { parentPort, workerData } = require('node:worker_threads') as typeof import('node:worker_threads');
   const { createServer } = require('node:http') as typeof import('node:http');
   const { performance } = require('node:perf_hooks') as typeof import('node:perf_hooks');

@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { start, type InferSignal } from '@infersignal/node';
 import { parseExposition, samples } from './helpers/exposition';
@@ -116,6 +117,21 @@ describe('the Prometheus endpoint on a worker thread', () => {
     expect((await fetch(a!.url.replace(/\/metrics$/, '/healthz/ready'))).status).toBe(200);
     expect((await fetch(b!.url.replace(/\/metrics$/, '/healthz/ready'))).status).toBe(404);
   });
+
+  it('starts from the built package and lets an app that awaits shutdown() exit', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/scrape-then-shutdown.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    clearTimeout(killer);
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toEqual({ inFlight: 1, ready: 200 });
+  }, 90_000);
 
   it('answers while the main thread is blocked, with the queue as it is now', async () => {
     const s = startTracked({ serviceName: 'blocked', prometheus: { port: 0 } });
