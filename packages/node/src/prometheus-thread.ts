@@ -37,7 +37,8 @@ const LIVE_FIELDS: Record<string, number> = {
 
 type ToWorker =
   | { type: 'chunk'; chunk: Uint8Array }
-  | { type: 'end'; holes: number[] }
+  /** The last chunk (none for an empty exposition) and the live values' offsets. */
+  | { type: 'end'; chunk?: Uint8Array; holes: number[] }
   | { type: 'failed'; message: string }
   | { type: 'queue'; name: string; slot: number }
   | { type: 'close' };
@@ -61,7 +62,7 @@ export class PrometheusThread implements PrometheusEndpoint {
     private readonly reader: PrometheusReader,
     config: ResolvedPrometheus,
     monitor: Monitor,
-    private readonly logger: StartLogger,
+    logger: StartLogger,
   ) {
     const board = monitor.liveBoard;
     for (const [slot, name] of board.queueNames.entries()) this.slots.set(name, slot);
@@ -139,11 +140,20 @@ export class PrometheusThread implements PrometheusEndpoint {
         holes: [],
       };
       try {
-        for (const chunk of this.reader.chunks(resourceMetrics, live)) {
+        const chunks = this.reader.chunks(resourceMetrics, live);
+        for (let next = chunks.next(); !next.done; ) {
+          const chunk = next.value;
           // A compact copy, handed over (Buffer's own slice() is a view): the chunk's buffer goes back to the pool.
           const copy = Uint8Array.prototype.slice.call(chunk);
           this.reader.release(chunk);
-          this.post({ type: 'chunk', chunk: copy }, [copy.buffer as ArrayBuffer]);
+          next = chunks.next();
+          const transfer = [copy.buffer as ArrayBuffer];
+          // A small exposition (one chunk) is one message, made in the collection's turn; a large one a chunk per turn.
+          if (next.done) {
+            this.post({ type: 'end', chunk: copy, holes: live.holes }, transfer);
+            return;
+          }
+          this.post({ type: 'chunk', chunk: copy }, transfer);
           await nextTurn();
         }
       } finally {
@@ -337,7 +347,14 @@ function workerMain(require: NodeJS.Require): void {
         const done = pending;
         pending = undefined;
         if (done === undefined) break;
-        if (message.type === 'end') latest = { body: Buffer.concat(done.chunks), holes: message.holes, at: done.since };
+        if (message.chunk !== undefined)
+          done.chunks.push(Buffer.from(message.chunk.buffer, message.chunk.byteOffset, message.chunk.byteLength));
+        if (message.type === 'end')
+          latest = {
+            body: done.chunks.length === 1 ? done.chunks[0] : Buffer.concat(done.chunks),
+            holes: message.holes,
+            at: done.since,
+          };
         for (const waiter of done.waiters) {
           clearTimeout(waiter.timer);
           if (message.type === 'end') answer(waiter, latest!.body);
