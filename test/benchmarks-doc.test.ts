@@ -25,7 +25,7 @@ const DATE = /\b20\d\d-[01]\d\b/;
 const FINDINGS = '## What the one-off studies found';
 
 describe('docs/benchmarks.md', () => {
-  it('is at most 200 lines of current results, the findings of the removed studies a line each; none over 300 characters', () => {
+  it('is at most 230 lines of current results (about 20 a suite), the findings of the removed studies a line each; none over 300 characters', () => {
     const from = lines.indexOf(FINDINGS);
     expect(from, FINDINGS).toBeGreaterThan(0);
     const to = lines.findIndex((line, i) => i > from && (line.startsWith('## ') || line.startsWith('<!-- suite:')));
@@ -34,7 +34,7 @@ describe('docs/benchmarks.md', () => {
     expect(findings.filter((line) => line.trim() !== '' && !line.startsWith('- ')).length).toBeLessThanOrEqual(2);
     // The page's opening paragraph says how to read it; the suites' sections are the results.
     const results = lines.slice(lines.findIndex((line) => line.startsWith('<!-- suite:')));
-    expect(results.length - findings.length).toBeLessThanOrEqual(200);
+    expect(results.length - findings.length).toBeLessThanOrEqual(230);
     expect(lines.filter((line) => line.length > 300)).toEqual([]);
   });
 

@@ -28,7 +28,7 @@ function runSuite(suite: string): Promise<{ code: number; stdout: string; stderr
           BENCH_ROUNDS: '',
           BENCH_TASK_MS: '',
         },
-        // Nine suites at once on two cores, under a CPU-bound neighbour in CI: the server suite alone takes ~50 s.
+        // Ten suites at once on two cores, under a CPU-bound neighbour in CI: the server suite alone takes ~50 s.
         timeout: 360_000,
         maxBuffer: 16 * 2 ** 20,
       },
@@ -56,6 +56,7 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
     ['llama', 2],
     ['growth', 4],
     ['idle', 4],
+    ['fresh', 5],
   ];
   for (const [suite, goals] of cases) {
     it(`${suite} runs and prints its verdict line with figures`, { timeout: 400_000 }, async ({ expect }) => {
@@ -71,6 +72,18 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
       expect(verdict).toMatch(/\d+(\.\d+)?\s*(×|µs|ns|ms|%|KiB|MiB|B)/);
       expect(verdict).not.toMatch(/NaN|Infinity|undefined/);
       expect(docStamp()).toBe(before);
+      if (suite === 'fresh') {
+        // Every endpoint of every run has its three phases (overload, block, overall), each P50 / P99 / max.
+        const rows = lines.filter((line) => line.startsWith('| Node'));
+        expect(rows.length).toBeGreaterThanOrEqual(2);
+        for (const row of rows) {
+          const cells = row.split('|').map((c) => c.trim());
+          for (const phase of cells.slice(3, 6)) expect(phase).toMatch(/^\d+(\.\d+)? \/ \d+(\.\d+)? \/ \d+(\.\d+)?$/);
+        }
+        expect(stdout).toMatch(
+          /live values in the block: of [1-9]\d* scrapes sent in it, \d+ answered in it: \d+ equal, \d+ stale/,
+        );
+      }
     });
   }
 });

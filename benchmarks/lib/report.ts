@@ -24,6 +24,7 @@ export const SUITES = [
   'llama',
   'install-size',
   'idle',
+  'fresh',
 ] as const;
 export type SuiteName = (typeof SUITES)[number];
 
@@ -110,7 +111,7 @@ Each suite in \`benchmarks/\` is one command (\`pnpm bench:<suite>\`; \`pnpm ben
 Every figure is a ratio against a baseline measured **in the same run**, variants in interleaved rotated rounds, median and (range) or (IQR, from 8 rounds) over the rounds: on shared machines absolute numbers move, the ratios are what the goals are about.
 The suites run the **built** packages (\`dist/\`, what users install). Server costs are the server process's own CPU per request, so the load generator's CPU is not counted.
 Knobs: \`BENCH_SECONDS\`, \`BENCH_ROUNDS\`, \`BENCH_TASK_MS\`, \`BENCH_FRAMEWORKS\` / \`BENCH_VARIANTS\` (server subsets: print only), \`--node 24\`,
-\`BENCH_NOTE\` (the run's conditions), \`BENCH_BASELINE=<checkout>\` (server and hot-path: an A/B of two builds in one run, print only), \`BENCH_SMOKE=1\` (tiny, writes nothing).
+\`BENCH_NOTE\` (the run's conditions), \`BENCH_BASELINE=<checkout>\` (server and hot-path: an A/B of two builds in one run, print only; fresh: both side by side in its section), \`BENCH_SMOKE=1\` (tiny, writes nothing).
 `;
 
 /** A sentence about this run's conditions (a machine shared with other work), printed in each block it writes. */
