@@ -313,6 +313,7 @@ const PROMETHEUS_DEFAULT = {
   mount: false,
   withoutScopeInfo: true,
   thread: 'worker',
+  mainWaitMs: 40,
 };
 
 /** [variables, the one warning, what the resolved options hold after it] */

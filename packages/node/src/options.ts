@@ -29,6 +29,7 @@ export interface ResolvedPrometheus {
   mount: boolean;
   withoutScopeInfo: boolean;
   thread: 'worker' | 'main';
+  mainWaitMs: number;
 }
 
 /** Where one signal goes over OTLP. */
@@ -91,7 +92,8 @@ const KNOWN_KEYS = new Set([
   'runtimeMetrics',
   'optInMetrics',
 ]);
-const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo', 'thread']);
+const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo', 'thread', 'mainWaitMs']);
+const DEFAULT_MAIN_WAIT_MS = 40;
 const THREADS: readonly ResolvedPrometheus['thread'][] = ['worker', 'main'];
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'grpc'];
@@ -154,6 +156,12 @@ function resolvePrometheus(
   fieldOrDefault('prometheus.withoutScopeInfo', o.withoutScopeInfo, { type: 'boolean' }, undefined);
   if (o.thread !== undefined && !THREADS.includes(o.thread as ResolvedPrometheus['thread']))
     rejectValue('prometheus.thread', o.thread, '"worker" or "main"');
+  const mainWaitMs = fieldOrDefault<number>(
+    'prometheus.mainWaitMs',
+    o.mainWaitMs,
+    { type: 'number', min: 0, max: 60_000 },
+    DEFAULT_MAIN_WAIT_MS,
+  );
   const explicitPort = o.port === undefined ? undefined : port(o.port, 'prometheus.port');
   // OTEL_METRICS_EXPORTER without "prometheus" turns the endpoint off unless the option asks for it.
   if (option === undefined && exporters !== undefined && !exporters.includes('prometheus')) return undefined;
@@ -167,6 +175,7 @@ function resolvePrometheus(
     mount: o.mount === true,
     withoutScopeInfo: o.withoutScopeInfo !== false,
     thread: (o.thread as ResolvedPrometheus['thread'] | undefined) ?? 'worker',
+    mainWaitMs,
   };
 }
 

@@ -3,7 +3,7 @@
  * a readiness probe is answered while the main thread runs a model, drowns
  * in requests or is blocked. Each scrape asks the main thread for a fresh
  * exposition, as the main-thread server does. If none comes within
- * MAIN_WAIT_MS, the worker answers with the last exposition, its live
+ * `prometheus.mainWaitMs`, the worker answers with the last exposition, its live
  * values (queue depth, in flight, occupancy, backpressure, oldest and
  * pending waits) rewritten from the monitor's live board, which the request
  * path keeps in shared memory; later scrapes answer at once until the main
@@ -18,9 +18,6 @@ import type { LiveValues } from './prometheus-exposition';
 import type { ResolvedPrometheus } from './options';
 import type { PrometheusReader } from './prometheus-reader';
 import type { PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
-
-/** How long a scrape waits for the main thread's exposition before the worker answers from the board. */
-const MAIN_WAIT_MS = 100;
 
 /** The readiness route on the metrics port. */
 const READINESS_PATH = '/healthz/ready';
@@ -76,7 +73,7 @@ export class PrometheusThread implements PrometheusEndpoint {
         board: board.buffer,
         layout: board.layout,
         names: [...board.queueNames],
-        waitMs: MAIN_WAIT_MS,
+        waitMs: config.mainWaitMs,
       },
       // Its own stdout would hold the process open on some platforms; it writes nothing anyway.
       stdout: false,

@@ -35,6 +35,13 @@ interface PrometheusOptions {
    * `'main'` serves it from the main thread. Ignored with `mount`.
    */
   thread?: 'worker' | 'main';
+  /**
+   * With the worker thread: how long (ms) a scrape waits for the main
+   * thread's exposition before the worker answers from the last one, the
+   * queue gauges read live (default 40). Longer: counters fresher on a busy
+   * server; shorter: answers faster while it is busy.
+   */
+  mainWaitMs?: number;
 }
 
 interface OtlpOptions {

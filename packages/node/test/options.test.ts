@@ -39,6 +39,7 @@ describe('start() options', () => {
     expect(fieldOf({ prometheus: { port: '9464' } })).toBe('prometheus.port');
     expect(fieldOf({ prometheus: { path: 'metrics' } })).toBe('prometheus.path');
     expect(fieldOf({ prometheus: { thread: 'child' as 'main' } })).toBe('prometheus.thread');
+    expect(fieldOf({ prometheus: { mainWaitMs: -1 } })).toBe('prometheus.mainWaitMs');
     expect(fieldOf({ prometheus: { hots: 'x' } })).toBe('prometheus.hots');
     expect(fieldOf({ prometheus: 'yes' })).toBe('prometheus');
     expect(fieldOf({ otlp: { endpoint: 'not a url' } })).toBe('otlp.endpoint');
@@ -74,6 +75,7 @@ describe('start() options', () => {
       mount: false,
       withoutScopeInfo: true,
       thread: 'worker',
+      mainWaitMs: 40,
     });
     expect(defaults.otlp).toBeUndefined();
     expect(defaults.traces).toBe(false);
