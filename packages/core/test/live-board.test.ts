@@ -1,0 +1,103 @@
+/**
+ * The live board: what another thread reads while the main thread is busy
+ * must be what the queue and the monitor say at that moment, read straight
+ * from the shared buffer with the layout that travels with it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { setup } from './helpers';
+
+const running: ReturnType<typeof setup>[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((t) => t.close()));
+});
+
+function board(t: ReturnType<typeof setup>) {
+  const { buffer, layout, queueNames } = t.monitor.liveBoard;
+  const cells = new Float64Array(buffer);
+  const queue = (name: string) => {
+    const at = layout.header.headerCells + queueNames.indexOf(name) * layout.queue.cells;
+    const q = layout.queue;
+    return {
+      waiting: cells[at + q.waiting],
+      inFlight: cells[at + q.inFlight],
+      capacity: cells[at + q.capacity],
+      level: cells[at + q.level],
+      stamped: cells[at + q.stamped],
+      /** The oldest waiting request's age (ms) at `now`, as a reader computes it. */
+      oldestAge: (now: number) => now - cells[at + q.origin] - cells[at + q.oldest],
+      /** The waits accrued so far (ms) at `now`. */
+      pending: (now: number) => cells[at + q.stamped] * (now - cells[at + q.origin]) - cells[at + q.arrivals],
+    };
+  };
+  return { cells, layout, queue };
+}
+
+describe("the monitor's live board", () => {
+  it("follows each arrival, start and end of a queue's requests, with the ages a reader computes", () => {
+    const t = setup();
+    running.push(t);
+    const q = t.monitor.queue('infer', { capacity: 10, concurrency: 2 });
+    const b = board(t);
+    expect(b.queue('infer')).toMatchObject({ waiting: 0, inFlight: 0, capacity: 10, level: 0, stamped: 0 });
+
+    const first = q.enqueue('m');
+    t.advance(100);
+    const second = q.enqueue('m');
+    t.advance(50);
+    const third = q.enqueue('m');
+    expect(b.queue('infer')).toMatchObject({ waiting: 3, inFlight: 0, stamped: 3 });
+    // Arrived at 0, 100 and 150 ms: at 150 the oldest has waited 150 ms, the three 150 + 50 + 0.
+    expect(b.queue('infer').oldestAge(t.now())).toBe(150);
+    expect(b.queue('infer').pending(t.now())).toBe(200);
+
+    first.start();
+    t.advance(30);
+    expect(b.queue('infer')).toMatchObject({ waiting: 2, inFlight: 1, stamped: 2 });
+    // The oldest now is the second: 80 ms; the two 80 + 30.
+    expect(b.queue('infer').oldestAge(t.now())).toBe(80);
+    expect(b.queue('infer').pending(t.now())).toBe(110);
+
+    second.end('cancelled');
+    first.end('completed');
+    third.start();
+    expect(b.queue('infer')).toMatchObject({ waiting: 0, inFlight: 1, stamped: 0 });
+    expect(Number.isNaN(b.cells[b.layout.header.headerCells + b.layout.queue.oldest])).toBe(true);
+  });
+
+  it('shows a shedding episode as CRITICAL at once, and the monitor level and a heartbeat at each tick', () => {
+    const t = setup();
+    running.push(t);
+    const q = t.monitor.queue('infer', { capacity: 4, concurrency: 1 });
+    const b = board(t);
+    for (let i = 0; i < 4; i++) q.enqueue('m');
+    // Full: the next admission starts an episode, which the board shows before any tick.
+    expect(q.admit().admit).toBe(false);
+    expect(b.queue('infer').level).toBe(2);
+    expect(Number.isNaN(b.cells[b.layout.header.beatEpoch])).toBe(true);
+
+    const before = performance.timeOrigin + performance.now();
+    t.monitor.tick();
+    expect(b.cells[b.layout.header.level]).toBe(2);
+    expect(b.cells[b.layout.header.beatClock]).toBe(t.now());
+    expect(b.cells[b.layout.header.beatEpoch]).toBeGreaterThanOrEqual(before);
+  });
+
+  it('bounds a stuck main thread by the event loop CRITICAL delay, or two heartbeat gaps when longer', () => {
+    const ticked = setup({ detectorIntervalMs: 1000, thresholds: { eventLoop: { delayCriticalSeconds: 0.5 } } });
+    running.push(ticked);
+    // Only the tick beats (no event-loop probe in the test monitor): 2 × 1 s.
+    expect(board(ticked).cells[board(ticked).layout.header.stuckAfterMs]).toBe(2000);
+    const probed = setup({
+      eventLoop: true,
+      detectorIntervalMs: 0,
+      thresholds: { eventLoop: { delayCriticalSeconds: 0.5 } },
+    });
+    running.push(probed);
+    // The probe beats at least every 200 ms while the loop rests: the CRITICAL delay bounds it.
+    expect(board(probed).cells[board(probed).layout.header.stuckAfterMs]).toBe(500);
+    const none = setup({ detectorIntervalMs: 0 });
+    running.push(none);
+    // Nothing beats: a reader must not call the main thread stuck.
+    expect(Number.isNaN(board(none).cells[board(none).layout.header.stuckAfterMs])).toBe(true);
+  });
+});
