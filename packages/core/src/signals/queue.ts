@@ -169,7 +169,8 @@ class RequestTicket implements Ticket, TracedRequest {
         tokens.runningMax += this.maxOutput;
       }
       if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
-      q.publish();
+      // A start keeps waiting + in flight, so the occupancy; only an emptied queue drops its wait level.
+      q.publish(q.waiting === 0);
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
       q.ctx.recordSecondsIn(this.slot.waitSeries, wait);
@@ -453,16 +454,19 @@ export class Queue implements QueueTracker {
     return (this.waiting + this.inFlight) / this.capacity;
   }
 
-  /** Writes the live values to the board (a few stores; see live-board.ts). */
-  publish(): void {
+  /**
+   * Writes the live values to the board (a few stores; see live-board.ts).
+   * `withLevel` false where the level cannot have moved, which saves judging it.
+   */
+  publish(withLevel = true): void {
     const cells = this.live;
     if (cells === undefined) return;
     cells[QUEUE.waiting] = this.waiting;
     cells[QUEUE.inFlight] = this.inFlight;
-    cells[QUEUE.level] = LEVEL_VALUE[this.level()];
     cells[QUEUE.stamped] = this.age.waiting;
     cells[QUEUE.arrivals] = this.age.arrivalSum;
     cells[QUEUE.oldest] = this.age.oldestArrival();
+    if (withLevel) cells[QUEUE.level] = LEVEL_VALUE[this.level()];
   }
 
   enqueue(model?: string): Ticket {
