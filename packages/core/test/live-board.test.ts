@@ -82,6 +82,41 @@ describe("the monitor's live board", () => {
     expect(b.cells[b.layout.header.beatEpoch]).toBeGreaterThanOrEqual(before);
   });
 
+  it('holds the level and counts the queue reports after every step of a random run', () => {
+    const t = setup({ thresholds: { queue: { waitWarnSeconds: 0.05, waitCriticalSeconds: 0.2 } } });
+    running.push(t);
+    const q = t.monitor.queue('infer', { capacity: 12, concurrency: 2 });
+    const b = board(t);
+    const waiting: ReturnType<typeof q.enqueue>[] = [];
+    const inFlight: ReturnType<typeof q.enqueue>[] = [];
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed / 2_147_483_648;
+    };
+    const levels = new Set<number>();
+    for (let step = 0; step < 3000; step++) {
+      const r = random();
+      t.advance(Math.floor(random() * 40));
+      if (r < 0.3) {
+        if (q.admit().admit) waiting.push(q.enqueue('m'));
+      } else if (r < 0.55 && waiting.length > 0) {
+        const ticket = waiting.shift()!;
+        ticket.start();
+        inFlight.push(ticket);
+      } else if (r < 0.8 && inFlight.length > 0) inFlight.shift()!.end('completed');
+      else if (r < 0.85 && waiting.length > 0) waiting.pop()!.end('cancelled');
+      else if (r < 0.9) t.monitor.tick();
+      const live = b.queue('infer');
+      const expected = { ok: 0, warn: 1, critical: 2 }[q.level()];
+      expect(live.level, `step ${step}`).toBe(expected);
+      expect([live.waiting, live.inFlight]).toEqual([q.waiting, q.inFlight]);
+      levels.add(live.level);
+    }
+    // The run went through every level, so each transition was checked.
+    expect([...levels].sort()).toEqual([0, 1, 2]);
+  });
+
   it('bounds a stuck main thread by the event loop CRITICAL delay, or two heartbeat gaps when longer', () => {
     const ticked = setup({ detectorIntervalMs: 1000, thresholds: { eventLoop: { delayCriticalSeconds: 0.5 } } });
     running.push(ticked);

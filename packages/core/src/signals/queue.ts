@@ -169,8 +169,7 @@ class RequestTicket implements Ticket, TracedRequest {
         tokens.runningMax += this.maxOutput;
       }
       if (++q.inFlight > q.peakInFlight) q.peakInFlight = q.inFlight;
-      // A start keeps waiting + in flight, so the occupancy; only an emptied queue drops its wait level.
-      q.publish(q.waiting === 0);
+      q.publish();
       this.startedAt = now;
       const wait = (now - this.arrival) / 1000;
       q.ctx.recordSecondsIn(this.slot.waitSeries, wait);
@@ -342,6 +341,8 @@ export class Queue implements QueueTracker {
   private shedding = false;
   /** This queue's cells on the live board (undefined without a board or past its slots). */
   private readonly live: Float64Array | undefined;
+  /** Occupancy rank and waiting-or-not at the last level written to the board (publish()). */
+  private publishedState = -1;
   private shedSince = Number.NaN;
   /** When the episode last turned a request away (ms). */
   private lastShed = Number.NaN;
@@ -456,17 +457,30 @@ export class Queue implements QueueTracker {
 
   /**
    * Writes the live values to the board (a few stores; see live-board.ts).
-   * `withLevel` false where the level cannot have moved, which saves judging it.
+   * On the request path the level is judged again only when what moves it
+   * there moved: the occupancy crossed a bound, or the queue emptied or
+   * stopped being empty (a wait level counts only while requests wait). The
+   * tick and a shedding episode's start and end judge it every time (`force`).
    */
-  publish(withLevel = true): void {
+  publish(force = false): void {
     const cells = this.live;
     if (cells === undefined) return;
-    cells[QUEUE.waiting] = this.waiting;
+    const waiting = this.waiting;
+    cells[QUEUE.waiting] = waiting;
     cells[QUEUE.inFlight] = this.inFlight;
     cells[QUEUE.stamped] = this.age.waiting;
     cells[QUEUE.arrivals] = this.age.arrivalSum;
-    cells[QUEUE.oldest] = this.age.oldestArrival();
-    if (withLevel) cells[QUEUE.level] = LEVEL_VALUE[this.level()];
+    const n = waiting + this.inFlight;
+    const state = (n >= this.criticalCount ? 4 : n >= this.warnCount ? 2 : 0) + (waiting > 0 ? 1 : 0);
+    if (force || state !== this.publishedState) {
+      this.publishedState = state;
+      cells[QUEUE.level] = LEVEL_VALUE[this.level()];
+    }
+  }
+
+  /** The oldest waiting request's stamp changed (the first arrival into an empty queue, or a request left). */
+  private publishOldest(): void {
+    if (this.live !== undefined) this.live[QUEUE.oldest] = this.age.oldestArrival();
   }
 
   enqueue(model?: string): Ticket {
@@ -474,6 +488,7 @@ export class Queue implements QueueTracker {
     const now = this.ctx.clock();
     this.waiting++;
     const seq = this.age.arrive(now);
+    if (this.waiting === 1) this.publishOldest();
     this.capacity_.arrived();
     this.env.arrived();
     const ticket = new RequestTicket(this, slot, now, seq);
@@ -497,6 +512,7 @@ export class Queue implements QueueTracker {
   left(ticket: RequestTicket): void {
     this.waiting--;
     this.age.leave(ticket.seq, ticket.arrival);
+    this.publishOldest();
     ticket.waitingTokens(-1);
   }
 
@@ -696,7 +712,7 @@ export class Queue implements QueueTracker {
    */
   private startShedding(now: number): void {
     this.shedding = true;
-    this.publish();
+    this.publish(true);
     this.shedSince = now;
     this.lastShed = now;
     this.episodeShed = 0;
@@ -725,7 +741,7 @@ export class Queue implements QueueTracker {
 
   private stopShedding(now: number): void {
     this.shedding = false;
-    this.publish();
+    this.publish(true);
     try {
       this.ctx.report({
         signal: 'queue_backpressure',
@@ -1010,7 +1026,7 @@ export class Queue implements QueueTracker {
     }
     // A shedding queue that no request reaches any more ends its shedding here, once it may.
     if (this.shedding && this.shedEnds(now)) this.stopShedding(now);
-    this.publish();
+    this.publish(true);
   }
 
   private tokensSnapshot(tokens: QueueTokens, now: number) {
