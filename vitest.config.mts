@@ -17,8 +17,6 @@ const E2E = [
   'test/reliability/collector.test.ts',
   'packages/rules/test/e2e-prometheus.test.ts',
   'packages/rules/test/e2e-fleet.test.ts',
-  // Two replica processes, Prometheus and Alertmanager: the fleet fidelity suite's short mode.
-  'test/fidelity-fleet.test.ts',
   'packages/node/test/failure.test.ts',
   'test/llama-demo.test.ts',
   'test/demo-exit.test.ts',
@@ -42,7 +40,8 @@ const E2E = [
  * failure), event-loop stalls against a 100 ms threshold, a 50 ms gRPC
  * deadline, the demo's run, which measures its server's capacity and
  * then ramps to multiples of it, and the device-memory and GC-pressure fault
- * runs (an alert before the failure, none while healthy). A process paused
+ * runs (an alert before the failure, none while healthy), and a fleet's
+ * pages timed against its replicas' own warnings. A process paused
  * by its neighbours changes that story, so they run after the rest, two at
  * a time. The most a story then shares the machine with is one other story,
  * about what `under-load`'s busy neighbour per core is, which every one of
@@ -58,6 +57,9 @@ const SERIAL = [
   // Fault scenarios: reload deadlines, stream shares, device memory and GC pauses judged in real time.
   'test/fidelity-faults.test.ts',
   'test/fidelity-device-gc.test.ts',
+  // The fleet fidelity suite's short mode: two replicas at 0.6× of the capacity measured on them, one slowed,
+  // Prometheus scraping every second, Alertmanager's pages timed against each replica's own WARN.
+  'test/fidelity-fleet.test.ts',
 ];
 
 /** Fastify plugin files that also run on Fastify 4 (project `fastify4`). */
@@ -88,6 +90,7 @@ const LONG_FIRST = [
   'test/fidelity-device-gc.test.ts',
   'test/fidelity-faults.test.ts',
   'test/demo.test.ts',
+  'test/fidelity-fleet.test.ts',
   'test/capacity-e2e.test.ts',
   // e2e
   'test/benchmarks-smoke.test.ts',
@@ -95,7 +98,6 @@ const LONG_FIRST = [
   'test/heap-headroom-process.test.ts',
   'test/rules-docs.test.ts',
   'test/reliability/collector.test.ts',
-  'test/fidelity-fleet.test.ts',
   'test/docs-commands.test.ts',
   'packages/rules/test/e2e-prometheus.test.ts',
   'test/llama-demo.test.ts',
