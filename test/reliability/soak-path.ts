@@ -49,8 +49,7 @@ function scrapedTotal(text: string): number {
 async function scrapeTotal(url: string): Promise<number> {
   for (let attempt = 0; ; attempt++) {
     const text = await (await fetch(url)).text();
-    if (!text.includes('# infersignal: the main thread has not answered') || attempt === 500)
-      return scrapedTotal(text);
+    if (!text.includes('# infersignal: the main thread has not answered') || attempt === 500) return scrapedTotal(text);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
