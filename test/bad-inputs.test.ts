@@ -306,15 +306,8 @@ describe('bad inputs through the adapters', () => {
 
 // --- the environment ------------------------------------------------------------
 
-const PROMETHEUS_DEFAULT = {
-  host: '127.0.0.1',
-  port: 9464,
-  path: '/metrics',
-  mount: false,
-  withoutScopeInfo: true,
-  thread: 'worker',
-  mainWaitMs: 40,
-};
+// What start() resolves with no option and no variable (packages/node/test/options.test.ts spells it out).
+const PROMETHEUS_DEFAULT = resolveStartOptions({}).prometheus;
 
 /** [variables, the one warning, what the resolved options hold after it] */
 const envCases: [Record<string, string>, string, (resolved: ReturnType<typeof resolveStartOptions>) => void][] = [

@@ -139,11 +139,6 @@ export class PrometheusReader extends MetricReader {
     this.pool.give(chunk);
   }
 
-  /** The collection's exposition is written (or abandoned): core may reuse its series' arrays. */
-  releaseSeries(resourceMetrics: ResourceMetrics): void {
-    releaseSeries(resourceMetrics);
-  }
-
   protected override async onForceFlush(): Promise<void> {
     // Pull reader: nothing buffered.
   }

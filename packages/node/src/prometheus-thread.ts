@@ -14,7 +14,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ATTR, METRICS, type Monitor } from '@infersignal/core';
-import type { LiveValues } from './prometheus-exposition';
+import { releaseSeries, type LiveValues } from './prometheus-exposition';
 import type { ResolvedPrometheus } from './options';
 import type { PrometheusReader } from './prometheus-reader';
 import type { PrometheusAddress, PrometheusEndpoint, StartLogger } from './types';
@@ -154,7 +154,8 @@ export class PrometheusThread implements PrometheusEndpoint {
           await nextTurn();
         }
       } finally {
-        this.reader.releaseSeries(resourceMetrics);
+        // Written or abandoned, the series copies are read no more: core may reuse their arrays.
+        releaseSeries(resourceMetrics);
       }
       this.post({ type: 'end', holes: live.holes });
     } catch (error) {
