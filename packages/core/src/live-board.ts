@@ -9,9 +9,10 @@
  * counters, histograms and queue gauges may have moved since. The other
  * gauges are samples, refreshed on timers (the tick, the event loop's
  * period, a device-memory source): a reader bounds their age itself. A
- * level that changes is counted all the same, as the alert it raises. The request path writes with plain stores (a reader may see
- * one request's update half done, never a torn number), the tick and the
- * event-loop probe write the rest. `@infersignal/node` serves its
+ * level that changes is counted all the same, as the alert it raises. The
+ * request path writes with plain stores (a reader may see one request's
+ * update half done, never a torn number), the tick and the event-loop probe
+ * write the rest. `@infersignal/node` serves its
  * Prometheus endpoint and readiness from a worker thread over this board.
  */
 import { performance } from 'node:perf_hooks';

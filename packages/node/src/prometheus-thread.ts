@@ -9,12 +9,12 @@
  * path keeps in shared memory; later scrapes answer at once until the main
  * thread answers again. A scrape that finds nothing changed since the last
  * exposition (the board's change count: records into core's aggregates and
- * queue updates), within `prometheus.reuseMs` of it, is answered
- * from it without waking the main thread: its counters and histograms are
- * exact, its live values rewritten, its other gauges at most that old. Only
- * under the producer export, and while core's scope is the only one with
- * series (another's records are not counted). `/healthz/ready` on the same port answers from the
- * board alone: 503 at CRITICAL (the last tick's level, or a queue's live
+ * queue updates), within `prometheus.reuseMs` of it, is answered from it
+ * without waking the main thread: its counters and histograms are exact,
+ * its live values rewritten, its other gauges at most that old. Only under
+ * the producer export, and while core's scope is the only one with series
+ * (another's records are not counted). `/healthz/ready` on the same port
+ * answers from the board alone: 503 at CRITICAL (the last tick's level, or a queue's live
  * backpressure) or while the main thread has not turned for longer than
  * the board's bound.
  */
