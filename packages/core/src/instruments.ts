@@ -19,6 +19,7 @@ import {
   AggregateCounter,
   AggregateHistogram,
   MAX_SERIES,
+  type ChangeCount,
   type GaugeReading,
   type SeriesDropListener,
 } from './export/producer';
@@ -88,8 +89,11 @@ export class Instruments {
     /** Called when an observable was added, so the batch callback can be registered again with it. */
     private readonly onObservable: () => void,
     private readonly runtimeMetrics = true,
-    /** Series kept per aggregate instrument (see seriesCapOf), and who is told when one is dropped. */
-    private readonly series: { cap: number; onDrop?: SeriesDropListener } = { cap: MAX_SERIES },
+    /**
+     * Series kept per aggregate instrument (see seriesCapOf), who is told when one is dropped, and where the
+     * aggregates count their records (the live board's).
+     */
+    private readonly series: { cap: number; onDrop?: SeriesDropListener; changes?: ChangeCount } = { cap: MAX_SERIES },
     /** Opt-in instruments asked for (opt-in.ts); the others of that list are made but not exported. */
     private readonly optIn: ReadonlySet<string> = new Set(),
     /** Producer mode: gauges through observable gauges on the meter all the same. */
@@ -111,6 +115,7 @@ export class Instruments {
           boundaries ?? DEFAULT_BOUNDARIES,
           this.series.cap,
           this.series.onDrop,
+          this.series.changes,
         );
         this.histograms.push(aggregate);
         return aggregate;
@@ -123,7 +128,7 @@ export class Instruments {
 
   counter(spec: InstrumentSpec): CounterRecorder {
     return this.get(spec, 'counter', () => {
-      const aggregate = new AggregateCounter(spec, this.series.cap, this.series.onDrop);
+      const aggregate = new AggregateCounter(spec, this.series.cap, this.series.onDrop, this.series.changes);
       this.counters.push(aggregate);
       if (this.mode === 'api') {
         const observable = this.meter.createObservableCounter(spec.name, options(spec));

@@ -3,13 +3,20 @@
  * in shared memory so that another thread can read them while the main
  * thread is busy or blocked: per queue its depth, in-flight count, level
  * and the arrival stamps behind the oldest wait and the pending waits; for
- * the monitor its overall level as of the last tick and a heartbeat. The
- * request path writes a queue's cells with plain stores (a reader may see
- * one request's update half done, never a torn number), the tick and the
- * event-loop probe write the rest. `@infersignal/node` serves its
+ * the monitor its overall level as of the last tick, a heartbeat, and a
+ * count of changes: every record into core's aggregates and every queue
+ * update adds 1, so a reader that kept an exposition knows whether its
+ * counters, histograms and queue gauges may have moved since. The other
+ * gauges are samples, refreshed on timers (the tick, the event loop's
+ * period, a device-memory source): a reader bounds their age itself. A
+ * level that changes is counted all the same, as the alert it raises. The
+ * request path writes with plain stores (a reader may see one request's
+ * update half done, never a torn number), the tick and the event-loop probe
+ * write the rest. `@infersignal/node` serves its
  * Prometheus endpoint and readiness from a worker thread over this board.
  */
 import { performance } from 'node:perf_hooks';
+import { SCOPE } from './version';
 
 /** Cells of the board's header. */
 const BOARD = {
@@ -27,6 +34,8 @@ const BOARD = {
    * heartbeats if that is longer. NaN: no heartbeat is kept.
    */
   stuckAfterMs: 4,
+  /** Records and queue updates so far (see the module's comment). */
+  changes: 5,
   headerCells: 8,
 } as const;
 
@@ -62,10 +71,15 @@ export class LiveBoard {
   readonly queueNames: string[] = [];
   /** Called when a queue takes a slot (the exposition host tells its reader the names). */
   onQueue: ((name: string, slot: number) => void) | undefined;
+  /** The change count's cell, which recorders add 1 to (`changes[0]++`). */
+  readonly changes: Float64Array;
+  /** The instrumentation scope whose series the change count covers (the producer export's). */
+  readonly changesCover = SCOPE.name;
 
   constructor(readonly maxQueues: number) {
     this.buffer = new SharedArrayBuffer((BOARD.headerCells + maxQueues * QUEUE.cells) * 8);
     this.cells = new Float64Array(this.buffer);
+    this.changes = this.cells.subarray(BOARD.changes, BOARD.changes + 1);
     this.cells[BOARD.beatEpoch] = Number.NaN;
     this.cells[BOARD.stuckAfterMs] = Number.NaN;
   }

@@ -203,6 +203,7 @@ class MonitorImpl implements Monitor, RegistrationHost {
             'series_cap',
             `${instrument} holds ${cap} series (its cap, from maxQueues and maxModels); records of further attribute sets are dropped`,
           ),
+        changes: this.liveBoard.changes,
       },
       optInSet(options.optInMetrics),
       options.gaugesOnMeter ?? false,

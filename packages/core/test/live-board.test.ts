@@ -117,6 +117,38 @@ describe("the monitor's live board", () => {
     expect([...levels].sort()).toEqual([0, 1, 2]);
   });
 
+  it('counts every record into the aggregates, and every queue update, and nothing else', async () => {
+    const t = setup({ exportMode: 'producer' });
+    running.push(t);
+    const b = board(t);
+    const changes = () => b.cells[b.layout.header.changes];
+    const q = t.monitor.queue('infer', { capacity: 10, concurrency: 2 });
+    let before = changes();
+    // A collection, a snapshot and the level read nothing into the board.
+    await t.collect();
+    t.monitor.snapshot();
+    t.monitor.level();
+    expect(changes()).toBe(before);
+
+    const ticket = q.enqueue('m');
+    expect(changes()).toBeGreaterThan(before);
+    before = changes();
+    ticket.start();
+    expect(changes()).toBeGreaterThan(before);
+    before = changes();
+    ticket.end('completed');
+    expect(changes()).toBeGreaterThan(before);
+    // A record that touches no queue: a model load's duration into its histogram.
+    before = changes();
+    await t.monitor.modelLoad('m', 'load', () => {});
+    expect(changes()).toBeGreaterThan(before);
+    // A tick refreshes samples (a reader bounds their age), and a collection records nothing.
+    before = changes();
+    t.monitor.tick();
+    await t.collect();
+    expect(changes()).toBe(before);
+  });
+
   it('bounds a stuck main thread by the event loop CRITICAL delay, or two heartbeat gaps when longer', () => {
     const ticked = setup({ detectorIntervalMs: 1000, thresholds: { eventLoop: { delayCriticalSeconds: 0.5 } } });
     running.push(ticked);

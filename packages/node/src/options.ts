@@ -30,6 +30,7 @@ export interface ResolvedPrometheus {
   withoutScopeInfo: boolean;
   thread: 'worker' | 'main';
   mainWaitMs: number;
+  reuseMs: number;
 }
 
 /** Where one signal goes over OTLP. */
@@ -92,8 +93,23 @@ const KNOWN_KEYS = new Set([
   'runtimeMetrics',
   'optInMetrics',
 ]);
-const PROMETHEUS_KEYS = new Set(['host', 'port', 'path', 'mount', 'withoutScopeInfo', 'thread', 'mainWaitMs']);
+const PROMETHEUS_KEYS = new Set([
+  'host',
+  'port',
+  'path',
+  'mount',
+  'withoutScopeInfo',
+  'thread',
+  'mainWaitMs',
+  'reuseMs',
+]);
 const DEFAULT_MAIN_WAIT_MS = 40;
+/**
+ * A scraper every 50 ms (llm-d's endpoint picker) then wakes the main thread
+ * about once a second on an idle replica, at the tick that refreshes the
+ * sampled gauges anyway; Prometheus' 15 s interval never reuses.
+ */
+const DEFAULT_REUSE_MS = 1000;
 const THREADS: readonly ResolvedPrometheus['thread'][] = ['worker', 'main'];
 const OTLP_KEYS = new Set(['endpoint', 'protocol', 'headers', 'intervalMs', 'timeoutMs', 'temporality']);
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'grpc'];
@@ -162,6 +178,12 @@ function resolvePrometheus(
     { type: 'number', min: 0, max: 60_000 },
     DEFAULT_MAIN_WAIT_MS,
   );
+  const reuseMs = fieldOrDefault<number>(
+    'prometheus.reuseMs',
+    o.reuseMs,
+    { type: 'number', min: 0, max: 60_000 },
+    DEFAULT_REUSE_MS,
+  );
   const explicitPort = o.port === undefined ? undefined : port(o.port, 'prometheus.port');
   // OTEL_METRICS_EXPORTER without "prometheus" turns the endpoint off unless the option asks for it.
   if (option === undefined && exporters !== undefined && !exporters.includes('prometheus')) return undefined;
@@ -176,6 +198,7 @@ function resolvePrometheus(
     withoutScopeInfo: o.withoutScopeInfo !== false,
     thread: (o.thread as ResolvedPrometheus['thread'] | undefined) ?? 'worker',
     mainWaitMs,
+    reuseMs,
   };
 }
 

@@ -7,8 +7,14 @@
  * values (queue depth, in flight, occupancy, backpressure, oldest and
  * pending waits) rewritten from the monitor's live board, which the request
  * path keeps in shared memory; later scrapes answer at once until the main
- * thread answers again. `/healthz/ready` on the same port answers from the
- * board alone: 503 at CRITICAL (the last tick's level, or a queue's live
+ * thread answers again. A scrape that finds nothing changed since the last
+ * exposition (the board's change count: records into core's aggregates and
+ * queue updates), within `prometheus.reuseMs` of it, is answered from it
+ * without waking the main thread: its counters and histograms are exact,
+ * its live values rewritten, its other gauges at most that old. Only under
+ * the producer export, and while core's scope is the only one with series
+ * (another's records are not counted). `/healthz/ready` on the same port
+ * answers from the board alone: 503 at CRITICAL (the last tick's level, or a queue's live
  * backpressure) or while the main thread has not turned for longer than
  * the board's bound.
  */
@@ -34,8 +40,12 @@ const LIVE_FIELDS: Record<string, number> = {
 
 type ToWorker =
   | { type: 'chunk'; chunk: Uint8Array }
-  /** The last chunk (none for an empty exposition) and the live values' offsets. */
-  | { type: 'end'; chunk?: Uint8Array; holes: number[] }
+  /**
+   * The last chunk (none for an empty exposition), the live values' offsets,
+   * and the board's change count before the collection (-1: the exposition
+   * holds series the count does not cover).
+   */
+  | { type: 'end'; chunk?: Uint8Array; holes: number[]; changes: number }
   | { type: 'failed'; message: string }
   | { type: 'queue'; name: string; slot: number }
   | { type: 'close' };
@@ -54,6 +64,7 @@ export class PrometheusThread implements PrometheusEndpoint {
   private readonly worker: Worker;
   private readonly slots = new Map<string, number>();
   private exited = false;
+  private readonly board: Monitor['liveBoard'];
 
   constructor(
     private readonly reader: PrometheusReader,
@@ -62,6 +73,7 @@ export class PrometheusThread implements PrometheusEndpoint {
     logger: StartLogger,
   ) {
     const board = monitor.liveBoard;
+    this.board = board;
     for (const [slot, name] of board.queueNames.entries()) this.slots.set(name, slot);
     this.worker = new Worker(WORKER_SOURCE(), {
       eval: true,
@@ -74,6 +86,8 @@ export class PrometheusThread implements PrometheusEndpoint {
         layout: board.layout,
         names: [...board.queueNames],
         waitMs: config.mainWaitMs,
+        // Under the api export core's histograms are the SDK's: their records are not counted.
+        reuseMs: monitor.exportMode === 'producer' ? config.reuseMs : 0,
       },
       // Its own stdout would hold the process open on some platforms; it writes nothing anyway.
       stdout: false,
@@ -130,7 +144,14 @@ export class PrometheusThread implements PrometheusEndpoint {
   /** One exposition for the worker, chunk by chunk (one per turn of the event loop, as the main-thread server writes them). */
   private async collect(): Promise<void> {
     try {
+      // Read before: a record during the collection makes the next scrape collect again.
+      let changes = this.board.changes[0];
       const { resourceMetrics } = await this.reader.collect();
+      const counted = resourceMetrics.scopeMetrics.every(
+        ({ scope, metrics }) =>
+          scope.name === this.board.changesCover || metrics.every((m) => m.dataPoints.length === 0),
+      );
+      if (!counted) changes = -1;
       const live: LiveValues = {
         field: (name) => LIVE_FIELDS[name],
         slot: (attributes) => this.slots.get(attributes[ATTR.queue] as string),
@@ -147,7 +168,7 @@ export class PrometheusThread implements PrometheusEndpoint {
           const transfer = [copy.buffer as ArrayBuffer];
           // A small exposition (one chunk) is one message, made in the collection's turn; a large one a chunk per turn.
           if (next.done) {
-            this.post({ type: 'end', chunk: copy, holes: live.holes }, transfer);
+            this.post({ type: 'end', chunk: copy, holes: live.holes, changes }, transfer);
             return;
           }
           this.post({ type: 'chunk', chunk: copy }, transfer);
@@ -157,7 +178,7 @@ export class PrometheusThread implements PrometheusEndpoint {
         // Written or abandoned, the series copies are read no more: core may reuse their arrays.
         releaseSeries(resourceMetrics);
       }
-      this.post({ type: 'end', holes: live.holes });
+      this.post({ type: 'end', holes: live.holes, changes });
     } catch (error) {
       this.post({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
     }
@@ -198,7 +219,7 @@ function workerMain(require: NodeJS.Require): void {
   const { createServer } = require('node:http') as typeof import('node:http');
   const { performance } = require('node:perf_hooks') as typeof import('node:perf_hooks');
   const port = parentPort!;
-  const { host, path, readinessPath, layout, waitMs } = workerData;
+  const { host, path, readinessPath, layout, waitMs, reuseMs } = workerData;
   const H = layout.header;
   const Q = layout.queue;
   const cells = new Float64Array(workerData.board);
@@ -208,8 +229,8 @@ function workerMain(require: NodeJS.Require): void {
   const epoch = () => performance.timeOrigin + performance.now();
 
   type Waiter = { res: import('node:http').ServerResponse; head: boolean; timer?: NodeJS.Timeout };
-  /** The last complete exposition and the offsets of its live values. */
-  let latest: { body: Buffer; holes: number[]; at: number } | undefined;
+  /** The last complete exposition, the offsets of its live values, and the change count it was collected at. */
+  let latest: { body: Buffer; holes: number[]; at: number; changes: number } | undefined;
   /** The collection asked of the main thread and not answered yet. */
   let pending: { since: number; waiters: Set<Waiter>; chunks: Buffer[] } | undefined;
 
@@ -243,39 +264,74 @@ function workerMain(require: NodeJS.Require): void {
   const text = (value: number) =>
     value === Number.POSITIVE_INFINITY ? '+Inf' : value === Number.NEGATIVE_INFINITY ? '-Inf' : String(value);
 
-  /** The last exposition with its live values as they are now, and a comment saying how old the rest is. */
-  function fromBoard(): Buffer {
-    const { body, holes, at } = latest!;
+  /** The live values of the last exposition's holes as they are now (NaN: keep the exposition's own). */
+  function liveValues(): number[] {
+    const { holes } = latest!;
     const now = monitorNow();
+    const values: number[] = [];
+    for (let i = 0; i < holes.length; i += 4) values.push(liveValue(holes[i + 2], holes[i + 3], now));
+    return values;
+  }
+
+  /** The last exposition with `values` written into its holes, and `tail` after it. */
+  function splice(values: number[], tail?: string): Buffer {
+    const { body, holes } = latest!;
     const parts: Uint8Array[] = [];
     let from = 0;
     for (let i = 0; i < holes.length; i += 4) {
-      const value = liveValue(holes[i + 2], holes[i + 3], now);
+      const value = values[i / 4];
       if (Number.isNaN(value)) continue;
       parts.push(body.subarray(from, holes[i]), Buffer.from(text(value)));
       from = holes[i + 1];
     }
+    if (tail === undefined && from === 0) return body;
     parts.push(body.subarray(from));
+    if (tail !== undefined) parts.push(Buffer.from(tail));
+    return Buffer.concat(parts);
+  }
+
+  /** The last answer made from an exposition and live values, for the next scrape that finds them the same. */
+  let reused: { exposition: typeof latest; values: number[]; body: Buffer } | undefined;
+
+  /** The last exposition, nothing recorded since, with its live values as they are now. */
+  function unchanged(): Buffer {
+    const values = liveValues();
+    const last = reused;
+    if (last !== undefined && last.exposition === latest && values.every((v, i) => Object.is(v, last.values[i])))
+      return last.body;
+    const body = splice(values);
+    reused = { exposition: latest, values, body };
+    return body;
+  }
+
+  /** The last exposition while the main thread is busy: its live values as they are now, and how old the rest is. */
+  function fromBoard(): Buffer {
+    const { at } = latest!;
     const stale = Math.round(epoch() - at);
     const busy = Math.round(epoch() - (pending?.since ?? at));
-    parts.push(
-      Buffer.from(
-        `# infersignal: the main thread has not answered for ${busy} ms; queue depth, in flight, occupancy, backpressure and waits are read live, the other series as of ${stale} ms ago\n`,
-      ),
+    return splice(
+      liveValues(),
+      `# infersignal: the main thread has not answered for ${busy} ms; queue depth, in flight, occupancy, backpressure and waits are read live, the other series as of ${stale} ms ago\n`,
     );
-    return Buffer.concat(parts);
   }
 
   function answer(waiter: Waiter, body: Buffer): void {
     const { res, head } = waiter;
     if (res.destroyed) return;
-    res.statusCode = 200;
-    res.setHeader('content-type', CONTENT_TYPE);
-    res.setHeader('content-length', body.length);
+    res.writeHead(200, { 'content-type': CONTENT_TYPE, 'content-length': body.length });
     res.end(head ? undefined : body);
   }
 
   function scrape(waiter: Waiter): void {
+    if (
+      pending === undefined &&
+      latest !== undefined &&
+      latest.changes === cells[H.changes] &&
+      epoch() - latest.at < reuseMs
+    ) {
+      answer(waiter, unchanged());
+      return;
+    }
     if (pending === undefined) {
       pending = { since: epoch(), waiters: new Set(), chunks: [] };
       port.postMessage({ type: 'collect' });
@@ -352,6 +408,7 @@ function workerMain(require: NodeJS.Require): void {
             body: done.chunks.length === 1 ? done.chunks[0] : Buffer.concat(done.chunks),
             holes: message.holes,
             at: done.since,
+            changes: message.changes,
           };
         for (const waiter of done.waiters) {
           clearTimeout(waiter.timer);

@@ -42,6 +42,16 @@ interface PrometheusOptions {
    * server; shorter: answers faster while it is busy.
    */
   mainWaitMs?: number;
+  /**
+   * With the worker thread: a scrape within this many ms of the last
+   * collection, with nothing recorded since (no request, no record into
+   * InferSignal's counters and histograms, no alert),
+   * is answered from that collection without waking the main thread, the
+   * queue gauges read live (default 1000). Counters and histograms are then
+   * exact; other gauges at most this old. 0: every scrape collects. Only
+   * with the producer export, and while InferSignal's are the only series.
+   */
+  reuseMs?: number;
 }
 
 interface OtlpOptions {

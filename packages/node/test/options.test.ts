@@ -40,6 +40,7 @@ describe('start() options', () => {
     expect(fieldOf({ prometheus: { path: 'metrics' } })).toBe('prometheus.path');
     expect(fieldOf({ prometheus: { thread: 'child' as 'main' } })).toBe('prometheus.thread');
     expect(fieldOf({ prometheus: { mainWaitMs: -1 } })).toBe('prometheus.mainWaitMs');
+    expect(fieldOf({ prometheus: { reuseMs: '1s' as unknown as number } })).toBe('prometheus.reuseMs');
     expect(fieldOf({ prometheus: { hots: 'x' } })).toBe('prometheus.hots');
     expect(fieldOf({ prometheus: 'yes' })).toBe('prometheus');
     expect(fieldOf({ otlp: { endpoint: 'not a url' } })).toBe('otlp.endpoint');
@@ -76,6 +77,7 @@ describe('start() options', () => {
       withoutScopeInfo: true,
       thread: 'worker',
       mainWaitMs: 40,
+      reuseMs: 1000,
     });
     expect(defaults.otlp).toBeUndefined();
     expect(defaults.traces).toBe(false);

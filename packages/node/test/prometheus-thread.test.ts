@@ -83,6 +83,23 @@ function blockUntil(file: string, limitMs: number): { from: number; to: number }
   return { from, to: Date.now() };
 }
 
+/** A gauge of core's scope whose value is the number of collections the main thread has made so far. */
+function countCollections(s: InferSignal): () => number {
+  let collections = 0;
+  const spec = {
+    name: 'test.collections',
+    type: 'gauge',
+    unit: '{collection}',
+    description: 'collections so far',
+    attributes: [],
+  } as const;
+  s.monitor.register((ctx) => {
+    const gauge = ctx.gauge(spec);
+    return { name: 'collections', observe: (observer) => observer.observe(gauge, ++collections) };
+  });
+  return () => collections;
+}
+
 describe('the Prometheus endpoint on a worker thread', () => {
   it('serves the exposition the main-thread server serves', async () => {
     // One fixed clock: both monitors record the same numbers.
@@ -116,6 +133,71 @@ describe('the Prometheus endpoint on a worker thread', () => {
     // The readiness route lives on the worker's port only.
     expect((await fetch(a!.url.replace(/\/metrics$/, '/healthz/ready'))).status).toBe(200);
     expect((await fetch(b!.url.replace(/\/metrics$/, '/healthz/ready'))).status).toBe(404);
+  });
+
+  it('answers a scrape from the last collection while nothing was recorded since, within reuseMs', async () => {
+    // No tick and no event-loop probe: their heartbeats would count as changes.
+    const quiet = { detectorIntervalMs: 0, eventLoop: false, heap: false } as const;
+    // A bound no slow machine reaches between two scrapes; the one past it has its own monitor below.
+    const s = startTracked({ serviceName: 'reuse', ...quiet, prometheus: { port: 0, reuseMs: 60_000 } });
+    const collections = countCollections(s);
+    const queue = s.monitor.queue('infer', { capacity: 8, concurrency: 2 });
+    queue.enqueue('m').start();
+    const { url } = (await s.prometheus!.ready)!;
+    const scrape = async () => {
+      const body = await text(url);
+      return { body, collection: samples(parseExposition(body), 'test_collections', 'test_collections')[0]?.value };
+    };
+
+    const first = await scrape();
+    expect([first.collection, collections()]).toEqual([1, 1]);
+    // Nothing recorded: the same exposition, the main thread not asked.
+    const again = await scrape();
+    expect([again.collection, collections()]).toEqual([1, 1]);
+    expect(again.body).toBe(first.body);
+
+    // A queue update counts: collected again, with the request that arrived.
+    queue.enqueue('m');
+    const afterArrival = await scrape();
+    expect([afterArrival.collection, collections()]).toEqual([2, 2]);
+    expect(value(afterArrival.body, 'infersignal_queue_waiting', 'infer')).toBe(1);
+
+    // So does a record into a histogram alone (a model load touches no queue).
+    await s.monitor.modelLoad('m', 'load', () => {});
+    const afterLoad = await scrape();
+    expect([afterLoad.collection, collections()]).toEqual([3, 3]);
+    const loads = samples(
+      parseExposition(afterLoad.body),
+      'infersignal_model_load_duration_seconds',
+      'infersignal_model_load_duration_seconds_count',
+    );
+    expect(loads.map((l) => l.value)).toEqual([1]);
+    expect((await scrape()).collection).toBe(3);
+
+    // Past reuseMs the gauges are read again, recorded or not.
+    const brief = startTracked({ serviceName: 'reuse-100', ...quiet, prometheus: { port: 0, reuseMs: 100 } });
+    const briefCollections = countCollections(brief);
+    const briefUrl = (await brief.prometheus!.ready)!.url;
+    await text(briefUrl);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await text(briefUrl);
+    expect(briefCollections()).toBe(2);
+  });
+
+  it('collects at every scrape with reuseMs 0, under the api export, and while another scope has series', async () => {
+    const quiet = { detectorIntervalMs: 0, eventLoop: false, heap: false } as const;
+    const never = startTracked({ serviceName: 'reuse-0', ...quiet, prometheus: { port: 0, reuseMs: 0 } });
+    const api = startTracked({ serviceName: 'reuse-api', ...quiet, exportMode: 'api', prometheus: { port: 0 } });
+    const other = startTracked({ serviceName: 'reuse-other', ...quiet, prometheus: { port: 0 } });
+    other.meterProvider.getMeter('app').createCounter('app.things').add(2);
+    for (const s of [never, api, other]) {
+      const collections = countCollections(s);
+      const { url } = (await s.prometheus!.ready)!;
+      await text(url);
+      const body = await text(url);
+      expect(collections()).toBe(2);
+      if (s === other) expect(body).toMatch(/^app_things_total 2$/m);
+    }
   });
 
   it('starts from the built package and lets an app that awaits shutdown() exit', async () => {

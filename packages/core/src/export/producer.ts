@@ -35,6 +35,15 @@ export interface GaugeReading {
 export type GaugeSource = () => GaugeReading[];
 const NO_GAUGES: GaugeSource = () => [];
 
+/**
+ * Where an aggregate counts its records: one cell that every record adds 1
+ * to, so that a reader in another thread can tell whether anything was
+ * recorded since it last collected (the monitor's live board). Aggregates
+ * made without one count into a cell nobody reads.
+ */
+export type ChangeCount = Float64Array;
+const UNREAD: ChangeCount = new Float64Array(1);
+
 /** Told once per instrument when a series had to be dropped at the cap. */
 export type SeriesDropListener = (instrument: string, cap: number) => void;
 
@@ -100,6 +109,7 @@ class SeriesTable<T> {
     private readonly create: () => T,
     private readonly maxSeries = MAX_SERIES,
     private readonly onFirstDrop?: () => void,
+    readonly changes: ChangeCount = UNREAD,
   ) {}
 
   cell(attributes: Attributes): T | undefined {
@@ -135,11 +145,14 @@ class SeriesTable<T> {
  */
 abstract class LazySeries<T> {
   protected cell: T | undefined = undefined;
+  protected readonly changes: ChangeCount;
 
   constructor(
     private readonly table: SeriesTable<T>,
     private readonly attributes: Attributes,
-  ) {}
+  ) {
+    this.changes = table.changes;
+  }
 
   protected resolve(): T | undefined {
     this.cell = this.table.cell(this.attributes);
@@ -165,6 +178,7 @@ class AggregateHistogramSeries extends LazySeries<FixedHistogram> {
   }
 
   record(value: number): void {
+    this.changes[0]++;
     let values = this.values;
     if (values === undefined) {
       const cell = this.resolve();
@@ -206,6 +220,7 @@ class AggregateCounterSeries extends LazySeries<CounterCell> {
   private offset = 0;
 
   add(value: number): void {
+    this.changes[0]++;
     let values = this.values;
     if (values === undefined) {
       const cell = this.resolve();
@@ -232,6 +247,7 @@ export class AggregateHistogram {
     readonly boundaries: readonly number[],
     maxSeries = MAX_SERIES,
     onDrop?: SeriesDropListener,
+    changes?: ChangeCount,
   ) {
     const slab = new SeriesSlab(boundaries.length + 1 + HISTOGRAM_HEAD);
     this.slab = slab;
@@ -239,6 +255,7 @@ export class AggregateHistogram {
       () => new FixedHistogram(boundaries, slab),
       maxSeries,
       () => onDrop?.(spec.name, maxSeries),
+      changes,
     );
   }
 
@@ -256,6 +273,7 @@ export class AggregateHistogram {
   }
 
   record(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
+    this.table.changes[0]++;
     this.table.cell(attributes)?.record(value);
   }
 
@@ -275,11 +293,13 @@ export class AggregateCounter {
     readonly spec: InstrumentSpec,
     maxSeries = MAX_SERIES,
     onDrop?: SeriesDropListener,
+    changes?: ChangeCount,
   ) {
     this.table = new SeriesTable(
       () => new CounterCell(this.slab),
       maxSeries,
       () => onDrop?.(spec.name, maxSeries),
+      changes,
     );
   }
 
@@ -297,6 +317,7 @@ export class AggregateCounter {
   }
 
   add(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
+    this.table.changes[0]++;
     this.table.cell(attributes)?.add(value);
   }
 

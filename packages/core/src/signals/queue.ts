@@ -341,6 +341,8 @@ export class Queue implements QueueTracker {
   private shedding = false;
   /** This queue's cells on the live board (undefined without a board or past its slots). */
   private readonly live: Float64Array | undefined;
+  /** The board's change count (live-board.ts), undefined without a board. */
+  private readonly changes: Float64Array | undefined;
   /** Occupancy rank and waiting-or-not at the last level written to the board (publish()). */
   private publishedState = -1;
   private shedSince = Number.NaN;
@@ -423,6 +425,7 @@ export class Queue implements QueueTracker {
     const ageOrigin = ctx.clock();
     this.age = new QueueAge(Math.min(16_384, Math.max(256, 4 * this.capacity)), ageOrigin);
     this.live = env.board?.queueSlot(name, this.capacity, ageOrigin);
+    this.changes = env.board?.changes;
     this.waitDetector = new ThresholdDetector({
       warn: t.queue.waitWarnSeconds,
       critical: t.queue.waitCriticalSeconds,
@@ -463,6 +466,12 @@ export class Queue implements QueueTracker {
    * tick and a shedding episode's start and end judge it every time (`force`).
    */
   publish(force = false): void {
+    const changes = this.changes;
+    if (changes === undefined) return;
+    // A request arrived, started or ended: counted with or without a slot (a queue past the board's slots is
+    // one whose gauges only a collection reads). What the tick and a shedding episode's start and end write
+    // again (force) is the level, which a reader reads live, and a change of it raises an alert, which counts.
+    if (!force) changes[0]++;
     const cells = this.live;
     if (cells === undefined) return;
     const waiting = this.waiting;
