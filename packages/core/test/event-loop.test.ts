@@ -24,41 +24,75 @@ afterEach(async () => {
   await monitor?.close();
 });
 
+/** Requests before the disturbance at the least, and the most there can be before it. */
+const FIRST_DISTURBED = 300;
+const LAST_DISTURBED = 3000;
+/** Requests after the disturbance. */
+const AFTER = 150;
+
 /**
  * Steady traffic through a queue (a request every 4 ms, one setImmediate
- * of work); `disturb(i)` runs before request i is queued, `inside(i)` in
- * its handler. The detector ticks every 250 ms.
+ * of work), the detector ticking every 250 ms, with one disturbance:
+ * `before(m)` runs in a setImmediate queued just before a request's work
+ * (that request is in flight while it runs), `inside()` in a request's
+ * work; `stall(i)`, in request i's work, stands for what a busy machine
+ * does to the process. The disturbance comes at request FIRST_DISTURBED
+ * or, where a glitch is open then, once it has ended: a machine that
+ * stalls the process while a request is in flight opens a latency glitch
+ * of its own (a real one, announced as such), and the disturbance's
+ * glitch would be hidden in it rather than judged afresh. Both the check
+ * and the disturbance run in the same callback, so no tick comes between.
  */
-async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: number) => void = () => {}) {
+async function drive(disturbance: { before?: (m: Monitor) => void; inside?: () => void; stall?: (i: number) => void }) {
   const reader = new TestReader();
   const alerts: AlertEvent[] = [];
-  const backpressureAtLoopAlert: Level[] = [];
+  const backpressureAtLoopAlert = new Map<AlertEvent, Level>();
   const warnings: string[] = [];
+  let glitchOpen = false;
   monitor = createMonitor({
     meterProvider: new MeterProvider({ readers: [reader] }),
     detectorIntervalMs: 250,
     logger: { warn: (m) => warnings.push(m) },
     thresholds: {
       eventLoop: { delayWarnSeconds: 0.1, sampleIntervalMs: 250 },
-      glitch: { deltaSeconds: 0.1, windowSeconds: 10, minSamples: 20 },
+      // A 2 s window: a glitch the machine opened ends 2 s after its stall.
+      glitch: { deltaSeconds: 0.1, windowSeconds: 2, minSamples: 20 },
     },
     onAlert: (event) => {
       alerts.push(event);
-      if (event.signal === 'event_loop' && event.level !== 'ok') backpressureAtLoopAlert.push(queue.level());
+      if (event.signal === 'latency_glitch') glitchOpen = event.level !== 'ok';
+      if (event.signal === 'event_loop' && event.level !== 'ok') backpressureAtLoopAlert.set(event, queue.level());
     },
   });
   const m = monitor;
   const queue = m.queue('infer', { concurrency: 4, capacity: 64 });
   const pending: Promise<unknown>[] = [];
-  for (let i = 0; i < 450; i++) {
-    disturb(i, m);
+  let disturbedAt = -1;
+  let disturbedWhen = Number.NaN;
+  const due = (i: number) => disturbedAt < 0 && i >= FIRST_DISTURBED && !glitchOpen;
+  const disturbed = (i: number) => {
+    disturbedAt = i;
+    disturbedWhen = Date.now();
+  };
+  for (let i = 0; disturbedAt < 0 ? i < LAST_DISTURBED : i <= disturbedAt + AFTER; i++) {
     const n = i;
+    const before = disturbance.before;
+    if (before && disturbedAt < 0 && i >= FIRST_DISTURBED)
+      setImmediate(() => {
+        if (!due(n)) return;
+        disturbed(n);
+        before(m);
+      });
     pending.push(
       queue.run(
         () =>
           new Promise<void>((r) =>
             setImmediate(() => {
-              inside(n);
+              disturbance.stall?.(n);
+              if (disturbance.inside && due(n)) {
+                disturbed(n);
+                disturbance.inside();
+              }
               r();
             }),
           ),
@@ -69,28 +103,34 @@ async function drive(disturb: (i: number, m: Monitor) => void, inside: (i: numbe
   }
   await Promise.all(pending);
   await sleep(600);
-  return { alerts, backpressureAtLoopAlert, warnings, metrics: await collect(reader) };
+  const trail =
+    alerts
+      .map(
+        (a) => `${a.signal}:${a.level}:${a.value.toFixed(3)}:${String(a.details?.cause ?? '')}:${a.at - disturbedWhen}`,
+      )
+      .join(' | ') +
+    ' ' +
+    warnings.join(' / ');
+  expect(
+    disturbedAt,
+    `a glitch stayed open from request ${FIRST_DISTURBED} to ${LAST_DISTURBED}: ${trail}`,
+  ).toBeGreaterThan(0);
+  // The glitch the disturbance caused: the first one announced after it began.
+  const glitch = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn' && a.at >= disturbedWhen);
+  return { alerts, backpressureAtLoopAlert, warnings, metrics: await collect(reader), glitch, trail, disturbedWhen };
 }
 
 describe('event loop and P99-glitch attribution', () => {
   it('a handler that blocks the loop for 250 ms once: announced, no backpressure (nothing shed), glitch names the event loop', async () => {
-    const { alerts, backpressureAtLoopAlert, warnings, metrics } = await drive(
-      () => {},
-      (i) => {
-        // Over twice the WARN threshold: announced alone (a shorter one must recur).
-        if (i === 300) busyWait(250);
-      },
-    );
-    const trail =
-      alerts.map((a) => `${a.signal}:${a.level}:${a.value.toFixed(3)}:${String(a.details?.cause ?? '')}`).join(' | ') +
-      ' ' +
-      warnings.join(' / ');
-    const loop = alerts.find((a) => a.signal === 'event_loop' && a.level !== 'ok');
+    const { alerts, backpressureAtLoopAlert, metrics, glitch, trail, disturbedWhen } = await drive({
+      // Over twice the WARN threshold: announced alone (a shorter one must recur).
+      inside: () => busyWait(250),
+    });
+    const loop = alerts.find((a) => a.signal === 'event_loop' && a.level !== 'ok' && a.at >= disturbedWhen);
     expect(loop, trail).toBeDefined();
     expect(loop!.value).toBeGreaterThan(0.1);
     // One block is over by the time a request sees it: the queues shed only on a loop blocked period after period.
-    expect(backpressureAtLoopAlert[0]).toBe('ok');
-    const glitch = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn');
+    expect(backpressureAtLoopAlert.get(loop!), trail).toBe('ok');
     expect(glitch, trail).toBeDefined();
     expect(glitch!.details?.cause, trail).toBe('event_loop_delay');
     expect(glitch!.message).toContain('likely cause: event_loop_delay');
@@ -99,15 +139,27 @@ describe('event loop and P99-glitch attribution', () => {
     expect(metrics.metric(METRICS.eventLoopDelayMax.name)).toBeDefined();
   });
 
+  // The reload's synchronous part blocks the loop while a request is in flight.
+  const reload = (m: Monitor) => void m.modelLoad('mlp', 'reload', () => busyWait(200));
+
   it('a reload that blocks during load: the glitch alert names the reload', async () => {
-    const { alerts } = await drive((i, m) => {
-      // The reload's synchronous part blocks the loop while request 300 is in flight.
-      if (i === 300) setImmediate(() => void m.modelLoad('mlp', 'reload', () => busyWait(200)));
-    });
-    const glitch = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn');
-    expect(glitch).toBeDefined();
-    expect(glitch!.details?.cause).toBe('model_load');
+    const { glitch, trail } = await drive({ before: reload });
+    expect(glitch, trail).toBeDefined();
+    expect(glitch!.details?.cause, trail).toBe('model_load');
     expect(String(glitch!.details?.rule)).toContain('mlp');
+  });
+
+  it("a glitch of its own before the reload (a request stalled, as a busy machine does): it ends, and the reload's glitch names the reload", async () => {
+    // Request 100 held 150 ms without the CPU, as a process the machine does not run: a glitch with no load in it.
+    const stall = (i: number) => {
+      if (i === 100) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 150);
+    };
+    const { alerts, glitch, trail, disturbedWhen } = await drive({ before: reload, stall });
+    const first = alerts.find((a) => a.signal === 'latency_glitch' && a.level === 'warn');
+    expect(first!.at, trail).toBeLessThan(disturbedWhen);
+    expect(first!.details?.cause, trail).not.toBe('model_load');
+    expect(glitch, trail).toBeDefined();
+    expect(glitch!.details?.cause, trail).toBe('model_load');
   });
 
   it('a real 300 ms block: WARN from the first sample after it, valued at the block', async () => {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -59,6 +60,11 @@ class InjectedHeap implements HeapSource {
   }
   flags(): string[] {
     return this.flagList;
+  }
+  /** The thread's run-queue wait in all (ms) the signal reads at each major GC; NaN: the platform does not say. */
+  waited = Number.NaN;
+  waitedMs(): number {
+    return this.waited;
   }
   /** A major GC whose figures could not be read. */
   failedRead(error: Error): void {
@@ -460,6 +466,76 @@ describe('heap_exhaustion: the leak precursor', () => {
     expect(60 + 90 - alerts[0]!.at).toBeGreaterThanOrEqual(0.3 * 90);
   });
 
+  /**
+   * A process with `--max-old-space-size=64` whose major GCs read `[seconds, live MiB, waited s]`: when it
+   * collected, what it held, and how long its thread had waited for a CPU by then (NaN: the platform does not say).
+   * The detector ticks every second. Returns its heap_exhaustion alerts.
+   */
+  async function run64(gcs: [number, number, number][]) {
+    const heap = new InjectedHeap(112 * MiB, ['--max-old-space-size=64']);
+    const t = setup({ heap: false });
+    try {
+      t.monitor.register((ctx) => new HeapSignal(ctx, heap));
+      const start = t.now();
+      let ms = 0;
+      for (const [at, live, waited] of gcs) {
+        for (; ms < at * 1000; ms += 100) {
+          t.advance(100);
+          heap.holding(live + 4);
+          if (ms % 1000 === 0) t.monitor.tick();
+        }
+        heap.waited = waited * 1000;
+        heap.majorGc(live);
+      }
+      return t.alerts
+        .filter((a) => a.signal === 'heap_exhaustion')
+        .map((a) => ({ at: (a.at - start) / 1000, level: a.level, message: a.message }));
+    } finally {
+      await t.close();
+    }
+  }
+
+  it('says nothing of a cache filled on a starved machine: its rate is judged on the time the process could run', async () => {
+    // Measured: a child filling 25 MiB of cache (0.5 s on an idle machine) beside CPU-bound neighbours collected at
+    // 9.3, 19.2 and 33.1 MiB over 6.1 s, its thread waiting for a CPU 2.2 s and 4.8 s of that, then held 33 MiB.
+    const fill: [number, number][] = [
+      [0, 9.3],
+      [2.46, 19.2],
+      [6.14, 33.1],
+    ];
+    const after = (waitShare: number): [number, number, number][] =>
+      Array.from({ length: 75 }, (_, i) => [
+        6.14 + 0.8 * (i + 1),
+        33 + (i % 3) * 0.6,
+        4.77 + waitShare * 0.8 * (i + 1),
+      ]);
+    const waits = [0, 2.17, 4.77];
+    const starved = await run64([
+      ...fill.map(([at, live], i): [number, number, number] => [at, live, waits[i]!]),
+      ...after(0.5),
+    ]);
+    expect(starved).toEqual([]);
+    // The same readings where the wait is not known: on the wall clock alone the fill's last 13.9 MiB over 3.7 s are
+    // 3.8 MiB/s, under a fill's 3.9 (80 % of 64 MiB in 13 s): a leak that reaches 80 % in 5 s, the false alarm the
+    // wait prevents. Over the 1.1 s the thread could run they are 12.9 MiB/s.
+    const wallOnly = await run64([
+      ...fill.map(([at, live]): [number, number, number] => [at, live, Number.NaN]),
+      ...after(Number.NaN),
+    ]);
+    expect(wallOnly[0]?.level).toBe('critical');
+  });
+
+  it("announces a leak in a process that waits for a CPU as early: a leak goes at its traffic's pace", async () => {
+    // 2 MiB/s from 8 MiB, a major GC every 1.5 s; its thread waits for a CPU 30 % of the time (a process leaking
+    // 2 MiB/s waited 12 % beside eight CPU-bound neighbours on two cores).
+    const gcs = (waitShare: number): [number, number, number][] =>
+      Array.from({ length: 20 }, (_, i) => [1.5 * (i + 1), 8 + 3 * (i + 1), waitShare * 1.5 * (i + 1)]);
+    const idle = await run64(gcs(0));
+    const waiting = await run64(gcs(0.3));
+    expect(idle[0]?.level).toBe('critical');
+    expect(waiting[0]).toEqual(idle[0]);
+  });
+
   it('announces a leak that kills a 128 MiB process within 15 s at least 10 s before', async () => {
     // 7 MiB, then 6.4 MiB/s from 2 s: 80 % of the limit at 16 s; a major GC as the live set grows by half.
     const live = (s: number) => 7 + 6.4 * Math.max(0, s - 2);
@@ -588,6 +664,26 @@ describe('nodeHeap', () => {
     }
     return readings.at(-1)!;
   }
+
+  it("reads the thread's run-queue wait while it observes major GCs, where Linux gives it (NaN elsewhere and after)", () => {
+    const heap = nodeHeap();
+    expect(heap.waitedMs()).toBeNaN();
+    const stop = heap.onMajorGc(
+      () => {},
+      () => {},
+      Number.POSITIVE_INFINITY,
+    );
+    const first = heap.waitedMs();
+    // A total so far: it never goes down.
+    for (const end = Date.now() + 20; Date.now() < end; );
+    const second = heap.waitedMs();
+    stop();
+    if (existsSync('/proc/thread-self/schedstat')) {
+      expect(first).toBeGreaterThanOrEqual(0);
+      expect(second).toBeGreaterThanOrEqual(first);
+    } else expect(second).toBeNaN();
+    expect(heap.waitedMs()).toBeNaN();
+  });
 
   it("reads after the collection below exactFrom, the collection's own figures from the first reading above it, and stops below half of it", async () => {
     fullGc();

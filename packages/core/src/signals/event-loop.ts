@@ -1,8 +1,8 @@
 import type { Attributes } from '@opentelemetry/api';
-import { closeSync, openSync, readSync } from 'node:fs';
 import { performance, PerformanceObserver, constants, type EventLoopUtilization } from 'node:perf_hooks';
 import type { Gauge, GaugeObserver, HistogramRecorder, Signal, SignalContext } from '../contract';
 import { LoopBlockProbe } from '../detectors/loop-block';
+import { threadQueueReader } from './run-queue';
 import { SlidingWindow } from '../detectors/sliding-window';
 import { levelRank, ThresholdDetector } from '../detectors/threshold';
 import { runtimeSignal } from '../definitions/runtime';
@@ -106,43 +106,6 @@ export interface LoopTimer {
   /** From now on, every `ms` (the next call `ms` from now). */
   every(ms: number): void;
   stop(): void;
-}
-
-/**
- * The calling thread's run-queue wait from Linux's schedstat (`<on CPU ns>
- * <waiting ns> <slices>`), read through one open descriptor into one
- * buffer and parsed from its bytes (it runs on every probe firing: no
- * string is made); undefined where the file is missing (another OS, no
- * schedstats).
- */
-function threadQueueReader(): { read(): number; close(): void } | undefined {
-  let fd: number;
-  try {
-    fd = openSync('/proc/thread-self/schedstat', 'r');
-  } catch {
-    return undefined;
-  }
-  const buffer = Buffer.alloc(96);
-  return {
-    read() {
-      try {
-        const length = readSync(fd, buffer, 0, buffer.length, 0);
-        let i = 0;
-        while (i < length && buffer[i] !== 0x20) i++;
-        let ns = 0;
-        let digits = 0;
-        for (i++; i < length; i++, digits++) {
-          const digit = buffer[i]! - 0x30;
-          if (digit < 0 || digit > 9) break;
-          ns = ns * 10 + digit;
-        }
-        return digits > 0 ? ns / 1e6 : Number.NaN;
-      } catch {
-        return Number.NaN;
-      }
-    },
-    close: () => closeSync(fd),
-  };
 }
 
 /** libuv's loop metrics (Node 20.18 and 22.8 on); undefined before. */

@@ -6,6 +6,7 @@ import { SlidingWindow } from '../detectors/sliding-window';
 import { type LinearFit, linearFit } from '../detectors/drift';
 import { ThresholdDetector } from '../detectors/threshold';
 import { ATTR } from '../attributes';
+import { threadQueueReader } from './run-queue';
 import { runtimeSignal } from '../definitions/runtime';
 import type { Level } from '../contract';
 
@@ -46,6 +47,13 @@ export interface HeapSource {
   ): () => void;
   /** The Node and V8 flags the process runs with (`process.execArgv`, then `NODE_OPTIONS`). */
   flags(): readonly string[];
+  /**
+   * Milliseconds this thread has waited for a CPU while ready to run, in
+   * all (Linux's run-queue delay); NaN where the platform does not say.
+   * What a starved process's own work is stretched by, and its wall-clock
+   * pace (timers, traffic) is not.
+   */
+  waitedMs(): number;
 }
 
 /** One collection in a `v8.GCProfiler` report (the fields read here). */
@@ -81,10 +89,15 @@ function oldGenerationInUse(spaces: readonly HeapSpaceUse[]): number {
 export function nodeHeap(): HeapSource {
   const spaces = (): HeapSpaceUse[] =>
     getHeapSpaceStatistics().map((s) => ({ name: s.space_name, used: s.space_used_size }));
+  // Open while major GCs are observed: read once per collection.
+  let queue: ReturnType<typeof threadQueueReader>;
   return {
     heapSizeLimit: () => getHeapStatistics().heap_size_limit,
     spaces,
+    waitedMs: () => queue?.read() ?? Number.NaN,
     onMajorGc(fn, onError, exactFrom) {
+      queue?.close();
+      queue = threadQueueReader();
       let profiler: GCProfiler | undefined;
       let bound: ReturnType<typeof setInterval> | undefined;
       const stopProfiler = (): void => {
@@ -136,6 +149,8 @@ export function nodeHeap(): HeapSource {
       return () => {
         observer.disconnect();
         stopProfiler();
+        queue?.close();
+        queue = undefined;
       };
     },
     flags: () => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)],
@@ -285,7 +300,8 @@ const FILL_MIN_SPAN_SECONDS = 1;
  * its working set (a cache, a tokenizer, a model's weights loaded at
  * start), not a leak: while it rises the two look alike, and a leak that
  * fast could not be announced MIN_LEAD_SECONDS ahead once a trend had been
- * seen over MIN_SPAN_SECONDS anyway.
+ * seen over MIN_SPAN_SECONDS anyway. A fill's seconds are those the
+ * process could run (see LeakTrend.reading).
  */
 const MIN_LEAD_SECONDS = 10;
 const FILL_SECONDS = MIN_SPAN_SECONDS + MIN_LEAD_SECONDS;
@@ -336,6 +352,11 @@ export interface ExhaustionEstimate {
  */
 export class LeakTrend {
   private readonly readings = new SlidingWindow(READINGS);
+  /** The same readings on the clock of the time the thread could run: the wall clock less its waits for a CPU. */
+  private readonly runnable = new SlidingWindow(READINGS);
+  private runnableAt = 0;
+  private lastAt = Number.NaN;
+  private lastWaited = Number.NaN;
   private last = Number.NaN;
 
   constructor(
@@ -345,17 +366,45 @@ export class LeakTrend {
     private readonly windowMs: number,
   ) {}
 
-  /** The live set one major GC left, at `at` (ms). */
-  reading(bytes: number, at: number): void {
+  /**
+   * The live set one major GC left, at `at` (ms); `waitedMs`: the thread's
+   * run-queue wait in all then (HeapSource.waitedMs; NaN where unknown).
+   *
+   * A fill runs as fast as the process is given a CPU, so its rate is
+   * judged on the time the thread could run, not on the wall clock: on a
+   * starved machine a cache that fills in 0.5 s took 6 s of wall time, 5 of
+   * them waiting for a CPU; its last 14 MiB over 3.7 s of wall time read as
+   * a 3.8 MiB/s leak reaching 80 % of 64 MiB in 5 s, and over the 1.1 s the
+   * thread could run they are 12.9 MiB/s, a fill. A leak goes at its
+   * traffic's pace, which waiting does not slow: its rate reads higher on
+   * that clock only by the share of the time its thread waited (2–12 % for
+   * a process leaking 2 MiB/s beside two to eight CPU-bound neighbours on
+   * two cores), and the trend itself, its span and the projection stay on
+   * the wall clock.
+   */
+  reading(bytes: number, at: number, waitedMs = Number.NaN): void {
     if (!Number.isFinite(bytes)) return;
     this.readings.push(bytes, at);
+    // What the wall clock moved since the last reading less what the thread waited in it (none where not known);
+    // never backwards: the two are read apart.
+    const waited = waitedMs - this.lastWaited;
+    const wall = Number.isNaN(this.lastAt) ? 0 : at - this.lastAt;
+    this.runnableAt += Math.max(0, wall - (Number.isFinite(waited) ? Math.max(0, waited) : 0));
+    this.lastAt = at;
+    this.lastWaited = waitedMs;
+    this.runnable.push(bytes, this.runnableAt);
     this.last = bytes;
     // A fill is no trend, and the readings that rose with it would lend their slope to the flat live set after it:
     // a leak is measured from the live set the process settled at, so the trend starts again from this reading.
     const fit = this.fit(at);
-    if (fit.spanSeconds >= FILL_MIN_SPAN_SECONDS && fit.slope * FILL_SECONDS >= EXHAUSTION_SHARE * this.limitBytes) {
+    if (
+      fit.spanSeconds >= FILL_MIN_SPAN_SECONDS &&
+      newest(this.runnable, fit.count).slope * FILL_SECONDS >= EXHAUSTION_SHARE * this.limitBytes
+    ) {
       this.readings.clear();
       this.readings.push(bytes, at);
+      this.runnable.clear();
+      this.runnable.push(bytes, this.runnableAt);
     }
   }
 
@@ -363,9 +412,9 @@ export class LeakTrend {
   private fit(now: number): LinearFit {
     let since = now - this.windowMs;
     let index = 0;
-    const newest = this.readings.length - MIN_READINGS;
+    const first = this.readings.length - MIN_READINGS;
     this.readings.forEach((_, at) => {
-      if (index++ === newest) since = Math.min(since, at);
+      if (index++ === first) since = Math.min(since, at);
     });
     return linearFit(this.readings, since);
   }
@@ -394,6 +443,17 @@ export class LeakTrend {
     e.seconds = Math.max(0, (EXHAUSTION_SHARE * this.limitBytes - projected) / slope);
     return e;
   }
+}
+
+/** The fit over the newest `count` readings of a window (its times never go back). */
+function newest(window: SlidingWindow, count: number): LinearFit {
+  let since = Number.POSITIVE_INFINITY;
+  let index = 0;
+  const first = window.length - count;
+  window.forEach((_, at) => {
+    if (index++ === first) since = at;
+  });
+  return linearFit(window, since);
 }
 
 export interface HeapSnapshot {
@@ -487,7 +547,7 @@ export class HeapSignal implements Signal {
       // which the first reading at or above exactFrom is not (the source's next ones are exact).
       if (!exact && live >= this.exactFrom) return;
       const now = this.ctx.clock();
-      this.trend.reading(live, now);
+      this.trend.reading(live, now, this.source.waitedMs());
       this.judgeExhaustion(now, Number.NaN, true);
       this.heapLevel = this.detector.update(this.liveRatio, now);
       const t = this.ctx.thresholds.heap;
