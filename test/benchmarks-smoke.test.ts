@@ -73,15 +73,22 @@ describe.concurrent('benchmark suites (smoke: BENCH_SMOKE=1)', () => {
       expect(verdict).not.toMatch(/NaN|Infinity|undefined/);
       expect(docStamp()).toBe(before);
       if (suite === 'fresh') {
-        // Every endpoint of every run has its three phases (overload, block, overall), each P50 / P99 / max.
+        // Every endpoint of every run has its three phases (overload, block, overall), each P50 / P99 / max
+        // overall. A smoke run's phases are short: a prober starved of CPU through the 1 s block sends nothing in
+        // it, and its phase says so ('–'); the full run's verdict judges a phase without answers as not met.
+        const triple = /^\d+(\.\d+)? \/ \d+(\.\d+)? \/ \d+(\.\d+)?$/;
         const rows = lines.filter((line) => line.startsWith('| Node'));
         expect(rows.length).toBeGreaterThanOrEqual(2);
         for (const row of rows) {
-          const cells = row.split('|').map((c) => c.trim());
-          for (const phase of cells.slice(3, 6)) expect(phase).toMatch(/^\d+(\.\d+)? \/ \d+(\.\d+)? \/ \d+(\.\d+)?$/);
+          const [overload, block, overall] = row
+            .split('|')
+            .map((c) => c.trim())
+            .slice(3, 6);
+          for (const phase of [overload, block]) expect(phase === '–' || triple.test(phase!), row).toBe(true);
+          expect(overall).toMatch(triple);
         }
         expect(stdout).toMatch(
-          /live values in the block: of [1-9]\d* scrapes sent in it, \d+ answered in it: \d+ equal, \d+ stale/,
+          /live values in the block: of \d+ scrapes sent in it, \d+ answered in it: \d+ equal, \d+ stale/,
         );
       }
     });
