@@ -14,9 +14,9 @@
  * its live values rewritten, its other gauges at most that old. Only under
  * the producer export, and while core's scope is the only one with series
  * (another's records are not counted). `/healthz/ready` on the same port
- * answers from the board alone: 503 at CRITICAL (the last tick's level, or a queue's live
- * backpressure) or while the main thread has not turned for longer than
- * the board's bound.
+ * answers from the board alone: 503 at CRITICAL (the last tick's level, or
+ * a queue's live backpressure) or while the main thread has not turned for
+ * longer than the board's bound.
  */
 import { Worker } from 'node:worker_threads';
 import { ATTR, METRICS, type Monitor } from '@infersignal/core';
