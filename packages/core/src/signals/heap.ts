@@ -410,12 +410,7 @@ export class LeakTrend {
 
   /** The fit over the window, widened to the last MIN_READINGS readings: a large heap leaking slowly collects seldom. */
   private fit(now: number): LinearFit {
-    let since = now - this.windowMs;
-    let index = 0;
-    const first = this.readings.length - MIN_READINGS;
-    this.readings.forEach((_, at) => {
-      if (index++ === first) since = Math.min(since, at);
-    });
+    const since = Math.min(now - this.windowMs, stampOf(this.readings, this.readings.length - MIN_READINGS));
     return linearFit(this.readings, since);
   }
 
@@ -445,15 +440,19 @@ export class LeakTrend {
   }
 }
 
+/** The time of a window's `index`-th reading, oldest first; +Infinity past either end. */
+function stampOf(window: SlidingWindow, index: number): number {
+  let stamp = Number.POSITIVE_INFINITY;
+  let i = 0;
+  window.forEach((_, at) => {
+    if (i++ === index) stamp = at;
+  });
+  return stamp;
+}
+
 /** The fit over the newest `count` readings of a window (its times never go back). */
 function newest(window: SlidingWindow, count: number): LinearFit {
-  let since = Number.POSITIVE_INFINITY;
-  let index = 0;
-  const first = window.length - count;
-  window.forEach((_, at) => {
-    if (index++ === first) since = at;
-  });
-  return linearFit(window, since);
+  return linearFit(window, stampOf(window, window.length - count));
 }
 
 export interface HeapSnapshot {

@@ -4,8 +4,8 @@ import { closeSync, openSync, readSync } from 'node:fs';
  * The calling thread's run-queue wait from Linux's schedstat (`<on CPU ns>
  * <waiting ns> <slices>`), read through one open descriptor into one
  * buffer and parsed from its bytes (the event-loop probe reads it on its
- * firings: no string is made); undefined where the file is missing (another OS, no
- * schedstats).
+ * firings: no string is made); undefined where the file is missing
+ * (another OS, no schedstats).
  */
 export function threadQueueReader(): { read(): number; close(): void } | undefined {
   let fd: number;
